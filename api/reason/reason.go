@@ -1,0 +1,87 @@
+// Package reason gives errors at the API edge a stable reason word.
+//
+// Every error a client can act on is a gRPC status whose details hold an
+// errdetails.ErrorInfo with Domain "jaco" and one of the words below. The
+// CLI prints it as "error: <reason>: <sentence>". Code inside the daemon
+// uses sentinel or typed errors and converts at the edge; nothing branches
+// on message text.
+package reason
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Domain is the ErrorInfo domain of every jaco reason.
+const Domain = "jaco"
+
+// The reason words of DESIGN.md §8.
+const (
+	ClusterUninitialized    = "cluster_uninitialized"
+	Locked                  = "locked"
+	NoLeader                = "no_leader"
+	QuorumLost              = "quorum_lost"
+	NotAManager             = "not_a_manager"
+	TokenInvalid            = "token_invalid"
+	TokenExpired            = "token_expired"
+	TokenConsumed           = "token_consumed"
+	PermissionDenied        = "permission_denied"
+	NodeRemoved             = "node_removed"
+	NodeHostsPinnedReplicas = "node_hosts_pinned_replicas"
+	DrainTimeout            = "drain_timeout"
+	InvalidSpec             = "invalid_spec"
+	VersionConflict         = "version_conflict"
+	// AlreadyInitialized refuses a second init of the same data dir.
+	AlreadyInitialized = "already_initialized"
+	// NotFound is an object the caller named that does not exist.
+	NotFound = "not_found"
+	// Unavailable is a daemon the client could not reach.
+	Unavailable = "unavailable"
+)
+
+// retryable lists the reasons a client may retry unchanged.
+var retryable = map[string]bool{NoLeader: true, Unavailable: true}
+
+// Error returns a gRPC status error carrying word as its reason.
+func Error(code codes.Code, word, format string, args ...any) error {
+	st := status.New(code, fmt.Sprintf(format, args...))
+	withInfo, err := st.WithDetails(&errdetails.ErrorInfo{Reason: word, Domain: Domain})
+	if err != nil {
+		// Only a marshalling failure of a fixed message gets here.
+		return st.Err()
+	}
+	return withInfo.Err()
+}
+
+// Of returns the reason word carried by err, or "" when it carries none.
+func Of(err error) string {
+	if err == nil {
+		return ""
+	}
+	var se interface{ GRPCStatus() *status.Status }
+	if !errors.As(err, &se) {
+		return ""
+	}
+	for _, d := range se.GRPCStatus().Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == Domain {
+			return info.Reason
+		}
+	}
+	return ""
+}
+
+// Retryable reports whether err carries a reason a client may retry.
+func Retryable(err error) bool { return retryable[Of(err)] }
+
+// Sentence returns the human part of err: the status message when err is a
+// gRPC status, err.Error() otherwise.
+func Sentence(err error) string {
+	if st, ok := status.FromError(err); ok {
+		return st.Message()
+	}
+	return err.Error()
+}
