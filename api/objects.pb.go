@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: objects.proto
+// source: api/objects.proto
 
 package api
 
@@ -55,11 +55,11 @@ func (x NodeRole) String() string {
 }
 
 func (NodeRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_objects_proto_enumTypes[0].Descriptor()
+	return file_api_objects_proto_enumTypes[0].Descriptor()
 }
 
 func (NodeRole) Type() protoreflect.EnumType {
-	return &file_objects_proto_enumTypes[0]
+	return &file_api_objects_proto_enumTypes[0]
 }
 
 func (x NodeRole) Number() protoreflect.EnumNumber {
@@ -68,7 +68,7 @@ func (x NodeRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use NodeRole.Descriptor instead.
 func (NodeRole) EnumDescriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{0}
+	return file_api_objects_proto_rawDescGZIP(), []int{0}
 }
 
 type Suffrage int32
@@ -104,11 +104,11 @@ func (x Suffrage) String() string {
 }
 
 func (Suffrage) Descriptor() protoreflect.EnumDescriptor {
-	return file_objects_proto_enumTypes[1].Descriptor()
+	return file_api_objects_proto_enumTypes[1].Descriptor()
 }
 
 func (Suffrage) Type() protoreflect.EnumType {
-	return &file_objects_proto_enumTypes[1]
+	return &file_api_objects_proto_enumTypes[1]
 }
 
 func (x Suffrage) Number() protoreflect.EnumNumber {
@@ -117,7 +117,7 @@ func (x Suffrage) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Suffrage.Descriptor instead.
 func (Suffrage) EnumDescriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{1}
+	return file_api_objects_proto_rawDescGZIP(), []int{1}
 }
 
 type TaskState int32
@@ -165,11 +165,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_objects_proto_enumTypes[2].Descriptor()
+	return file_api_objects_proto_enumTypes[2].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_objects_proto_enumTypes[2]
+	return &file_api_objects_proto_enumTypes[2]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -178,7 +178,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
 }
 
 // Meta is carried by every stored object.
@@ -196,7 +196,7 @@ type Meta struct {
 
 func (x *Meta) Reset() {
 	*x = Meta{}
-	mi := &file_objects_proto_msgTypes[0]
+	mi := &file_api_objects_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +208,7 @@ func (x *Meta) String() string {
 func (*Meta) ProtoMessage() {}
 
 func (x *Meta) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[0]
+	mi := &file_api_objects_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +221,7 @@ func (x *Meta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Meta.ProtoReflect.Descriptor instead.
 func (*Meta) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{0}
+	return file_api_objects_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *Meta) GetVersion() uint64 {
@@ -263,7 +263,7 @@ type Cluster struct {
 
 func (x *Cluster) Reset() {
 	*x = Cluster{}
-	mi := &file_objects_proto_msgTypes[1]
+	mi := &file_api_objects_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +275,7 @@ func (x *Cluster) String() string {
 func (*Cluster) ProtoMessage() {}
 
 func (x *Cluster) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[1]
+	mi := &file_api_objects_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +288,7 @@ func (x *Cluster) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cluster.ProtoReflect.Descriptor instead.
 func (*Cluster) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{1}
+	return file_api_objects_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *Cluster) GetId() string {
@@ -342,7 +342,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +354,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +367,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Node) GetId() string {
@@ -425,7 +425,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +437,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +450,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -499,7 +499,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +511,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +524,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Service) GetId() string {
@@ -559,7 +559,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +571,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +584,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -624,7 +624,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +636,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +649,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Task) GetId() string {
@@ -716,7 +716,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +728,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +741,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *JoinToken) GetId() string {
@@ -786,11 +786,11 @@ func (x *JoinToken) GetConsumedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-var File_objects_proto protoreflect.FileDescriptor
+var File_api_objects_proto protoreflect.FileDescriptor
 
-const file_objects_proto_rawDesc = "" +
+const file_api_objects_proto_rawDesc = "" +
 	"\n" +
-	"\robjects.proto\x12\bjaco.api\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x01\n" +
+	"\x11api/objects.proto\x12\bjaco.api\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x01\n" +
 	"\x04Meta\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x129\n" +
 	"\n" +
@@ -862,20 +862,20 @@ const file_objects_proto_rawDesc = "" +
 	"\x13TASK_STATE_SHUTDOWN\x10\x06B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
-	file_objects_proto_rawDescOnce sync.Once
-	file_objects_proto_rawDescData []byte
+	file_api_objects_proto_rawDescOnce sync.Once
+	file_api_objects_proto_rawDescData []byte
 )
 
-func file_objects_proto_rawDescGZIP() []byte {
-	file_objects_proto_rawDescOnce.Do(func() {
-		file_objects_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_objects_proto_rawDesc), len(file_objects_proto_rawDesc)))
+func file_api_objects_proto_rawDescGZIP() []byte {
+	file_api_objects_proto_rawDescOnce.Do(func() {
+		file_api_objects_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)))
 	})
-	return file_objects_proto_rawDescData
+	return file_api_objects_proto_rawDescData
 }
 
-var file_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
-var file_objects_proto_goTypes = []any{
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
 	(TaskState)(0),                // 2: jaco.api.TaskState
@@ -889,7 +889,7 @@ var file_objects_proto_goTypes = []any{
 	(*JoinToken)(nil),             // 10: jaco.api.JoinToken
 	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
-var file_objects_proto_depIdxs = []int32{
+var file_api_objects_proto_depIdxs = []int32{
 	11, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
 	11, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
@@ -913,27 +913,27 @@ var file_objects_proto_depIdxs = []int32{
 	0,  // [0:16] is the sub-list for field type_name
 }
 
-func init() { file_objects_proto_init() }
-func file_objects_proto_init() {
-	if File_objects_proto != nil {
+func init() { file_api_objects_proto_init() }
+func file_api_objects_proto_init() {
+	if File_api_objects_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_objects_proto_rawDesc), len(file_objects_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      3,
 			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
-		GoTypes:           file_objects_proto_goTypes,
-		DependencyIndexes: file_objects_proto_depIdxs,
-		EnumInfos:         file_objects_proto_enumTypes,
-		MessageInfos:      file_objects_proto_msgTypes,
+		GoTypes:           file_api_objects_proto_goTypes,
+		DependencyIndexes: file_api_objects_proto_depIdxs,
+		EnumInfos:         file_api_objects_proto_enumTypes,
+		MessageInfos:      file_api_objects_proto_msgTypes,
 	}.Build()
-	File_objects_proto = out.File
-	file_objects_proto_goTypes = nil
-	file_objects_proto_depIdxs = nil
+	File_api_objects_proto = out.File
+	file_api_objects_proto_goTypes = nil
+	file_api_objects_proto_depIdxs = nil
 }

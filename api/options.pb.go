@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: options.proto
+// source: api/options.proto
 
 package api
 
@@ -21,14 +21,14 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-var file_options_proto_extTypes = []protoimpl.ExtensionInfo{
+var file_api_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.ServiceOptions)(nil),
 		ExtensionType: (*bool)(nil),
 		Field:         51001,
 		Name:          "jaco.api.raftproxy",
 		Tag:           "varint,51001,opt,name=raftproxy",
-		Filename:      "options.proto",
+		Filename:      "api/options.proto",
 	},
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -36,7 +36,7 @@ var file_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Field:         51002,
 		Name:          "jaco.api.local_read",
 		Tag:           "varint,51002,opt,name=local_read",
-		Filename:      "options.proto",
+		Filename:      "api/options.proto",
 	},
 }
 
@@ -46,7 +46,7 @@ var (
 	// forwards calls made to any other manager to the leader.
 	//
 	// optional bool raftproxy = 51001;
-	E_Raftproxy = &file_options_proto_extTypes[0]
+	E_Raftproxy = &file_api_options_proto_extTypes[0]
 )
 
 // Extension fields to descriptorpb.MethodOptions.
@@ -55,23 +55,23 @@ var (
 	// wrapper never forwards it (reads keep working while there is no leader).
 	//
 	// optional bool local_read = 51002;
-	E_LocalRead = &file_options_proto_extTypes[1]
+	E_LocalRead = &file_api_options_proto_extTypes[1]
 )
 
-var File_options_proto protoreflect.FileDescriptor
+var File_api_options_proto protoreflect.FileDescriptor
 
-const file_options_proto_rawDesc = "" +
+const file_api_options_proto_rawDesc = "" +
 	"\n" +
-	"\roptions.proto\x12\bjaco.api\x1a google/protobuf/descriptor.proto:?\n" +
+	"\x11api/options.proto\x12\bjaco.api\x1a google/protobuf/descriptor.proto:?\n" +
 	"\traftproxy\x12\x1f.google.protobuf.ServiceOptions\x18\xb9\x8e\x03 \x01(\bR\traftproxy:?\n" +
 	"\n" +
 	"local_read\x12\x1e.google.protobuf.MethodOptions\x18\xba\x8e\x03 \x01(\bR\tlocalReadB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
-var file_options_proto_goTypes = []any{
+var file_api_options_proto_goTypes = []any{
 	(*descriptorpb.ServiceOptions)(nil), // 0: google.protobuf.ServiceOptions
 	(*descriptorpb.MethodOptions)(nil),  // 1: google.protobuf.MethodOptions
 }
-var file_options_proto_depIdxs = []int32{
+var file_api_options_proto_depIdxs = []int32{
 	0, // 0: jaco.api.raftproxy:extendee -> google.protobuf.ServiceOptions
 	1, // 1: jaco.api.local_read:extendee -> google.protobuf.MethodOptions
 	2, // [2:2] is the sub-list for method output_type
@@ -81,26 +81,26 @@ var file_options_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for field type_name
 }
 
-func init() { file_options_proto_init() }
-func file_options_proto_init() {
-	if File_options_proto != nil {
+func init() { file_api_options_proto_init() }
+func file_api_options_proto_init() {
+	if File_api_options_proto != nil {
 		return
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_options_proto_rawDesc), len(file_options_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_options_proto_rawDesc), len(file_api_options_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   0,
 			NumExtensions: 2,
 			NumServices:   0,
 		},
-		GoTypes:           file_options_proto_goTypes,
-		DependencyIndexes: file_options_proto_depIdxs,
-		ExtensionInfos:    file_options_proto_extTypes,
+		GoTypes:           file_api_options_proto_goTypes,
+		DependencyIndexes: file_api_options_proto_depIdxs,
+		ExtensionInfos:    file_api_options_proto_extTypes,
 	}.Build()
-	File_options_proto = out.File
-	file_options_proto_goTypes = nil
-	file_options_proto_depIdxs = nil
+	File_api_options_proto = out.File
+	file_api_options_proto_goTypes = nil
+	file_api_options_proto_depIdxs = nil
 }

@@ -2,7 +2,7 @@
 // versions:
 // 	protoc-gen-go v1.36.12
 // 	protoc        v3.21.12
-// source: raft.proto
+// source: api/raft.proto
 
 package api
 
@@ -57,11 +57,11 @@ func (x StoreAction_Kind) String() string {
 }
 
 func (StoreAction_Kind) Descriptor() protoreflect.EnumDescriptor {
-	return file_raft_proto_enumTypes[0].Descriptor()
+	return file_api_raft_proto_enumTypes[0].Descriptor()
 }
 
 func (StoreAction_Kind) Type() protoreflect.EnumType {
-	return &file_raft_proto_enumTypes[0]
+	return &file_api_raft_proto_enumTypes[0]
 }
 
 func (x StoreAction_Kind) Number() protoreflect.EnumNumber {
@@ -70,7 +70,7 @@ func (x StoreAction_Kind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use StoreAction_Kind.Descriptor instead.
 func (StoreAction_Kind) EnumDescriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{0, 0}
+	return file_api_raft_proto_rawDescGZIP(), []int{0, 0}
 }
 
 // StoreAction is one change to one object.
@@ -91,7 +91,7 @@ type StoreAction struct {
 
 func (x *StoreAction) Reset() {
 	*x = StoreAction{}
-	mi := &file_raft_proto_msgTypes[0]
+	mi := &file_api_raft_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -103,7 +103,7 @@ func (x *StoreAction) String() string {
 func (*StoreAction) ProtoMessage() {}
 
 func (x *StoreAction) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[0]
+	mi := &file_api_raft_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -116,7 +116,7 @@ func (x *StoreAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreAction.ProtoReflect.Descriptor instead.
 func (*StoreAction) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{0}
+	return file_api_raft_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *StoreAction) GetKind() StoreAction_Kind {
@@ -225,7 +225,7 @@ type InternalRaftRequest struct {
 
 func (x *InternalRaftRequest) Reset() {
 	*x = InternalRaftRequest{}
-	mi := &file_raft_proto_msgTypes[1]
+	mi := &file_api_raft_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -237,7 +237,7 @@ func (x *InternalRaftRequest) String() string {
 func (*InternalRaftRequest) ProtoMessage() {}
 
 func (x *InternalRaftRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[1]
+	mi := &file_api_raft_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -250,7 +250,7 @@ func (x *InternalRaftRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InternalRaftRequest.ProtoReflect.Descriptor instead.
 func (*InternalRaftRequest) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{1}
+	return file_api_raft_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *InternalRaftRequest) GetId() uint64 {
@@ -281,7 +281,7 @@ type StoreSnapshot struct {
 
 func (x *StoreSnapshot) Reset() {
 	*x = StoreSnapshot{}
-	mi := &file_raft_proto_msgTypes[2]
+	mi := &file_api_raft_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +293,7 @@ func (x *StoreSnapshot) String() string {
 func (*StoreSnapshot) ProtoMessage() {}
 
 func (x *StoreSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[2]
+	mi := &file_api_raft_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +306,7 @@ func (x *StoreSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreSnapshot.ProtoReflect.Descriptor instead.
 func (*StoreSnapshot) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{2}
+	return file_api_raft_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *StoreSnapshot) GetClusters() []*Cluster {
@@ -356,7 +356,7 @@ type RaftMember struct {
 
 func (x *RaftMember) Reset() {
 	*x = RaftMember{}
-	mi := &file_raft_proto_msgTypes[3]
+	mi := &file_api_raft_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +368,7 @@ func (x *RaftMember) String() string {
 func (*RaftMember) ProtoMessage() {}
 
 func (x *RaftMember) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[3]
+	mi := &file_api_raft_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +381,7 @@ func (x *RaftMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftMember.ProtoReflect.Descriptor instead.
 func (*RaftMember) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{3}
+	return file_api_raft_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RaftMember) GetRaftId() uint64 {
@@ -417,7 +417,7 @@ type RaftSnapshot struct {
 
 func (x *RaftSnapshot) Reset() {
 	*x = RaftSnapshot{}
-	mi := &file_raft_proto_msgTypes[4]
+	mi := &file_api_raft_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -429,7 +429,7 @@ func (x *RaftSnapshot) String() string {
 func (*RaftSnapshot) ProtoMessage() {}
 
 func (x *RaftSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[4]
+	mi := &file_api_raft_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -442,7 +442,7 @@ func (x *RaftSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftSnapshot.ProtoReflect.Descriptor instead.
 func (*RaftSnapshot) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{4}
+	return file_api_raft_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RaftSnapshot) GetStore() *StoreSnapshot {
@@ -478,7 +478,7 @@ type WALMetadata struct {
 
 func (x *WALMetadata) Reset() {
 	*x = WALMetadata{}
-	mi := &file_raft_proto_msgTypes[5]
+	mi := &file_api_raft_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +490,7 @@ func (x *WALMetadata) String() string {
 func (*WALMetadata) ProtoMessage() {}
 
 func (x *WALMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[5]
+	mi := &file_api_raft_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +503,7 @@ func (x *WALMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WALMetadata.ProtoReflect.Descriptor instead.
 func (*WALMetadata) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{5}
+	return file_api_raft_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *WALMetadata) GetRaftId() uint64 {
@@ -537,7 +537,7 @@ type ProcessRaftMessageRequest struct {
 
 func (x *ProcessRaftMessageRequest) Reset() {
 	*x = ProcessRaftMessageRequest{}
-	mi := &file_raft_proto_msgTypes[6]
+	mi := &file_api_raft_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -549,7 +549,7 @@ func (x *ProcessRaftMessageRequest) String() string {
 func (*ProcessRaftMessageRequest) ProtoMessage() {}
 
 func (x *ProcessRaftMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[6]
+	mi := &file_api_raft_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -562,7 +562,7 @@ func (x *ProcessRaftMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessRaftMessageRequest.ProtoReflect.Descriptor instead.
 func (*ProcessRaftMessageRequest) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{6}
+	return file_api_raft_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessRaftMessageRequest) GetMessage() []byte {
@@ -580,7 +580,7 @@ type ProcessRaftMessageResponse struct {
 
 func (x *ProcessRaftMessageResponse) Reset() {
 	*x = ProcessRaftMessageResponse{}
-	mi := &file_raft_proto_msgTypes[7]
+	mi := &file_api_raft_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -592,7 +592,7 @@ func (x *ProcessRaftMessageResponse) String() string {
 func (*ProcessRaftMessageResponse) ProtoMessage() {}
 
 func (x *ProcessRaftMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[7]
+	mi := &file_api_raft_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -605,7 +605,7 @@ func (x *ProcessRaftMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessRaftMessageResponse.ProtoReflect.Descriptor instead.
 func (*ProcessRaftMessageResponse) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{7}
+	return file_api_raft_proto_rawDescGZIP(), []int{7}
 }
 
 type ResolveAddressRequest struct {
@@ -617,7 +617,7 @@ type ResolveAddressRequest struct {
 
 func (x *ResolveAddressRequest) Reset() {
 	*x = ResolveAddressRequest{}
-	mi := &file_raft_proto_msgTypes[8]
+	mi := &file_api_raft_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +629,7 @@ func (x *ResolveAddressRequest) String() string {
 func (*ResolveAddressRequest) ProtoMessage() {}
 
 func (x *ResolveAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[8]
+	mi := &file_api_raft_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +642,7 @@ func (x *ResolveAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveAddressRequest.ProtoReflect.Descriptor instead.
 func (*ResolveAddressRequest) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{8}
+	return file_api_raft_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResolveAddressRequest) GetRaftId() uint64 {
@@ -661,7 +661,7 @@ type ResolveAddressResponse struct {
 
 func (x *ResolveAddressResponse) Reset() {
 	*x = ResolveAddressResponse{}
-	mi := &file_raft_proto_msgTypes[9]
+	mi := &file_api_raft_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +673,7 @@ func (x *ResolveAddressResponse) String() string {
 func (*ResolveAddressResponse) ProtoMessage() {}
 
 func (x *ResolveAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_raft_proto_msgTypes[9]
+	mi := &file_api_raft_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +686,7 @@ func (x *ResolveAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveAddressResponse.ProtoReflect.Descriptor instead.
 func (*ResolveAddressResponse) Descriptor() ([]byte, []int) {
-	return file_raft_proto_rawDescGZIP(), []int{9}
+	return file_api_raft_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResolveAddressResponse) GetAddress() string {
@@ -696,12 +696,11 @@ func (x *ResolveAddressResponse) GetAddress() string {
 	return ""
 }
 
-var File_raft_proto protoreflect.FileDescriptor
+var File_api_raft_proto protoreflect.FileDescriptor
 
-const file_raft_proto_rawDesc = "" +
+const file_api_raft_proto_rawDesc = "" +
 	"\n" +
-	"\n" +
-	"raft.proto\x12\bjaco.api\x1a\robjects.proto\"\xf8\x02\n" +
+	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\"\xf8\x02\n" +
 	"\vStoreAction\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.jaco.api.StoreAction.KindR\x04kind\x12-\n" +
 	"\acluster\x18\x02 \x01(\v2\x11.jaco.api.ClusterH\x00R\acluster\x12$\n" +
@@ -752,20 +751,20 @@ const file_raft_proto_rawDesc = "" +
 	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponseB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
-	file_raft_proto_rawDescOnce sync.Once
-	file_raft_proto_rawDescData []byte
+	file_api_raft_proto_rawDescOnce sync.Once
+	file_api_raft_proto_rawDescData []byte
 )
 
-func file_raft_proto_rawDescGZIP() []byte {
-	file_raft_proto_rawDescOnce.Do(func() {
-		file_raft_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_raft_proto_rawDesc), len(file_raft_proto_rawDesc)))
+func file_api_raft_proto_rawDescGZIP() []byte {
+	file_api_raft_proto_rawDescOnce.Do(func() {
+		file_api_raft_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)))
 	})
-	return file_raft_proto_rawDescData
+	return file_api_raft_proto_rawDescData
 }
 
-var file_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
-var file_raft_proto_goTypes = []any{
+var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
 	(*InternalRaftRequest)(nil),        // 2: jaco.api.InternalRaftRequest
@@ -783,7 +782,7 @@ var file_raft_proto_goTypes = []any{
 	(*Task)(nil),                       // 14: jaco.api.Task
 	(*JoinToken)(nil),                  // 15: jaco.api.JoinToken
 }
-var file_raft_proto_depIdxs = []int32{
+var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
 	11, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
 	12, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
@@ -809,13 +808,13 @@ var file_raft_proto_depIdxs = []int32{
 	0,  // [0:14] is the sub-list for field type_name
 }
 
-func init() { file_raft_proto_init() }
-func file_raft_proto_init() {
-	if File_raft_proto != nil {
+func init() { file_api_raft_proto_init() }
+func file_api_raft_proto_init() {
+	if File_api_raft_proto != nil {
 		return
 	}
-	file_objects_proto_init()
-	file_raft_proto_msgTypes[0].OneofWrappers = []any{
+	file_api_objects_proto_init()
+	file_api_raft_proto_msgTypes[0].OneofWrappers = []any{
 		(*StoreAction_Cluster)(nil),
 		(*StoreAction_Node)(nil),
 		(*StoreAction_Service)(nil),
@@ -826,18 +825,18 @@ func file_raft_proto_init() {
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
-			RawDescriptor: unsafe.Slice(unsafe.StringData(file_raft_proto_rawDesc), len(file_raft_proto_rawDesc)),
+			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
 			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
-		GoTypes:           file_raft_proto_goTypes,
-		DependencyIndexes: file_raft_proto_depIdxs,
-		EnumInfos:         file_raft_proto_enumTypes,
-		MessageInfos:      file_raft_proto_msgTypes,
+		GoTypes:           file_api_raft_proto_goTypes,
+		DependencyIndexes: file_api_raft_proto_depIdxs,
+		EnumInfos:         file_api_raft_proto_enumTypes,
+		MessageInfos:      file_api_raft_proto_msgTypes,
 	}.Build()
-	File_raft_proto = out.File
-	file_raft_proto_goTypes = nil
-	file_raft_proto_depIdxs = nil
+	File_api_raft_proto = out.File
+	file_api_raft_proto_goTypes = nil
+	file_api_raft_proto_depIdxs = nil
 }

@@ -1,0 +1,65 @@
+# jaco developer targets. `make help` lists them.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO     ?= go
+PROTOC ?= protoc
+BIN    := $(CURDIR)/bin
+# Where protoc finds google/protobuf/*.proto (Debian's protobuf-compiler).
+PROTO_INCLUDE ?= /usr/include
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------------------
+# Code generation (docs/adr/0001-protobuf.md)
+#
+# Generated code is committed. protoc-gen-go and protoc-gen-go-grpc are pinned
+# in vendor-tools/go.mod; protoc-gen-raftproxy is built from this module.
+# ---------------------------------------------------------------------------
+
+RAFTPROXY    := protobuf/plugin/raftproxy
+ECHOTEST     := $(RAFTPROXY)/internal/echotest
+GOLDEN       := $(RAFTPROXY)/testdata
+# .proto files are named from the repository root (import "api/objects.proto"),
+# which keeps their names unique in the process-wide protobuf registry.
+PROTOC_INCLUDES := -I . -I $(PROTO_INCLUDE)
+PROTOC_PLUGINS  := \
+	--plugin=protoc-gen-go=$(BIN)/protoc-gen-go \
+	--plugin=protoc-gen-go-grpc=$(BIN)/protoc-gen-go-grpc \
+	--plugin=protoc-gen-raftproxy=$(BIN)/protoc-gen-raftproxy
+# Every output lands next to its .proto.
+PROTOC_GO := $(PROTOC) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
+	--go_out=. --go_opt=paths=source_relative \
+	--go-grpc_out=. --go-grpc_opt=paths=source_relative \
+	--raftproxy_out=. --raftproxy_opt=paths=source_relative
+
+.PHONY: tools
+tools: ## build the protoc plugins into ./bin
+	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
+	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc
+	$(GO) build -o $(BIN)/protoc-gen-raftproxy ./$(RAFTPROXY)/cmd/protoc-gen-raftproxy
+
+# Outputs are overwritten, never deleted first: a failed run must not lose
+# committed code. Whoever deletes a .proto deletes its outputs too.
+.PHONY: generate
+generate: tools ## regenerate all protobuf code (api/, raftproxy test inputs)
+	$(PROTOC_GO) api/*.proto
+	$(PROTOC_GO) $(ECHOTEST)/*.proto
+	@# The golden test reads this descriptor set, so `go test` needs no
+	@# protoc; the golden is the plugin's output for it. The file is named
+	@# raftproxytest.proto in it (-I $(GOLDEN)): it is never linked into Go.
+	$(PROTOC) -I $(GOLDEN) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
+		--include_imports --include_source_info --descriptor_set_out=$(GOLDEN)/raftproxytest.pb \
+		--raftproxy_out=$(GOLDEN) --raftproxy_opt=paths=source_relative $(GOLDEN)/raftproxytest.proto
+
+.PHONY: check-generated
+check-generated: generate ## fail when committed generated code is stale
+	git diff --exit-code -- api protobuf
+	@untracked="$$(git status --porcelain --untracked-files=all -- '*.pb.go' '*.pb')"; \
+	if [ -n "$$untracked" ]; then \
+		echo "generated files not committed:"; echo "$$untracked"; exit 1; \
+	fi

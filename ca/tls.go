@@ -1,0 +1,138 @@
+package ca
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+)
+
+// ServerTLSConfig is the config of a node's listener. It presents the node
+// certificate followed by the CA certificate (so a client that knows only
+// the CA fingerprint can verify it, see PinnedTLSConfig). It requests a
+// client certificate but does not require one, since operators come with a
+// token instead; a client certificate that is given must verify against the
+// CA. The caller reads the client's identity with IdentityFromCert from
+// tls.ConnectionState.VerifiedChains.
+func ServerTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
+	pool, caDER, err := caPool(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("server TLS config: %w", err)
+	}
+	pair, err := nodeKeyPair(certPEM, keyPEM, caDER)
+	if err != nil {
+		return nil, fmt.Errorf("server TLS config: %w", err)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{pair},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    pool,
+	}, nil
+}
+
+// ClientTLSConfig is the config for node-to-node mutual TLS. It presents the
+// node certificate and accepts a server whose certificate chains to the CA.
+// With ServerName empty (or an IP address, which TLS does not send as a
+// server name) any node of the cluster is accepted; to insist on one node,
+// set ServerName on a clone to its node id (or another SAN it was signed
+// with). Note that gRPC fills an empty ServerName with the host of the dial
+// target, so a target given by host name must be one of the server's SANs.
+func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
+	pool, caDER, err := caPool(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("client TLS config: %w", err)
+	}
+	pair, err := nodeKeyPair(certPEM, keyPEM, caDER)
+	if err != nil {
+		return nil, fmt.Errorf("client TLS config: %w", err)
+	}
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{pair},
+		// The server's name is not known when dialling an address: the
+		// chain is verified in VerifyConnection instead, against the CA
+		// pool and, when one was asked for, the expected name.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyServer(cs, pool, cs.ServerName)
+		},
+	}, nil
+}
+
+// PinnedTLSConfig is the config of a client that has no CA certificate yet
+// but knows the CA's fingerprint from a token (the operator CLI, a joining
+// node). It accepts a server only if the chain it presents contains a CA
+// certificate whose Fingerprint is fp and the server's certificate verifies
+// against that CA. Any node of that cluster is accepted: the client knows
+// the cluster, not which node answers at the address it dialled. It presents
+// no client certificate.
+func PinnedTLSConfig(fp string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		// Verified in VerifyConnection against the pinned CA.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyPinned(cs, fp)
+		},
+	}
+}
+
+func verifyPinned(cs tls.ConnectionState, fp string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	for _, c := range cs.PeerCertificates[1:] {
+		if fingerprintDER(c.Raw) == fp {
+			pool := x509.NewCertPool()
+			pool.AddCert(c)
+			return verifyServer(cs, pool, "")
+		}
+	}
+	return fmt.Errorf("server's chain holds no CA certificate with fingerprint %s", fp)
+}
+
+// verifyServer verifies the server's chain against roots, for server auth
+// and, unless name is empty, for name.
+func verifyServer(cs tls.ConnectionState, roots *x509.CertPool, name string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		intermediates.AddCert(c)
+	}
+	leaf := cs.PeerCertificates[0]
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: intermediates,
+		DNSName:       name,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return fmt.Errorf("verify server certificate %q: %w", leaf.Subject.CommonName, err)
+	}
+	return nil
+}
+
+// caPool parses the CA certificate into a pool and returns its DER too.
+func caPool(caPEM []byte) (*x509.CertPool, []byte, error) {
+	caCert, err := parseCertPEM(caPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	return pool, caCert.Raw, nil
+}
+
+// nodeKeyPair loads the node's certificate and key and appends the CA
+// certificate to the chain it presents.
+func nodeKeyPair(certPEM, keyPEM, caDER []byte) (tls.Certificate, error) {
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("node certificate and key: %w", err)
+	}
+	pair.Certificate = append(pair.Certificate, caDER)
+	return pair, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/client"
+)
+
+func clusterCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Create and inspect the cluster"}
+	cmd.AddCommand(clusterInitCmd(g), clusterStatusCmd(g))
+	return cmd
+}
+
+func clusterInitCmd(g *globals) *cobra.Command {
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Make the local daemon the first manager of a new cluster",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Cluster.Init(ctx, &api.InitClusterRequest{})
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if quiet {
+					fmt.Fprintln(out, resp.OperatorToken)
+					return nil
+				}
+				fmt.Fprintf(out, "Cluster %s initialized; this node (%s) is its first manager.\n\n", resp.ClusterId, resp.NodeId)
+				fmt.Fprintf(out, "Operator token (shown only now; the cluster keeps just its hash):\n\n    %s\n\n", resp.OperatorToken)
+				fmt.Fprintf(out, "Use it from another machine with:\n\n    JACO_TOKEN=<token> jaco --server <this-host>:7000 cluster status\n")
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the operator token")
+	return cmd
+}
+
+// statusView is the JSON shape of `jaco cluster status --format json`.
+type statusView struct {
+	State     string       `json:"state"`
+	ClusterID string       `json:"cluster_id,omitempty"`
+	NodeID    string       `json:"node_id,omitempty"`
+	Leader    string       `json:"leader,omitempty"`
+	Members   []memberView `json:"members"`
+}
+
+type memberView struct {
+	NodeID   string `json:"node_id"`
+	Hostname string `json:"hostname"`
+	Address  string `json:"address"`
+	RaftID   string `json:"raft_id"`
+	Status   string `json:"status"`
+	Suffrage string `json:"suffrage"`
+	Leader   bool   `json:"leader"`
+}
+
+func clusterStatusCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the daemon's state, the cluster, its leader and its members",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Cluster.Status(ctx, &api.ClusterStatusRequest{})
+				if err != nil {
+					return err
+				}
+				v := toStatusView(resp)
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), v)
+				}
+				return printStatus(cmd, v)
+			})
+		},
+	}
+	formatFlag(cmd, &format)
+	return cmd
+}
+
+func toStatusView(resp *api.ClusterStatusResponse) statusView {
+	v := statusView{
+		State:     word(resp.State.String(), "NODE_STATE_"),
+		ClusterID: resp.ClusterId,
+		NodeID:    resp.NodeId,
+		Leader:    resp.LeaderNodeId,
+		Members:   []memberView{},
+	}
+	for _, m := range resp.Members {
+		v.Members = append(v.Members, memberView{
+			NodeID:   m.NodeId,
+			Hostname: m.Hostname,
+			Address:  m.Address,
+			RaftID:   fmt.Sprintf("%x", m.RaftId),
+			Status:   strings.TrimPrefix(m.Status.String(), "MEMBER_STATUS_"),
+			Suffrage: strings.TrimPrefix(m.Suffrage.String(), "SUFFRAGE_"),
+			Leader:   m.Leader,
+		})
+	}
+	return v
+}
+
+func printStatus(cmd *cobra.Command, v statusView) error {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "State:       %s\n", v.State)
+	if v.ClusterID == "" {
+		return nil
+	}
+	leader := "none (no leader elected)"
+	for _, m := range v.Members {
+		if m.Leader {
+			leader = fmt.Sprintf("%s (%s)", m.Hostname, m.NodeID)
+		}
+	}
+	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\nMembers:\n", v.ClusterID, v.NodeID, leader)
+	rows := make([]string, 0, len(v.Members))
+	for _, m := range v.Members {
+		status := strings.ReplaceAll(m.Status, "UNSPECIFIED", "UNKNOWN")
+		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t[%s, %s]\t%s", m.Hostname, m.NodeID, m.Address, status, m.Suffrage, leaderMark(m.Leader)))
+	}
+	return table(out, "  HOSTNAME\tNODE ID\tADDRESS\tMEMBERSHIP\t", rows)
+}
+
+func leaderMark(leader bool) string {
+	if leader {
+		return "leader"
+	}
+	return ""
+}

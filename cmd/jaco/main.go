@@ -1,0 +1,109 @@
+// Command jaco is the operator's CLI for a jaco cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/client"
+	"github.com/jaco-project/jaco/node"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	dataDir string
+	server  string
+	timeout time.Duration
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "jaco",
+		Short:         "Operate a jaco cluster",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", node.DefaultDataDir), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
+	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
+	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then)")
+	root.AddCommand(clusterCmd(g), nodeCmd(g))
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var de daemonError
+	if errors.As(err, &de) {
+		fmt.Fprintf(stderr, "error: %s\n", describe(de.error))
+		return 1
+	}
+	// Everything else is how the command was called: unknown commands and
+	// flags, wrong arguments, a bad --format.
+	fmt.Fprintf(stderr, "error: usage: %v\n", err)
+	return 2
+}
+
+// daemonError is a call to the daemon that failed.
+type daemonError struct{ error }
+
+// describe renders "<reason>: <sentence>".
+func describe(err error) string {
+	if w := reason.Of(err); w != "" {
+		return w + ": " + reason.Sentence(err)
+	}
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable:
+			return reason.Unavailable + ": cannot reach jacod: " + st.Message()
+		case codes.DeadlineExceeded:
+			return reason.Unavailable + ": no answer from jacod in time: " + st.Message()
+		}
+		return st.Code().String() + ": " + st.Message()
+	}
+	return err.Error()
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// call runs fn against the daemon the globals name, within the timeout.
+func (g *globals) call(ctx context.Context, fn func(ctx context.Context, c *client.Client) error) error {
+	var opt client.Option
+	if g.server != "" {
+		opt = client.WithServer(g.server, os.Getenv("JACO_TOKEN"))
+	} else {
+		opt = client.WithSocket(node.SocketPath(g.dataDir))
+	}
+	c, err := client.New(opt)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	if err := fn(ctx, c); err != nil {
+		return daemonError{err}
+	}
+	return nil
+}

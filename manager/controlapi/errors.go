@@ -1,0 +1,34 @@
+package controlapi
+
+import (
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// ToStatus turns an error from the store or raft into a gRPC status with
+// its reason word. Errors already carrying a status pass through.
+func ToStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLostLeadership), errors.Is(err, raft.ErrStopped):
+		return reason.Error(codes.Unavailable, reason.NoLeader, "%v", err)
+	case errors.Is(err, store.ErrVersionConflict):
+		return reason.Error(codes.Aborted, reason.VersionConflict, "%v", err)
+	case errors.Is(err, store.ErrNotFound):
+		return reason.Error(codes.NotFound, reason.NotFound, "%v", err)
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrInvalid):
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v", err)
+	}
+	return status.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,80 @@
+package raft
+
+import (
+	"log/slog"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/encryption"
+)
+
+// Applier is the replicated state machine: the store.
+type Applier interface {
+	// Apply applies one committed batch; an error rejects the batch whole,
+	// deterministically on every member, and is returned to its proposer.
+	Apply(index uint64, req *api.InternalRaftRequest) error
+	// Save dumps the state for a snapshot.
+	Save() *api.StoreSnapshot
+	// Restore replaces the state with a snapshot's.
+	Restore(snap *api.StoreSnapshot, index uint64) error
+}
+
+// Transport carries raft messages to other members.
+type Transport interface {
+	Send(msgs []raftpb.Message)
+}
+
+// Config configures a Node.
+type Config struct {
+	// StateDir holds wal/ and snap/.
+	StateDir string
+	Sealer   *encryption.Sealer
+	Applier  Applier
+	// Transport may be nil while this member is alone.
+	Transport Transport
+	Logger    *slog.Logger
+
+	// TickInterval is raft's clock; election and heartbeat are in ticks.
+	TickInterval  time.Duration
+	ElectionTick  int
+	HeartbeatTick int
+	// SnapshotInterval is how many applied entries trigger a snapshot.
+	SnapshotInterval uint64
+	// LogEntriesForSlowFollowers stay in memory behind a snapshot so a
+	// follower slightly behind gets entries rather than a whole snapshot.
+	LogEntriesForSlowFollowers uint64
+	// KeepOldSnapshots is how many snapshots to keep besides the newest.
+	KeepOldSnapshots int
+}
+
+// Defaults.
+const (
+	DefaultTickInterval               = 100 * time.Millisecond
+	DefaultElectionTick               = 10
+	DefaultHeartbeatTick              = 1
+	DefaultSnapshotInterval           = 10000
+	DefaultLogEntriesForSlowFollowers = 500
+)
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.TickInterval == 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.ElectionTick == 0 {
+		c.ElectionTick = DefaultElectionTick
+	}
+	if c.HeartbeatTick == 0 {
+		c.HeartbeatTick = DefaultHeartbeatTick
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.LogEntriesForSlowFollowers == 0 {
+		c.LogEntriesForSlowFollowers = DefaultLogEntriesForSlowFollowers
+	}
+}

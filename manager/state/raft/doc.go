@@ -1,0 +1,29 @@
+// Package raft runs a manager's member of the cluster's raft group.
+//
+// go.etcd.io/raft/v3 is a pure state machine; this package gives it a
+// clock, a disk and a network, and applies what it commits to the store.
+// One goroutine, the Ready loop, owns all of that. For every Ready it:
+//
+//  1. records a new leader or term; when this member stops being leader,
+//     or the term moves on, every proposal still waiting is failed with
+//     ErrLostLeadership (its entry may yet commit: the outcome is unknown);
+//  2. persists the incoming snapshot, then the entries and hard state, to
+//     the WAL and snap directory (storage package), sealed with the data
+//     key and fsynced — only then
+//  3. sends the messages to peers (Transport);
+//  4. applies committed entries in log order: conf changes to raft and the
+//     member list, store batches to the store (Applier.Apply), and wakes
+//     the proposer of each entry with the result Apply returned;
+//  5. takes a snapshot every SnapshotInterval applied entries and compacts
+//     the in-memory log, keeping LogEntriesForSlowFollowers behind it;
+//  6. calls Advance.
+//
+// A write (Propose) registers a wait, proposes, and returns when its entry
+// has been applied locally, with the store's verdict. It fails fast when
+// this member is not the leader, and fails with ErrLostLeadership if the
+// leader changes first. No timeout retracts an entry: a caller whose
+// context ends stops waiting, but the entry may still be applied.
+//
+// On restart the store is rebuilt from the newest snapshot plus the
+// committed entries after it, replayed through the same apply path.
+package raft

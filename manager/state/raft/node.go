@@ -1,0 +1,250 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/raft/storage"
+)
+
+// Errors callers branch on.
+var (
+	// ErrNotLeader: this member is not the leader, so it takes no writes.
+	ErrNotLeader = errors.New("this manager is not the raft leader")
+	// ErrLostLeadership: leadership changed while a proposal waited; the
+	// entry may or may not commit later.
+	ErrLostLeadership = errors.New("raft leadership changed before the write was applied; it may or may not have been committed")
+	// ErrStopped: the node is stopped.
+	ErrStopped = errors.New("raft node stopped")
+	// ErrMemberRemoved: a message came from a raft id removed for good.
+	ErrMemberRemoved = errors.New("raft member was removed from the cluster")
+)
+
+// maxSizePerMsg bounds one append message (and one Ready's committed
+// entries), well under gRPC's default 4 MiB message limit.
+const maxSizePerMsg = 1 << 20
+
+// Node is one member of the raft group.
+type Node struct {
+	cfg       Config
+	raftID    uint64
+	nodeID    string
+	clusterID string
+
+	rn      raft.Node
+	mem     *raft.MemoryStorage
+	disk    *storage.Storage
+	wait    *waitRegistry
+	members *membership
+
+	// Owned by the Ready loop.
+	confState     raftpb.ConfState
+	appliedIndex  uint64
+	snapshotIndex uint64
+	wasLeader     bool
+
+	mu            sync.Mutex
+	leader        uint64
+	leaderChanged chan struct{}
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+	err       error // set before done closes
+}
+
+// New opens the raft state in cfg.StateDir, rebuilds the applier from the
+// newest snapshot, and prepares the member. Start runs it.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	disk, st, err := storage.Open(cfg.StateDir, cfg.Sealer, storage.Options{
+		KeepOldSnapshots: cfg.KeepOldSnapshots,
+		Logger:           cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var meta api.WALMetadata
+	if err := proto.Unmarshal(st.Metadata, &meta); err != nil || meta.RaftId == 0 {
+		disk.Close()
+		return nil, fmt.Errorf("wal metadata in %s: not a jaco member (%v)", cfg.StateDir, err)
+	}
+	n := &Node{
+		cfg:           cfg,
+		raftID:        meta.RaftId,
+		nodeID:        meta.NodeId,
+		clusterID:     meta.ClusterId,
+		mem:           raft.NewMemoryStorage(),
+		disk:          disk,
+		wait:          newWaitRegistry(),
+		members:       newMembership(),
+		leaderChanged: make(chan struct{}),
+		stop:          make(chan struct{}),
+		done:          make(chan struct{}),
+	}
+	if !raft.IsEmptySnap(st.Snapshot) {
+		if err := n.restoreSnapshot(st.Snapshot); err != nil {
+			disk.Close()
+			return nil, err
+		}
+	}
+	if err := n.mem.SetHardState(st.HardState); err != nil {
+		disk.Close()
+		return nil, fmt.Errorf("load hard state: %w", err)
+	}
+	if err := n.mem.Append(st.Entries); err != nil {
+		disk.Close()
+		return nil, fmt.Errorf("load entries: %w", err)
+	}
+	n.rn = raft.RestartNode(&raft.Config{
+		ID:                        n.raftID,
+		ElectionTick:              cfg.ElectionTick,
+		HeartbeatTick:             cfg.HeartbeatTick,
+		Storage:                   n.mem,
+		Applied:                   n.appliedIndex,
+		MaxSizePerMsg:             maxSizePerMsg,
+		MaxInflightMsgs:           256,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		StepDownOnRemoval:         true,
+		Logger:                    raftLogger{cfg.Logger.With("component", "raft")},
+	})
+	return n, nil
+}
+
+// restoreSnapshot loads a snapshot into the applier, members and memory
+// storage. Used at start and when the leader sends one.
+func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
+	var rs api.RaftSnapshot
+	if err := proto.Unmarshal(snap.Data, &rs); err != nil {
+		return fmt.Errorf("decode snapshot %d: %w", snap.Metadata.Index, err)
+	}
+	if err := n.cfg.Applier.Restore(rs.Store, snap.Metadata.Index); err != nil {
+		return fmt.Errorf("restore store from snapshot %d: %w", snap.Metadata.Index, err)
+	}
+	n.members.reset(rs.Members, rs.RemovedRaftIds)
+	if err := n.mem.ApplySnapshot(snap); err != nil {
+		return fmt.Errorf("apply snapshot %d to raft log: %w", snap.Metadata.Index, err)
+	}
+	n.confState = snap.Metadata.ConfState
+	n.appliedIndex = snap.Metadata.Index
+	n.snapshotIndex = snap.Metadata.Index
+	return nil
+}
+
+// Start runs the Ready loop until Stop or a fatal error.
+func (n *Node) Start() {
+	n.startOnce.Do(func() { go n.run() })
+}
+
+// Stop ends the Ready loop, fails waiting proposals with ErrStopped, and
+// closes the log. It returns the error that stopped the loop, if any.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() { close(n.stop) })
+	n.Start() // a never-started node still needs its loop to close done
+	<-n.done
+	return n.err
+}
+
+// Done is closed when the Ready loop has ended.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err is the error that ended the Ready loop; nil while running or after a
+// clean Stop.
+func (n *Node) Err() error {
+	select {
+	case <-n.done:
+		return n.err
+	default:
+		return nil
+	}
+}
+
+func (n *Node) run() {
+	defer close(n.done)
+	defer n.wait.cancelAll(ErrStopped)
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	err := n.loop(ticker.C)
+	n.rn.Stop()
+	if cerr := n.disk.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		n.cfg.Logger.Error("raft node stopped", "err", err)
+	}
+	n.err = err
+	n.setLeader(raft.None)
+}
+
+func (n *Node) loop(tick <-chan time.Time) error {
+	for {
+		select {
+		case <-tick:
+			n.rn.Tick()
+		case rd := <-n.rn.Ready():
+			if err := n.handleReady(rd); err != nil {
+				return err
+			}
+			n.rn.Advance()
+		case <-n.stop:
+			return nil
+		}
+	}
+}
+
+// handleReady carries out one Ready in the order of the package comment.
+func (n *Node) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		isLeader := rd.SoftState.RaftState == raft.StateLeader
+		if n.wasLeader && !isLeader {
+			n.wait.cancelAll(ErrLostLeadership)
+		}
+		n.wasLeader = isLeader
+		n.setLeader(rd.SoftState.Lead)
+	}
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if hasSnap {
+		if err := n.disk.SaveSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
+		return err
+	}
+	if hasSnap {
+		if err := n.restoreSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	if err := n.mem.Append(rd.Entries); err != nil {
+		return fmt.Errorf("append to raft log: %w", err)
+	}
+	n.send(rd.Messages)
+	for _, e := range rd.CommittedEntries {
+		if err := n.applyEntry(e); err != nil {
+			return err
+		}
+	}
+	return n.maybeSnapshot()
+}
+
+func (n *Node) send(msgs []raftpb.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	if n.cfg.Transport == nil {
+		n.cfg.Logger.Debug("no transport; dropping raft messages", "count", len(msgs))
+		return
+	}
+	n.cfg.Transport.Send(msgs)
+}

@@ -1,0 +1,97 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// RaftID is this member's raft id.
+func (n *Node) RaftID() uint64 { return n.raftID }
+
+// NodeID is the node id recorded in this member's WAL.
+func (n *Node) NodeID() string { return n.nodeID }
+
+// ClusterID is the cluster id recorded in this member's WAL.
+func (n *Node) ClusterID() string { return n.clusterID }
+
+func (n *Node) setLeader(lead uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if lead == n.leader {
+		return
+	}
+	n.leader = lead
+	close(n.leaderChanged)
+	n.leaderChanged = make(chan struct{})
+}
+
+// Leader returns the raft id of the current leader, 0 when there is none,
+// and a channel closed at the next change.
+func (n *Node) Leader() (uint64, <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leader, n.leaderChanged
+}
+
+// IsLeader reports whether this member leads.
+func (n *Node) IsLeader() bool {
+	lead, _ := n.Leader()
+	return lead == n.raftID
+}
+
+// WaitForLeader returns once some member leads, with its raft id.
+func (n *Node) WaitForLeader(ctx context.Context) (uint64, error) {
+	for {
+		lead, changed := n.Leader()
+		if lead != raft.None {
+			return lead, nil
+		}
+		select {
+		case <-changed:
+		case <-n.done:
+			return 0, ErrStopped
+		case <-ctx.Done():
+			return 0, fmt.Errorf("wait for a raft leader: %w", ctx.Err())
+		}
+	}
+}
+
+// Members returns the raft members, sorted by raft id.
+func (n *Node) Members() []*api.RaftMember { return n.members.list() }
+
+// ResolveAddress returns the address this member knows for raftID.
+func (n *Node) ResolveAddress(raftID uint64) (string, bool) {
+	m, ok := n.members.get(raftID)
+	if !ok {
+		return "", false
+	}
+	return m.Address, true
+}
+
+// IsVoter reports whether raftID is a voter as of the last applied
+// configuration, as seen by raft.
+func (n *Node) IsVoter(raftID uint64) bool {
+	st := n.rn.Status()
+	_, ok := st.Config.Voters.IDs()[raftID]
+	return ok
+}
+
+// Status is raft's view of the group; progress is known only on the leader.
+func (n *Node) Status() raft.Status { return n.rn.Status() }
+
+// Step delivers a message from another member. Messages from removed
+// members are refused.
+func (n *Node) Step(ctx context.Context, m raftpb.Message) error {
+	if n.members.isRemoved(m.From) {
+		return ErrMemberRemoved
+	}
+	if err := n.rn.Step(ctx, m); err != nil {
+		return fmt.Errorf("step raft message from %x: %w", m.From, err)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
+	"go.etcd.io/etcd/server/v3/storage/wal"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/zap"
+
+	"github.com/jaco-project/jaco/manager/encryption"
+)
+
+// ErrNoState is returned by Open when dir holds no raft log.
+var ErrNoState = errors.New("no raft state")
+
+// ErrLostCommitted is returned by Open when the log on disk ends before the
+// commit index it recorded: entries that were acknowledged are gone.
+var ErrLostCommitted = errors.New("committed entries missing from the log")
+
+// State is what Open read back.
+type State struct {
+	// Metadata is the WAL metadata record written at Bootstrap.
+	Metadata  []byte
+	HardState raftpb.HardState
+	// Snapshot is the newest usable snapshot, opened; empty when none.
+	Snapshot raftpb.Snapshot
+	// Entries follow the snapshot, opened.
+	Entries []raftpb.Entry
+}
+
+// Storage is an open raft log and snapshot directory. It is used by one
+// goroutine, the raft node's Ready loop.
+type Storage struct {
+	walDir, snapDir string
+	wal             *wal.WAL
+	snapshotter     *snap.Snapshotter
+	sealer          *encryption.Sealer
+	keepOld         int
+	log             *slog.Logger
+}
+
+// Options tune Open.
+type Options struct {
+	// KeepOldSnapshots is how many snapshots to keep besides the newest
+	// (with the log entries that follow them).
+	KeepOldSnapshots int
+	Logger           *slog.Logger
+}
+
+func walDir(dir string) string  { return filepath.Join(dir, "wal") }
+func snapDir(dir string) string { return filepath.Join(dir, "snap") }
+
+// Exists reports whether dir holds a raft log.
+func Exists(dir string) bool { return wal.Exist(walDir(dir)) }
+
+// Bootstrap creates the log of a new member in dir with metadata and its
+// first entries and hard state, atomically.
+func Bootstrap(dir string, sealer *encryption.Sealer, metadata []byte, hs raftpb.HardState, ents []raftpb.Entry) error {
+	if Exists(dir) {
+		return fmt.Errorf("bootstrap %s: raft log already exists", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create raft dir: %w", err)
+	}
+	tmp := walDir(dir) + ".bootstrap"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("clear %s: %w", tmp, err)
+	}
+	w, err := wal.Create(zap.NewNop(), tmp, metadata)
+	if err != nil {
+		return fmt.Errorf("create wal %s: %w", tmp, err)
+	}
+	if err := w.Save(hs, sealEntries(sealer, ents)); err != nil {
+		w.Close()
+		return fmt.Errorf("write bootstrap entries: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("close wal %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, walDir(dir)); err != nil {
+		return fmt.Errorf("install wal: %w", err)
+	}
+	return syncDir(dir)
+}
+
+// Open opens the raft state in dir and reads it back.
+func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if !Exists(dir) {
+		return nil, nil, ErrNoState
+	}
+	s := &Storage{
+		walDir:  walDir(dir),
+		snapDir: snapDir(dir),
+		sealer:  sealer,
+		keepOld: opts.KeepOldSnapshots,
+		log:     log,
+	}
+	if err := os.MkdirAll(s.snapDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("create snap dir: %w", err)
+	}
+	s.snapshotter = snap.New(zap.NewNop(), s.snapDir)
+
+	st := &State{}
+	walSnaps, err := wal.ValidSnapshotEntries(zap.NewNop(), s.walDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("scan wal %s for snapshots: %w", s.walDir, err)
+	}
+	loaded, err := s.snapshotter.LoadNewestAvailable(walSnaps)
+	switch {
+	case errors.Is(err, snap.ErrNoSnapshot):
+	case err != nil:
+		return nil, nil, fmt.Errorf("load snapshot from %s: %w", s.snapDir, err)
+	default:
+		if err := openSnapshot(sealer, loaded); err != nil {
+			return nil, nil, fmt.Errorf("snapshot in %s: %w", s.snapDir, err)
+		}
+		st.Snapshot = *loaded
+	}
+
+	if err := s.openWAL(st); err != nil {
+		return nil, nil, err
+	}
+	if err := openEntries(sealer, st.Entries); err != nil {
+		s.wal.Close()
+		return nil, nil, fmt.Errorf("wal %s: %w", s.walDir, err)
+	}
+	last := st.Snapshot.Metadata.Index
+	if n := len(st.Entries); n > 0 {
+		last = st.Entries[n-1].Index
+	}
+	if st.HardState.Commit > last {
+		s.wal.Close()
+		return nil, nil, fmt.Errorf("wal %s: %w: commit index %d, last entry %d",
+			s.walDir, ErrLostCommitted, st.HardState.Commit, last)
+	}
+	return s, st, nil
+}
+
+// openWAL opens the WAL at the loaded snapshot and reads it, cutting off a
+// torn last record once.
+func (s *Storage) openWAL(st *State) error {
+	m := st.Snapshot.Metadata
+	walSnap := walpb.Snapshot{Index: m.Index, Term: m.Term}
+	if !raft.IsEmptySnap(st.Snapshot) {
+		walSnap.ConfState = &m.ConfState
+	}
+	for repaired := false; ; repaired = true {
+		w, err := wal.Open(zap.NewNop(), s.walDir, walSnap)
+		if err != nil {
+			return fmt.Errorf("open wal %s: %w", s.walDir, err)
+		}
+		meta, hs, ents, err := w.ReadAll()
+		if err == nil {
+			s.wal = w
+			st.Metadata, st.HardState, st.Entries = meta, hs, ents
+			return nil
+		}
+		w.Close()
+		if repaired || !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("read wal %s: %w", s.walDir, err)
+		}
+		s.log.Warn("wal ends in a torn record; cutting it off", "dir", s.walDir, "err", err)
+		if !wal.Repair(zap.NewNop(), s.walDir) {
+			return fmt.Errorf("repair torn tail of wal %s: %w", s.walDir, err)
+		}
+	}
+}
+
+// Save persists hs and ents durably before returning.
+func (s *Storage) Save(hs raftpb.HardState, ents []raftpb.Entry) error {
+	if err := s.wal.Save(hs, sealEntries(s.sealer, ents)); err != nil {
+		return fmt.Errorf("save to wal %s: %w", s.walDir, err)
+	}
+	return nil
+}
+
+// SaveSnapshot persists snap (file first, then its WAL record) and drops
+// snapshots and WAL segments no longer needed.
+func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
+	if err := s.snapshotter.SaveSnap(sealSnapshot(s.sealer, sn)); err != nil {
+		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
+	}
+	m := sn.Metadata
+	cs := m.ConfState
+	if err := s.wal.SaveSnapshot(walpb.Snapshot{Index: m.Index, Term: m.Term, ConfState: &cs}); err != nil {
+		return fmt.Errorf("record snapshot %d in wal %s: %w", m.Index, s.walDir, err)
+	}
+	if err := s.wal.ReleaseLockTo(m.Index); err != nil {
+		return fmt.Errorf("release wal segments before %d: %w", m.Index, err)
+	}
+	return s.purge()
+}
+
+// Close closes the WAL.
+func (s *Storage) Close() error {
+	if err := s.wal.Close(); err != nil {
+		return fmt.Errorf("close wal %s: %w", s.walDir, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+const (
+	create = api.StoreAction_KIND_CREATE
+	update = api.StoreAction_KIND_UPDATE
+	del    = api.StoreAction_KIND_DELETE
+)
+
+// seeded returns a store holding, at index 1: nodes n1 (h1, raft id 7) and
+// n2 (h2), service s1 (web) and task t1 of s1 on n1.
+func seeded(t *testing.T) *Store {
+	s := newStore(t)
+	err := s.Apply(1, req(
+		act(t, create, node("n1", "h1", 7, 0)),
+		act(t, create, node("n2", "h2", 0, 0)),
+		act(t, create, service("s1", "web", 0)),
+		act(t, create, task("t1", "s1", "n1", 0)),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestApply(t *testing.T) {
+	renamed := node("n1", "h3", 7, 1)
+	renamed.Meta = meta(1, 99, 50) // a proposer cannot move created_at
+
+	tests := []struct {
+		name    string
+		actions func(t *testing.T) []*api.StoreAction
+		wantErr error
+		check   func(t *testing.T, tx ReadTx)
+	}{{
+		name: "create",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{act(t, create, task("t2", "s1", "n2", 0))}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			got := tx.GetTask("t2")
+			want := task("t2", "s1", "n2", 2)
+			if !proto.Equal(got, want) {
+				t.Errorf("task t2 = %v, want %v", got, want)
+			}
+			if n := len(tx.ListTasksByNode("n2")); n != 1 {
+				t.Errorf("%d tasks on n2, want 1", n)
+			}
+		},
+	}, {
+		name: "update keeps created_at, moves a unique index",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{act(t, update, renamed)}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			want := node("n1", "h3", 7, 0)
+			want.Meta = meta(2, 10, 50)
+			if got := tx.FindNodeByHostname("h3"); !proto.Equal(got, want) {
+				t.Errorf("node by h3 = %v, want %v", got, want)
+			}
+			if got := tx.FindNodeByHostname("h1"); got != nil {
+				t.Errorf("h1 still finds %v", got)
+			}
+			if got := tx.FindNodeByRaftID(7); got.GetId() != "n1" {
+				t.Errorf("raft id 7 finds %v", got)
+			}
+		},
+	}, {
+		name: "delete",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{act(t, del, &api.Task{Id: "t1", Meta: &api.Meta{Version: 1}})}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			if got := tx.GetTask("t1"); got != nil {
+				t.Errorf("deleted task still there: %v", got)
+			}
+			if got := tx.ListTasksByService("s1"); len(got) != 0 {
+				t.Errorf("service index still lists %v", got)
+			}
+		},
+	}, {
+		name: "create then update then delete in one batch",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{
+				act(t, create, task("t2", "s1", "", 0)),
+				act(t, update, task("t2", "s1", "n1", 0)),
+				act(t, create, task("t3", "s1", "", 0)),
+				act(t, update, task("t3", "s1", "n2", 0)),
+				act(t, del, task("t3", "", "", 0)),
+			}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			if got := tx.GetTask("t2"); got.GetNodeId() != "n1" || got.GetMeta().GetVersion() != 2 {
+				t.Errorf("task t2 = %v, want on n1 at version 2", got)
+			}
+			if got := tx.GetTask("t3"); got != nil {
+				t.Errorf("task t3 = %v, want deleted", got)
+			}
+		},
+	}, {
+		name: "swap hostnames in one batch",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{
+				act(t, update, node("n1", "tmp", 7, 1)),
+				act(t, update, node("n2", "h1", 0, 1)),
+				act(t, update, node("n1", "h2", 7, 1)),
+			}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			if tx.FindNodeByHostname("h1").GetId() != "n2" || tx.FindNodeByHostname("h2").GetId() != "n1" {
+				t.Errorf("hostnames not swapped: %v", tx.ListNodes())
+			}
+		},
+	}, {
+		name:    "create duplicate id",
+		actions: one(create, task("t1", "s1", "", 0)),
+		wantErr: ErrExists,
+	}, {
+		name:    "create duplicate hostname",
+		actions: one(create, node("n3", "h1", 0, 0)),
+		wantErr: ErrExists,
+	}, {
+		name:    "create duplicate service name",
+		actions: one(create, service("s2", "web", 0)),
+		wantErr: ErrExists,
+	}, {
+		name:    "update to a hostname another node holds",
+		actions: one(update, node("n1", "h2", 7, 1)),
+		wantErr: ErrExists,
+	}, {
+		name:    "update with a stale version",
+		actions: one(update, task("t1", "s1", "n2", 0)),
+		wantErr: ErrVersionConflict,
+	}, {
+		name:    "update missing",
+		actions: one(update, task("t9", "s1", "n2", 1)),
+		wantErr: ErrNotFound,
+	}, {
+		name:    "delete with a stale version",
+		actions: one(del, task("t1", "", "", 5)),
+		wantErr: ErrVersionConflict,
+	}, {
+		name:    "delete missing",
+		actions: one(del, task("t9", "", "", 1)),
+		wantErr: ErrNotFound,
+	}, {
+		name:    "empty id",
+		actions: one(create, task("", "s1", "", 0)),
+		wantErr: ErrInvalid,
+	}, {
+		name:    "no kind",
+		actions: one(api.StoreAction_KIND_UNSPECIFIED, task("t2", "s1", "", 0)),
+		wantErr: ErrInvalid,
+	}, {
+		name: "no target",
+		actions: func(*testing.T) []*api.StoreAction {
+			return []*api.StoreAction{{Kind: create}}
+		},
+		wantErr: ErrInvalid,
+	}, {
+		name: "second action fails: first is not applied",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{
+				act(t, create, task("t2", "s1", "", 0)),
+				act(t, update, task("t1", "s1", "n2", 0)),
+			}
+		},
+		wantErr: ErrVersionConflict,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := seeded(t)
+			before := saved(t, s)
+			err := s.Apply(2, req(tc.actions(t)...))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Apply = %v, want %v", err, tc.wantErr)
+			}
+			if got := s.AppliedIndex(); got != 2 {
+				t.Errorf("AppliedIndex = %d, want 2", got)
+			}
+			if tc.wantErr != nil {
+				if string(saved(t, s)) != string(before) {
+					t.Errorf("refused batch changed the store: %v", s.Save())
+				}
+				return
+			}
+			s.View(func(tx ReadTx) { tc.check(t, tx) })
+		})
+	}
+}
+
+// one is a batch of a single action.
+func one(kind api.StoreAction_Kind, obj Object) func(t *testing.T) []*api.StoreAction {
+	return func(t *testing.T) []*api.StoreAction { return []*api.StoreAction{act(t, kind, obj)} }
+}
+
+func TestApplyDoesNotKeepRequestObjects(t *testing.T) {
+	s := newStore(t)
+	n := node("n1", "h1", 0, 0)
+	if err := s.Apply(1, req(act(t, create, n))); err != nil {
+		t.Fatal(err)
+	}
+	n.Hostname = "changed"
+	s.View(func(tx ReadTx) {
+		got := tx.GetNode("n1")
+		if got.GetHostname() != "h1" {
+			t.Errorf("stored node follows the request: %v", got)
+		}
+		got.Hostname = "changed too"
+		if tx.GetNode("n1").GetHostname() != "h1" {
+			t.Error("stored node follows a read copy")
+		}
+	})
+}
+
+func BenchmarkApplyCreate(b *testing.B) {
+	s := newStore(b)
+	var index uint64
+	for b.Loop() {
+		index++
+		id := strconv.FormatUint(index, 10)
+		a := act(b, create, task(id, "s1", "n1", 0))
+		if err := s.Apply(index, req(a)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,23 @@
+// Package store keeps a manager's copy of the cluster state: clusters,
+// nodes, services, tasks and join tokens in an in-memory go-memdb database,
+// with indexed reads, watches and snapshots.
+//
+// The contract:
+//
+//   - Apply is the single writer. The raft node calls it for every
+//     committed normal entry, in log order, on every manager. It applies
+//     the entry's batch of actions all or nothing, deterministically (the
+//     same log gives the same content on every replica), and stamps every
+//     written object with meta.version = the entry's index.
+//   - Update proposes and waits. Its fn reads through a Tx and records
+//     creates, updates and deletes; Update hands them to the Proposer as one
+//     batch and returns once that entry is applied, with Apply's verdict.
+//     Updates and deletes carry the version their caller read; a batch
+//     whose version no longer matches is refused with ErrVersionConflict.
+//   - Readers never see a half-applied batch. View, ViewAndWatch and Save
+//     read an immutable snapshot of the latest committed state, and the
+//     events of a batch are published after it commits, in apply order.
+//   - Stored objects are never modified. Reads and events hand out copies.
+//   - Restore (from a raft snapshot) replaces everything and publishes one
+//     EventReset.
+package store

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/docker/go-events"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Store is the replicated object store of a manager. See the package
+// documentation for its contract.
+type Store struct {
+	db *memdb.MemDB
+	// mu serializes Apply and Restore with the start of watches, so a
+	// watcher begins between two batches, never inside one.
+	mu      sync.Mutex
+	applied atomic.Uint64
+
+	proposerMu sync.Mutex
+	proposer   Proposer
+
+	broadcast *events.Broadcaster
+	watchMu   sync.Mutex // guards closed and watchers.Add
+	closed    bool
+	done      chan struct{} // closed by Close: every watch ends
+	watchers  sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New returns an empty store whose Update proposes through p (which may be
+// nil until SetProposer). Close releases it.
+func New(p Proposer) *Store {
+	db, err := memdb.NewMemDB(schema())
+	if err != nil {
+		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is fixed
+	}
+	return &Store{
+		db:        db,
+		proposer:  p,
+		broadcast: events.NewBroadcaster(),
+		done:      make(chan struct{}),
+	}
+}
+
+// SetProposer sets the proposer Update hands its actions to.
+func (s *Store) SetProposer(p Proposer) {
+	s.proposerMu.Lock()
+	defer s.proposerMu.Unlock()
+	s.proposer = p
+}
+
+func (s *Store) getProposer() Proposer {
+	s.proposerMu.Lock()
+	defer s.proposerMu.Unlock()
+	return s.proposer
+}
+
+// View calls fn with a read view of the latest applied state. The view does
+// not change while fn runs, and never shows part of a batch.
+func (s *Store) View(fn func(tx ReadTx)) {
+	fn(readTx{txn: s.db.Txn(false)})
+}
+
+// AppliedIndex is the index of the last entry given to Apply (refused or
+// not) or to Restore.
+func (s *Store) AppliedIndex() uint64 {
+	return s.applied.Load()
+}
+
+// Close ends every watch, waits for their goroutines and stops the event
+// broadcaster. The content stays readable; Apply still works but publishes
+// to no one.
+func (s *Store) Close() {
+	s.closeOnce.Do(func() {
+		s.watchMu.Lock()
+		s.closed = true
+		close(s.done)
+		s.watchMu.Unlock()
+		s.watchers.Wait()
+		_ = s.broadcast.Close() // never fails
+	})
+}

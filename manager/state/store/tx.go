@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// Proposer puts a batch of actions through consensus. Propose returns once
+// the entry holding them is applied locally, with Apply's error for it, or
+// fails when it cannot know (for instance when leadership is lost). The raft
+// node implements it.
+type Proposer interface {
+	Propose(ctx context.Context, actions []*api.StoreAction) error
+}
+
+var errNoProposer = errors.New("store: no proposer set")
+
+// Tx is the write transaction given to Update's fn. It reads the state as of
+// the start of Update plus its own recorded actions; Create, Update and
+// Delete check an action against that view and record it, and fail (having
+// recorded nothing) with the error Apply would give. A Tx must not be used
+// after fn returns, nor by several goroutines at once.
+type Tx struct {
+	readTx
+	batch   batch
+	now     *timestamppb.Timestamp
+	actions []*api.StoreAction
+}
+
+// Create records the creation of obj, with meta.created_at and
+// meta.updated_at set to the time Update started. obj is copied: later
+// changes to it are not recorded.
+func (tx *Tx) Create(obj Object) error {
+	return tx.record(api.StoreAction_KIND_CREATE, obj)
+}
+
+// Update records obj as the new content of the stored object with its id.
+// obj's meta.version must be the version read (through tx or earlier);
+// meta.updated_at is set to the time Update started.
+func (tx *Tx) Update(obj Object) error {
+	return tx.record(api.StoreAction_KIND_UPDATE, obj)
+}
+
+// Delete records the deletion of the object with obj's id; obj's
+// meta.version must be the version read.
+func (tx *Tx) Delete(obj Object) error {
+	return tx.record(api.StoreAction_KIND_DELETE, obj)
+}
+
+func (tx *Tx) record(kind api.StoreAction_Kind, obj Object) error {
+	obj = proto.Clone(obj).(Object)
+	a, err := newAction(kind, obj)
+	if err != nil {
+		return err
+	}
+	if kind != api.StoreAction_KIND_DELETE {
+		meta := mutableMeta(obj)
+		meta.UpdatedAt = tx.now
+		if kind == api.StoreAction_KIND_CREATE {
+			meta.CreatedAt = tx.now
+		}
+	}
+	if _, err := tx.batch.apply(a); err != nil {
+		return err
+	}
+	tx.actions = append(tx.actions, a)
+	return nil
+}
+
+// Update runs fn in a Tx and, when fn returns nil having recorded actions,
+// proposes them as one batch and waits until it is applied. It returns fn's
+// error, the proposer's, or Apply's refusal of the batch (for instance
+// ErrVersionConflict when another write got in first: read again and
+// retry). The store changes only through Apply, never here.
+func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
+	// A write transaction on a snapshot of the database gives fn its own
+	// writes to read without holding the writer lock Apply needs. It is
+	// always discarded.
+	txn := s.db.Snapshot().Txn(true)
+	tx := &Tx{readTx: readTx{txn: txn}, batch: batch{txn: txn}, now: timestamppb.Now()}
+	err := fn(tx)
+	txn.Abort()
+	if err != nil || len(tx.actions) == 0 {
+		return err
+	}
+	p := s.getProposer()
+	if p == nil {
+		return errNoProposer
+	}
+	return p.Propose(ctx, tx.actions)
+}

@@ -1,0 +1,49 @@
+package manager
+
+import (
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// Members describes the raft members as this manager sees them, and the
+// node id of the leader ("" when there is none). Reachability is known
+// only on the leader (raft progress); elsewhere only the leader and this
+// member are known to be up.
+func (m *Manager) Members() (members []*api.Member, leaderNodeID string) {
+	st := m.Raft.Status()
+	lead := st.Lead
+	isLeader := lead == m.Raft.RaftID()
+	var nodes map[uint64]*api.Node
+	m.Store.View(func(tx store.ReadTx) {
+		nodes = make(map[uint64]*api.Node)
+		for _, n := range tx.ListNodes() {
+			if n.RaftId != 0 {
+				nodes[n.RaftId] = n
+			}
+		}
+	})
+	for _, rm := range m.Raft.Members() {
+		mem := &api.Member{NodeId: rm.NodeId, Address: rm.Address, RaftId: rm.RaftId, Leader: rm.RaftId == lead}
+		if n, ok := nodes[rm.RaftId]; ok {
+			mem.Hostname = n.Hostname
+		}
+		switch {
+		case rm.RaftId == m.Raft.RaftID() || mem.Leader:
+			mem.Status = api.MemberStatus_MEMBER_STATUS_READY
+		case isLeader:
+			mem.Status = api.MemberStatus_MEMBER_STATUS_UNREACHABLE
+			if pr, ok := st.Progress[rm.RaftId]; ok && pr.RecentActive {
+				mem.Status = api.MemberStatus_MEMBER_STATUS_READY
+			}
+		}
+		mem.Suffrage = api.Suffrage_SUFFRAGE_NONVOTER
+		if _, ok := st.Config.Voters.IDs()[rm.RaftId]; ok {
+			mem.Suffrage = api.Suffrage_SUFFRAGE_VOTER
+		}
+		if mem.Leader {
+			leaderNodeID = rm.NodeId
+		}
+		members = append(members, mem)
+	}
+	return members, leaderNodeID
+}

@@ -1,0 +1,147 @@
+package node
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+)
+
+// Full method names the policy below names.
+const (
+	methodInit   = "/jaco.api.ClusterService/Init"
+	methodJoin   = "/jaco.api.ClusterService/Join"
+	methodStatus = "/jaco.api.ClusterService/Status"
+	raftPrefix   = "/jaco.api.RaftService/"
+)
+
+// identifyFunc establishes who is calling; a nil identity is anonymous.
+type identifyFunc func(ctx context.Context) (*identity.Identity, error)
+
+func localIdentity(context.Context) (*identity.Identity, error) {
+	return &identity.Identity{Kind: identity.Local}, nil
+}
+
+// tcpIdentity: a verified cluster certificate makes a node identity (a
+// manager may speak for the caller it forwards); otherwise the operator
+// token, if any; otherwise anonymous.
+func (n *Node) tcpIdentity(ctx context.Context) (*identity.Identity, error) {
+	fwd, forwarded, err := identity.Forwarded(ctx)
+	if err != nil {
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "%v", err)
+	}
+	if p, ok := peer.FromContext(ctx); ok {
+		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
+			nid, err := ca.IdentityFromCert(info.State.VerifiedChains[0][0])
+			if err != nil {
+				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate: %v", err)
+			}
+			if m := n.Manager(); m == nil || nid.ClusterID != m.Raft.ClusterID() {
+				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate is not of this cluster")
+			}
+			if forwarded {
+				if nid.Role != ca.RoleManager {
+					return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
+				}
+				return &fwd, nil
+			}
+			return &identity.Identity{Kind: identity.Node, NodeID: nid.NodeID, Role: nid.Role}, nil
+		}
+	}
+	if forwarded {
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
+	}
+	tok := bearerToken(ctx)
+	if tok == "" {
+		return nil, nil
+	}
+	m := n.Manager()
+	if m == nil {
+		return nil, nil // uninitialized: no token can be checked, nor is one needed
+	}
+	t, err := ca.ParseToken(tok)
+	c := m.Cluster()
+	if err != nil || c == nil || !ca.HashMatches(c.OperatorTokenHash, t) {
+		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "operator token is not valid for this cluster")
+	}
+	return &identity.Identity{Kind: identity.Operator}, nil
+}
+
+func bearerToken(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get("authorization") {
+		if tok, ok := strings.CutPrefix(v, "Bearer "); ok {
+			return tok
+		}
+	}
+	return ""
+}
+
+// authorize applies the lifecycle gate, then the per-method policy.
+func (n *Node) authorize(ctx context.Context, method string, identify identifyFunc) (context.Context, error) {
+	if !n.initialized() && method != methodInit && method != methodJoin && method != methodStatus {
+		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
+			"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
+	}
+	id, err := identify(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if id != nil {
+		ctx = identity.NewContext(ctx, *id)
+	}
+	switch {
+	case method == methodStatus, method == methodJoin:
+		return ctx, nil // anyone may ask; a join proves itself with its token
+	case method == methodInit:
+		if id != nil && id.Kind == identity.Local {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "cluster init is accepted only on the local socket")
+	case strings.HasPrefix(method, raftPrefix):
+		if id != nil && id.Kind == identity.Node && id.Role == ca.RoleManager {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic is accepted only from managers of this cluster")
+	default:
+		if id != nil && (id.Kind == identity.Local || id.Kind == identity.Operator) {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "this call needs the operator token (JACO_TOKEN) or the local socket")
+	}
+}
+
+func (n *Node) unaryAuth(identify identifyFunc) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx, err := n.authorize(ctx, info.FullMethod, identify)
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+func (n *Node) streamAuth(identify identifyFunc) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx, err := n.authorize(ss.Context(), info.FullMethod, identify)
+		if err != nil {
+			return err
+		}
+		return handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	}
+}
+
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *ctxStream) Context() context.Context { return s.ctx }

@@ -1,0 +1,129 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/raft"
+
+	"github.com/google/uuid"
+)
+
+// initTimeout bounds how long Init waits for the new member to elect
+// itself and apply the ClusterInit entry.
+const initTimeout = 30 * time.Second
+
+// initCluster makes this uninitialized daemon the first manager of a new
+// cluster (cluster-lifecycle "Bootstrap"). Files are written before the
+// raft state, and the raft state appears atomically, so a crash part-way
+// leaves the node uninitialized and init can run again.
+func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error) {
+	n.initMu.Lock()
+	defer n.initMu.Unlock()
+	if n.initialized() {
+		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", n.Manager().Raft.ClusterID())
+	}
+	clusterID := uuid.NewString()
+	nodeID, err := newNodeID()
+	if err != nil {
+		return nil, internalError(err)
+	}
+	raftID, err := raft.NewRaftID()
+	if err != nil {
+		return nil, internalError(err)
+	}
+	caCert, caKey, err := ca.NewRootCA(clusterID)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	signer, err := ca.NewSigner(caCert, caKey)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	keyPEM, csrPEM, err := ca.NewNodeKey(nodeID)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	certPEM, err := signer.Sign(csrPEM, nodeID, ca.RoleManager, clusterID, 0)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	fp, err := ca.Fingerprint(caCert)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	token, err := ca.NewToken(fp)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	dek, err := encryption.NewKey()
+	if err != nil {
+		return nil, internalError(err)
+	}
+	sealer, err := encryption.NewSealer(dek)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if err := ca.SaveNodeFiles(n.cfg.nodeDir(), caCert, certPEM, keyPEM); err != nil {
+		return nil, internalError(err)
+	}
+	if err := encryption.WriteKeyFile(n.cfg.dekPath(), dek); err != nil {
+		return nil, internalError(err)
+	}
+
+	now := timestamppb.Now()
+	meta := func() *api.Meta { return &api.Meta{CreatedAt: now, UpdatedAt: now} }
+	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{
+		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Cluster{Cluster: &api.Cluster{
+			Id: clusterID, Meta: meta(), CaCertPem: caCert, CaKeyPem: caKey, OperatorTokenHash: token.Hash(),
+		}}},
+		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Node{Node: &api.Node{
+			Id: nodeID, Meta: meta(), Hostname: n.cfg.NodeName, Address: n.advertise,
+			Role: api.NodeRole_NODE_ROLE_MANAGER, RaftId: raftID,
+		}}},
+	}}
+	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
+	if err := raft.Bootstrap(n.cfg.raftDir(), sealer, clusterID, self, first); err != nil {
+		return nil, internalError(err)
+	}
+	if err := n.startManager(); err != nil {
+		return nil, internalError(err)
+	}
+	if err := n.reloadTLS(); err != nil {
+		return nil, internalError(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, initTimeout)
+	defer cancel()
+	if err := n.Manager().WaitReady(wctx); err != nil {
+		return nil, internalError(fmt.Errorf("wait for the new cluster to elect its leader: %w", err))
+	}
+	n.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
+	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: token.String()}, nil
+}
+
+// newNodeID returns 26 lowercase base32 characters (128 random bits): a
+// valid DNS label, as certificate names need.
+func newNodeID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("read random node id: %w", err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
+}
+
+// internalError reports a failure of this daemon, not of the request.
+func internalError(err error) error {
+	return grpcstatus.Error(codes.Internal, err.Error())
+}

@@ -1,0 +1,271 @@
+// Package node composes the jacod daemon: its data dir, lifecycle state,
+// listeners, and the manager it runs once the cluster is initialized.
+//
+// A daemon is in one lifecycle state (DESIGN.md §2). It starts
+// uninitialized when its data dir has no raft state and ready when it has;
+// Init moves it from the first to the second. The state gates which RPCs
+// are served (see auth.go).
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/proxy"
+	"github.com/jaco-project/jaco/manager"
+	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// Node is a running jacod.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	lock  *dirLock
+	store *store.Store
+
+	// initMu serializes Init against itself and Stop.
+	initMu sync.Mutex
+	state  atomic.Int32 // api.NodeState
+	mgr    atomic.Pointer[manager.Manager]
+	tls    atomic.Pointer[tls.Config]
+
+	unixLis, tcpLis net.Listener
+	unixSrv, tcpSrv *grpc.Server
+	advertise       string
+
+	fatal    chan error
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New prepares a daemon on cfg.DataDir: takes the data dir lock, opens the
+// raft state if there is one, and binds the listeners. Run serves.
+func New(cfg Config) (_ *Node, err error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, store: store.New(nil), fatal: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			n.Stop()
+		}
+	}()
+	n.state.Store(int32(api.NodeState_NODE_STATE_UNINITIALIZED))
+	if raft.Exists(cfg.raftDir()) {
+		if err := n.startManager(); err != nil {
+			return nil, err
+		}
+	}
+	if err := n.reloadTLS(); err != nil {
+		return nil, err
+	}
+	if err := n.listen(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// State is the daemon's lifecycle state.
+func (n *Node) State() api.NodeState { return api.NodeState(n.state.Load()) }
+
+func (n *Node) initialized() bool { return n.State() != api.NodeState_NODE_STATE_UNINITIALIZED }
+
+// TCPAddr is the bound TCP address (useful when listening on port 0).
+func (n *Node) TCPAddr() net.Addr { return n.tcpLis.Addr() }
+
+// AdvertiseAddr is the address this node tells others to dial.
+func (n *Node) AdvertiseAddr() string { return n.advertise }
+
+// Manager is the running manager, nil while uninitialized.
+func (n *Node) Manager() *manager.Manager { return n.mgr.Load() }
+
+// startManager opens the raft state with the data key and runs the manager.
+func (n *Node) startManager() error {
+	key, err := encryption.ReadKeyFile(n.cfg.dekPath())
+	if err != nil {
+		return fmt.Errorf("data encryption key: %w", err)
+	}
+	sealer, err := encryption.NewSealer(key)
+	if err != nil {
+		return err
+	}
+	m, err := manager.Open(manager.Config{
+		RaftDir:          n.cfg.raftDir(),
+		Store:            n.store,
+		Sealer:           sealer,
+		Logger:           n.log,
+		SnapshotInterval: n.cfg.SnapshotInterval,
+		TickInterval:     n.cfg.TickInterval,
+	})
+	if err != nil {
+		return err
+	}
+	n.mgr.Store(m)
+	n.state.Store(int32(api.NodeState_NODE_STATE_READY))
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		<-m.Raft.Done()
+		if err := m.Raft.Err(); err != nil {
+			select {
+			case n.fatal <- fmt.Errorf("raft member failed: %w", err):
+			default:
+			}
+		}
+	}()
+	return nil
+}
+
+func (n *Node) reloadTLS() error {
+	cfg, err := n.serverTLS()
+	if err != nil {
+		return err
+	}
+	n.tls.Store(cfg)
+	return nil
+}
+
+func (n *Node) listen() error {
+	sock := n.cfg.socketPath()
+	// We hold the data dir lock, so a socket file left here is stale.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	unixLis, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sock, err)
+	}
+	n.unixLis = unixLis
+	if err := os.Chmod(sock, 0o600); err != nil {
+		return fmt.Errorf("chmod %s: %w", sock, err)
+	}
+	tcpLis, err := net.Listen("tcp", n.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", n.cfg.ListenAddr, err)
+	}
+	n.tcpLis = tcpLis
+	n.advertise = n.cfg.advertiseAddr(tcpLis.Addr())
+
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return n.tls.Load(), nil
+		},
+	}
+	n.unixSrv = grpc.NewServer(
+		grpc.Creds(insecure.NewCredentials()),
+		grpc.ChainUnaryInterceptor(n.unaryAuth(localIdentity)),
+		grpc.ChainStreamInterceptor(n.streamAuth(localIdentity)),
+	)
+	n.tcpSrv = grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(base)),
+		grpc.ChainUnaryInterceptor(n.unaryAuth(n.tcpIdentity)),
+		grpc.ChainStreamInterceptor(n.streamAuth(n.tcpIdentity)),
+	)
+	for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
+		n.register(srv)
+	}
+	return nil
+}
+
+func (n *Node) register(srv *grpc.Server) {
+	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
+	control := controlapi.New(n.store)
+	api.RegisterControlServiceServer(srv, api.NewRaftProxyControlServiceServer(control, proxy.NewLeaderRouter(leader{n})))
+	api.RegisterRaftServiceServer(srv, raftService{n: n})
+}
+
+// Run serves until ctx ends or the raft member fails, then stops.
+func (n *Node) Run(ctx context.Context) error {
+	serveErr := make(chan error, 2)
+	for _, s := range []struct {
+		srv *grpc.Server
+		lis net.Listener
+	}{{n.unixSrv, n.unixLis}, {n.tcpSrv, n.tcpLis}} {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			if err := s.srv.Serve(s.lis); err != nil {
+				serveErr <- fmt.Errorf("serve %s: %w", s.lis.Addr(), err)
+			}
+		}()
+	}
+	n.log.Info("jacod serving", "state", n.State().String(), "socket", n.cfg.socketPath(),
+		"listen", n.tcpLis.Addr().String(), "advertise", n.advertise, "data_dir", n.cfg.DataDir)
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-n.fatal:
+	case err = <-serveErr:
+	}
+	if serr := n.Stop(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// Stop stops serving, stops the manager and releases the data dir.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() {
+		n.initMu.Lock()
+		defer n.initMu.Unlock()
+		for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
+			if srv != nil {
+				gracefulStop(srv, 5*time.Second)
+			}
+		}
+		for _, lis := range []net.Listener{n.unixLis, n.tcpLis} {
+			if lis != nil {
+				lis.Close()
+			}
+		}
+		if m := n.mgr.Load(); m != nil {
+			n.stopErr = m.Stop()
+		}
+		n.wg.Wait()
+		n.store.Close()
+		if err := n.lock.release(); err != nil && n.stopErr == nil {
+			n.stopErr = err
+		}
+	})
+	return n.stopErr
+}
+
+// gracefulStop lets in-flight calls finish for up to grace, then cuts them.
+func gracefulStop(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		srv.Stop()
+		<-done
+	}
+}
