@@ -38,10 +38,11 @@ PROTOC_GO := $(PROTOC) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
 	--raftproxy_out=. --raftproxy_opt=paths=source_relative
 
 .PHONY: tools
-tools: ## build the protoc plugins into ./bin
+tools: ## build the protoc plugins (and staticcheck) into ./bin
 	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	$(GO) build -o $(BIN)/protoc-gen-raftproxy ./$(RAFTPROXY)/cmd/protoc-gen-raftproxy
+	cd vendor-tools && $(GO) build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 
 # Outputs are overwritten, never deleted first: a failed run must not lose
 # committed code. Whoever deletes a .proto deletes its outputs too.
@@ -63,3 +64,32 @@ check-generated: generate ## fail when committed generated code is stale
 	if [ -n "$$untracked" ]; then \
 		echo "generated files not committed:"; echo "$$untracked"; exit 1; \
 	fi
+
+# ---------------------------------------------------------------------------
+# Build, checks, tests
+# ---------------------------------------------------------------------------
+
+.PHONY: build
+build: ## build jacod and jaco into ./bin
+	$(GO) build -o $(BIN)/ ./cmd/jacod ./cmd/jaco
+
+.PHONY: lint
+lint: tools ## gofmt, go vet, staticcheck
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(BIN)/staticcheck ./...
+
+# Every package runs under the race detector; the integration tests start
+# real jacod processes built by their TestMain.
+.PHONY: test
+test: check-generated lint ## every check and test, as CI runs them
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: bench
+bench: ## committed-write benchmark and its fsync reference (docs/bench)
+	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/
+
+.PHONY: demo
+demo: ## the main job: a single-manager cluster, init, status, restart
+	./scripts/demo.sh

@@ -126,7 +126,7 @@ func TestSign(t *testing.T) {
 	if cert.PublicKeyAlgorithm != x509.Ed25519 {
 		t.Errorf("public key algorithm %v", cert.PublicKeyAlgorithm)
 	}
-	if ttl := cert.NotAfter.Sub(time.Now()); ttl < DefaultCertTTL-time.Minute || ttl > DefaultCertTTL {
+	if ttl := time.Until(cert.NotAfter); ttl < DefaultCertTTL-time.Minute || ttl > DefaultCertTTL {
 		t.Errorf("remaining validity %s, want about %s", ttl, DefaultCertTTL)
 	}
 	if time.Since(cert.NotBefore) < time.Minute {

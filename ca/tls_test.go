@@ -15,7 +15,7 @@ import (
 // the client reads it, so that a client certificate the server refuses after
 // the client's TLS 1.3 handshake already finished shows on the client too.
 // On success the server's view of the connection is returned.
-func handshake(t *testing.T, server, client *tls.Config) (serverErr, clientErr error, state tls.ConnectionState) {
+func handshake(t *testing.T, server, client *tls.Config) (state tls.ConnectionState, serverErr, clientErr error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -58,7 +58,7 @@ func handshake(t *testing.T, server, client *tls.Config) (serverErr, clientErr e
 	}
 	tc.Close()
 	r := <-done
-	return r.err, clientErr, r.state
+	return r.state, r.err, clientErr
 }
 
 // testNode is one node's TLS material.
@@ -95,7 +95,7 @@ func TestMutualTLS(t *testing.T) {
 	srv := newTestNode(t, c, "manager-1", RoleManager)
 	cli := newTestNode(t, c, "worker-1", RoleWorker)
 
-	serverErr, clientErr, state := handshake(t, srv.server(t), cli.client(t))
+	state, serverErr, clientErr := handshake(t, srv.server(t), cli.client(t))
 	if serverErr != nil || clientErr != nil {
 		t.Fatalf("server: %v, client: %v", serverErr, clientErr)
 	}
@@ -118,13 +118,13 @@ func TestClientServerName(t *testing.T) {
 
 	right := cli.client(t)
 	right.ServerName = "manager-1"
-	if serverErr, clientErr, _ := handshake(t, srv.server(t), right); serverErr != nil || clientErr != nil {
+	if _, serverErr, clientErr := handshake(t, srv.server(t), right); serverErr != nil || clientErr != nil {
 		t.Errorf("expected node: server: %v, client: %v", serverErr, clientErr)
 	}
 
 	wrong := cli.client(t)
 	wrong.ServerName = "manager-2"
-	if _, clientErr, _ := handshake(t, srv.server(t), wrong); clientErr == nil {
+	if _, _, clientErr := handshake(t, srv.server(t), wrong); clientErr == nil {
 		t.Error("client accepted manager-1 when it expected manager-2")
 	}
 }
@@ -134,7 +134,7 @@ func TestServerAcceptsClientWithoutCert(t *testing.T) {
 	srv := newTestNode(t, c, "manager-1", RoleManager)
 	cli := srv.client(t)
 	cli.Certificates = nil
-	serverErr, clientErr, state := handshake(t, srv.server(t), cli)
+	state, serverErr, clientErr := handshake(t, srv.server(t), cli)
 	if serverErr != nil || clientErr != nil {
 		t.Fatalf("server: %v, client: %v", serverErr, clientErr)
 	}
@@ -155,7 +155,7 @@ func TestServerRefusesForeignClientCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverErr, clientErr, _ := handshake(t, srv.server(t), cli)
+	_, serverErr, clientErr := handshake(t, srv.server(t), cli)
 	if serverErr == nil || clientErr == nil {
 		t.Fatalf("foreign client certificate accepted: server: %v, client: %v", serverErr, clientErr)
 	}
@@ -170,7 +170,7 @@ func TestClientRefusesForeignServer(t *testing.T) {
 	other := newTestCA(t, testCluster)
 	srv := newTestNode(t, other, "manager-1", RoleManager)
 	cli := newTestNode(t, c, "worker-1", RoleWorker)
-	if _, clientErr, _ := handshake(t, srv.server(t), cli.client(t)); clientErr == nil {
+	if _, _, clientErr := handshake(t, srv.server(t), cli.client(t)); clientErr == nil {
 		t.Error("client accepted a server of another CA")
 	}
 }
@@ -188,16 +188,16 @@ func TestPinnedTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if serverErr, clientErr, _ := handshake(t, srv.server(t), PinnedTLSConfig(fp)); serverErr != nil || clientErr != nil {
+	if _, serverErr, clientErr := handshake(t, srv.server(t), PinnedTLSConfig(fp)); serverErr != nil || clientErr != nil {
 		t.Errorf("right fingerprint: server: %v, client: %v", serverErr, clientErr)
 	}
 	// The host name the client dialled does not matter: the pin does.
 	named := PinnedTLSConfig(fp)
 	named.ServerName = "manager.example"
-	if serverErr, clientErr, _ := handshake(t, srv.server(t), named); serverErr != nil || clientErr != nil {
+	if _, serverErr, clientErr := handshake(t, srv.server(t), named); serverErr != nil || clientErr != nil {
 		t.Errorf("right fingerprint, dialled by name: server: %v, client: %v", serverErr, clientErr)
 	}
-	if _, clientErr, _ := handshake(t, srv.server(t), PinnedTLSConfig(otherFP)); clientErr == nil {
+	if _, _, clientErr := handshake(t, srv.server(t), PinnedTLSConfig(otherFP)); clientErr == nil {
 		t.Error("client accepted a server whose CA has another fingerprint")
 	}
 
@@ -207,14 +207,14 @@ func TestPinnedTLS(t *testing.T) {
 	cfg := impostor.server(t)
 	caDER := mustParseCert(t, c.certPEM).Raw
 	cfg.Certificates[0].Certificate = append(cfg.Certificates[0].Certificate, caDER)
-	if _, clientErr, _ := handshake(t, cfg, PinnedTLSConfig(fp)); clientErr == nil {
+	if _, _, clientErr := handshake(t, cfg, PinnedTLSConfig(fp)); clientErr == nil {
 		t.Error("client accepted a server that only relays the pinned CA certificate")
 	}
 
 	// A server that does not send its CA certificate cannot be pinned.
 	bare := srv.server(t)
 	bare.Certificates[0].Certificate = bare.Certificates[0].Certificate[:1]
-	if _, clientErr, _ := handshake(t, bare, PinnedTLSConfig(fp)); clientErr == nil {
+	if _, _, clientErr := handshake(t, bare, PinnedTLSConfig(fp)); clientErr == nil {
 		t.Error("client accepted a server that sent no CA certificate")
 	}
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,6 +28,9 @@ type Config struct {
 	TickInterval     time.Duration
 }
 
+// ErrInvalidConfig wraps every error in the daemon's configuration.
+var ErrInvalidConfig = errors.New("invalid configuration")
+
 // Default values.
 const (
 	DefaultDataDir    = "/var/lib/jaco"
@@ -39,24 +43,24 @@ func (c *Config) setDefaults() error {
 	}
 	abs, err := filepath.Abs(c.DataDir)
 	if err != nil {
-		return fmt.Errorf("data dir %q: %w", c.DataDir, err)
+		return fmt.Errorf("%w: data dir %q: %w", ErrInvalidConfig, c.DataDir, err)
 	}
 	c.DataDir = abs
 	if c.ListenAddr == "" {
 		c.ListenAddr = DefaultListenAddr
 	}
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
-		return fmt.Errorf("listen address %q: %w", c.ListenAddr, err)
+		return fmt.Errorf("%w: listen address %q: %w", ErrInvalidConfig, c.ListenAddr, err)
 	}
 	if c.AdvertiseAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
-			return fmt.Errorf("advertise address %q: %w", c.AdvertiseAddr, err)
+			return fmt.Errorf("%w: advertise address %q: %w", ErrInvalidConfig, c.AdvertiseAddr, err)
 		}
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()
 		if err != nil {
-			return fmt.Errorf("node name: %w", err)
+			return fmt.Errorf("%w: node name: %w", ErrInvalidConfig, err)
 		}
 		c.NodeName = h
 	}

@@ -129,14 +129,11 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 	rows := make([]string, 0, len(v.Members))
 	for _, m := range v.Members {
 		status := strings.ReplaceAll(m.Status, "UNSPECIFIED", "UNKNOWN")
-		rows = append(rows, fmt.Sprintf("  %s\t%s\t%s\t[%s, %s]\t%s", m.Hostname, m.NodeID, m.Address, status, m.Suffrage, leaderMark(m.Leader)))
+		row := fmt.Sprintf("  %s\t%s\t%s\t[%s, %s]", m.Hostname, m.NodeID, m.Address, status, m.Suffrage)
+		if m.Leader {
+			row += " leader"
+		}
+		rows = append(rows, row)
 	}
-	return table(out, "  HOSTNAME\tNODE ID\tADDRESS\tMEMBERSHIP\t", rows)
-}
-
-func leaderMark(leader bool) string {
-	if leader {
-		return "leader"
-	}
-	return ""
+	return table(out, "  HOSTNAME\tNODE ID\tADDRESS\tMEMBERSHIP", rows)
 }

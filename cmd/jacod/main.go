@@ -40,9 +40,12 @@ func run(args []string) int {
 			defer stop()
 			n, err := node.New(cfg)
 			if err != nil {
-				return err
+				return runError{err}
 			}
-			return n.Run(ctx)
+			if err := n.Run(ctx); err != nil {
+				return runError{err}
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -57,15 +60,26 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	var ue usageError
-	if errors.As(err, &ue) || !cmd.Flags().Parsed() {
+	var re runError
+	switch {
+	case !errors.As(err, &re), errors.Is(err, node.ErrInvalidConfig):
+		// Flags, arguments, and values the daemon refused to start with.
 		fmt.Fprintf(os.Stderr, "jacod: error: usage: %v\n", err)
 		return 2
+	case errors.Is(err, node.ErrDataDirInUse):
+		fmt.Fprintf(os.Stderr, "jacod: error: data_dir_in_use: %v\n", err)
+	default:
+		fmt.Fprintf(os.Stderr, "jacod: error: failed: %v\n", err)
 	}
-	fmt.Fprintf(os.Stderr, "jacod: error: %v\n", err)
 	return 1
 }
 
+// runError is a failure of the daemon itself, as opposed to its usage.
+type runError struct{ error }
+
+func (e runError) Unwrap() error { return e.error }
+
+// usageError is a bad flag value found before the daemon starts.
 type usageError struct{ error }
 
 func envOr(key, def string) string {

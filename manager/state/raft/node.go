@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -49,6 +50,7 @@ type Node struct {
 	appliedIndex  uint64
 	snapshotIndex uint64
 	wasLeader     bool
+	campaigned    bool
 
 	mu            sync.Mutex
 	leader        uint64
@@ -196,6 +198,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 				return err
 			}
 			n.rn.Advance()
+			n.campaignIfAlone()
 		case <-n.stop:
 			return nil
 		}
@@ -236,6 +239,19 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 	}
 	return n.maybeSnapshot()
+}
+
+// campaignIfAlone starts an election at once when this member is the only
+// voter: nobody else can win, so waiting out an election timeout would
+// only delay a lone manager's start by a second or two.
+func (n *Node) campaignIfAlone() {
+	if n.campaigned || n.wasLeader || len(n.confState.Voters) != 1 || n.confState.Voters[0] != n.raftID {
+		return
+	}
+	n.campaigned = true
+	if err := n.rn.Campaign(context.Background()); err != nil {
+		n.cfg.Logger.Warn("start election", "err", err)
+	}
 }
 
 func (n *Node) send(msgs []raftpb.Message) {

@@ -1,0 +1,131 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Paths of the binaries under test, built once by TestMain.
+var jacodBin, jacoBin string
+
+// raceReport is what the race detector prints; a process built with -race
+// that prints it has a data race even if the test's assertions passed.
+const raceReport = "WARNING: DATA RACE"
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+// buildAndRun builds jacod and jaco from this module into a temporary
+// directory, so every test runs the code of the tree it is in, not whatever
+// jaco is installed on the machine.
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "jaco-integration-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: temp dir:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if os.Getenv("JACO_TEST_RACE") == "1" {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/jaco-project/jaco/cmd/jacod", "github.com/jaco-project/jaco/cmd/jaco")
+	start := time.Now()
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: go %s: %v\n%s", strings.Join(args, " "), err, out)
+		return 1
+	}
+	if testing.Verbose() {
+		fmt.Fprintf(os.Stderr, "integration: built jacod and jaco in %v\n", time.Since(start).Round(time.Millisecond))
+	}
+	jacodBin, jacoBin = filepath.Join(dir, "jacod"), filepath.Join(dir, "jaco")
+	return m.Run()
+}
+
+// result is how a finished process answered.
+type result struct {
+	args           []string
+	stdout, stderr string
+	code           int // exit code; -1 when the process could not run or was killed
+}
+
+// err describes a result that is not a success, for eventually's messages.
+func (r result) err() error {
+	if r.code == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: exit %d: %s", strings.Join(r.args, " "), r.code, strings.TrimSpace(r.stderr))
+}
+
+// cmdTimeout bounds every one-shot process, so a hung CLI fails its test
+// instead of the whole run's -timeout.
+const cmdTimeout = 60 * time.Second
+
+// run runs bin to completion with the test environment plus env.
+func run(bin string, env []string, args ...string) result {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(testEnv(), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{args: append([]string{filepath.Base(bin)}, args...), stdout: stdout.String(), stderr: stderr.String()}
+	switch {
+	case err == nil:
+	case cmd.ProcessState != nil && cmd.ProcessState.Exited():
+		r.code = cmd.ProcessState.ExitCode()
+	default:
+		r.code = -1
+		r.stderr += fmt.Sprintf("\n(integration: %v)", err)
+	}
+	return r
+}
+
+// jaco runs the CLI; env adds variables such as JACO_TOKEN.
+func jaco(env []string, args ...string) result { return run(jacoBin, env, args...) }
+
+// testEnv is this process's environment without JACO_* variables: a
+// JACO_TOKEN or JACO_DATA_DIR in the shell that runs the tests must not
+// change what the binaries under test do.
+func testEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "JACO_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// checkNoRace fails t when a process's output holds a race report.
+func checkNoRace(t *testing.T, what, output string) {
+	t.Helper()
+	if strings.Contains(output, raceReport) {
+		t.Errorf("%s reported a data race:\n%s", what, output)
+	}
+}
+
+// eventually calls cond until it returns nil or timeout passes, then fails
+// the test with the last error cond returned.
+func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v; last: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

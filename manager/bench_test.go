@@ -1,0 +1,167 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// BenchmarkCommittedWrites measures writes committed by a lone manager with
+// fsync on, on the disk under b.TempDir(): every write is one Store.Update
+// creating one small task, i.e. one raft proposal that returns once its
+// entry is in the WAL (sealed, fdatasync'ed) and applied to the store.
+// b.N writes are spread over the writers, which each issue their next write
+// as soon as the previous one returns.
+//
+// Reported: writes/s over the whole run, and p50/p99 of the latency of one
+// Update as its caller sees it. Compare with BenchmarkFsyncReference in
+// manager/state/raft/storage, the bare durability floor on the same disk;
+// docs/bench/README.md has the command and figures.
+func BenchmarkCommittedWrites(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			benchCommittedWrites(b, writers)
+		})
+	}
+}
+
+func benchCommittedWrites(b *testing.B, writers int) {
+	m := openBenchManager(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	// Ids are made before the clock starts so that the loop times Update
+	// and nothing else.
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("bench-task-%08d", i)
+	}
+	lat := make([]time.Duration, b.N)
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= b.N {
+					return
+				}
+				task := &api.Task{Id: ids[i], ServiceId: "bench-service", Meta: &api.Meta{}}
+				t0 := time.Now()
+				err := m.Store.Update(ctx, func(tx *store.Tx) error { return tx.Create(task) })
+				lat[i] = time.Since(t0)
+				if err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("write %d: %w", i, err) })
+					cancel() // release the other writers
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if firstErr != nil {
+		b.Fatal(firstErr)
+	}
+
+	var n int
+	m.Store.View(func(tx store.ReadTx) { n = len(tx.ListTasks()) })
+	if n != b.N {
+		b.Fatalf("store holds %d tasks after %d committed writes", n, b.N)
+	}
+	reportLatencies(b, lat, elapsed)
+}
+
+// reportLatencies reports throughput and the p50/p99 of lat, in µs.
+func reportLatencies(b *testing.B, lat []time.Duration, elapsed time.Duration) {
+	b.Helper()
+	slices.Sort(lat)
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), "writes/s")
+	b.ReportMetric(us(percentile(lat, 0.50)), "p50-µs")
+	b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+}
+
+// percentile returns the p-quantile of sorted (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// openBenchManager bootstraps a one-member cluster in a fresh temporary
+// directory, opens it and waits until it leads. Cleanup stops it before the
+// directory is removed.
+func openBenchManager(b *testing.B) *Manager {
+	b.Helper()
+	key, err := encryption.NewKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealer, err := encryption.NewSealer(key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raftID, err := raft.NewRaftID()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "raft")
+	self := &api.RaftMember{RaftId: raftID, NodeId: "bench-node", Address: "127.0.0.1:0"}
+	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{{
+		Kind:   api.StoreAction_KIND_CREATE,
+		Target: &api.StoreAction_Service{Service: &api.Service{Id: "bench-service", Meta: &api.Meta{}, Spec: &api.ServiceSpec{Name: "bench"}}},
+	}}}
+	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, first); err != nil {
+		b.Fatal(err)
+	}
+	st := store.New(nil)
+	m, err := Open(Config{
+		RaftDir: dir,
+		Store:   st,
+		Sealer:  sealer,
+		Logger:  slog.New(slog.DiscardHandler),
+		// A short tick only shortens the first election; a lone member
+		// sends no heartbeats, so it costs the Ready loop next to nothing.
+		TickInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := m.Stop(); err != nil {
+			b.Errorf("stop manager: %v", err)
+		}
+		st.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.WaitReady(ctx); err != nil {
+		b.Fatalf("wait until the lone manager leads: %v", err)
+	}
+	return m
+}
