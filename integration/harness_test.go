@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ var jacodBin, jacoBin string
 const raceReport = "WARNING: DATA RACE"
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	os.Exit(buildAndRun(m))
 }
 

@@ -12,7 +12,7 @@ import (
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Inspect and manage nodes"}
-	cmd.AddCommand(nodeLsCmd(g))
+	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g))
 	return cmd
 }
 
@@ -43,11 +43,7 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				}
 				views := make([]nodeView, 0, len(resp.Nodes))
 				for _, n := range resp.Nodes {
-					v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address}
-					if n.RaftId != 0 {
-						v.RaftID = fmt.Sprintf("%x", n.RaftId)
-					}
-					views = append(views, v)
+					views = append(views, toNodeView(n))
 				}
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), views)
@@ -62,4 +58,29 @@ func nodeLsCmd(g *globals) *cobra.Command {
 	}
 	formatFlag(cmd, &format)
 	return cmd
+}
+
+func toNodeView(n *api.Node) nodeView {
+	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address}
+	if n.RaftId != 0 {
+		v.RaftID = fmt.Sprintf("%x", n.RaftId)
+	}
+	return v
+}
+
+func nodeInspectCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "inspect NODE",
+		Short: "Show one node, named by id or hostname, as JSON",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.GetNode(ctx, &api.GetNodeRequest{Node: args[0]})
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd.OutOrStdout(), toNodeView(resp.Node))
+			})
+		},
+	}
 }
