@@ -79,7 +79,9 @@ func New(opts ...Option) (*Client, error) {
 		target = "dns:///" + o.server
 		dialOpts = append(dialOpts,
 			grpc.WithTransportCredentials(credentials.NewTLS(ca.PinnedTLSConfig(tok.CAFingerprint))),
-			grpc.WithPerRPCCredentials(bearer(o.token)))
+			// The parsed form: text around the token (a trailing newline
+			// from a secret file) must not reach the header.
+			grpc.WithPerRPCCredentials(bearer(tok.String())))
 	default:
 		return nil, errors.New("no daemon to dial: give a socket or a server")
 	}

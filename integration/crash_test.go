@@ -16,9 +16,26 @@ const recoverTimeout = 20 * time.Second
 // node and raft identities must come back unchanged and the operator token
 // shown once at init must still open the TCP API (its hash was persisted).
 // Several cycles, because a restart writes state a later crash must keep.
+//
+// A restart rebuilds the state from the WAL alone, or from a snapshot plus
+// the WAL after it; both must hold everything.
 func TestCrashSafety(t *testing.T) {
 	t.Parallel()
-	d := startDaemon(t, "crashy")
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"wal", nil},
+		{"snapshot", []string{"--snapshot-interval", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			crashAndRecover(t, startDaemon(t, "crashy", tc.flags...))
+		})
+	}
+}
+
+func crashAndRecover(t *testing.T, d *daemon) {
 	token := d.initQuiet()
 	want := d.status()
 	wantNodes, err := d.tryNodes()

@@ -97,12 +97,18 @@ func jaco(env []string, args ...string) result { return run(jacoBin, env, args..
 // testEnv is this process's environment without JACO_* variables: a
 // JACO_TOKEN or JACO_DATA_DIR in the shell that runs the tests must not
 // change what the binaries under test do.
+//
+// Binaries built with -race sleep a second on exit by default; unless the
+// caller chose GORACE, that sleep is cut, or every CLI call would pay it.
 func testEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "JACO_") {
 			env = append(env, kv)
 		}
+	}
+	if _, set := os.LookupEnv("GORACE"); !set {
+		env = append(env, "GORACE=atexit_sleep_ms=0")
 	}
 	return env
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -116,4 +117,35 @@ func lineWith(text, s string) string {
 		}
 	}
 	return ""
+}
+
+// TestConcurrentInit runs several inits at once against one fresh daemon,
+// as retrying automation might: exactly one may create the cluster, the
+// others must be told it exists, and the one token printed must be the
+// token of the cluster that stayed.
+func TestConcurrentInit(t *testing.T) {
+	t.Parallel()
+	d := startDaemon(t, "racer")
+	results := make([]result, 4)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i] = d.jaco("cluster", "init", "--quiet") })
+	}
+	wg.Wait()
+
+	var token string
+	for _, r := range results {
+		if r.code == 0 {
+			if token != "" {
+				t.Fatalf("two concurrent inits both succeeded: %q and %q", token, r.stdout)
+			}
+			token = strings.TrimSpace(r.stdout)
+			continue
+		}
+		wantError(t, r, 1, "already_initialized")
+	}
+	if token == "" {
+		t.Fatal("no concurrent init succeeded")
+	}
+	wantOK(t, d.jacoTCP(token, "node", "ls"))
 }

@@ -28,6 +28,10 @@ func TestTCPOperatorAccess(t *testing.T) {
 	if !reflect.DeepEqual(nodes, wantNodes) {
 		t.Errorf("node ls over TCP %+v, want %+v as on the socket", nodes, wantNodes)
 	}
+	// Tokens kept in files and env files often end in a newline.
+	if _, err := decode[[]nodeEntry](d.jacoTCP(token+"\n", "node", "ls", "--format", "json")); err != nil {
+		t.Errorf("node ls with the token and a trailing newline: %v", err)
+	}
 
 	forged := token[:strings.LastIndex(token, "-")+1] + otherSecret(t, token)
 	for _, tc := range []struct {

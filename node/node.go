@@ -10,11 +10,11 @@ package node
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +63,10 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	// The data dir holds keys: whoever made it, only its owner enters it.
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict data dir: %w", err)
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -150,19 +154,11 @@ func (n *Node) reloadTLS() error {
 }
 
 func (n *Node) listen() error {
-	sock := n.cfg.socketPath()
-	// We hold the data dir lock, so a socket file left here is stale.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale socket: %w", err)
-	}
-	unixLis, err := net.Listen("unix", sock)
+	unixLis, err := listenPrivateSocket(n.cfg.socketPath())
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", sock, err)
+		return err
 	}
 	n.unixLis = unixLis
-	if err := os.Chmod(sock, 0o600); err != nil {
-		return fmt.Errorf("chmod %s: %w", sock, err)
-	}
 	tcpLis, err := net.Listen("tcp", n.cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", n.cfg.ListenAddr, err)
@@ -243,6 +239,9 @@ func (n *Node) Stop() error {
 				lis.Close()
 			}
 		}
+		if n.unixLis != nil {
+			os.Remove(n.cfg.socketPath())
+		}
 		if m := n.mgr.Load(); m != nil {
 			n.stopErr = m.Stop()
 		}
@@ -253,6 +252,35 @@ func (n *Node) Stop() error {
 		}
 	})
 	return n.stopErr
+}
+
+// listenPrivateSocket binds a unix socket that only the owner can use
+// from its first moment: it is bound in a fresh 0700 directory, made 0600,
+// and only then renamed into place (chmod after binding in place would
+// leave a window whatever the umask).
+func listenPrivateSocket(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
+	if err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, filepath.Base(path))
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", tmp, err)
+	}
+	// The listener would unlink its bind path on Close; that path is gone
+	// after the rename, and the data dir lock makes the real one ours.
+	lis.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("install socket %s: %w", path, err)
+	}
+	return lis, nil
 }
 
 // gracefulStop lets in-flight calls finish for up to grace, then cuts them.

@@ -36,7 +36,7 @@ func clusterInitCmd(g *globals) *cobra.Command {
 				}
 				fmt.Fprintf(out, "Cluster %s initialized; this node (%s) is its first manager.\n\n", resp.ClusterId, resp.NodeId)
 				fmt.Fprintf(out, "Operator token (shown only now; the cluster keeps just its hash):\n\n    %s\n\n", resp.OperatorToken)
-				fmt.Fprintf(out, "Use it from another machine with:\n\n    JACO_TOKEN=<token> jaco --server <this-host>:7000 cluster status\n")
+				fmt.Fprintf(out, "Use it from another machine with:\n\n    JACO_TOKEN=<token> jaco --server <this-manager-address> cluster status\n")
 				return nil
 			})
 		},

@@ -189,6 +189,9 @@ func (n *Node) run() {
 }
 
 func (n *Node) loop(tick <-chan time.Time) error {
+	// A member restarted from a snapshot already knows its voters, and may
+	// see no Ready until an election timeout: try at once.
+	n.campaignIfAlone()
 	for {
 		select {
 		case <-tick:
@@ -247,6 +250,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 func (n *Node) campaignIfAlone() {
 	if n.campaigned || n.wasLeader || len(n.confState.Voters) != 1 || n.confState.Voters[0] != n.raftID {
 		return
+	}
+	if st := n.rn.Status(); st.RaftState != raft.StateFollower || st.Lead != raft.None {
+		return // an election is already under way, or won
 	}
 	n.campaigned = true
 	if err := n.rn.Campaign(context.Background()); err != nil {

@@ -193,6 +193,12 @@ func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
 		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
 	}
 	m := sn.Metadata
+	// etcd creates snapshot files 0666 less the umask; keep them as
+	// private as the WAL.
+	name := filepath.Join(s.snapDir, fmt.Sprintf("%016x-%016x.snap", m.Term, m.Index))
+	if err := os.Chmod(name, 0o600); err != nil {
+		return fmt.Errorf("restrict snapshot file: %w", err)
+	}
 	cs := m.ConfState
 	if err := s.wal.SaveSnapshot(walpb.Snapshot{Index: m.Index, Term: m.Term, ConfState: &cs}); err != nil {
 		return fmt.Errorf("record snapshot %d in wal %s: %w", m.Index, s.walDir, err)
