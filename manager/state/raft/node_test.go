@@ -302,11 +302,12 @@ func walFrames(t *testing.T, b []byte) [][2]int {
 	return recs
 }
 
-func TestTornTailIsRepaired(t *testing.T) {
-	h := newHarness(t)
-	kv := newKV()
-	n := h.start(kv, 0)
-	for i := range 5 {
+// writeAndStop commits k0..k<n-1> on a fresh member, stops it, and returns
+// its last WAL segment: path, bytes and records.
+func writeAndStop(t *testing.T, h *harness, count int) (string, []byte, [][2]int) {
+	t.Helper()
+	n := h.start(newKV(), 0)
+	for i := range count {
 		propose(t, n, fmt.Sprintf("k%d", i), "v")
 	}
 	if err := n.Stop(); err != nil {
@@ -317,7 +318,12 @@ func TestTornTailIsRepaired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs := walFrames(t, b)
+	return path, b, walFrames(t, b)
+}
+
+func TestTornTailIsRepaired(t *testing.T) {
+	h := newHarness(t)
+	path, _, recs := writeAndStop(t, h, 5)
 	// A crash in the middle of writing the last record: it is cut short.
 	if err := os.Truncate(path, int64(recs[len(recs)-1][1]-3)); err != nil {
 		t.Fatal(err)
@@ -334,20 +340,7 @@ func TestTornTailIsRepaired(t *testing.T) {
 
 func TestCorruptionInTheMiddleStopsWithFileName(t *testing.T) {
 	h := newHarness(t)
-	kv := newKV()
-	n := h.start(kv, 0)
-	for i := range 5 {
-		propose(t, n, fmt.Sprintf("k%d", i), "v")
-	}
-	if err := n.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	path := lastWAL(t, h.dir)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := walFrames(t, b)
+	path, b, recs := writeAndStop(t, h, 5)
 	if len(recs) < 8 {
 		t.Fatalf("only %d records in the wal", len(recs))
 	}
@@ -357,7 +350,7 @@ func TestCorruptionInTheMiddleStopsWithFileName(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: newKV(), Logger: slog.New(slog.DiscardHandler)})
+	_, err := New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: newKV(), Logger: slog.New(slog.DiscardHandler)})
 	if err == nil {
 		t.Fatal("opened a wal corrupted in the middle")
 	}
