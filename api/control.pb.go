@@ -9,6 +9,8 @@ package api
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -702,11 +704,117 @@ func (x *GetNodeResponse) GetNode() *Node {
 	return nil
 }
 
+type IssueJoinTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Role  NodeRole               `protobuf:"varint,1,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
+	// ttl defaults to 24 h when unset.
+	Ttl           *durationpb.Duration `protobuf:"bytes,2,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssueJoinTokenRequest) Reset() {
+	*x = IssueJoinTokenRequest{}
+	mi := &file_api_control_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssueJoinTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssueJoinTokenRequest) ProtoMessage() {}
+
+func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
+func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *IssueJoinTokenRequest) GetRole() NodeRole {
+	if x != nil {
+		return x.Role
+	}
+	return NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+func (x *IssueJoinTokenRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+type IssueJoinTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is shown once; only its hash is stored.
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IssueJoinTokenResponse) Reset() {
+	*x = IssueJoinTokenResponse{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IssueJoinTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IssueJoinTokenResponse) ProtoMessage() {}
+
+func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
+func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *IssueJoinTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *IssueJoinTokenResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 var File_api_control_proto protoreflect.FileDescriptor
 
 const file_api_control_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/control.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\x14\n" +
+	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\x14\n" +
 	"\x12InitClusterRequest\"t\n" +
 	"\x13InitClusterResponse\x12\x1d\n" +
 	"\n" +
@@ -742,7 +850,14 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0eGetNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"5\n" +
 	"\x0fGetNodeResponse\x12\"\n" +
-	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node*\x98\x01\n" +
+	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"l\n" +
+	"\x15IssueJoinTokenRequest\x12&\n" +
+	"\x04role\x18\x01 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12+\n" +
+	"\x03ttl\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\"i\n" +
+	"\x16IssueJoinTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
+	"\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt*\x98\x01\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18NODE_STATE_UNINITIALIZED\x10\x01\x12\x15\n" +
@@ -756,10 +871,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0eClusterService\x12C\n" +
 	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\x12C\n" +
 	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\x12I\n" +
-	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2\xa8\x01\n" +
+	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2\xfd\x01\n" +
 	"\x0eControlService\x12J\n" +
 	"\tListNodes\x12\x1a.jaco.api.ListNodesRequest\x1a\x1b.jaco.api.ListNodesResponse\"\x04\xd0\xf3\x18\x01\x12D\n" +
-	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"\x04\xd0\xf3\x18\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
+	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_control_proto_rawDescOnce sync.Once
@@ -774,46 +890,56 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_api_control_proto_goTypes = []any{
-	(NodeState)(0),                // 0: jaco.api.NodeState
-	(MemberStatus)(0),             // 1: jaco.api.MemberStatus
-	(*InitClusterRequest)(nil),    // 2: jaco.api.InitClusterRequest
-	(*InitClusterResponse)(nil),   // 3: jaco.api.InitClusterResponse
-	(*JoinClusterRequest)(nil),    // 4: jaco.api.JoinClusterRequest
-	(*JoinClusterResponse)(nil),   // 5: jaco.api.JoinClusterResponse
-	(*ClusterStatusRequest)(nil),  // 6: jaco.api.ClusterStatusRequest
-	(*Member)(nil),                // 7: jaco.api.Member
-	(*ClusterStatusResponse)(nil), // 8: jaco.api.ClusterStatusResponse
-	(*ListNodesRequest)(nil),      // 9: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),     // 10: jaco.api.ListNodesResponse
-	(*GetNodeRequest)(nil),        // 11: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),       // 12: jaco.api.GetNodeResponse
-	(Suffrage)(0),                 // 13: jaco.api.Suffrage
-	(*Node)(nil),                  // 14: jaco.api.Node
+	(NodeState)(0),                 // 0: jaco.api.NodeState
+	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
+	(*InitClusterRequest)(nil),     // 2: jaco.api.InitClusterRequest
+	(*InitClusterResponse)(nil),    // 3: jaco.api.InitClusterResponse
+	(*JoinClusterRequest)(nil),     // 4: jaco.api.JoinClusterRequest
+	(*JoinClusterResponse)(nil),    // 5: jaco.api.JoinClusterResponse
+	(*ClusterStatusRequest)(nil),   // 6: jaco.api.ClusterStatusRequest
+	(*Member)(nil),                 // 7: jaco.api.Member
+	(*ClusterStatusResponse)(nil),  // 8: jaco.api.ClusterStatusResponse
+	(*ListNodesRequest)(nil),       // 9: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),      // 10: jaco.api.ListNodesResponse
+	(*GetNodeRequest)(nil),         // 11: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 12: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 13: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 14: jaco.api.IssueJoinTokenResponse
+	(Suffrage)(0),                  // 15: jaco.api.Suffrage
+	(*Node)(nil),                   // 16: jaco.api.Node
+	(NodeRole)(0),                  // 17: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 18: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 19: google.protobuf.Timestamp
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	13, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	15, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	7,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	14, // 4: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	14, // 5: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	2,  // 6: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	4,  // 7: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	6,  // 8: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	9,  // 9: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	11, // 10: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	3,  // 11: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	5,  // 12: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	8,  // 13: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	10, // 14: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	12, // 15: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	16, // 4: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	16, // 5: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	17, // 6: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	18, // 7: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	19, // 8: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	2,  // 9: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	4,  // 10: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	6,  // 11: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	9,  // 12: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	11, // 13: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	13, // 14: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	3,  // 15: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	5,  // 16: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	8,  // 17: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	10, // 18: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	12, // 19: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	14, // 20: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -829,7 +955,7 @@ func file_api_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   11,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

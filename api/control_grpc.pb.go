@@ -203,8 +203,9 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ControlService_ListNodes_FullMethodName = "/jaco.api.ControlService/ListNodes"
-	ControlService_GetNode_FullMethodName   = "/jaco.api.ControlService/GetNode"
+	ControlService_ListNodes_FullMethodName      = "/jaco.api.ControlService/ListNodes"
+	ControlService_GetNode_FullMethodName        = "/jaco.api.ControlService/GetNode"
+	ControlService_IssueJoinToken_FullMethodName = "/jaco.api.ControlService/IssueJoinToken"
 )
 
 // ControlServiceClient is the client API for ControlService service.
@@ -215,6 +216,7 @@ const (
 type ControlServiceClient interface {
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
+	IssueJoinToken(ctx context.Context, in *IssueJoinTokenRequest, opts ...grpc.CallOption) (*IssueJoinTokenResponse, error)
 }
 
 type controlServiceClient struct {
@@ -245,6 +247,16 @@ func (c *controlServiceClient) GetNode(ctx context.Context, in *GetNodeRequest, 
 	return out, nil
 }
 
+func (c *controlServiceClient) IssueJoinToken(ctx context.Context, in *IssueJoinTokenRequest, opts ...grpc.CallOption) (*IssueJoinTokenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IssueJoinTokenResponse)
+	err := c.cc.Invoke(ctx, ControlService_IssueJoinToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControlServiceServer is the server API for ControlService service.
 // All implementations must embed UnimplementedControlServiceServer
 // for forward compatibility.
@@ -253,6 +265,7 @@ func (c *controlServiceClient) GetNode(ctx context.Context, in *GetNodeRequest, 
 type ControlServiceServer interface {
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
+	IssueJoinToken(context.Context, *IssueJoinTokenRequest) (*IssueJoinTokenResponse, error)
 	mustEmbedUnimplementedControlServiceServer()
 }
 
@@ -268,6 +281,9 @@ func (UnimplementedControlServiceServer) ListNodes(context.Context, *ListNodesRe
 }
 func (UnimplementedControlServiceServer) GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetNode not implemented")
+}
+func (UnimplementedControlServiceServer) IssueJoinToken(context.Context, *IssueJoinTokenRequest) (*IssueJoinTokenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method IssueJoinToken not implemented")
 }
 func (UnimplementedControlServiceServer) mustEmbedUnimplementedControlServiceServer() {}
 func (UnimplementedControlServiceServer) testEmbeddedByValue()                        {}
@@ -326,6 +342,24 @@ func _ControlService_GetNode_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControlService_IssueJoinToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IssueJoinTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).IssueJoinToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_IssueJoinToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).IssueJoinToken(ctx, req.(*IssueJoinTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControlService_ServiceDesc is the grpc.ServiceDesc for ControlService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -340,6 +374,10 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetNode",
 			Handler:    _ControlService_GetNode_Handler,
+		},
+		{
+			MethodName: "IssueJoinToken",
+			Handler:    _ControlService_IssueJoinToken_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

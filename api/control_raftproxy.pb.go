@@ -31,3 +31,14 @@ func (p *raftProxyControlServiceServer) ListNodes(ctx context.Context, r *ListNo
 func (p *raftProxyControlServiceServer) GetNode(ctx context.Context, r *GetNodeRequest) (*GetNodeResponse, error) {
 	return p.local.GetNode(ctx, r) // local_read: never forwarded
 }
+
+func (p *raftProxyControlServiceServer) IssueJoinToken(ctx context.Context, r *IssueJoinTokenRequest) (*IssueJoinTokenResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.IssueJoinToken(ctx, r)
+	}
+	return NewControlServiceClient(conn).IssueJoinToken(ctx, r)
+}

@@ -608,6 +608,89 @@ func (*ProcessRaftMessageResponse) Descriptor() ([]byte, []int) {
 	return file_api_raft_proto_rawDescGZIP(), []int{7}
 }
 
+// StreamRaftMessageRequest carries one chunk of a raft message too large
+// for one gRPC message (a snapshot); the chunks of a stream, concatenated,
+// are the raftpb.Message in its gogo encoding.
+type StreamRaftMessageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Chunk         []byte                 `protobuf:"bytes,1,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamRaftMessageRequest) Reset() {
+	*x = StreamRaftMessageRequest{}
+	mi := &file_api_raft_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamRaftMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamRaftMessageRequest) ProtoMessage() {}
+
+func (x *StreamRaftMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamRaftMessageRequest.ProtoReflect.Descriptor instead.
+func (*StreamRaftMessageRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *StreamRaftMessageRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type StreamRaftMessageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamRaftMessageResponse) Reset() {
+	*x = StreamRaftMessageResponse{}
+	mi := &file_api_raft_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamRaftMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamRaftMessageResponse) ProtoMessage() {}
+
+func (x *StreamRaftMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamRaftMessageResponse.ProtoReflect.Descriptor instead.
+func (*StreamRaftMessageResponse) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{9}
+}
+
 type ResolveAddressRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RaftId        uint64                 `protobuf:"varint,1,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
@@ -617,7 +700,7 @@ type ResolveAddressRequest struct {
 
 func (x *ResolveAddressRequest) Reset() {
 	*x = ResolveAddressRequest{}
-	mi := &file_api_raft_proto_msgTypes[8]
+	mi := &file_api_raft_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +712,7 @@ func (x *ResolveAddressRequest) String() string {
 func (*ResolveAddressRequest) ProtoMessage() {}
 
 func (x *ResolveAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_raft_proto_msgTypes[8]
+	mi := &file_api_raft_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +725,7 @@ func (x *ResolveAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveAddressRequest.ProtoReflect.Descriptor instead.
 func (*ResolveAddressRequest) Descriptor() ([]byte, []int) {
-	return file_api_raft_proto_rawDescGZIP(), []int{8}
+	return file_api_raft_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResolveAddressRequest) GetRaftId() uint64 {
@@ -661,7 +744,7 @@ type ResolveAddressResponse struct {
 
 func (x *ResolveAddressResponse) Reset() {
 	*x = ResolveAddressResponse{}
-	mi := &file_api_raft_proto_msgTypes[9]
+	mi := &file_api_raft_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +756,7 @@ func (x *ResolveAddressResponse) String() string {
 func (*ResolveAddressResponse) ProtoMessage() {}
 
 func (x *ResolveAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_raft_proto_msgTypes[9]
+	mi := &file_api_raft_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +769,7 @@ func (x *ResolveAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveAddressResponse.ProtoReflect.Descriptor instead.
 func (*ResolveAddressResponse) Descriptor() ([]byte, []int) {
-	return file_api_raft_proto_rawDescGZIP(), []int{9}
+	return file_api_raft_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ResolveAddressResponse) GetAddress() string {
@@ -742,12 +825,16 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x19ProcessRaftMessageRequest\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"\x1c\n" +
 	"\x1aProcessRaftMessageResponse\"0\n" +
+	"\x18StreamRaftMessageRequest\x12\x14\n" +
+	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"\x1b\n" +
+	"\x19StreamRaftMessageResponse\"0\n" +
 	"\x15ResolveAddressRequest\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\"2\n" +
 	"\x16ResolveAddressResponse\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress2\xc3\x01\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress2\xa3\x02\n" +
 	"\vRaftService\x12_\n" +
-	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\x12S\n" +
+	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\x12^\n" +
+	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse(\x01\x12S\n" +
 	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponseB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
@@ -763,7 +850,7 @@ func file_api_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
@@ -774,35 +861,39 @@ var file_api_raft_proto_goTypes = []any{
 	(*WALMetadata)(nil),                // 6: jaco.api.WALMetadata
 	(*ProcessRaftMessageRequest)(nil),  // 7: jaco.api.ProcessRaftMessageRequest
 	(*ProcessRaftMessageResponse)(nil), // 8: jaco.api.ProcessRaftMessageResponse
-	(*ResolveAddressRequest)(nil),      // 9: jaco.api.ResolveAddressRequest
-	(*ResolveAddressResponse)(nil),     // 10: jaco.api.ResolveAddressResponse
-	(*Cluster)(nil),                    // 11: jaco.api.Cluster
-	(*Node)(nil),                       // 12: jaco.api.Node
-	(*Service)(nil),                    // 13: jaco.api.Service
-	(*Task)(nil),                       // 14: jaco.api.Task
-	(*JoinToken)(nil),                  // 15: jaco.api.JoinToken
+	(*StreamRaftMessageRequest)(nil),   // 9: jaco.api.StreamRaftMessageRequest
+	(*StreamRaftMessageResponse)(nil),  // 10: jaco.api.StreamRaftMessageResponse
+	(*ResolveAddressRequest)(nil),      // 11: jaco.api.ResolveAddressRequest
+	(*ResolveAddressResponse)(nil),     // 12: jaco.api.ResolveAddressResponse
+	(*Cluster)(nil),                    // 13: jaco.api.Cluster
+	(*Node)(nil),                       // 14: jaco.api.Node
+	(*Service)(nil),                    // 15: jaco.api.Service
+	(*Task)(nil),                       // 16: jaco.api.Task
+	(*JoinToken)(nil),                  // 17: jaco.api.JoinToken
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
-	11, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
-	12, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
-	13, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
-	14, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
-	15, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
+	13, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
+	14, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
+	15, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
+	16, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
+	17, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
 	1,  // 6: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	11, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	12, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	13, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	14, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	15, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	13, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	14, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	15, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	16, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	17, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
 	3,  // 12: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 13: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
 	7,  // 14: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 15: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	8,  // 16: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 17: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	16, // [16:18] is the sub-list for method output_type
-	14, // [14:16] is the sub-list for method input_type
+	9,  // 15: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 16: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	8,  // 17: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 18: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 19: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	17, // [17:20] is the sub-list for method output_type
+	14, // [14:17] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -827,7 +918,7 @@ func file_api_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

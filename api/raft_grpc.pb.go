@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	RaftService_ProcessRaftMessage_FullMethodName = "/jaco.api.RaftService/ProcessRaftMessage"
+	RaftService_StreamRaftMessage_FullMethodName  = "/jaco.api.RaftService/StreamRaftMessage"
 	RaftService_ResolveAddress_FullMethodName     = "/jaco.api.RaftService/ResolveAddress"
 )
 
@@ -31,6 +32,7 @@ const (
 // raftproxy: the leader must be able to reach followers.
 type RaftServiceClient interface {
 	ProcessRaftMessage(ctx context.Context, in *ProcessRaftMessageRequest, opts ...grpc.CallOption) (*ProcessRaftMessageResponse, error)
+	StreamRaftMessage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse], error)
 	ResolveAddress(ctx context.Context, in *ResolveAddressRequest, opts ...grpc.CallOption) (*ResolveAddressResponse, error)
 }
 
@@ -52,6 +54,19 @@ func (c *raftServiceClient) ProcessRaftMessage(ctx context.Context, in *ProcessR
 	return out, nil
 }
 
+func (c *raftServiceClient) StreamRaftMessage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RaftService_ServiceDesc.Streams[0], RaftService_StreamRaftMessage_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamRaftMessageRequest, StreamRaftMessageResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RaftService_StreamRaftMessageClient = grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse]
+
 func (c *raftServiceClient) ResolveAddress(ctx context.Context, in *ResolveAddressRequest, opts ...grpc.CallOption) (*ResolveAddressResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ResolveAddressResponse)
@@ -70,6 +85,7 @@ func (c *raftServiceClient) ResolveAddress(ctx context.Context, in *ResolveAddre
 // raftproxy: the leader must be able to reach followers.
 type RaftServiceServer interface {
 	ProcessRaftMessage(context.Context, *ProcessRaftMessageRequest) (*ProcessRaftMessageResponse, error)
+	StreamRaftMessage(grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]) error
 	ResolveAddress(context.Context, *ResolveAddressRequest) (*ResolveAddressResponse, error)
 	mustEmbedUnimplementedRaftServiceServer()
 }
@@ -83,6 +99,9 @@ type UnimplementedRaftServiceServer struct{}
 
 func (UnimplementedRaftServiceServer) ProcessRaftMessage(context.Context, *ProcessRaftMessageRequest) (*ProcessRaftMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ProcessRaftMessage not implemented")
+}
+func (UnimplementedRaftServiceServer) StreamRaftMessage(grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]) error {
+	return status.Error(codes.Unimplemented, "method StreamRaftMessage not implemented")
 }
 func (UnimplementedRaftServiceServer) ResolveAddress(context.Context, *ResolveAddressRequest) (*ResolveAddressResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResolveAddress not implemented")
@@ -126,6 +145,13 @@ func _RaftService_ProcessRaftMessage_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RaftService_StreamRaftMessage_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RaftServiceServer).StreamRaftMessage(&grpc.GenericServerStream[StreamRaftMessageRequest, StreamRaftMessageResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RaftService_StreamRaftMessageServer = grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]
+
 func _RaftService_ResolveAddress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ResolveAddressRequest)
 	if err := dec(in); err != nil {
@@ -160,6 +186,12 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _RaftService_ResolveAddress_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamRaftMessage",
+			Handler:       _RaftService_StreamRaftMessage_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "api/raft.proto",
 }
