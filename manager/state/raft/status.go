@@ -95,3 +95,12 @@ func (n *Node) Step(ctx context.Context, m raftpb.Message) error {
 	}
 	return nil
 }
+
+// ReportUnreachable tells raft a message to raftID could not be delivered,
+// so the leader probes that follower instead of streaming to it.
+func (n *Node) ReportUnreachable(raftID uint64) { n.rn.ReportUnreachable(raftID) }
+
+// ReportSnapshot tells raft whether a snapshot sent to raftID arrived.
+func (n *Node) ReportSnapshot(raftID uint64, status raft.SnapshotStatus) {
+	n.rn.ReportSnapshot(raftID, status)
+}
