@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
@@ -12,7 +14,7 @@ import (
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Inspect and manage nodes"}
-	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g))
+	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g))
 	return cmd
 }
 
@@ -83,4 +85,35 @@ func nodeInspectCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+}
+
+func issueJoinTokenCmd(g *globals) *cobra.Command {
+	var (
+		role string
+		ttl  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "issue-join-token",
+		Short: "Mint a single-use token that lets one node join (printed once)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			roles := map[string]api.NodeRole{"manager": api.NodeRole_NODE_ROLE_MANAGER, "worker": api.NodeRole_NODE_ROLE_WORKER}
+			r, ok := roles[role]
+			if !ok {
+				return fmt.Errorf("--role must be manager or worker, not %q", role)
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.IssueJoinToken(ctx, &api.IssueJoinTokenRequest{Role: r, Ttl: durationpb.New(ttl)})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), resp.Token)
+				fmt.Fprintf(cmd.ErrOrStderr(), "single use, %s, valid until %s\n", role, resp.ExpiresAt.AsTime().Local().Format(time.RFC3339))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "worker", "what the joining node becomes: manager or worker")
+	cmd.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token stays valid")
+	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -23,11 +24,17 @@ func ToStatus(err error) error {
 	switch {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLostLeadership), errors.Is(err, raft.ErrStopped):
 		return reason.Error(codes.Unavailable, reason.NoLeader, "%v", err)
+	case errors.Is(err, jointoken.ErrInvalid):
+		return reason.Error(codes.PermissionDenied, reason.TokenInvalid, "%v", err)
+	case errors.Is(err, jointoken.ErrExpired):
+		return reason.Error(codes.PermissionDenied, reason.TokenExpired, "%v", err)
+	case errors.Is(err, jointoken.ErrConsumed):
+		return reason.Error(codes.PermissionDenied, reason.TokenConsumed, "%v", err)
 	case errors.Is(err, store.ErrVersionConflict):
 		return reason.Error(codes.Aborted, reason.VersionConflict, "%v", err)
 	case errors.Is(err, store.ErrNotFound):
 		return reason.Error(codes.NotFound, reason.NotFound, "%v", err)
-	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrInvalid):
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrInvalid), errors.Is(err, jointoken.ErrBadRequest):
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v", err)
 	}
 	return status.Error(codes.Internal, err.Error())

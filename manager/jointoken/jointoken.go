@@ -1,0 +1,152 @@
+// Package jointoken issues and redeems the single-use tokens that let a
+// node join the cluster (DESIGN.md §3).
+//
+// Only a token's hash is stored, in a JoinToken object with its role,
+// expiry and consumed_at, through raft like any other write. Redeeming
+// compares the presented secret against every stored hash in constant time
+// and marks the token consumed with a versioned update: of two joiners
+// racing with one token, the second loses on the version and is told the
+// token is consumed. Both run on the leader (the callers are leader-side
+// RPC handlers behind raftproxy).
+package jointoken
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// DefaultTTL is how long a token is valid unless asked otherwise.
+const DefaultTTL = 24 * time.Hour
+
+// Why a token was refused. The API edge maps them to the reason words
+// token_invalid, token_expired and token_consumed.
+var (
+	ErrInvalid  = errors.New("join token is not valid for this cluster")
+	ErrExpired  = errors.New("join token has expired")
+	ErrConsumed = errors.New("join token has already been used")
+	// ErrBadRequest: a role or ttl that makes no token (invalid_spec).
+	ErrBadRequest = errors.New("invalid join token request")
+	// ErrNoCluster: the store holds no cluster object yet.
+	ErrNoCluster = errors.New("cluster is not initialized")
+)
+
+// Issue creates a token for role valid for ttl from now and returns its
+// text (shown once) and the stored object.
+func Issue(ctx context.Context, st *store.Store, role api.NodeRole, ttl time.Duration, now time.Time) (string, *api.JoinToken, error) {
+	if role != api.NodeRole_NODE_ROLE_MANAGER && role != api.NodeRole_NODE_ROLE_WORKER {
+		return "", nil, fmt.Errorf("%w: role must be manager or worker, not %v", ErrBadRequest, role)
+	}
+	if ttl <= 0 {
+		return "", nil, fmt.Errorf("%w: ttl %s must be positive", ErrBadRequest, ttl)
+	}
+	fp, err := caFingerprint(st)
+	if err != nil {
+		return "", nil, err
+	}
+	tok, err := ca.NewToken(fp)
+	if err != nil {
+		return "", nil, err
+	}
+	id, err := newID()
+	if err != nil {
+		return "", nil, err
+	}
+	jt := &api.JoinToken{
+		Id:        id,
+		Meta:      &api.Meta{},
+		Hash:      tok.Hash(),
+		Role:      role,
+		ExpiresAt: timestamppb.New(now.Add(ttl)),
+	}
+	if err := st.Update(ctx, func(tx *store.Tx) error { return tx.Create(jt) }); err != nil {
+		return "", nil, fmt.Errorf("store join token: %w", err)
+	}
+	return tok.String(), jt, nil
+}
+
+// Redeem checks text against the stored tokens and consumes it. It
+// returns the consumed token (its role says what the joiner becomes).
+func Redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*api.JoinToken, error) {
+	tok, err := ca.ParseToken(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	fp, err := caFingerprint(st)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(fp), []byte(tok.CAFingerprint)) != 1 {
+		return nil, fmt.Errorf("%w: it names another cluster's CA", ErrInvalid)
+	}
+	var found *api.JoinToken
+	st.View(func(tx store.ReadTx) {
+		hash := tok.Hash()
+		// Compare against every token, without stopping at a match, so the
+		// time taken says nothing about which stored hash was close.
+		for _, jt := range tx.ListJoinTokens() {
+			if subtle.ConstantTimeCompare(jt.Hash, hash) == 1 {
+				found = jt
+			}
+		}
+	})
+	if found == nil {
+		return nil, ErrInvalid
+	}
+	if err := usable(found, now); err != nil {
+		return nil, err
+	}
+	consumed := proto.Clone(found).(*api.JoinToken)
+	consumed.ConsumedAt = timestamppb.New(now)
+	err = st.Update(ctx, func(tx *store.Tx) error { return tx.Update(consumed) })
+	if errors.Is(err, store.ErrVersionConflict) {
+		// Someone redeemed it between our read and our write.
+		return nil, ErrConsumed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consume join token: %w", err)
+	}
+	return consumed, nil
+}
+
+func usable(jt *api.JoinToken, now time.Time) error {
+	if jt.ConsumedAt != nil {
+		return fmt.Errorf("%w (at %s)", ErrConsumed, jt.ConsumedAt.AsTime().Format(time.RFC3339))
+	}
+	if !now.Before(jt.ExpiresAt.AsTime()) {
+		return fmt.Errorf("%w (at %s)", ErrExpired, jt.ExpiresAt.AsTime().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func caFingerprint(st *store.Store) (string, error) {
+	var c *api.Cluster
+	st.View(func(tx store.ReadTx) {
+		if cs := tx.ListClusters(); len(cs) > 0 {
+			c = cs[0]
+		}
+	})
+	if c == nil {
+		return "", ErrNoCluster
+	}
+	return ca.Fingerprint(c.CaCertPem)
+}
+
+func newID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("read random token id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}

@@ -1,0 +1,155 @@
+package jointoken
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// applyProposer commits straight into the store, in order, as a lone raft
+// member would.
+type applyProposer struct {
+	mu    sync.Mutex
+	st    *store.Store
+	index uint64
+}
+
+func (p *applyProposer) Propose(_ context.Context, actions []*api.StoreAction) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.index++
+	return p.st.Apply(p.index, &api.InternalRaftRequest{Actions: actions})
+}
+
+func newStore(t *testing.T) *store.Store {
+	t.Helper()
+	st := store.New(nil)
+	t.Cleanup(st.Close)
+	st.SetProposer(&applyProposer{st: st})
+	caCert, caKey, err := ca.NewRootCA("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Update(context.Background(), func(tx *store.Tx) error {
+		return tx.Create(&api.Cluster{Id: "c1", Meta: &api.Meta{}, CaCertPem: caCert, CaKeyPem: caKey})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func TestIssueAndRedeemOnce(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	text, jt, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_MANAGER, time.Hour, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jt.ExpiresAt.AsTime().Equal(t0.Add(time.Hour)) {
+		t.Fatalf("expires at %v", jt.ExpiresAt.AsTime())
+	}
+	st.View(func(tx store.ReadTx) {
+		for _, stored := range tx.ListJoinTokens() {
+			if strings.Contains(string(stored.Hash), text) || len(stored.Hash) != 32 {
+				t.Errorf("stored token is not just a hash: %x", stored.Hash)
+			}
+		}
+	})
+	got, err := Redeem(ctx, st, text, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Role != api.NodeRole_NODE_ROLE_MANAGER || got.ConsumedAt == nil {
+		t.Fatalf("redeemed %v", got)
+	}
+	if _, err := Redeem(ctx, st, text, t0.Add(2*time.Minute)); !errors.Is(err, ErrConsumed) {
+		t.Fatalf("second redeem: %v, want ErrConsumed", err)
+	}
+}
+
+func TestRedeemRefusals(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	text, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Hour, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := ca.ParseToken(text)
+	other, _ := ca.NewToken(tok.CAFingerprint)
+	foreign, _ := ca.NewToken(strings.Repeat("ab", 32))
+	for _, tc := range []struct {
+		name string
+		text string
+		at   time.Time
+		want error
+	}{
+		{"garbage", "hello", t0, ErrInvalid},
+		{"unknown secret", other.String(), t0, ErrInvalid},
+		{"another cluster", foreign.String(), t0, ErrInvalid},
+		{"expired", text, t0.Add(time.Hour), ErrExpired},
+	} {
+		if _, err := Redeem(ctx, st, tc.text, tc.at); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// None of the refusals consumed the real token.
+	if _, err := Redeem(ctx, st, text, t0); err != nil {
+		t.Fatalf("valid token after refusals: %v", err)
+	}
+}
+
+func TestConcurrentRedeemsOneWins(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	text, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Hour, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := Redeem(ctx, st, text, t0)
+			errs <- err
+		}()
+	}
+	var won int
+	for range n {
+		switch err := <-errs; {
+		case err == nil:
+			won++
+		case !errors.Is(err, ErrConsumed):
+			t.Errorf("loser got %v, want ErrConsumed", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d redeems succeeded, want exactly 1", won)
+	}
+}
+
+func TestIssueRefusesBadInput(t *testing.T) {
+	st := newStore(t)
+	for _, tc := range []struct {
+		role api.NodeRole
+		ttl  time.Duration
+	}{{api.NodeRole_NODE_ROLE_UNSPECIFIED, time.Hour}, {api.NodeRole_NODE_ROLE_WORKER, 0}, {api.NodeRole_NODE_ROLE_WORKER, -time.Hour}} {
+		if _, _, err := Issue(context.Background(), st, tc.role, tc.ttl, t0); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("Issue(%v, %s): %v, want ErrBadRequest", tc.role, tc.ttl, err)
+		}
+	}
+	st.View(func(tx store.ReadTx) {
+		if n := len(tx.ListJoinTokens()); n != 0 {
+			t.Errorf("%d tokens stored by refused calls", n)
+		}
+	})
+}
