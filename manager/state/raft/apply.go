@@ -32,6 +32,7 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 		if err := n.applyConfChange(cc); err != nil {
 			return fmt.Errorf("conf change %d: %w", e.Index, err)
 		}
+		n.wait.trigger(cc.ID, nil)
 	case raftpb.EntryConfChangeV2:
 		var cc raftpb.ConfChangeV2
 		if err := cc.Unmarshal(e.Data); err != nil {
@@ -59,8 +60,12 @@ func (n *Node) applyConfChange(cc raftpb.ConfChangeI) error {
 			}
 			m.RaftId = ch.NodeID
 			n.members.add(&m)
+			n.addPeer(&m)
 		case raftpb.ConfChangeRemoveNode:
 			n.members.remove(ch.NodeID)
+			if n.cfg.Transport != nil && ch.NodeID != n.raftID {
+				n.cfg.Transport.RemovePeer(ch.NodeID)
+			}
 			if ch.NodeID == n.raftID {
 				n.cfg.Logger.Warn("this manager was removed from the raft group", "raft_id", n.raftID)
 			}
@@ -98,4 +103,14 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.cfg.Logger.Info("raft snapshot taken", "index", n.appliedIndex)
 	return nil
+}
+
+// addPeer tells the transport where another member is.
+func (n *Node) addPeer(m *api.RaftMember) {
+	if n.cfg.Transport == nil || m.RaftId == n.raftID {
+		return
+	}
+	if err := n.cfg.Transport.AddPeer(m.RaftId, m.Address); err != nil {
+		n.cfg.Logger.Warn("add raft peer", "raft_id", fmt.Sprintf("%x", m.RaftId), "address", m.Address, "err", err)
+	}
 }

@@ -57,5 +57,16 @@ func Bootstrap(stateDir string, sealer *encryption.Sealer, clusterID string, sel
 	return storage.Bootstrap(stateDir, sealer, meta, hs, ents)
 }
 
+// BootstrapJoin writes the empty raft state of a member joining an
+// existing cluster: just its identity. The leader fills the log (entries
+// or a snapshot) once the member has been added to the configuration.
+func BootstrapJoin(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember) error {
+	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID})
+	if err != nil {
+		return fmt.Errorf("encode wal metadata: %w", err)
+	}
+	return storage.Bootstrap(stateDir, sealer, meta, raftpb.HardState{}, nil)
+}
+
 // Exists reports whether stateDir holds raft state.
 func Exists(stateDir string) bool { return storage.Exists(stateDir) }

@@ -21,9 +21,12 @@ type Applier interface {
 	Restore(snap *api.StoreSnapshot, index uint64) error
 }
 
-// Transport carries raft messages to other members.
+// Transport carries raft messages to other members. The node keeps its
+// peer list in step with the applied configuration; Send must not block.
 type Transport interface {
 	Send(msgs []raftpb.Message)
+	AddPeer(raftID uint64, addr string) error
+	RemovePeer(raftID uint64)
 }
 
 // Config configures a Node.

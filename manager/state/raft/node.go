@@ -26,6 +26,8 @@ var (
 	ErrStopped = errors.New("raft node stopped")
 	// ErrMemberRemoved: a message came from a raft id removed for good.
 	ErrMemberRemoved = errors.New("raft member was removed from the cluster")
+	// ErrUnknownMember: a membership change named a raft id not in the group.
+	ErrUnknownMember = errors.New("no such raft member")
 )
 
 // maxSizePerMsg bounds one append message (and one Ready's committed
@@ -134,6 +136,9 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 		return fmt.Errorf("restore store from snapshot %d: %w", snap.Metadata.Index, err)
 	}
 	n.members.reset(rs.Members, rs.RemovedRaftIds)
+	for _, m := range rs.Members {
+		n.addPeer(m)
+	}
 	if err := n.mem.ApplySnapshot(snap); err != nil {
 		return fmt.Errorf("apply snapshot %d to raft log: %w", snap.Metadata.Index, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
@@ -39,6 +40,11 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 		}
 		return fmt.Errorf("propose: %w", err)
 	}
+	return n.await(ctx, id, ch)
+}
+
+// await waits for the outcome of proposal id.
+func (n *Node) await(ctx context.Context, id uint64, ch <-chan error) error {
 	select {
 	case err := <-ch:
 		return err
@@ -48,6 +54,60 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 		n.wait.cancel(id)
 		return fmt.Errorf("stopped waiting for the write to apply (it may still commit): %w", ctx.Err())
 	}
+}
+
+// ProposeConfChange commits one membership change and returns once it is
+// applied on this member. Only the leader proposes them.
+func (n *Node) ProposeConfChange(ctx context.Context, cc raftpb.ConfChange) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	id, err := newRequestID()
+	if err != nil {
+		return err
+	}
+	cc.ID = id
+	ch := n.wait.register(id)
+	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
+		n.wait.cancel(id)
+		if errors.Is(err, raft.ErrProposalDropped) {
+			return ErrNotLeader
+		}
+		return fmt.Errorf("propose conf change: %w", err)
+	}
+	return n.await(ctx, id, ch)
+}
+
+// AddLearner adds m as a nonvoter: it receives the log but does not vote
+// or count toward quorum until promoted.
+func (n *Node) AddLearner(ctx context.Context, m *api.RaftMember) error {
+	return n.proposeMember(ctx, raftpb.ConfChangeAddLearnerNode, m)
+}
+
+// Promote makes the learner raftID a voter.
+func (n *Node) Promote(ctx context.Context, raftID uint64) error {
+	m, ok := n.members.get(raftID)
+	if !ok {
+		return fmt.Errorf("promote %x: %w", raftID, ErrUnknownMember)
+	}
+	return n.proposeMember(ctx, raftpb.ConfChangeAddNode, m)
+}
+
+// Demote makes the voter raftID a learner.
+func (n *Node) Demote(ctx context.Context, raftID uint64) error {
+	m, ok := n.members.get(raftID)
+	if !ok {
+		return fmt.Errorf("demote %x: %w", raftID, ErrUnknownMember)
+	}
+	return n.proposeMember(ctx, raftpb.ConfChangeAddLearnerNode, m)
+}
+
+func (n *Node) proposeMember(ctx context.Context, t raftpb.ConfChangeType, m *api.RaftMember) error {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode member: %w", err)
+	}
+	return n.ProposeConfChange(ctx, raftpb.ConfChange{Type: t, NodeID: m.RaftId, Context: data})
 }
 
 // Barrier commits an empty batch and returns once it is applied: after

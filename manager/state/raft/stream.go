@@ -1,0 +1,63 @@
+package raft
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+// maxStreamedMessage bounds the encoded size of one raft message received
+// over StreamRaftMessage. It is far above any snapshot this store makes;
+// its job is to stop a broken or hostile peer from exhausting memory.
+// A variable so tests can lower it.
+var maxStreamedMessage = 1 << 30
+
+// StreamRaftMessage receives one raft message too large for a unary call
+// (a snapshot) as a stream of chunks, then steps it like
+// ProcessRaftMessage.
+func (s *Service) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServer) error {
+	var buf []byte
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("receive raft message chunk: %w", err)
+		}
+		if len(buf)+len(req.Chunk) > maxStreamedMessage {
+			return reason.Error(codes.InvalidArgument, reason.InvalidSpec,
+				"streamed raft message exceeds %d bytes", maxStreamedMessage)
+		}
+		buf = append(buf, req.Chunk...)
+	}
+	if err := s.stepEncoded(stream.Context(), buf); err != nil {
+		return err
+	}
+	return stream.SendAndClose(&api.StreamRaftMessageResponse{})
+}
+
+// stepEncoded decodes a raft message (raftpb encoding) and steps it into
+// the member, mapping failures to the API's reason words: a message that
+// does not decode is invalid_spec, one from a removed member node_removed
+// (the sender is the removed one), anything else unavailable.
+func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
+	var m raftpb.Message
+	if err := m.Unmarshal(b); err != nil {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "decode raft message: %v", err)
+	}
+	if err := s.node.Step(ctx, m); err != nil {
+		if errors.Is(err, ErrMemberRemoved) {
+			return reason.Error(codes.PermissionDenied, reason.NodeRemoved, "raft member %x was removed from the cluster", m.From)
+		}
+		return reason.Error(codes.Unavailable, reason.Unavailable, "%v", err)
+	}
+	return nil
+}
