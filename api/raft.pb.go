@@ -468,10 +468,13 @@ func (x *RaftSnapshot) GetRemovedRaftIds() []uint64 {
 
 // WALMetadata is written into the WAL's metadata record.
 type WALMetadata struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RaftId        uint64                 `protobuf:"varint,1,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
-	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	ClusterId     string                 `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RaftId    uint64                 `protobuf:"varint,1,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
+	NodeId    string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	ClusterId string                 `protobuf:"bytes,3,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	// join_peers are the members a joining manager was told about: whom to
+	// answer before its own log names anyone.
+	JoinPeers     []*RaftMember `protobuf:"bytes,4,rep,name=join_peers,json=joinPeers,proto3" json:"join_peers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,6 +528,13 @@ func (x *WALMetadata) GetClusterId() string {
 		return x.ClusterId
 	}
 	return ""
+}
+
+func (x *WALMetadata) GetJoinPeers() []*RaftMember {
+	if x != nil {
+		return x.JoinPeers
+	}
+	return nil
 }
 
 type ProcessRaftMessageRequest struct {
@@ -779,11 +789,177 @@ func (x *ResolveAddressResponse) GetAddress() string {
 	return ""
 }
 
+type JoinRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is a join token (JACO1-...); it says what the joiner becomes.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// csr_pem is the joiner's certificate request; the leader decides the
+	// subject (node id, role, cluster) whatever the request asks for.
+	CsrPem   []byte `protobuf:"bytes,2,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	Hostname string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// address is the joiner's advertise address (host:port).
+	Address       string `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinRequest) Reset() {
+	*x = JoinRequest{}
+	mi := &file_api_raft_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinRequest) ProtoMessage() {}
+
+func (x *JoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
+func (*JoinRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *JoinRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetCsrPem() []byte {
+	if x != nil {
+		return x.CsrPem
+	}
+	return nil
+}
+
+func (x *JoinRequest) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *JoinRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type JoinResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ClusterId string                 `protobuf:"bytes,1,opt,name=cluster_id,json=clusterId,proto3" json:"cluster_id,omitempty"`
+	NodeId    string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Role      NodeRole               `protobuf:"varint,3,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
+	CaCertPem []byte                 `protobuf:"bytes,4,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	CertPem   []byte                 `protobuf:"bytes,5,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	// raft_id is the joiner's raft member id (managers only).
+	RaftId uint64 `protobuf:"varint,6,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
+	// members is the raft group, for a manager joiner to reach.
+	Members       []*RaftMember `protobuf:"bytes,7,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JoinResponse) Reset() {
+	*x = JoinResponse{}
+	mi := &file_api_raft_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JoinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JoinResponse) ProtoMessage() {}
+
+func (x *JoinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
+func (*JoinResponse) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *JoinResponse) GetClusterId() string {
+	if x != nil {
+		return x.ClusterId
+	}
+	return ""
+}
+
+func (x *JoinResponse) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *JoinResponse) GetRole() NodeRole {
+	if x != nil {
+		return x.Role
+	}
+	return NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+func (x *JoinResponse) GetCaCertPem() []byte {
+	if x != nil {
+		return x.CaCertPem
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *JoinResponse) GetRaftId() uint64 {
+	if x != nil {
+		return x.RaftId
+	}
+	return 0
+}
+
+func (x *JoinResponse) GetMembers() []*RaftMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\"\xf8\x02\n" +
+	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xf8\x02\n" +
 	"\vStoreAction\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.jaco.api.StoreAction.KindR\x04kind\x12-\n" +
 	"\acluster\x18\x02 \x01(\v2\x11.jaco.api.ClusterH\x00R\acluster\x12$\n" +
@@ -816,12 +992,14 @@ const file_api_raft_proto_rawDesc = "" +
 	"\fRaftSnapshot\x12-\n" +
 	"\x05store\x18\x01 \x01(\v2\x17.jaco.api.StoreSnapshotR\x05store\x12.\n" +
 	"\amembers\x18\x02 \x03(\v2\x14.jaco.api.RaftMemberR\amembers\x12(\n" +
-	"\x10removed_raft_ids\x18\x03 \x03(\x04R\x0eremovedRaftIds\"^\n" +
+	"\x10removed_raft_ids\x18\x03 \x03(\x04R\x0eremovedRaftIds\"\x93\x01\n" +
 	"\vWALMetadata\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1d\n" +
 	"\n" +
-	"cluster_id\x18\x03 \x01(\tR\tclusterId\"5\n" +
+	"cluster_id\x18\x03 \x01(\tR\tclusterId\x123\n" +
+	"\n" +
+	"join_peers\x18\x04 \x03(\v2\x14.jaco.api.RaftMemberR\tjoinPeers\"5\n" +
 	"\x19ProcessRaftMessageRequest\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\fR\amessage\"\x1c\n" +
 	"\x1aProcessRaftMessageResponse\"0\n" +
@@ -831,11 +1009,27 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x15ResolveAddressRequest\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\"2\n" +
 	"\x16ResolveAddressResponse\x12\x18\n" +
-	"\aaddress\x18\x01 \x01(\tR\aaddress2\xa3\x02\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"r\n" +
+	"\vJoinRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
+	"\acsr_pem\x18\x02 \x01(\fR\x06csrPem\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x18\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"\xf2\x01\n" +
+	"\fJoinResponse\x12\x1d\n" +
+	"\n" +
+	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12&\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x1e\n" +
+	"\vca_cert_pem\x18\x04 \x01(\fR\tcaCertPem\x12\x19\n" +
+	"\bcert_pem\x18\x05 \x01(\fR\acertPem\x12\x17\n" +
+	"\araft_id\x18\x06 \x01(\x04R\x06raftId\x12.\n" +
+	"\amembers\x18\a \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xa3\x02\n" +
 	"\vRaftService\x12_\n" +
 	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\x12^\n" +
 	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse(\x01\x12S\n" +
-	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponseB\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse2P\n" +
+	"\x11MembershipService\x125\n" +
+	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_raft_proto_rawDescOnce sync.Once
@@ -850,7 +1044,7 @@ func file_api_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
@@ -865,38 +1059,46 @@ var file_api_raft_proto_goTypes = []any{
 	(*StreamRaftMessageResponse)(nil),  // 10: jaco.api.StreamRaftMessageResponse
 	(*ResolveAddressRequest)(nil),      // 11: jaco.api.ResolveAddressRequest
 	(*ResolveAddressResponse)(nil),     // 12: jaco.api.ResolveAddressResponse
-	(*Cluster)(nil),                    // 13: jaco.api.Cluster
-	(*Node)(nil),                       // 14: jaco.api.Node
-	(*Service)(nil),                    // 15: jaco.api.Service
-	(*Task)(nil),                       // 16: jaco.api.Task
-	(*JoinToken)(nil),                  // 17: jaco.api.JoinToken
+	(*JoinRequest)(nil),                // 13: jaco.api.JoinRequest
+	(*JoinResponse)(nil),               // 14: jaco.api.JoinResponse
+	(*Cluster)(nil),                    // 15: jaco.api.Cluster
+	(*Node)(nil),                       // 16: jaco.api.Node
+	(*Service)(nil),                    // 17: jaco.api.Service
+	(*Task)(nil),                       // 18: jaco.api.Task
+	(*JoinToken)(nil),                  // 19: jaco.api.JoinToken
+	(NodeRole)(0),                      // 20: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
-	13, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
-	14, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
-	15, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
-	16, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
-	17, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
+	15, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
+	16, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
+	17, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
+	18, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
+	19, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
 	1,  // 6: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	13, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	14, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	15, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	16, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	17, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	15, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	16, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	17, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	18, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	19, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
 	3,  // 12: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 13: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
-	7,  // 14: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 15: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 16: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	8,  // 17: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 18: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 19: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	17, // [17:20] is the sub-list for method output_type
-	14, // [14:17] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	4,  // 14: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
+	20, // 15: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 16: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 17: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 18: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 19: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 20: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	8,  // 21: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 22: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 23: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 24: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	21, // [21:25] is the sub-list for method output_type
+	17, // [17:21] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -905,6 +1107,7 @@ func file_api_raft_proto_init() {
 		return
 	}
 	file_api_objects_proto_init()
+	file_api_options_proto_init()
 	file_api_raft_proto_msgTypes[0].OneofWrappers = []any{
 		(*StoreAction_Cluster)(nil),
 		(*StoreAction_Node)(nil),
@@ -918,9 +1121,9 @@ func file_api_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_api_raft_proto_goTypes,
 		DependencyIndexes: file_api_raft_proto_depIdxs,

@@ -195,3 +195,111 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "api/raft.proto",
 }
+
+const (
+	MembershipService_Join_FullMethodName = "/jaco.api.MembershipService/Join"
+)
+
+// MembershipServiceClient is the client API for MembershipService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// MembershipService changes who is in the cluster. Its calls run on the
+// leader; any manager accepts them and forwards.
+type MembershipServiceClient interface {
+	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+}
+
+type membershipServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMembershipServiceClient(cc grpc.ClientConnInterface) MembershipServiceClient {
+	return &membershipServiceClient{cc}
+}
+
+func (c *membershipServiceClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, MembershipService_Join_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MembershipServiceServer is the server API for MembershipService service.
+// All implementations must embed UnimplementedMembershipServiceServer
+// for forward compatibility.
+//
+// MembershipService changes who is in the cluster. Its calls run on the
+// leader; any manager accepts them and forwards.
+type MembershipServiceServer interface {
+	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	mustEmbedUnimplementedMembershipServiceServer()
+}
+
+// UnimplementedMembershipServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMembershipServiceServer struct{}
+
+func (UnimplementedMembershipServiceServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedMembershipServiceServer) mustEmbedUnimplementedMembershipServiceServer() {}
+func (UnimplementedMembershipServiceServer) testEmbeddedByValue()                           {}
+
+// UnsafeMembershipServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MembershipServiceServer will
+// result in compilation errors.
+type UnsafeMembershipServiceServer interface {
+	mustEmbedUnimplementedMembershipServiceServer()
+}
+
+func RegisterMembershipServiceServer(s grpc.ServiceRegistrar, srv MembershipServiceServer) {
+	// If the following call panics, it indicates UnimplementedMembershipServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&MembershipService_ServiceDesc, srv)
+}
+
+func _MembershipService_Join_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).Join(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_Join_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).Join(ctx, req.(*JoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// MembershipService_ServiceDesc is the grpc.ServiceDesc for MembershipService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var MembershipService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "jaco.api.MembershipService",
+	HandlerType: (*MembershipServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Join",
+			Handler:    _MembershipService_Join_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "api/raft.proto",
+}

@@ -10,11 +10,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
+
+	etcdraft "go.etcd.io/raft/v3"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/raft/transport"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -31,13 +35,16 @@ type Config struct {
 	// the raft package's default.
 	SnapshotInterval uint64
 	TickInterval     time.Duration
+	// Dial opens a connection to another manager (mutual TLS).
+	Dial transport.Dialer
 }
 
 // Manager is a running manager.
 type Manager struct {
-	Store *store.Store
-	Raft  *raft.Node
-	log   *slog.Logger
+	Store     *store.Store
+	Raft      *raft.Node
+	transport *transport.Transport
+	log       *slog.Logger
 }
 
 // Open opens the raft state in cfg.RaftDir, rebuilds the store from it and
@@ -47,20 +54,34 @@ func Open(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.Default()
 	}
 	st := cfg.Store
+	// The transport reports to the raft member, which needs the transport
+	// to exist first: the reporter is filled in once the member is.
+	reporter := &raftReporter{}
+	tr := transport.New(transport.Config{
+		Raft:   reporter,
+		Dial:   cfg.Dial,
+		Logger: cfg.Logger,
+		OnRemoved: func() {
+			cfg.Logger.Error("this manager was removed from the cluster; other managers refuse its raft traffic")
+		},
+	})
 	n, err := raft.New(raft.Config{
 		StateDir:         cfg.RaftDir,
 		Sealer:           cfg.Sealer,
 		Applier:          st,
+		Transport:        tr,
 		Logger:           cfg.Logger,
 		SnapshotInterval: cfg.SnapshotInterval,
 		TickInterval:     cfg.TickInterval,
 	})
 	if err != nil {
+		tr.Stop()
 		return nil, fmt.Errorf("open raft member: %w", err)
 	}
+	reporter.set(n)
 	st.SetProposer(n)
 	n.Start()
-	return &Manager{Store: st, Raft: n, log: cfg.Logger}, nil
+	return &Manager{Store: st, Raft: n, transport: tr, log: cfg.Logger}, nil
 }
 
 // WaitReady returns once a leader is known and, when this member leads,
@@ -76,9 +97,43 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the raft member. The store belongs to the caller.
+// Stop stops the raft member and its transport. The store belongs to the
+// caller.
 func (m *Manager) Stop() error {
-	return m.Raft.Stop()
+	err := m.Raft.Stop()
+	m.transport.Stop()
+	return err
+}
+
+// raftReporter hands the transport's delivery reports to the raft member
+// once it exists; reports before that have no one to inform.
+type raftReporter struct {
+	mu sync.Mutex
+	n  *raft.Node
+}
+
+func (r *raftReporter) set(n *raft.Node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n = n
+}
+
+func (r *raftReporter) get() *raft.Node {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+func (r *raftReporter) ReportUnreachable(id uint64) {
+	if n := r.get(); n != nil {
+		n.ReportUnreachable(id)
+	}
+}
+
+func (r *raftReporter) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus) {
+	if n := r.get(); n != nil {
+		n.ReportSnapshot(id, status)
+	}
 }
 
 // Cluster returns the cluster object, nil before ClusterInit is applied.

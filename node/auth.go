@@ -20,59 +20,62 @@ const (
 	methodInit   = "/jaco.api.ClusterService/Init"
 	methodJoin   = "/jaco.api.ClusterService/Join"
 	methodStatus = "/jaco.api.ClusterService/Status"
+	// methodAdmit is the leader side of a join; the token is the proof.
+	methodAdmit = "/jaco.api.MembershipService/Join"
 	raftPrefix   = "/jaco.api.RaftService/"
 )
 
-// identifyFunc establishes who is calling; a nil identity is anonymous.
-type identifyFunc func(ctx context.Context) (*identity.Identity, error)
+// identifyFunc establishes who is calling.
+type identifyFunc func(ctx context.Context) (identity.Identity, error)
 
-func localIdentity(context.Context) (*identity.Identity, error) {
-	return &identity.Identity{Kind: identity.Local}, nil
+func localIdentity(context.Context) (identity.Identity, error) {
+	return identity.Identity{Kind: identity.Local}, nil
 }
+
+var anonymous = identity.Identity{Kind: identity.Anonymous}
 
 // tcpIdentity: a verified cluster certificate makes a node identity (a
 // manager may speak for the caller it forwards); otherwise the operator
 // token, if any; otherwise anonymous.
-func (n *Node) tcpIdentity(ctx context.Context) (*identity.Identity, error) {
+func (n *Node) tcpIdentity(ctx context.Context) (identity.Identity, error) {
 	fwd, forwarded, err := identity.Forwarded(ctx)
 	if err != nil {
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "%v", err)
+		return anonymous, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "%v", err)
 	}
 	if p, ok := peer.FromContext(ctx); ok {
 		if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 {
 			nid, err := ca.IdentityFromCert(info.State.VerifiedChains[0][0])
 			if err != nil {
-				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate: %v", err)
+				return anonymous, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate: %v", err)
 			}
-			if m := n.Manager(); m == nil || nid.ClusterID != m.Raft.ClusterID() {
-				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate is not of this cluster")
+			if cid, _ := n.clusterID.Load().(string); cid == "" || nid.ClusterID != cid {
+				return anonymous, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "client certificate is not of this cluster")
 			}
 			if forwarded {
 				if nid.Role != ca.RoleManager {
-					return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
+					return anonymous, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
 				}
-				return &fwd, nil
+				return fwd, nil
 			}
-			return &identity.Identity{Kind: identity.Node, NodeID: nid.NodeID, Role: nid.Role}, nil
+			return identity.Identity{Kind: identity.Node, NodeID: nid.NodeID, Role: nid.Role}, nil
 		}
 	}
 	if forwarded {
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
+		return anonymous, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only managers forward calls")
 	}
 	tok := bearerToken(ctx)
-	if tok == "" {
-		return nil, nil
-	}
 	m := n.Manager()
-	if m == nil {
-		return nil, nil // uninitialized: no token can be checked, nor is one needed
+	if tok == "" || m == nil {
+		// Nothing to check, or nothing to check it against (no cluster
+		// state here): what is left is open to anyone, or gated below.
+		return anonymous, nil
 	}
 	t, err := ca.ParseToken(tok)
 	c := m.Cluster()
 	if err != nil || c == nil || !ca.HashMatches(c.OperatorTokenHash, t) {
-		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "operator token is not valid for this cluster")
+		return anonymous, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "operator token is not valid for this cluster")
 	}
-	return &identity.Identity{Kind: identity.Operator}, nil
+	return identity.Identity{Kind: identity.Operator}, nil
 }
 
 func bearerToken(ctx context.Context) string {
@@ -95,24 +98,22 @@ func (n *Node) authorize(ctx context.Context, method string, identify identifyFu
 	if err != nil {
 		return nil, err
 	}
-	if id != nil {
-		ctx = identity.NewContext(ctx, *id)
-	}
+	ctx = identity.NewContext(ctx, id)
 	switch {
-	case method == methodStatus, method == methodJoin:
+	case method == methodStatus, method == methodJoin, method == methodAdmit:
 		return ctx, nil // anyone may ask; a join proves itself with its token
 	case method == methodInit:
-		if id != nil && id.Kind == identity.Local {
+		if id.Kind == identity.Local {
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "cluster init is accepted only on the local socket")
 	case strings.HasPrefix(method, raftPrefix):
-		if id != nil && id.Kind == identity.Node && id.Role == ca.RoleManager {
+		if id.Kind == identity.Node && id.Role == ca.RoleManager {
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic is accepted only from managers of this cluster")
 	default:
-		if id != nil && (id.Kind == identity.Local || id.Kind == identity.Operator) {
+		if id.Kind == identity.Local || id.Kind == identity.Operator {
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "this call needs the operator token (JACO_TOKEN) or the local socket")

@@ -2,10 +2,7 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -13,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/encryption"
@@ -36,7 +34,7 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", n.Manager().Raft.ClusterID())
 	}
 	clusterID := uuid.NewString()
-	nodeID, err := newNodeID()
+	nodeID, err := identity.NewNodeID()
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -111,16 +109,6 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	}
 	n.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
 	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: token.String()}, nil
-}
-
-// newNodeID returns 26 lowercase base32 characters (128 random bits): a
-// valid DNS label, as certificate names need.
-func newNodeID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("read random node id: %w", err)
-	}
-	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
 }
 
 // internalError reports a failure of this daemon, not of the request.

@@ -25,9 +25,11 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/proxy"
+	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/controlapi"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/membership"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -44,10 +46,13 @@ type Node struct {
 	state  atomic.Int32 // api.NodeState
 	mgr    atomic.Pointer[manager.Manager]
 	tls    atomic.Pointer[tls.Config]
+	// clusterID is the cluster of this node's certificate ("" before init).
+	clusterID atomic.Value
 
 	unixLis, tcpLis net.Listener
 	unixSrv, tcpSrv *grpc.Server
 	advertise       string
+	leaderConns     leaderConns
 
 	fatal    chan error
 	wg       sync.WaitGroup
@@ -79,10 +84,13 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}()
 	n.state.Store(int32(api.NodeState_NODE_STATE_UNINITIALIZED))
-	if raft.Exists(cfg.raftDir()) {
+	switch {
+	case raft.Exists(cfg.raftDir()):
 		if err := n.startManager(); err != nil {
 			return nil, err
 		}
+	case n.isWorker():
+		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
 	}
 	if err := n.reloadTLS(); err != nil {
 		return nil, err
@@ -107,6 +115,18 @@ func (n *Node) AdvertiseAddr() string { return n.advertise }
 // Manager is the running manager, nil while uninitialized.
 func (n *Node) Manager() *manager.Manager { return n.mgr.Load() }
 
+// isWorker reports whether the data dir holds a worker certificate. A
+// manager certificate without raft state is the leftover of an init or a
+// join cut short, and leaves the node uninitialized.
+func (n *Node) isWorker() bool {
+	_, certPEM, _, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+	if err != nil {
+		return false
+	}
+	id, err := certIdentity(certPEM)
+	return err == nil && id.Role == ca.RoleWorker
+}
+
 // startManager opens the raft state with the data key and runs the manager.
 func (n *Node) startManager() error {
 	key, err := encryption.ReadKeyFile(n.cfg.dekPath())
@@ -124,6 +144,7 @@ func (n *Node) startManager() error {
 		Logger:           n.log,
 		SnapshotInterval: n.cfg.SnapshotInterval,
 		TickInterval:     n.cfg.TickInterval,
+		Dial:             n.dialPeer,
 	})
 	if err != nil {
 		return err
@@ -193,6 +214,8 @@ func (n *Node) register(srv *grpc.Server) {
 	control := controlapi.New(n.store)
 	api.RegisterControlServiceServer(srv, api.NewRaftProxyControlServiceServer(control, proxy.NewLeaderRouter(leader{n})))
 	api.RegisterRaftServiceServer(srv, raftService{n: n})
+	members := membership.New(n.store, managerRaft{n}, n.log)
+	api.RegisterMembershipServiceServer(srv, api.NewRaftProxyMembershipServiceServer(members, proxy.NewLeaderRouter(leader{n})))
 }
 
 // Run serves until ctx ends or the raft member fails, then stops.
@@ -245,6 +268,7 @@ func (n *Node) Stop() error {
 		if m := n.mgr.Load(); m != nil {
 			n.stopErr = m.Stop()
 		}
+		n.leaderConns.closeAll()
 		n.wg.Wait()
 		n.store.Close()
 		if err := n.lock.release(); err != nil && n.stopErr == nil {

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
@@ -21,14 +20,16 @@ func (s *clusterService) Init(ctx context.Context, _ *api.InitClusterRequest) (*
 	return s.n.initCluster(ctx)
 }
 
-func (s *clusterService) Join(context.Context, *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
-	return nil, reason.Error(codes.Unimplemented, reason.InvalidSpec, "joining an existing cluster is not available in this build yet")
+func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
+	return s.n.joinCluster(ctx, req)
 }
 
 func (s *clusterService) Status(context.Context, *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
 	resp := &api.ClusterStatusResponse{State: s.n.State()}
 	m := s.n.Manager()
 	if m == nil {
+		// A worker knows its cluster from its certificate, and no more.
+		resp.ClusterId, _ = s.n.clusterID.Load().(string)
 		return resp, nil
 	}
 	resp.ClusterId = m.Raft.ClusterID()
@@ -60,6 +61,14 @@ func (s raftService) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaf
 	return svc.ProcessRaftMessage(ctx, req)
 }
 
+func (s raftService) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServer) error {
+	svc, err := s.member()
+	if err != nil {
+		return err
+	}
+	return svc.StreamRaftMessage(stream)
+}
+
 func (s raftService) ResolveAddress(ctx context.Context, req *api.ResolveAddressRequest) (*api.ResolveAddressResponse, error) {
 	svc, err := s.member()
 	if err != nil {
@@ -68,16 +77,35 @@ func (s raftService) ResolveAddress(ctx context.Context, req *api.ResolveAddress
 	return svc.ResolveAddress(ctx, req)
 }
 
-// leader tells the raftproxy wrappers where the leader is.
-type leader struct{ n *Node }
+// managerRaft gives the membership server the raft member of whatever
+// manager runs now; the auth gate keeps calls out until there is one.
+type managerRaft struct{ n *Node }
 
-func (l leader) IsLeader() bool {
-	m := l.n.Manager()
-	return m != nil && m.Raft.IsLeader()
+func (r managerRaft) member() (*raft.Node, error) {
+	m := r.n.Manager()
+	if m == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
+	}
+	return m.Raft, nil
 }
 
-// LeaderConn: connections to other managers come with multi-manager
-// clusters; until then a manager that is not leader has none to reach.
-func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
-	return nil, reason.Error(codes.Unavailable, reason.NoLeader, "no raft leader is reachable from this manager")
+func (r managerRaft) AddLearner(ctx context.Context, mem *api.RaftMember) error {
+	rn, err := r.member()
+	if err != nil {
+		return err
+	}
+	return rn.AddLearner(ctx, mem)
+}
+
+func (r managerRaft) Members() []*api.RaftMember {
+	rn, err := r.member()
+	if err != nil {
+		return nil
+	}
+	return rn.Members()
+}
+
+func (r managerRaft) IsRemoved(raftID uint64) bool {
+	rn, err := r.member()
+	return err == nil && rn.IsRemoved(raftID)
 }

@@ -9,6 +9,8 @@ package identity
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base32"
 	"fmt"
 	"strings"
 
@@ -25,6 +27,9 @@ const (
 	Operator Kind = "operator"
 	// Node is a TCP caller with a verified cluster certificate.
 	Node Kind = "node"
+	// Anonymous is a TCP caller that proved nothing. It may only make calls
+	// that carry their own proof (a join with its join token).
+	Anonymous Kind = "anonymous"
 )
 
 // Identity is a verified caller.
@@ -73,7 +78,7 @@ func Decode(s string) (Identity, error) {
 	}
 	id := Identity{Kind: Kind(parts[0]), Role: parts[1], NodeID: parts[2]}
 	switch id.Kind {
-	case Local, Operator, Node:
+	case Local, Operator, Node, Anonymous:
 		return id, nil
 	}
 	return Identity{}, fmt.Errorf("unknown identity kind %q", parts[0])
@@ -92,4 +97,14 @@ func Forwarded(ctx context.Context) (Identity, bool, error) {
 	}
 	id, err := Decode(vals[0])
 	return id, true, err
+}
+
+// NewNodeID returns a fresh node id: 26 lowercase base32 characters (128
+// random bits), a valid DNS label as certificate names need.
+func NewNodeID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("read random node id: %w", err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
 }

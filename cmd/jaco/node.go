@@ -14,7 +14,7 @@ import (
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Inspect and manage nodes"}
-	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g))
+	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g), nodeJoinCmd(g))
 	return cmd
 }
 
@@ -115,5 +115,30 @@ func issueJoinTokenCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&role, "role", "worker", "what the joining node becomes: manager or worker")
 	cmd.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token stays valid")
+	return cmd
+}
+
+func nodeJoinCmd(g *globals) *cobra.Command {
+	var peer, token string
+	cmd := &cobra.Command{
+		Use:   "join --peer HOST:PORT --token TOKEN",
+		Short: "Make the local daemon join the cluster that PEER belongs to",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if peer == "" || token == "" {
+				return fmt.Errorf("--peer and --token are both required")
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Cluster.Join(ctx, &api.JoinClusterRequest{Peer: peer, Token: token})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Joined cluster %s as node %s.\n", resp.ClusterId, resp.NodeId)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&peer, "peer", "", "address (HOST:PORT) of any manager of the cluster")
+	cmd.Flags().StringVar(&token, "token", "", "join token from 'jaco node issue-join-token'")
 	return cmd
 }

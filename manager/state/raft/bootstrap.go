@@ -58,10 +58,11 @@ func Bootstrap(stateDir string, sealer *encryption.Sealer, clusterID string, sel
 }
 
 // BootstrapJoin writes the empty raft state of a member joining an
-// existing cluster: just its identity. The leader fills the log (entries
-// or a snapshot) once the member has been added to the configuration.
-func BootstrapJoin(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember) error {
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID})
+// existing cluster: its identity and the peers it was told about, which it
+// answers until its own log names the members. The leader fills the log
+// (entries or a snapshot) once the member is in the configuration.
+func BootstrapJoin(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember, peers []*api.RaftMember) error {
+	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID, JoinPeers: peers})
 	if err != nil {
 		return fmt.Errorf("encode wal metadata: %w", err)
 	}

@@ -94,6 +94,9 @@ func New(cfg Config) (*Node, error) {
 		stop:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
+	for _, p := range meta.JoinPeers {
+		n.addPeer(p)
+	}
 	if !raft.IsEmptySnap(st.Snapshot) {
 		if err := n.restoreSnapshot(st.Snapshot); err != nil {
 			disk.Close()

@@ -104,3 +104,6 @@ func (n *Node) ReportUnreachable(raftID uint64) { n.rn.ReportUnreachable(raftID)
 func (n *Node) ReportSnapshot(raftID uint64, status raft.SnapshotStatus) {
 	n.rn.ReportSnapshot(raftID, status)
 }
+
+// IsRemoved reports whether raftID was removed from the group for good.
+func (n *Node) IsRemoved(raftID uint64) bool { return n.members.isRemoved(raftID) }

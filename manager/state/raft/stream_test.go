@@ -1,0 +1,179 @@
+package raft
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+// sentMessages is a Transport that records what the member sends.
+type sentMessages struct {
+	mu   sync.Mutex
+	msgs []raftpb.Message
+}
+
+func (s *sentMessages) Send(msgs []raftpb.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.msgs = append(s.msgs, msgs...)
+}
+
+func (s *sentMessages) AddPeer(uint64, string) error { return nil }
+
+func (s *sentMessages) RemovePeer(uint64) {}
+
+func (s *sentMessages) to(id uint64) []raftpb.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []raftpb.Message
+	for _, m := range s.msgs {
+		if m.To == id {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// serveRaft starts a leading member with a recording transport and serves
+// its Raft service on a loopback port; it returns the member, what it
+// sends, and a client of its service.
+func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
+	t.Helper()
+	h := newHarness(t)
+	sent := &sentMessages{}
+	n, err := New(Config{
+		StateDir:     h.dir,
+		Sealer:       h.sealer,
+		Applier:      newKV(),
+		Transport:    sent,
+		Logger:       slog.New(slog.DiscardHandler),
+		TickInterval: 10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	t.Cleanup(func() { n.Stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	api.RegisterRaftServiceServer(srv, NewService(n))
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return n, sent, api.NewRaftServiceClient(conn)
+}
+
+// streamChunks sends b over StreamRaftMessage in chunks of size.
+func streamChunks(ctx context.Context, c api.RaftServiceClient, b []byte, size int) error {
+	stream, err := c.StreamRaftMessage(ctx)
+	if err != nil {
+		return err
+	}
+	for len(b) > 0 {
+		n := min(size, len(b))
+		if err := stream.Send(&api.StreamRaftMessageRequest{Chunk: b[:n]}); err != nil {
+			break // the server ended the stream; CloseAndRecv has its status
+		}
+		b = b[n:]
+	}
+	_, err = stream.CloseAndRecv()
+	return err
+}
+
+// staleAppend is a MsgApp of about size bytes from a stranger at term 1,
+// below the bootstrapped leader's term: raft answers it with a MsgAppResp
+// to the sender, which shows the message reached raft intact.
+func staleAppend(t *testing.T, from uint64, size int) []byte {
+	t.Helper()
+	m := raftpb.Message{Type: raftpb.MsgApp, From: from, Term: 1,
+		Entries: []raftpb.Entry{{Term: 1, Index: 3, Data: bytes.Repeat([]byte{0xab}, size)}}}
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStreamRaftMessageStepsLargeMessage(t *testing.T) {
+	_, sent, c := serveRaft(t)
+	const from = 0xfeed
+	// Larger than gRPC's default 4 MiB limit for one message.
+	b := staleAppend(t, from, 6<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := streamChunks(ctx, c, b, 1<<20); err != nil {
+		t.Fatalf("stream %d bytes: %v", len(b), err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(sent.to(from)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("raft never answered the streamed message")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := sent.to(from)[0].Type; got != raftpb.MsgAppResp {
+		t.Fatalf("answer to the streamed message is %v, want MsgAppResp", got)
+	}
+}
+
+func TestStreamRaftMessageErrors(t *testing.T) {
+	n, _, c := serveRaft(t)
+	const removed = 0xdead
+	n.members.remove(removed)
+	defer func(old int) { maxStreamedMessage = old }(maxStreamedMessage)
+	maxStreamedMessage = 2 << 20
+
+	for _, tc := range []struct {
+		name   string
+		msg    []byte
+		code   codes.Code
+		reason string
+	}{
+		{"garbage", []byte{0xff, 0xff, 0xff}, codes.InvalidArgument, reason.InvalidSpec},
+		{"too large", staleAppend(t, 0xbeef, 3<<20), codes.InvalidArgument, reason.InvalidSpec},
+		{"removed sender", staleAppend(t, removed, 10), codes.PermissionDenied, reason.NodeRemoved},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := streamChunks(ctx, c, tc.msg, 1<<20)
+			if status.Code(err) != tc.code || reason.Of(err) != tc.reason {
+				t.Fatalf("err = %v (reason %q), want %v with reason %q", err, reason.Of(err), tc.code, tc.reason)
+			}
+			// The unary call maps the same message to the same error
+			// (except the size cap, which only the stream has).
+			if tc.name == "too large" {
+				return
+			}
+			_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Message: tc.msg})
+			if status.Code(err) != tc.code || reason.Of(err) != tc.reason {
+				t.Fatalf("unary err = %v (reason %q), want %v with reason %q", err, reason.Of(err), tc.code, tc.reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,217 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+func indexes(msgs []raftpb.Message) []uint64 {
+	out := make([]uint64, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Index
+	}
+	return out
+}
+
+func TestMessagesToAPeerArriveInOrder(t *testing.T) {
+	s := &fakeServer{}
+	addr, _ := serve(t, "127.0.0.1:0", s)
+	tr, r := newTransport(t, Config{})
+	mustAdd(t, tr, 2, addr)
+
+	const total = 1000
+	for i := 0; i < total; i += 10 {
+		batch := make([]raftpb.Message, 10)
+		for j := range batch {
+			batch[j] = app(2, uint64(i+j))
+		}
+		tr.Send(batch)
+	}
+	waitFor(t, "all messages", func() (bool, string) {
+		n := len(s.received())
+		return n == total, fmt.Sprintf("%d of %d", n, total)
+	})
+	for i, idx := range indexes(s.received()) {
+		if idx != uint64(i) {
+			t.Fatalf("message %d has index %d: out of order", i, idx)
+		}
+	}
+	if n := r.unreachableCount(2); n != 0 {
+		t.Fatalf("healthy peer reported unreachable %d times", n)
+	}
+}
+
+func TestPeerDownThenUp(t *testing.T) {
+	addr := freeAddr(t)
+	tr, r := newTransport(t, Config{})
+	mustAdd(t, tr, 2, addr)
+
+	tr.Send([]raftpb.Message{app(2, 1)})
+	waitFor(t, "ReportUnreachable for the down peer", func() (bool, string) {
+		n := r.unreachableCount(2)
+		return n > 0, fmt.Sprintf("%d reports", n)
+	})
+
+	s := &fakeServer{}
+	serve(t, addr, s)
+	// Raft keeps sending (heartbeats, probes); so do we.
+	next := uint64(2)
+	waitFor(t, "a message after the peer came up", func() (bool, string) {
+		tr.Send([]raftpb.Message{app(2, next)})
+		next++
+		got := s.received()
+		return len(got) > 0, fmt.Sprintf("sent up to %d, received %v", next-1, indexes(got))
+	})
+	if got := s.received(); got[0].Index < 2 {
+		t.Fatalf("received index %d, sent while the peer was down", got[0].Index)
+	}
+}
+
+func TestSendNeverBlocksOnAStuckPeer(t *testing.T) {
+	s := &fakeServer{block: make(chan struct{})}
+	addr, _ := serve(t, "127.0.0.1:0", s)
+	t.Cleanup(func() { close(s.block) })
+	const queue = 8
+	tr, r := newTransport(t, Config{QueueSize: queue, SendTimeout: 30 * time.Second})
+	mustAdd(t, tr, 2, addr)
+
+	// Let the first message get stuck in the handler.
+	tr.Send([]raftpb.Message{app(2, 0)})
+	waitFor(t, "the first message in the handler", func() (bool, string) {
+		n, _, _ := s.counts()
+		return n == 1, fmt.Sprintf("%d calls", n)
+	})
+	const total = 2000
+	start := time.Now()
+	for i := 1; i <= total; i++ {
+		tr.Send([]raftpb.Message{app(2, uint64(i))})
+	}
+	if elapsed := time.Since(start); elapsed > 2*time.Second {
+		t.Fatalf("%d Sends to a stuck peer took %s", total, elapsed)
+	}
+	if n := r.unreachableCount(2); n < total-queue {
+		t.Fatalf("%d messages dropped and reported, want at least %d", n, total-queue)
+	}
+	// Removing the stuck peer aborts the call in flight.
+	start = time.Now()
+	tr.RemovePeer(2)
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Fatalf("RemovePeer of a stuck peer took %s", elapsed)
+	}
+}
+
+func TestRefusedAsRemovedStopsSending(t *testing.T) {
+	s := &fakeServer{refuse: reason.Error(codes.PermissionDenied, reason.NodeRemoved, "raft member 1 was removed from the cluster")}
+	addr, _ := serve(t, "127.0.0.1:0", s)
+	var removed atomic.Int32
+	tr, _ := newTransport(t, Config{OnRemoved: func() { removed.Add(1) }})
+	mustAdd(t, tr, 2, addr)
+
+	for i := range 5 {
+		tr.Send([]raftpb.Message{app(2, uint64(i))})
+	}
+	waitFor(t, "OnRemoved", func() (bool, string) {
+		return removed.Load() > 0, "not called"
+	})
+	attempts, _, _ := s.counts()
+	for i := range 20 {
+		tr.Send([]raftpb.Message{app(2, uint64(100+i))})
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := removed.Load(); n != 1 {
+		t.Fatalf("OnRemoved called %d times, want once", n)
+	}
+	if later, _, _ := s.counts(); later != attempts {
+		t.Fatalf("%d more messages sent after this member was refused as removed", later-attempts)
+	}
+}
+
+func TestAddUpdateRemovePeer(t *testing.T) {
+	s1, s2 := &fakeServer{}, &fakeServer{}
+	addr1, _ := serve(t, "127.0.0.1:0", s1)
+	addr2, _ := serve(t, "127.0.0.1:0", s2)
+	tr, _ := newTransport(t, Config{})
+
+	mustAdd(t, tr, 2, addr1)
+	mustAdd(t, tr, 2, addr1) // idempotent
+	tr.Send([]raftpb.Message{app(2, 1)})
+	waitFor(t, "delivery to the first address", func() (bool, string) {
+		return len(s1.received()) == 1, fmt.Sprint(indexes(s1.received()))
+	})
+
+	mustAdd(t, tr, 2, addr2) // another address: an update
+	if got, _ := tr.PeerAddr(2); got != addr2 {
+		t.Fatalf("PeerAddr after AddPeer with a new address = %s, want %s", got, addr2)
+	}
+	tr.Send([]raftpb.Message{app(2, 2)})
+	waitFor(t, "delivery to the new address", func() (bool, string) {
+		return len(s2.received()) == 1, fmt.Sprint(indexes(s2.received()))
+	})
+
+	if err := tr.UpdatePeer(3, addr1); !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("UpdatePeer of an unknown id: %v, want ErrUnknownPeer", err)
+	}
+	tr.RemovePeer(2)
+	if _, ok := tr.PeerAddr(2); ok {
+		t.Fatal("peer still known after RemovePeer")
+	}
+	tr.RemovePeer(2) // idempotent
+	tr.Stop()
+	tr.Stop() // idempotent
+	if err := tr.AddPeer(4, addr1); !errors.Is(err, ErrStopped) {
+		t.Fatalf("AddPeer after Stop: %v, want ErrStopped", err)
+	}
+	tr.Send([]raftpb.Message{app(4, 1)}) // must not panic or block
+}
+
+// waitGoroutines waits until at most want goroutines run.
+func waitGoroutines(t *testing.T, what string, want int) {
+	t.Helper()
+	waitFor(t, what, func() (bool, string) {
+		n := runtime.NumGoroutine()
+		if n <= want {
+			return true, ""
+		}
+		buf := make([]byte, 1<<16)
+		return false, fmt.Sprintf("%d goroutines, want <= %d:\n%s", n, want, buf[:runtime.Stack(buf, true)])
+	})
+}
+
+func TestRemovePeerAndStopLeaveNoGoroutines(t *testing.T) {
+	servers := make([]*fakeServer, 3)
+	addrs := make([]string, 3)
+	for i := range servers {
+		servers[i] = &fakeServer{}
+		addrs[i], _ = serve(t, "127.0.0.1:0", servers[i])
+	}
+	base := runtime.NumGoroutine()
+
+	tr, _ := newTransport(t, Config{})
+	for i, addr := range addrs {
+		mustAdd(t, tr, uint64(i+2), addr)
+	}
+	for i := range addrs {
+		tr.Send([]raftpb.Message{app(uint64(i+2), 1)})
+	}
+	tr.Send([]raftpb.Message{app(99, 1)}) // unknown: keeps the resolver busy
+	for i, s := range servers {
+		waitFor(t, fmt.Sprintf("delivery to peer %d", i+2), func() (bool, string) {
+			return len(s.received()) == 1, fmt.Sprint(indexes(s.received()))
+		})
+	}
+	for i := range addrs {
+		tr.RemovePeer(uint64(i + 2))
+	}
+	waitGoroutines(t, "peers' goroutines to end after RemovePeer", base+1) // the resolver remains
+	tr.Stop()
+	waitGoroutines(t, "every goroutine to end after Stop", base)
+}

@@ -1,0 +1,115 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/raft"
+)
+
+// joinTimeout bounds the whole join, including the leader adding this node
+// to raft, which needs a quorum.
+const joinTimeout = time.Minute
+
+// joinCluster makes this uninitialized daemon a member of the cluster that
+// peer belongs to (cluster-lifecycle "Join"). The key never leaves this
+// node; the peer is trusted only if it proves the CA the token names.
+func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
+	n.initMu.Lock()
+	defer n.initMu.Unlock()
+	if n.initialized() {
+		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of a cluster")
+	}
+	tok, err := ca.ParseToken(req.Token)
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "%v", err)
+	}
+	keyPEM, csrPEM, err := ca.NewNodeKey("joining-node")
+	if err != nil {
+		return nil, internalError(err)
+	}
+	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(ca.PinnedTLSConfig(tok.CAFingerprint))))
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", req.Peer, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	resp, err := api.NewMembershipServiceClient(conn).Join(ctx, &api.JoinRequest{
+		Token: req.Token, CsrPem: csrPEM, Hostname: n.cfg.NodeName, Address: n.advertise,
+	})
+	if err != nil {
+		if reason.Of(err) == "" {
+			return nil, reason.Error(codes.Unavailable, reason.Unavailable, "join through %s: %v", req.Peer, err)
+		}
+		return nil, err
+	}
+	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
+		return nil, internalError(err)
+	}
+	if err := ca.SaveNodeFiles(n.cfg.nodeDir(), resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+		return nil, internalError(err)
+	}
+	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {
+		if err := n.bootstrapJoinedManager(resp); err != nil {
+			return nil, internalError(err)
+		}
+	} else {
+		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
+	}
+	if err := n.reloadTLS(); err != nil {
+		return nil, internalError(err)
+	}
+	n.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", resp.Role.String(), "via", req.Peer)
+	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
+}
+
+// bootstrapJoinedManager writes an empty raft member and starts it; the
+// leader then ships it the log.
+func (n *Node) bootstrapJoinedManager(resp *api.JoinResponse) error {
+	dek, err := encryption.NewKey()
+	if err != nil {
+		return err
+	}
+	sealer, err := encryption.NewSealer(dek)
+	if err != nil {
+		return err
+	}
+	if err := encryption.WriteKeyFile(n.cfg.dekPath(), dek); err != nil {
+		return err
+	}
+	self := &api.RaftMember{RaftId: resp.RaftId, NodeId: resp.NodeId, Address: n.advertise}
+	if err := raft.BootstrapJoin(n.cfg.raftDir(), sealer, resp.ClusterId, self, resp.Members); err != nil {
+		return err
+	}
+	return n.startManager()
+}
+
+// checkJoinResponse makes sure the leader returned a certificate of the CA
+// the token named.
+func checkJoinResponse(resp *api.JoinResponse, wantFP string) error {
+	fp, err := ca.Fingerprint(resp.CaCertPem)
+	if err != nil {
+		return fmt.Errorf("join response CA: %w", err)
+	}
+	if fp != wantFP {
+		return fmt.Errorf("join response CA %s is not the one the token names (%s)", fp, wantFP)
+	}
+	id, err := certIdentity(resp.CertPem)
+	if err != nil {
+		return fmt.Errorf("join response: %w", err)
+	}
+	if id.NodeID != resp.NodeId || id.ClusterID != resp.ClusterId {
+		return fmt.Errorf("join response certificate is for %s/%s, not %s/%s", id.ClusterID, id.NodeID, resp.ClusterId, resp.NodeId)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+)
+
+// clientTLS returns the mutual-TLS config this node dials other nodes with.
+func (n *Node) clientTLS() (*tls.Config, error) {
+	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+	if err != nil {
+		return nil, fmt.Errorf("node certificate: %w", err)
+	}
+	return ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
+}
+
+// dialPeer opens a lazy mTLS connection to another node.
+func (n *Node) dialPeer(addr string) (*grpc.ClientConn, error) {
+	cfg, err := n.clientTLS()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(addr,
+		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		// Managers come and go (restarts, a joiner still presenting its
+		// pre-join certificate): retry within a second or two, not gRPC's
+		// default of up to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
+		}, MinConnectTimeout: 5 * time.Second}))
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// leaderConns keeps one connection per manager address for forwarding
+// calls to the leader (raftproxy). Connections are lazy and cheap; they
+// are closed when the node stops.
+type leaderConns struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func (c *leaderConns) get(addr string, dial func(string) (*grpc.ClientConn, error)) (*grpc.ClientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[addr]; ok {
+		return conn, nil
+	}
+	conn, err := dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.conns == nil {
+		c.conns = make(map[string]*grpc.ClientConn)
+	}
+	c.conns[addr] = conn
+	return conn, nil
+}
+
+func (c *leaderConns) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, conn := range c.conns {
+		conn.Close()
+	}
+	c.conns = nil
+}
+
+// leader tells the raftproxy wrappers where the leader is.
+type leader struct{ n *Node }
+
+func (l leader) IsLeader() bool {
+	m := l.n.Manager()
+	return m != nil && m.Raft.IsLeader()
+}
+
+// LeaderConn returns a connection to the current leader.
+func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
+	m := l.n.Manager()
+	if m == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node is not a manager")
+	}
+	lead, _ := m.Raft.Leader()
+	if lead == 0 {
+		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the cluster has no leader right now")
+	}
+	addr, ok := m.Raft.ResolveAddress(lead)
+	if !ok {
+		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the leader's address is not known here yet")
+	}
+	conn, err := l.n.leaderConns.get(addr, l.n.dialPeer)
+	if err != nil {
+		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "connect to the leader at %s: %v", addr, err)
+	}
+	return conn, nil
+}
