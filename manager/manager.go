@@ -1,9 +1,10 @@
 // Package manager composes what a manager runs: the store, the raft member
 // that replicates it, and the services that read and write it.
 //
-// Leader-only subsystems (scheduler, orchestrators, CA signer, ...) will
-// plug in here, started when this member becomes leader and stopped when it
-// stops being one; they meet in the store and never call each other.
+// Leader-only subsystems (the voter reconciler now; scheduler,
+// orchestrators, ... later) run under the leader runner (leader.go):
+// started when this member becomes leader, stopped when it stops being
+// one; they meet in the store and never call each other.
 package manager
 
 import (
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/raft/transport"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -44,6 +46,7 @@ type Manager struct {
 	Store     *store.Store
 	Raft      *raft.Node
 	transport *transport.Transport
+	leader    *leaderRunner
 	log       *slog.Logger
 }
 
@@ -81,7 +84,16 @@ func Open(cfg Config) (*Manager, error) {
 	reporter.set(n)
 	st.SetProposer(n)
 	n.Start()
-	return &Manager{Store: st, Raft: n, transport: tr, log: cfg.Logger}, nil
+	m := &Manager{Store: st, Raft: n, transport: tr, log: cfg.Logger}
+	voters := rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: cfg.Logger.With("component", "voter-reconciler")})
+	m.leader = &leaderRunner{
+		m:          m,
+		subsystems: []subsystem{{name: "voter-reconciler", run: voters.Run}},
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	go m.leader.loop()
+	return m, nil
 }
 
 // WaitReady returns once a leader is known and, when this member leads,
@@ -100,6 +112,8 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 // Stop stops the raft member and its transport. The store belongs to the
 // caller.
 func (m *Manager) Stop() error {
+	close(m.leader.stop)
+	<-m.leader.done
 	err := m.Raft.Stop()
 	m.transport.Stop()
 	return err

@@ -22,7 +22,7 @@ const (
 	methodStatus = "/jaco.api.ClusterService/Status"
 	// methodAdmit is the leader side of a join; the token is the proof.
 	methodAdmit = "/jaco.api.MembershipService/Join"
-	raftPrefix   = "/jaco.api.RaftService/"
+	raftPrefix  = "/jaco.api.RaftService/"
 )
 
 // identifyFunc establishes who is calling.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -200,7 +199,7 @@ func newTransport(t *testing.T, cfg Config) (*Transport, *reporter) {
 	cfg.Raft = r
 	cfg.Dial = NewDialer(insecure.NewCredentials())
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.SendTimeout == 0 {
 		cfg.SendTimeout = time.Second

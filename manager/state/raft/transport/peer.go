@@ -43,7 +43,7 @@ func newPeer(t *Transport, id uint64, addr string, conn *grpc.ClientConn) *peer 
 	return &peer{
 		t:      t,
 		id:     id,
-		log:    t.log.With("peer", hexID(id)),
+		log:    t.log.With("raft_id", hexID(id)),
 		queue:  make(chan raftpb.Message, t.cfg.QueueSize),
 		ctx:    ctx,
 		cancel: cancel,

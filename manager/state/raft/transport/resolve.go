@@ -61,6 +61,9 @@ func (t *Transport) resolveOne(id uint64) {
 			continue
 		}
 		if err := t.AddPeer(id, addr); err != nil {
+			if errors.Is(err, ErrStopped) {
+				return
+			}
 			t.log.Warn("add resolved raft peer", "raft_id", hexID(id), "address", addr, "err", err)
 			return
 		}

@@ -1,0 +1,80 @@
+package manager
+
+import (
+	"context"
+	"sync"
+)
+
+// subsystem is a leader-only part of the manager: it runs while this
+// member leads and stops, with every goroutine it started, when it no
+// longer does. Subsystems never call each other; they meet in the store.
+type subsystem struct {
+	name string
+	run  func(ctx context.Context)
+}
+
+// leaderRunner starts the subsystems each time this member becomes leader
+// and cancels them when it stops being leader.
+type leaderRunner struct {
+	m          *Manager
+	subsystems []subsystem
+	stop       chan struct{}
+	done       chan struct{}
+
+	// Owned by loop.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (r *leaderRunner) loop() {
+	defer close(r.done)
+	defer r.stopAll()
+	for {
+		lead, changed := r.m.Raft.Leader()
+		if lead == r.m.Raft.RaftID() {
+			if r.cancel == nil {
+				r.startAll()
+			}
+		} else {
+			r.stopAll()
+		}
+		select {
+		case <-changed:
+		case <-r.stop:
+			return
+		case <-r.m.Raft.Done():
+			return
+		}
+	}
+}
+
+func (r *leaderRunner) startAll() {
+	ctx, cancel := context.WithCancel(context.Background())
+	// Subsystems decide from the store: first let it hold everything
+	// committed before this term. Should leadership go meanwhile, the next
+	// change of leader brings the loop back here.
+	if err := r.m.Raft.Barrier(ctx); err != nil {
+		r.m.log.Warn("leader barrier", "err", err)
+		cancel()
+		return
+	}
+	r.cancel = cancel
+	for _, s := range r.subsystems {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			s.run(ctx)
+		}()
+	}
+	r.m.log.Info("leader subsystems started", "count", len(r.subsystems))
+}
+
+func (r *leaderRunner) stopAll() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.wg.Wait()
+	r.cancel = nil
+	r.m.log.Info("leader subsystems stopped")
+}
