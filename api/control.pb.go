@@ -464,8 +464,11 @@ type ClusterStatusResponse struct {
 	// node_id is the answering node.
 	NodeId string `protobuf:"bytes,3,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// leader_node_id is empty while there is no leader.
-	LeaderNodeId  string    `protobuf:"bytes,4,opt,name=leader_node_id,json=leaderNodeId,proto3" json:"leader_node_id,omitempty"`
-	Members       []*Member `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	LeaderNodeId string    `protobuf:"bytes,4,opt,name=leader_node_id,json=leaderNodeId,proto3" json:"leader_node_id,omitempty"`
+	Members      []*Member `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	// quorum_lost: this manager has had no leader for longer than the
+	// quorum-loss window; writes through it fail with quorum_lost.
+	QuorumLost    bool `protobuf:"varint,6,opt,name=quorum_lost,json=quorumLost,proto3" json:"quorum_lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -533,6 +536,13 @@ func (x *ClusterStatusResponse) GetMembers() []*Member {
 		return x.Members
 	}
 	return nil
+}
+
+func (x *ClusterStatusResponse) GetQuorumLost() bool {
+	if x != nil {
+		return x.QuorumLost
+	}
+	return false
 }
 
 type ListNodesRequest struct {
@@ -810,6 +820,95 @@ func (x *IssueJoinTokenResponse) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type RemoveNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node is a node id or a hostname.
+	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Force         bool   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeRequest) Reset() {
+	*x = RemoveNodeRequest{}
+	mi := &file_api_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeRequest) ProtoMessage() {}
+
+func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RemoveNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RemoveNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type RemoveNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNodeResponse) Reset() {
+	*x = RemoveNodeResponse{}
+	mi := &file_api_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNodeResponse) ProtoMessage() {}
+
+func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
+func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{14}
+}
+
 var File_api_control_proto protoreflect.FileDescriptor
 
 const file_api_control_proto_rawDesc = "" +
@@ -836,14 +935,16 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xcc\x01\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xed\x01\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x02 \x01(\tR\tclusterId\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x12$\n" +
 	"\x0eleader_node_id\x18\x04 \x01(\tR\fleaderNodeId\x12*\n" +
-	"\amembers\x18\x05 \x03(\v2\x10.jaco.api.MemberR\amembers\"\x12\n" +
+	"\amembers\x18\x05 \x03(\v2\x10.jaco.api.MemberR\amembers\x12\x1f\n" +
+	"\vquorum_lost\x18\x06 \x01(\bR\n" +
+	"quorumLost\"\x12\n" +
 	"\x10ListNodesRequest\"9\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\"$\n" +
@@ -857,7 +958,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\x16IssueJoinTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt*\x98\x01\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"=\n" +
+	"\x11RemoveNodeRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\"\x14\n" +
+	"\x12RemoveNodeResponse*\x98\x01\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18NODE_STATE_UNINITIALIZED\x10\x01\x12\x15\n" +
@@ -871,11 +976,13 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0eClusterService\x12C\n" +
 	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\x12C\n" +
 	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\x12I\n" +
-	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2\xfd\x01\n" +
+	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2\xc6\x02\n" +
 	"\x0eControlService\x12J\n" +
 	"\tListNodes\x12\x1a.jaco.api.ListNodesRequest\x1a\x1b.jaco.api.ListNodesResponse\"\x04\xd0\xf3\x18\x01\x12D\n" +
 	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
-	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\x12G\n" +
+	"\n" +
+	"RemoveNode\x12\x1b.jaco.api.RemoveNodeRequest\x1a\x1c.jaco.api.RemoveNodeResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_control_proto_rawDescOnce sync.Once
@@ -890,7 +997,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -907,36 +1014,40 @@ var file_api_control_proto_goTypes = []any{
 	(*GetNodeResponse)(nil),        // 12: jaco.api.GetNodeResponse
 	(*IssueJoinTokenRequest)(nil),  // 13: jaco.api.IssueJoinTokenRequest
 	(*IssueJoinTokenResponse)(nil), // 14: jaco.api.IssueJoinTokenResponse
-	(Suffrage)(0),                  // 15: jaco.api.Suffrage
-	(*Node)(nil),                   // 16: jaco.api.Node
-	(NodeRole)(0),                  // 17: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 18: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 19: google.protobuf.Timestamp
+	(*RemoveNodeRequest)(nil),      // 15: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 16: jaco.api.RemoveNodeResponse
+	(Suffrage)(0),                  // 17: jaco.api.Suffrage
+	(*Node)(nil),                   // 18: jaco.api.Node
+	(NodeRole)(0),                  // 19: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 20: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	15, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	17, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	7,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	16, // 4: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	16, // 5: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	17, // 6: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	18, // 7: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	19, // 8: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 4: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	18, // 5: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	19, // 6: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	20, // 7: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	21, // 8: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 9: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
 	4,  // 10: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
 	6,  // 11: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
 	9,  // 12: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
 	11, // 13: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
 	13, // 14: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	3,  // 15: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	5,  // 16: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	8,  // 17: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	10, // 18: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	12, // 19: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	14, // 20: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
+	15, // 15: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	3,  // 16: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	5,  // 17: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	8,  // 18: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	10, // 19: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	12, // 20: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	14, // 21: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	16, // 22: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
 	9,  // [9:9] is the sub-list for extension extendee
 	0,  // [0:9] is the sub-list for field type_name
@@ -955,7 +1066,7 @@ func file_api_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -42,3 +42,14 @@ func (p *raftProxyControlServiceServer) IssueJoinToken(ctx context.Context, r *I
 	}
 	return NewControlServiceClient(conn).IssueJoinToken(ctx, r)
 }
+
+func (p *raftProxyControlServiceServer) RemoveNode(ctx context.Context, r *RemoveNodeRequest) (*RemoveNodeResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveNode(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveNode(ctx, r)
+}

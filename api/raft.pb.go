@@ -407,10 +407,12 @@ func (x *RaftMember) GetAddress() string {
 
 // RaftSnapshot is the payload of a raft snapshot (sealed at rest).
 type RaftSnapshot struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Store          *StoreSnapshot         `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
-	Members        []*RaftMember          `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	RemovedRaftIds []uint64               `protobuf:"varint,3,rep,packed,name=removed_raft_ids,json=removedRaftIds,proto3" json:"removed_raft_ids,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Store   *StoreSnapshot         `protobuf:"bytes,1,opt,name=store,proto3" json:"store,omitempty"`
+	Members []*RaftMember          `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	// removed_members were removed for good: their raft ids are never
+	// reused and their traffic is refused.
+	RemovedMembers []*RaftMember `protobuf:"bytes,3,rep,name=removed_members,json=removedMembers,proto3" json:"removed_members,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -459,9 +461,9 @@ func (x *RaftSnapshot) GetMembers() []*RaftMember {
 	return nil
 }
 
-func (x *RaftSnapshot) GetRemovedRaftIds() []uint64 {
+func (x *RaftSnapshot) GetRemovedMembers() []*RaftMember {
 	if x != nil {
-		return x.RemovedRaftIds
+		return x.RemovedMembers
 	}
 	return nil
 }
@@ -988,11 +990,11 @@ const file_api_raft_proto_rawDesc = "" +
 	"RaftMember\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +
-	"\aaddress\x18\x03 \x01(\tR\aaddress\"\x97\x01\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\"\xac\x01\n" +
 	"\fRaftSnapshot\x12-\n" +
 	"\x05store\x18\x01 \x01(\v2\x17.jaco.api.StoreSnapshotR\x05store\x12.\n" +
-	"\amembers\x18\x02 \x03(\v2\x14.jaco.api.RaftMemberR\amembers\x12(\n" +
-	"\x10removed_raft_ids\x18\x03 \x03(\x04R\x0eremovedRaftIds\"\x93\x01\n" +
+	"\amembers\x18\x02 \x03(\v2\x14.jaco.api.RaftMemberR\amembers\x12=\n" +
+	"\x0fremoved_members\x18\x03 \x03(\v2\x14.jaco.api.RaftMemberR\x0eremovedMembers\"\x93\x01\n" +
 	"\vWALMetadata\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x1d\n" +
@@ -1083,22 +1085,23 @@ var file_api_raft_proto_depIdxs = []int32{
 	19, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
 	3,  // 12: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 13: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
-	4,  // 14: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	20, // 15: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 16: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 17: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 18: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 19: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 20: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	8,  // 21: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 22: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 23: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 24: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	21, // [21:25] is the sub-list for method output_type
-	17, // [17:21] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	4,  // 14: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
+	4,  // 15: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
+	20, // 16: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 17: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 18: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 19: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 20: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 21: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	8,  // 22: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 23: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 24: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 25: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	22, // [22:26] is the sub-list for method output_type
+	18, // [18:22] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }

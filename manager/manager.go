@@ -43,11 +43,20 @@ type Config struct {
 
 // Manager is a running manager.
 type Manager struct {
-	Store     *store.Store
-	Raft      *raft.Node
+	Store *store.Store
+	Raft  *raft.Node
+	// Voters is the voter-set reconciler; it acts only while this member
+	// leads, and serves removals then too.
+	Voters    *rolemanager.VoterReconciler
 	transport *transport.Transport
 	leader    *leaderRunner
 	log       *slog.Logger
+	dial      transport.Dialer
+
+	removed     chan struct{} // closed when a peer says this member was removed
+	removedOnce sync.Once
+	probeStop   chan struct{}
+	probeDone   chan struct{}
 }
 
 // Open opens the raft state in cfg.RaftDir, rebuilds the store from it and
@@ -60,13 +69,13 @@ func Open(cfg Config) (*Manager, error) {
 	// The transport reports to the raft member, which needs the transport
 	// to exist first: the reporter is filled in once the member is.
 	reporter := &raftReporter{}
+	m := &Manager{Store: st, log: cfg.Logger, dial: cfg.Dial, removed: make(chan struct{}),
+		probeStop: make(chan struct{}), probeDone: make(chan struct{})}
 	tr := transport.New(transport.Config{
-		Raft:   reporter,
-		Dial:   cfg.Dial,
-		Logger: cfg.Logger,
-		OnRemoved: func() {
-			cfg.Logger.Error("this manager was removed from the cluster; other managers refuse its raft traffic")
-		},
+		Raft:      reporter,
+		Dial:      cfg.Dial,
+		Logger:    cfg.Logger,
+		OnRemoved: m.markRemoved,
 	})
 	n, err := raft.New(raft.Config{
 		StateDir:         cfg.RaftDir,
@@ -84,8 +93,8 @@ func Open(cfg Config) (*Manager, error) {
 	reporter.set(n)
 	st.SetProposer(n)
 	n.Start()
-	m := &Manager{Store: st, Raft: n, transport: tr, log: cfg.Logger}
 	voters := rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: cfg.Logger.With("component", "voter-reconciler")})
+	m.Raft, m.Voters, m.transport = n, voters, tr
 	m.leader = &leaderRunner{
 		m:          m,
 		subsystems: []subsystem{{name: "voter-reconciler", run: voters.Run}},
@@ -93,6 +102,10 @@ func Open(cfg Config) (*Manager, error) {
 		done:       make(chan struct{}),
 	}
 	go m.leader.loop()
+	go func() {
+		defer close(m.probeDone)
+		m.probeRemoval(m.probeStop)
+	}()
 	return m, nil
 }
 
@@ -114,6 +127,8 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 func (m *Manager) Stop() error {
 	close(m.leader.stop)
 	<-m.leader.done
+	close(m.probeStop)
+	<-m.probeDone
 	err := m.Raft.Stop()
 	m.transport.Stop()
 	return err
@@ -149,6 +164,18 @@ func (r *raftReporter) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus)
 		n.ReportSnapshot(id, status)
 	}
 }
+
+func (m *Manager) markRemoved() {
+	m.removedOnce.Do(func() {
+		m.log.Error("another manager says this one was removed from the cluster")
+		close(m.removed)
+	})
+}
+
+// Removed is closed when another manager refuses this member's raft
+// traffic because it was removed from the cluster. (A member that applies
+// its own removal stops with raft.ErrRemoved instead.)
+func (m *Manager) Removed() <-chan struct{} { return m.removed }
 
 // Cluster returns the cluster object, nil before ClusterInit is applied.
 func (m *Manager) Cluster() *api.Cluster {

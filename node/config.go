@@ -26,6 +26,9 @@ type Config struct {
 	// SnapshotInterval and TickInterval tune the raft member (0: defaults).
 	SnapshotInterval uint64
 	TickInterval     time.Duration
+	// QuorumLossWindow is how long a manager may be without a leader
+	// before it reports quorum_lost instead of no_leader.
+	QuorumLossWindow time.Duration
 }
 
 // ErrInvalidConfig wraps every error in the daemon's configuration.
@@ -33,8 +36,9 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Default values.
 const (
-	DefaultDataDir    = "/var/lib/jaco"
-	DefaultListenAddr = ":7000"
+	DefaultDataDir          = "/var/lib/jaco"
+	DefaultListenAddr       = ":7000"
+	DefaultQuorumLossWindow = 10 * time.Second
 )
 
 func (c *Config) setDefaults() error {
@@ -66,6 +70,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.QuorumLossWindow <= 0 {
+		c.QuorumLossWindow = DefaultQuorumLossWindow
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -59,6 +60,10 @@ type Node struct {
 	stopOnce sync.Once
 	stopErr  error
 }
+
+// ErrRemoved stops a daemon whose node was removed from the cluster. Its
+// data dir is of no further use: wipe it to join again with a new token.
+var ErrRemoved = errors.New("this node was removed from the cluster; wipe its data dir to join again")
 
 // New prepares a daemon on cfg.DataDir: takes the data dir lock, opens the
 // raft state if there is one, and binds the listeners. Run serves.
@@ -154,10 +159,21 @@ func (n *Node) startManager() error {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		<-m.Raft.Done()
-		if err := m.Raft.Err(); err != nil {
+		var err error
+		select {
+		case <-m.Raft.Done():
+			err = m.Raft.Err()
+			if errors.Is(err, raft.ErrRemoved) {
+				err = ErrRemoved
+			} else if err != nil {
+				err = fmt.Errorf("raft member failed: %w", err)
+			}
+		case <-m.Removed():
+			err = ErrRemoved
+		}
+		if err != nil {
 			select {
-			case n.fatal <- fmt.Errorf("raft member failed: %w", err):
+			case n.fatal <- err:
 			default:
 			}
 		}
@@ -211,10 +227,10 @@ func (n *Node) listen() error {
 
 func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
-	control := controlapi.New(n.store)
+	members := membership.New(n.store, managerRaft{n}, n.log)
+	control := controlapi.New(n.store, controlapi.WithNodeRemover(members))
 	api.RegisterControlServiceServer(srv, api.NewRaftProxyControlServiceServer(control, proxy.NewLeaderRouter(leader{n})))
 	api.RegisterRaftServiceServer(srv, raftService{n: n})
-	members := membership.New(n.store, managerRaft{n}, n.log)
 	api.RegisterMembershipServiceServer(srv, api.NewRaftProxyMembershipServiceServer(members, proxy.NewLeaderRouter(leader{n})))
 }
 

@@ -95,6 +95,10 @@ func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	}
 	lead, _ := m.Raft.Leader()
 	if lead == 0 {
+		if l.n.quorumLost() {
+			return nil, reason.Error(codes.Unavailable, reason.QuorumLost,
+				"this manager has had no leader for %s: it cannot reach a majority of the managers", m.Raft.LeaderlessFor().Round(time.Second))
+		}
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the cluster has no leader right now")
 	}
 	addr, ok := m.Raft.ResolveAddress(lead)
@@ -106,4 +110,11 @@ func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "connect to the leader at %s: %v", addr, err)
 	}
 	return conn, nil
+}
+
+// quorumLost reports whether this manager has been leaderless for longer
+// than the quorum-loss window.
+func (n *Node) quorumLost() bool {
+	m := n.Manager()
+	return m != nil && m.Raft.LeaderlessFor() > n.cfg.QuorumLossWindow
 }

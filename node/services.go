@@ -35,6 +35,7 @@ func (s *clusterService) Status(context.Context, *api.ClusterStatusRequest) (*ap
 	resp.ClusterId = m.Raft.ClusterID()
 	resp.NodeId = m.Raft.NodeID()
 	resp.Members, resp.LeaderNodeId = m.Members()
+	resp.QuorumLost = s.n.quorumLost()
 	return resp, nil
 }
 
@@ -108,4 +109,28 @@ func (r managerRaft) Members() []*api.RaftMember {
 func (r managerRaft) IsRemoved(raftID uint64) bool {
 	rn, err := r.member()
 	return err == nil && rn.IsRemoved(raftID)
+}
+
+func (r managerRaft) RaftID() uint64 {
+	rn, err := r.member()
+	if err != nil {
+		return 0
+	}
+	return rn.RaftID()
+}
+
+func (r managerRaft) RemoveMember(ctx context.Context, raftID uint64) error {
+	m := r.n.Manager()
+	if m == nil {
+		return reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
+	}
+	return m.Voters.RemoveMember(ctx, raftID)
+}
+
+func (r managerRaft) HandOver(ctx context.Context) (uint64, error) {
+	m := r.n.Manager()
+	if m == nil {
+		return 0, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
+	}
+	return m.Voters.HandOver(ctx)
 }

@@ -47,11 +47,13 @@ func clusterInitCmd(g *globals) *cobra.Command {
 
 // statusView is the JSON shape of `jaco cluster status --format json`.
 type statusView struct {
-	State     string       `json:"state"`
-	ClusterID string       `json:"cluster_id,omitempty"`
-	NodeID    string       `json:"node_id,omitempty"`
-	Leader    string       `json:"leader,omitempty"`
-	Members   []memberView `json:"members"`
+	State     string `json:"state"`
+	ClusterID string `json:"cluster_id,omitempty"`
+	NodeID    string `json:"node_id,omitempty"`
+	Leader    string `json:"leader,omitempty"`
+	// QuorumLost: this manager has been leaderless past the window.
+	QuorumLost bool         `json:"quorum_lost"`
+	Members    []memberView `json:"members"`
 }
 
 type memberView struct {
@@ -93,11 +95,12 @@ func clusterStatusCmd(g *globals) *cobra.Command {
 
 func toStatusView(resp *api.ClusterStatusResponse) statusView {
 	v := statusView{
-		State:     word(resp.State.String(), "NODE_STATE_"),
-		ClusterID: resp.ClusterId,
-		NodeID:    resp.NodeId,
-		Leader:    resp.LeaderNodeId,
-		Members:   []memberView{},
+		State:      word(resp.State.String(), "NODE_STATE_"),
+		ClusterID:  resp.ClusterId,
+		NodeID:     resp.NodeId,
+		Leader:     resp.LeaderNodeId,
+		QuorumLost: resp.QuorumLost,
+		Members:    []memberView{},
 	}
 	for _, m := range resp.Members {
 		v.Members = append(v.Members, memberView{
@@ -125,7 +128,11 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 			leader = fmt.Sprintf("%s (%s)", m.Hostname, m.NodeID)
 		}
 	}
-	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\nMembers:\n", v.ClusterID, v.NodeID, leader)
+	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\n", v.ClusterID, v.NodeID, leader)
+	if v.QuorumLost {
+		fmt.Fprintln(out, "Quorum:      LOST (quorum_lost): this manager cannot reach a majority; writes through it fail")
+	}
+	fmt.Fprintln(out, "Members:")
 	rows := make([]string, 0, len(v.Members))
 	for _, m := range v.Members {
 		status := strings.ReplaceAll(m.Status, "UNSPECIFIED", "UNKNOWN")

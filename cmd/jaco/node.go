@@ -14,7 +14,7 @@ import (
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Inspect and manage nodes"}
-	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g), nodeJoinCmd(g))
+	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g), nodeJoinCmd(g), nodeRemoveCmd(g))
 	return cmd
 }
 
@@ -140,5 +140,27 @@ func nodeJoinCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&peer, "peer", "", "address (HOST:PORT) of any manager of the cluster")
 	cmd.Flags().StringVar(&token, "token", "", "join token from 'jaco node issue-join-token'")
+	return cmd
+}
+
+func nodeRemoveCmd(g *globals) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "remove NODE",
+		Short: "Take a node, named by id or hostname, out of the cluster",
+		Long: "Take a node out of the cluster. A manager leaves raft first, voters demoted as needed so\n" +
+			"the remaining managers keep a safe voter set; removing the leader hands leadership over first.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				if _, err := c.Control.RemoveNode(ctx, &api.RemoveNodeRequest{Node: args[0], Force: force}); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Node %s removed.\n", args[0])
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "remove even if the node hosts pinned replicas")
 	return cmd
 }

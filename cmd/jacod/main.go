@@ -68,6 +68,8 @@ func run(args []string) int {
 		return 2
 	case errors.Is(err, node.ErrDataDirInUse):
 		fmt.Fprintf(os.Stderr, "jacod: error: data_dir_in_use: %v\n", err)
+	case errors.Is(err, node.ErrRemoved):
+		fmt.Fprintf(os.Stderr, "jacod: error: node_removed: %v\n", err)
 	default:
 		fmt.Fprintf(os.Stderr, "jacod: error: failed: %v\n", err)
 	}

@@ -16,14 +16,32 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
+// NodeRemover takes a node out of the cluster (membership.Server).
+type NodeRemover interface {
+	RemoveNode(ctx context.Context, node *api.Node) error
+}
+
 // Server implements api.ControlServiceServer.
 type Server struct {
 	api.UnimplementedControlServiceServer
-	store *store.Store
+	store   *store.Store
+	remover NodeRemover
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithNodeRemover lets the server remove nodes.
+func WithNodeRemover(r NodeRemover) Option { return func(s *Server) { s.remover = r } }
+
 // New returns a Control server over st.
-func New(st *store.Store) *Server { return &Server{store: st} }
+func New(st *store.Store, opts ...Option) *Server {
+	s := &Server{store: st}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
 
 // ListNodes lists every node, sorted by hostname.
 func (s *Server) ListNodes(context.Context, *api.ListNodesRequest) (*api.ListNodesResponse, error) {
@@ -51,4 +69,20 @@ func FindNode(tx store.ReadTx, idOrName string) *api.Node {
 		return n
 	}
 	return tx.FindNodeByHostname(idOrName)
+}
+
+// RemoveNode removes a node, named by id or hostname, from the cluster.
+func (s *Server) RemoveNode(ctx context.Context, req *api.RemoveNodeRequest) (*api.RemoveNodeResponse, error) {
+	if s.remover == nil {
+		return nil, reason.Error(codes.Unimplemented, reason.NotAManager, "this server cannot remove nodes")
+	}
+	var n *api.Node
+	s.store.View(func(tx store.ReadTx) { n = FindNode(tx, req.Node) })
+	if n == nil {
+		return nil, reason.Error(codes.NotFound, reason.NotFound, "no node with id or name %q", req.Node)
+	}
+	if err := s.remover.RemoveNode(ctx, n); err != nil {
+		return nil, ToStatus(err)
+	}
+	return &api.RemoveNodeResponse{}, nil
 }

@@ -27,11 +27,16 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// Raft is the leader's raft member as the join needs it.
+// Raft is the leader's raft member as joins and removals need it.
 type Raft interface {
+	RaftID() uint64
 	AddLearner(ctx context.Context, m *api.RaftMember) error
 	Members() []*api.RaftMember
 	IsRemoved(raftID uint64) bool
+	// RemoveMember and HandOver are rolemanager's voter-safe removal and
+	// leadership handover.
+	RemoveMember(ctx context.Context, raftID uint64) error
+	HandOver(ctx context.Context) (uint64, error)
 }
 
 // Server implements api.MembershipServiceServer.

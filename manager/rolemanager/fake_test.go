@@ -113,6 +113,36 @@ func (f *fakeRaft) Demote(ctx context.Context, raftID uint64) error {
 	return f.change(ctx, raftID, false)
 }
 
+func (f *fakeRaft) TransferLeadership(_ context.Context, to uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.voters[to] {
+		return fmt.Errorf("fake raft: %x is not a voter", to)
+	}
+	f.lead = to
+	f.term++
+	return nil
+}
+
+func (f *fakeRaft) Remove(_ context.Context, raftID uint64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.nodeIDs[raftID]; !ok {
+		return fmt.Errorf("fake raft: no member %x", raftID)
+	}
+	if f.voters[raftID] {
+		// The product never removes a voter: RemoveMember demotes first.
+		return fmt.Errorf("fake raft: member %x is still a voter", raftID)
+	}
+	delete(f.learners, raftID)
+	delete(f.nodeIDs, raftID)
+	delete(f.progress, raftID)
+	f.changes++
+	f.commit++
+	f.replicateLocked()
+	return nil
+}
+
 func (f *fakeRaft) change(ctx context.Context, raftID uint64, voter bool) error {
 	f.mu.Lock()
 	block, err := f.block, f.changeErr

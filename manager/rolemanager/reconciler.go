@@ -31,6 +31,11 @@ type Raft interface {
 	Promote(ctx context.Context, raftID uint64) error
 	// Demote makes a voter a nonvoter and returns once that is applied.
 	Demote(ctx context.Context, raftID uint64) error
+	// Remove takes a member out of the group for good, once applied.
+	Remove(ctx context.Context, raftID uint64) error
+	// TransferLeadership hands leadership to the voter to and returns once
+	// this member no longer leads.
+	TransferLeadership(ctx context.Context, to uint64) error
 }
 
 // Config configures a VoterReconciler. Zero durations take the defaults.

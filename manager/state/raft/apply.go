@@ -32,7 +32,9 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 		if err := n.applyConfChange(cc); err != nil {
 			return fmt.Errorf("conf change %d: %w", e.Index, err)
 		}
-		n.wait.trigger(cc.ID, nil)
+		// Woken after Advance, not now: raft drops a conf change proposed
+		// while it still counts the previous one as unapplied.
+		n.appliedConfChanges = append(n.appliedConfChanges, cc.ID)
 	case raftpb.EntryConfChangeV2:
 		var cc raftpb.ConfChangeV2
 		if err := cc.Unmarshal(e.Data); err != nil {
@@ -61,13 +63,19 @@ func (n *Node) applyConfChange(cc raftpb.ConfChangeI) error {
 			m.RaftId = ch.NodeID
 			n.members.add(&m)
 			n.addPeer(&m)
+			// A newcomer with an empty log catches up from a snapshot once
+			// the log it needs is compacted; raft ignores a snapshot whose
+			// configuration lacks the receiver, so take one that has it.
+			if n.snapshotIndex > 0 {
+				n.snapshotNow = true
+			}
 		case raftpb.ConfChangeRemoveNode:
 			n.members.remove(ch.NodeID)
 			if n.cfg.Transport != nil && ch.NodeID != n.raftID {
 				n.cfg.Transport.RemovePeer(ch.NodeID)
 			}
 			if ch.NodeID == n.raftID {
-				n.cfg.Logger.Warn("this manager was removed from the raft group", "raft_id", n.raftID)
+				n.removedSelf = true
 			}
 		}
 	}
@@ -77,13 +85,14 @@ func (n *Node) applyConfChange(cc raftpb.ConfChangeI) error {
 // maybeSnapshot snapshots the applied state every SnapshotInterval entries
 // and compacts the in-memory log behind it.
 func (n *Node) maybeSnapshot() error {
-	if n.appliedIndex-n.snapshotIndex < n.cfg.SnapshotInterval {
+	if !n.snapshotNow && n.appliedIndex-n.snapshotIndex < n.cfg.SnapshotInterval {
 		return nil
 	}
+	n.snapshotNow = false
 	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
 		Store:          n.cfg.Applier.Save(),
 		Members:        n.members.list(),
-		RemovedRaftIds: n.members.removedIDs(),
+		RemovedMembers: n.members.removedList(),
 	})
 	if err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)

@@ -14,11 +14,13 @@ import (
 type membership struct {
 	mu      sync.RWMutex
 	members map[uint64]*api.RaftMember
-	removed map[uint64]bool
+	// removed maps each removed raft id to the member it was (node id
+	// and address as last known; just the id if it was never known here).
+	removed map[uint64]*api.RaftMember
 }
 
 func newMembership() *membership {
-	return &membership{members: make(map[uint64]*api.RaftMember), removed: make(map[uint64]bool)}
+	return &membership{members: make(map[uint64]*api.RaftMember), removed: make(map[uint64]*api.RaftMember)}
 }
 
 func (m *membership) add(member *api.RaftMember) {
@@ -30,8 +32,12 @@ func (m *membership) add(member *api.RaftMember) {
 func (m *membership) remove(raftID uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	gone, ok := m.members[raftID]
+	if !ok {
+		gone = &api.RaftMember{RaftId: raftID}
+	}
 	delete(m.members, raftID)
-	m.removed[raftID] = true
+	m.removed[raftID] = gone
 }
 
 func (m *membership) get(raftID uint64) (*api.RaftMember, bool) {
@@ -44,7 +50,26 @@ func (m *membership) get(raftID uint64) (*api.RaftMember, bool) {
 func (m *membership) isRemoved(raftID uint64) bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return m.removed[raftID]
+	_, ok := m.removed[raftID]
+	return ok
+}
+
+// isRemovedNode reports whether nodeID was a member that was removed and
+// is not a member again (a node promoted back gets a new raft id).
+func (m *membership) isRemovedNode(nodeID string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for _, mem := range m.members {
+		if mem.NodeId == nodeID {
+			return false
+		}
+	}
+	for _, gone := range m.removed {
+		if gone.NodeId == nodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // list returns the members sorted by raft id.
@@ -59,22 +84,28 @@ func (m *membership) list() []*api.RaftMember {
 	return out
 }
 
-func (m *membership) removedIDs() []uint64 {
+// removedList returns the removed members, sorted by raft id.
+func (m *membership) removedList() []*api.RaftMember {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return slices.Sorted(maps.Keys(m.removed))
+	ids := slices.Sorted(maps.Keys(m.removed))
+	out := make([]*api.RaftMember, len(ids))
+	for i, id := range ids {
+		out[i] = m.removed[id]
+	}
+	return out
 }
 
 // reset replaces everything with a snapshot's view.
-func (m *membership) reset(members []*api.RaftMember, removed []uint64) {
+func (m *membership) reset(members, removed []*api.RaftMember) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.members = make(map[uint64]*api.RaftMember, len(members))
 	for _, mem := range members {
 		m.members[mem.RaftId] = mem
 	}
-	m.removed = make(map[uint64]bool, len(removed))
-	for _, id := range removed {
-		m.removed[id] = true
+	m.removed = make(map[uint64]*api.RaftMember, len(removed))
+	for _, gone := range removed {
+		m.removed[gone.RaftId] = gone
 	}
 }

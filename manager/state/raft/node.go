@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -26,6 +27,8 @@ var (
 	ErrStopped = errors.New("raft node stopped")
 	// ErrMemberRemoved: a message came from a raft id removed for good.
 	ErrMemberRemoved = errors.New("raft member was removed from the cluster")
+	// ErrRemoved: this member applied its own removal from the group.
+	ErrRemoved = errors.New("this manager was removed from the raft group")
 	// ErrUnknownMember: a membership change named a raft id not in the group.
 	ErrUnknownMember = errors.New("no such raft member")
 )
@@ -53,10 +56,24 @@ type Node struct {
 	snapshotIndex uint64
 	wasLeader     bool
 	campaigned    bool
+	removedSelf   bool
+	snapshotNow   bool // snapshot at the end of this Ready, whatever the interval
+	// appliedConfChanges are the conf change ids applied in this Ready,
+	// whose proposers are woken once raft has been told (Advance).
+	appliedConfChanges []uint64
 
 	mu            sync.Mutex
 	leader        uint64
 	leaderChanged chan struct{}
+	// leaderlessSince is when the member last had no leader (zero while
+	// it has one): the measure of a lost quorum.
+	leaderlessSince time.Time
+	// leaderContact is when a leader's message last arrived (unix nanos).
+	leaderContact atomic.Int64
+
+	// confMu keeps one membership change in flight: raft silently drops a
+	// second one proposed before the first is applied.
+	confMu sync.Mutex
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -82,21 +99,23 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("wal metadata in %s: not a jaco member (%v)", cfg.StateDir, err)
 	}
 	n := &Node{
-		cfg:           cfg,
-		raftID:        meta.RaftId,
-		nodeID:        meta.NodeId,
-		clusterID:     meta.ClusterId,
-		mem:           raft.NewMemoryStorage(),
-		disk:          disk,
-		wait:          newWaitRegistry(),
-		members:       newMembership(),
-		leaderChanged: make(chan struct{}),
-		stop:          make(chan struct{}),
-		done:          make(chan struct{}),
+		cfg:             cfg,
+		raftID:          meta.RaftId,
+		nodeID:          meta.NodeId,
+		clusterID:       meta.ClusterId,
+		mem:             raft.NewMemoryStorage(),
+		disk:            disk,
+		wait:            newWaitRegistry(),
+		members:         newMembership(),
+		leaderChanged:   make(chan struct{}),
+		leaderlessSince: time.Now(),
+		stop:            make(chan struct{}),
+		done:            make(chan struct{}),
 	}
 	for _, p := range meta.JoinPeers {
 		n.addPeer(p)
 	}
+	n.leaderContact.Store(time.Now().UnixNano())
 	if !raft.IsEmptySnap(st.Snapshot) {
 		if err := n.restoreSnapshot(st.Snapshot); err != nil {
 			disk.Close()
@@ -138,7 +157,7 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 	if err := n.cfg.Applier.Restore(rs.Store, snap.Metadata.Index); err != nil {
 		return fmt.Errorf("restore store from snapshot %d: %w", snap.Metadata.Index, err)
 	}
-	n.members.reset(rs.Members, rs.RemovedRaftIds)
+	n.members.reset(rs.Members, rs.RemovedMembers)
 	for _, m := range rs.Members {
 		n.addPeer(m)
 	}
@@ -209,6 +228,10 @@ func (n *Node) loop(tick <-chan time.Time) error {
 				return err
 			}
 			n.rn.Advance()
+			for _, id := range n.appliedConfChanges {
+				n.wait.trigger(id, nil)
+			}
+			n.appliedConfChanges = n.appliedConfChanges[:0]
 			n.campaignIfAlone()
 		case <-n.stop:
 			return nil
@@ -248,6 +271,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		if err := n.applyEntry(e); err != nil {
 			return err
 		}
+	}
+	if n.removedSelf {
+		return ErrRemoved
 	}
 	return n.maybeSnapshot()
 }

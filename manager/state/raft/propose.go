@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -56,9 +57,20 @@ func (n *Node) await(ctx context.Context, id uint64, ch <-chan error) error {
 	}
 }
 
+// confChangeTimeout bounds the wait for a membership change. Unlike a
+// store write, raft may drop a conf change without a word (a new leader
+// still holding an unapplied one from its predecessor turns it into an
+// empty entry), so a wait without a bound could last forever. Conf
+// changes are safe to propose again.
+const confChangeTimeout = 15 * time.Second
+
 // ProposeConfChange commits one membership change and returns once it is
 // applied on this member. Only the leader proposes them.
 func (n *Node) ProposeConfChange(ctx context.Context, cc raftpb.ConfChange) error {
+	n.confMu.Lock()
+	defer n.confMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, confChangeTimeout)
+	defer cancel()
 	if !n.IsLeader() {
 		return ErrNotLeader
 	}
@@ -100,6 +112,12 @@ func (n *Node) Demote(ctx context.Context, raftID uint64) error {
 		return fmt.Errorf("demote %x: %w", raftID, ErrUnknownMember)
 	}
 	return n.proposeMember(ctx, raftpb.ConfChangeAddLearnerNode, m)
+}
+
+// Remove takes raftID out of the group for good: its id joins the removed
+// list (persisted, carried in snapshots) and its messages are refused.
+func (n *Node) Remove(ctx context.Context, raftID uint64) error {
+	return n.ProposeConfChange(ctx, raftpb.ConfChange{Type: raftpb.ConfChangeRemoveNode, NodeID: raftID})
 }
 
 func (n *Node) proposeMember(ctx context.Context, t raftpb.ConfChangeType, m *api.RaftMember) error {

@@ -2,12 +2,11 @@ package raft
 
 import (
 	"context"
-	"errors"
 
-	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 )
 
@@ -24,24 +23,32 @@ func NewService(n *Node) *Service { return &Service{node: n} }
 
 // ProcessRaftMessage steps one raft message (raftpb encoding) into the member.
 func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
-	var m raftpb.Message
-	if err := m.Unmarshal(req.Message); err != nil {
-		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "decode raft message: %v", err)
-	}
-	if err := s.node.Step(ctx, m); err != nil {
-		if errors.Is(err, ErrMemberRemoved) {
-			return nil, reason.Error(codes.PermissionDenied, reason.NodeRemoved, "raft member %x was removed from the cluster", m.From)
-		}
-		return nil, reason.Error(codes.Unavailable, reason.Unavailable, "%v", err)
+	if err := s.stepEncoded(ctx, req.Message); err != nil {
+		return nil, err
 	}
 	return &api.ProcessRaftMessageResponse{}, nil
 }
 
 // ResolveAddress answers with the address this member knows for a raft id.
-func (s *Service) ResolveAddress(_ context.Context, req *api.ResolveAddressRequest) (*api.ResolveAddressResponse, error) {
+func (s *Service) ResolveAddress(ctx context.Context, req *api.ResolveAddressRequest) (*api.ResolveAddressResponse, error) {
+	if err := s.refuseRemoved(ctx); err != nil {
+		return nil, err
+	}
 	addr, ok := s.node.ResolveAddress(req.RaftId)
 	if !ok {
 		return nil, reason.Error(codes.NotFound, reason.NotFound, "raft member %x is not known here", req.RaftId)
 	}
 	return &api.ResolveAddressResponse{Address: addr}, nil
+}
+
+// refuseRemoved answers node_removed to a caller whose certificate names a
+// node removed from the raft group: that is how a removed member that
+// missed its own removal (it was down, or the leader stopped talking to it
+// first) finds out.
+func (s *Service) refuseRemoved(ctx context.Context) error {
+	id, ok := identity.FromContext(ctx)
+	if ok && id.Kind == identity.Node && s.node.IsRemovedNode(id.NodeID) {
+		return reason.Error(codes.PermissionDenied, reason.NodeRemoved, "node %s was removed from the cluster", id.NodeID)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package raft
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -26,6 +27,11 @@ func (n *Node) setLeader(lead uint64) {
 		return
 	}
 	n.leader = lead
+	if lead == raft.None {
+		n.leaderlessSince = time.Now()
+	} else {
+		n.leaderlessSince = time.Time{}
+	}
 	close(n.leaderChanged)
 	n.leaderChanged = make(chan struct{})
 }
@@ -36,6 +42,57 @@ func (n *Node) Leader() (uint64, <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.leader, n.leaderChanged
+}
+
+// LeaderlessFor is how long this member has been without a leader; 0
+// while it has one.
+func (n *Node) LeaderlessFor() time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.leaderlessSince.IsZero() {
+		return 0
+	}
+	return time.Since(n.leaderlessSince)
+}
+
+// TransferLeadership hands leadership to the voter to and returns once
+// this member no longer leads. raft abandons a transfer the target cannot
+// act on yet (it still has a conf change to apply, say, as right after its
+// promotion) after an election timeout, so the transfer is asked again
+// until it takes or ctx ends.
+func (n *Node) TransferLeadership(ctx context.Context, to uint64) error {
+	if !n.IsLeader() {
+		return ErrNotLeader
+	}
+	attempt := 2 * time.Duration(n.cfg.ElectionTick) * n.cfg.TickInterval
+	for n.IsLeader() {
+		n.rn.TransferLeadership(ctx, n.raftID, to)
+		if err := n.waitNotLeader(ctx, attempt); err != nil {
+			return fmt.Errorf("transfer leadership to %x: %w", to, err)
+		}
+	}
+	return nil
+}
+
+// waitNotLeader returns once this member stops leading or d has passed.
+func (n *Node) waitNotLeader(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		lead, changed := n.Leader()
+		if lead != n.raftID {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return nil
+		case <-n.done:
+			return ErrStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // IsLeader reports whether this member leads.
@@ -84,11 +141,25 @@ func (n *Node) IsVoter(raftID uint64) bool {
 // Status is raft's view of the group; progress is known only on the leader.
 func (n *Node) Status() raft.Status { return n.rn.Status() }
 
+// SinceLeaderContact is how long ago this member last heard from a
+// leader: 0 while it leads itself. A member removed while away hears from
+// none — a nonvoter keeps its old leader in view forever — so this, not
+// LeaderlessFor, says when to ask whether it is still a member.
+func (n *Node) SinceLeaderContact() time.Duration {
+	if n.IsLeader() {
+		return 0
+	}
+	return time.Since(time.Unix(0, n.leaderContact.Load()))
+}
+
 // Step delivers a message from another member. Messages from removed
 // members are refused.
 func (n *Node) Step(ctx context.Context, m raftpb.Message) error {
 	if n.members.isRemoved(m.From) {
 		return ErrMemberRemoved
+	}
+	if lead, _ := n.Leader(); m.From == lead || m.Type == raftpb.MsgApp || m.Type == raftpb.MsgHeartbeat || m.Type == raftpb.MsgSnap {
+		n.leaderContact.Store(time.Now().UnixNano())
 	}
 	if err := n.rn.Step(ctx, m); err != nil {
 		return fmt.Errorf("step raft message from %x: %w", m.From, err)
@@ -107,3 +178,7 @@ func (n *Node) ReportSnapshot(raftID uint64, status raft.SnapshotStatus) {
 
 // IsRemoved reports whether raftID was removed from the group for good.
 func (n *Node) IsRemoved(raftID uint64) bool { return n.members.isRemoved(raftID) }
+
+// IsRemovedNode reports whether nodeID belonged to a member removed for
+// good that has not come back under a new raft id.
+func (n *Node) IsRemovedNode(nodeID string) bool { return n.members.isRemovedNode(nodeID) }

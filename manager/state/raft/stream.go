@@ -49,6 +49,9 @@ func (s *Service) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServ
 // does not decode is invalid_spec, one from a removed member node_removed
 // (the sender is the removed one), anything else unavailable.
 func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
+	if err := s.refuseRemoved(ctx); err != nil {
+		return err
+	}
 	var m raftpb.Message
 	if err := m.Unmarshal(b); err != nil {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "decode raft message: %v", err)

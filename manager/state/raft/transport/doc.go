@@ -37,7 +37,7 @@
 //   - Removal is recognised by its reason word. A peer refusing a message
 //     with reason node_removed means this member was removed from the
 //     cluster (ids are never reused, so that is final): the transport calls
-//     OnRemoved once and drops everything it is asked to send afterwards.
+//     OnRemoved once and sends nothing more, queued or new.
 //
 // Connections come from the Dialer the node supplies (mTLS is its job) and
 // are made with grpc.NewClient, so adding a peer does not block. Every

@@ -112,6 +112,9 @@ func (p *peer) run() {
 		case <-p.ctx.Done():
 			return
 		case m := <-p.queue:
+			if p.t.removed.Load() {
+				continue // refused as removed: nothing more goes out
+			}
 			p.deliver(m)
 		}
 	}

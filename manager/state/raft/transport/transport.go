@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -24,10 +25,12 @@ type Transport struct {
 
 	resolve chan uint64 // unknown destinations, for the resolver
 
+	// removed: a peer refused this member as removed from the cluster.
+	removed atomic.Bool
+
 	mu      sync.Mutex
 	peers   map[uint64]*peer
 	stopped bool
-	removed bool // a peer said this member was removed
 }
 
 // New returns a running transport with no peers.
@@ -52,7 +55,7 @@ func New(cfg Config) *Transport {
 func (t *Transport) Send(msgs []raftpb.Message) {
 	var dropped []raftpb.Message
 	t.mu.Lock()
-	if t.stopped || t.removed {
+	if t.stopped || t.removed.Load() {
 		t.mu.Unlock()
 		return
 	}
@@ -193,11 +196,7 @@ func (t *Transport) Stop() {
 
 // memberRemoved records that a peer refused us as removed.
 func (t *Transport) memberRemoved(by uint64) {
-	t.mu.Lock()
-	first := !t.removed
-	t.removed = true
-	t.mu.Unlock()
-	if !first {
+	if t.removed.Swap(true) {
 		return
 	}
 	t.log.Warn("a raft peer refused this member as removed from the cluster; no longer sending raft messages", "refused_by", hexID(by))

@@ -1,0 +1,60 @@
+package manager
+
+import (
+	"context"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+// Removal probing: a member that was removed while it was down, or whose
+// leader stopped talking to it before it saw its removal commit, hears
+// nothing more — a nonvoter does not even campaign. So a member that has
+// not heard from a leader for a while asks its peers whether it is still
+// one of them; a peer that removed it answers node_removed
+// (raft.Service.refuseRemoved).
+const (
+	probeInterval  = 2 * time.Second
+	probeAfter     = 5 * time.Second
+	probeCallLimit = 2 * time.Second
+)
+
+func (m *Manager) probeRemoval(stop <-chan struct{}) {
+	ticker := time.NewTicker(probeInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-m.Raft.Done():
+			return
+		case <-ticker.C:
+		}
+		if m.Raft.SinceLeaderContact() < probeAfter || m.dial == nil {
+			continue
+		}
+		for _, peer := range m.Raft.Members() {
+			if peer.RaftId == m.Raft.RaftID() {
+				continue
+			}
+			if m.askPeer(peer.Address) {
+				m.markRemoved()
+				return
+			}
+		}
+	}
+}
+
+// askPeer reports whether the manager at addr says this one was removed.
+func (m *Manager) askPeer(addr string) bool {
+	conn, err := m.dial(addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), probeCallLimit)
+	defer cancel()
+	_, err = api.NewRaftServiceClient(conn).ResolveAddress(ctx, &api.ResolveAddressRequest{RaftId: m.Raft.RaftID()})
+	return reason.Of(err) == reason.NodeRemoved
+}
