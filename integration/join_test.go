@@ -129,3 +129,35 @@ func TestManagersJoinAndSurviveLeaderLoss(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWorkerJoin: a worker token makes a node with a worker certificate
+// that stays out of raft, and keeps being one across a restart.
+func TestWorkerJoin(t *testing.T) {
+	t.Parallel()
+	m := startDaemon(t, "m", "--node-name", "m")
+	w := startDaemon(t, "w", "--node-name", "w")
+	m.initQuiet()
+	wantOK(t, w.jaco("node", "join", "--peer", m.addr, "--token", m.joinToken("worker")))
+	for range 2 {
+		s := w.status()
+		if s.State != "ready" || s.ClusterID != m.status().ClusterID {
+			t.Fatalf("worker status %+v, want ready in cluster %s", s, m.status().ClusterID)
+		}
+		wantError(t, w.jaco("node", "ls"), 1, "not_a_manager")
+		w.restart()
+	}
+	nodes, err := m.tryNodes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, n := range nodes {
+		roles = append(roles, n.Hostname+"="+n.Role)
+	}
+	if !slices.Equal(roles, []string{"m=manager", "w=worker"}) {
+		t.Fatalf("nodes %v, want m=manager w=worker", roles)
+	}
+	if s := m.status(); len(s.Members) != 1 {
+		t.Fatalf("raft members %+v, want just the manager", s.Members)
+	}
+}

@@ -23,6 +23,8 @@ const (
 	// methodAdmit is the leader side of a join; the token is the proof.
 	methodAdmit = "/jaco.api.MembershipService/Join"
 	raftPrefix  = "/jaco.api.RaftService/"
+	// clusterPrefix is the daemon's own service, served in every state.
+	clusterPrefix = "/jaco.api.ClusterService/"
 )
 
 // identifyFunc establishes who is calling.
@@ -93,6 +95,10 @@ func (n *Node) authorize(ctx context.Context, method string, identify identifyFu
 	if !n.initialized() && method != methodInit && method != methodJoin && method != methodStatus {
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
 			"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
+	}
+	if n.initialized() && n.Manager() == nil && !strings.HasPrefix(method, clusterPrefix) {
+		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager,
+			"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
 	}
 	id, err := identify(ctx)
 	if err != nil {
