@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -24,7 +25,7 @@ func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) 
 	return s.n.joinCluster(ctx, req)
 }
 
-func (s *clusterService) Status(context.Context, *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
+func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
 	resp := &api.ClusterStatusResponse{State: s.n.State()}
 	m := s.n.Manager()
 	if m == nil {
@@ -36,7 +37,35 @@ func (s *clusterService) Status(context.Context, *api.ClusterStatusRequest) (*ap
 	resp.NodeId = m.Raft.NodeID()
 	resp.Members, resp.LeaderNodeId = m.Members()
 	resp.QuorumLost = s.n.quorumLost()
+	if !m.Raft.IsLeader() && resp.LeaderNodeId != "" {
+		s.reachabilityFromLeader(ctx, resp.Members)
+	}
 	return resp, nil
+}
+
+// reachabilityFromLeader fills in what only the leader knows: whether the
+// other members answer it. Best effort, briefly: the local view stands
+// when the leader cannot say.
+func (s *clusterService) reachabilityFromLeader(ctx context.Context, members []*api.Member) {
+	conn, err := leader{s.n}.LeaderConn(ctx)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	theirs, err := api.NewClusterServiceClient(conn).Status(ctx, &api.ClusterStatusRequest{})
+	if err != nil {
+		return
+	}
+	status := make(map[uint64]api.MemberStatus, len(theirs.Members))
+	for _, m := range theirs.Members {
+		status[m.RaftId] = m.Status
+	}
+	for _, m := range members {
+		if st, ok := status[m.RaftId]; ok && m.Status == api.MemberStatus_MEMBER_STATUS_UNSPECIFIED {
+			m.Status = st
+		}
+	}
 }
 
 // raftService hands raft traffic to the manager's member; the auth gate

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -102,7 +103,9 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		QuorumLost: resp.QuorumLost,
 		Members:    []memberView{},
 	}
-	for _, m := range resp.Members {
+	members := slices.Clone(resp.Members)
+	slices.SortFunc(members, func(a, b *api.Member) int { return strings.Compare(a.Hostname, b.Hostname) })
+	for _, m := range members {
 		v.Members = append(v.Members, memberView{
 			NodeID:   m.NodeId,
 			Hostname: m.Hostname,
