@@ -47,6 +47,8 @@ type Node struct {
 	state  atomic.Int32 // api.NodeState
 	mgr    atomic.Pointer[manager.Manager]
 	tls    atomic.Pointer[tls.Config]
+	// clientTLSCache is the config for dialing other nodes (peers.go).
+	clientTLSCache atomic.Pointer[tls.Config]
 	// clusterID is the cluster of this node's certificate ("" before init).
 	clusterID atomic.Value
 
@@ -149,7 +151,7 @@ func (n *Node) startManager() error {
 		Logger:           n.log,
 		SnapshotInterval: n.cfg.SnapshotInterval,
 		TickInterval:     n.cfg.TickInterval,
-		Dial:             n.dialPeer,
+		Dial:             func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) },
 	})
 	if err != nil {
 		return err
@@ -182,6 +184,7 @@ func (n *Node) startManager() error {
 }
 
 func (n *Node) reloadTLS() error {
+	n.clientTLSCache.Store(nil)
 	cfg, err := n.serverTLS()
 	if err != nil {
 		return err

@@ -11,38 +11,67 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 )
 
-// clientTLS returns the mutual-TLS config this node dials other nodes with.
+// clientTLS returns the mutual-TLS config this node dials other nodes
+// with, read from the node files once per identity (reloadTLS drops it):
+// dials happen on the raft Ready loop's path.
 func (n *Node) clientTLS() (*tls.Config, error) {
+	if cfg := n.clientTLSCache.Load(); cfg != nil {
+		return cfg, nil
+	}
 	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(n.cfg.nodeDir())
 	if err != nil {
 		return nil, fmt.Errorf("node certificate: %w", err)
 	}
-	return ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
+	cfg, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	n.clientTLSCache.Store(cfg)
+	return cfg, nil
 }
 
 // dialPeer opens a lazy mTLS connection to another node.
-func (n *Node) dialPeer(addr string) (*grpc.ClientConn, error) {
+func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	cfg, err := n.clientTLS()
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(addr,
+	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
 		// Managers come and go (restarts, a joiner still presenting its
 		// pre-join certificate): retry within a second or two, not gRPC's
 		// default of up to two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: 5 * time.Second}))
+		}, MinConnectTimeout: 5 * time.Second})}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return conn, nil
+}
+
+// dialLeader opens a connection for forwarding calls to the leader. A
+// leader that cannot be reached is, to the caller, no leader: its
+// Unavailable errors become the retryable no_leader, so the CLI waits for
+// the election instead of giving up.
+func (n *Node) dialLeader(addr string) (*grpc.ClientConn, error) {
+	return n.dialPeer(addr, grpc.WithChainUnaryInterceptor(unreachableLeaderIsNoLeader(addr)))
+}
+
+func unreachableLeaderIsNoLeader(addr string) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.Unavailable && reason.Of(err) == "" {
+			return reason.Error(codes.Unavailable, reason.NoLeader, "the leader at %s is unreachable: %s", addr, status.Convert(err).Message())
+		}
+		return err
+	}
 }
 
 // leaderConns keeps one connection per manager address for forwarding
@@ -105,7 +134,7 @@ func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	if !ok {
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the leader's address is not known here yet")
 	}
-	conn, err := l.n.leaderConns.get(addr, l.n.dialPeer)
+	conn, err := l.n.leaderConns.get(addr, l.n.dialLeader)
 	if err != nil {
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "connect to the leader at %s: %v", addr, err)
 	}

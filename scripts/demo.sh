@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job, end to end on one machine: build jaco, start a daemon in a
-# temporary data dir, make it a single-manager cluster, show its status,
-# kill it hard, restart it, and show that the cluster came back whole.
-# Pass --keep to leave the daemon running and the data dir in place.
+# The main job, end to end on one machine: build jaco, start three daemons
+# on loopback, make the first the first manager of a new cluster, join the
+# other two with single-use tokens, watch them become voters, SIGKILL the
+# leader, write through a survivor, and bring the old leader back.
+# Pass --keep to leave the daemons running and their data dirs in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -16,63 +17,89 @@ log "building jacod and jaco"
 mkdir -p bin
 go build -o bin/ ./cmd/jacod ./cmd/jaco
 
-# jaco's port is 7000; take the first free one from there, since another
-# program on this machine may hold it. It stays fixed across the restart,
-# as the cluster records the address it advertises.
+# jaco's port is 7000; take free ones from there, since another program on
+# this machine may hold it. Each stays fixed across restarts: the cluster
+# records the address a manager advertises.
+ports=()
 port=7000
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+while ((${#ports[@]} < 3)); do
+	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || ports+=("$port")
+	port=$((port + 1))
+done
 
-data=$(mktemp -d /tmp/jaco-demo.XXXXXX)
-export JACO_DATA_DIR=$data
-jaco() { ./bin/jaco "$@"; }
-pid=
+base=$(mktemp -d /tmp/jaco-demo.XXXXXX)
+pids=()
 cleanup() {
 	if [[ -n $keep ]]; then
-		log "left running: jacod pid $pid, data dir $data (JACO_DATA_DIR=$data ./bin/jaco cluster status)"
+		log "left running: pids ${pids[*]}; data dirs $base/m1..m3 (JACO_DATA_DIR=$base/m1 ./bin/jaco cluster status)"
 		return
 	fi
-	[[ -n $pid ]] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$data"
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$base"
 }
 trap cleanup EXIT
 
+jaco() { local i=$1; shift; ./bin/jaco --data-dir "$base/m$i" "$@"; }
+run() { local i=$1; shift; printf '\n[m%s]$ jaco %s\n' "$i" "$*"; jaco "$i" "$@"; }
+
 start() {
-	./bin/jacod --listen-addr "127.0.0.1:$port" --node-name demo-manager >>"$data/jacod.log" 2>&1 &
-	pid=$!
+	local i=$1
+	mkdir -p "$base/m$i"
+	./bin/jacod --data-dir "$base/m$i" --listen-addr "127.0.0.1:${ports[i-1]}" --node-name "m$i" >>"$base/m$i.log" 2>&1 &
+	pids[i-1]=$!
 	for _ in $(seq 100); do
-		jaco --timeout 1s cluster status >/dev/null 2>&1 && return 0
+		jaco "$i" --timeout 1s cluster status >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
-	log "jacod did not come up; its log:"; cat "$data/jacod.log"; return 1
+	log "jacod m$i did not come up; its log:"; cat "$base/m$i.log"; return 1
 }
 
-run() { printf '\n$ %s\n' "$*"; "$@"; }
+# wait_for N SECONDS CMD...: run CMD every 0.2 s until it succeeds.
+wait_for() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
+		sleep 0.2
+	done
+}
+voters() { [[ $(jaco "$1" cluster status --format json | grep -c '"suffrage": "VOTER"') == "$2" ]]; }
+# leader_name I: the hostname of the leader as manager I sees it.
+leader_name() {
+	jaco "$1" cluster status --format json | tr -d ' \n' |
+		grep -o '"hostname":"[^"]*","address":"[^"]*","raft_id":"[^"]*","status":"[A-Z]*","suffrage":"[A-Z]*","leader":true' |
+		sed 's/"hostname":"\([^"]*\)".*/\1/'
+}
+# led_by_other I NAME: manager I sees a leader, and it is not NAME.
+led_by_other() { local l; l=$(leader_name "$1"); [[ -n $l && $l != "$2" ]]; }
 
-log "starting jacod (data dir $data)"
-start
-run jaco cluster status
-token=$(jaco cluster init --quiet)
-printf '\n$ jaco cluster init --quiet\n%s\n' "$token"
-run jaco cluster status
-run jaco node ls
-printf '\n$ JACO_TOKEN=... jaco --server 127.0.0.1:%s node ls\n' "$port"
-JACO_TOKEN=$token jaco --server "127.0.0.1:$port" node ls
-
-before=$(jaco cluster status --format json)
-log "killing jacod with SIGKILL and starting it again on the same data dir"
-kill -9 "$pid"; wait "$pid" 2>/dev/null || true
-start
-# The status is served as soon as the daemon is up; wait for its leader.
-for _ in $(seq 100); do
-	after=$(jaco cluster status --format json)
-	grep -q '"leader": true' <<<"$after" && break
-	sleep 0.1
+log "starting three daemons (data under $base)"
+for i in 1 2 3; do start "$i"; done
+run 1 cluster status
+printf '\n[m1]$ jaco cluster init --quiet\n'
+jaco 1 cluster init --quiet
+for i in 2 3; do
+	token=$(jaco 1 node issue-join-token --role manager 2>/dev/null)
+	printf '\n[m1]$ jaco node issue-join-token --role manager\n%s\n' "$token"
+	printf '\n[m%s]$ jaco node join --peer 127.0.0.1:%s --token ...\n' "$i" "${ports[0]}"
+	jaco "$i" node join --peer "127.0.0.1:${ports[0]}" --token "$token"
 done
-run jaco cluster status
-if [[ $before == "$after" ]]; then
-	log "restart kept the cluster: same cluster id, node id, raft member and leader"
-else
-	log "state changed across the restart:"; diff <(echo "$before") <(echo "$after") || true
-	exit 1
-fi
+log "waiting for the voter-set policy to promote the newcomers (3 managers -> 3 voters)"
+wait_for 30 voters 1 3
+run 2 cluster status
+run 3 node ls
+
+old=$(leader_name 1); old=${old#m}
+log "killing the leader, m$old, with SIGKILL"
+kill -9 "${pids[old-1]}"; wait "${pids[old-1]}" 2>/dev/null || true
+survivor=$((old % 3 + 1))
+wait_for 30 led_by_other "$survivor" "m$old"
+run "$survivor" cluster status
+printf '\n[m%s]$ jaco node issue-join-token    # a write, through whichever manager\n' "$survivor"
+jaco "$survivor" node issue-join-token
+
+log "restarting m$old on its data dir: it rejoins as a follower"
+start "$old"
+wait_for 30 led_by_other "$old" ""
+run "$old" cluster status
 log "demo done"
