@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"google.golang.org/grpc"
@@ -66,7 +67,8 @@ func New(opts ...Option) (*Client, error) {
 	case o.socket != "" && o.server != "":
 		return nil, errors.New("choose a socket or a server, not both")
 	case o.socket != "":
-		target = "unix://" + o.socket
+		// As a URL: a path holding '#', '?' or '%' must not be cut short.
+		target = (&url.URL{Scheme: "unix", Path: o.socket}).String()
 		dialOpts = append(dialOpts, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	case o.server != "":
 		if o.token == "" {

@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates
+ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables
 ensure_go
 log "$(go version)"
 exec make test

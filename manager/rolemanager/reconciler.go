@@ -66,6 +66,8 @@ type VoterReconciler struct {
 	// mismatched are the raft ids in only one of raft's configuration and
 	// the member list at the last tick, logged when they first appeared.
 	mismatched map[uint64]bool
+	// active is when the leader last saw each member RecentActive.
+	active map[uint64]time.Time
 }
 
 // NewVoterReconciler returns a reconciler for cfg.Raft.
@@ -154,6 +156,23 @@ func (r *VoterReconciler) Tick(ctx context.Context) (Decision, error) {
 	return d, nil
 }
 
+// activeWindow is how long a member counts as active after the leader last
+// saw it so. raft clears RecentActive every election timeout (CheckQuorum)
+// and sets it again as replies arrive; a reconciler ticking in step with
+// those clears would otherwise find a healthy member inactive tick after
+// tick.
+const activeWindow = 3 * time.Second
+
+// activeRecently records a sighting of id as active and reports whether
+// one falls within activeWindow of now.
+func (r *VoterReconciler) activeRecently(id uint64, activeNow bool, now time.Time) bool {
+	if activeNow {
+		r.active[id] = now
+	}
+	last, ok := r.active[id]
+	return ok && now.Sub(last) <= activeWindow
+}
+
 // members joins raft's configuration with the member list and the
 // first-seen clocks into the policy's view; members first seen now get
 // now.
@@ -174,7 +193,7 @@ func (r *VoterReconciler) members(st raft.Status, now time.Time) []Member {
 			RaftID:        id,
 			NodeID:        nodeIDs[id],
 			Voter:         voter,
-			CaughtUp:      ok && pr.RecentActive && pr.Match >= st.Commit,
+			CaughtUp:      ok && pr.Match >= st.Commit && r.activeRecently(id, pr.RecentActive, now),
 			InConfigSince: since,
 		}
 		if m.NodeID == "" {
@@ -220,4 +239,5 @@ func (r *VoterReconciler) resetClocks(term uint64) {
 	r.term = term
 	r.seen = make(map[uint64]time.Time)
 	r.mismatched = make(map[uint64]bool)
+	r.active = make(map[uint64]time.Time)
 }

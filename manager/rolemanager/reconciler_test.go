@@ -419,3 +419,42 @@ func TestRunRetriesAfterErrors(t *testing.T) {
 	waitFor(t, "three voters", func() bool { return len(f.voterNames()) == 3 })
 	stop()
 }
+
+// TestActiveSightingOutlivesRaftsClear: raft clears RecentActive every
+// election timeout; a member seen active within activeWindow still counts
+// as caught up, one not seen active for longer does not.
+func TestActiveSightingOutlivesRaftsClear(t *testing.T) {
+	f := newFakeRaft("a")
+	b, c := f.join("b"), f.join("c")
+	f.replicate()
+	r, clock, _ := newTestReconciler(f)
+	setActive := func(id uint64, active bool) {
+		f.set(func(f *fakeRaft) {
+			pr := f.progress[id]
+			pr.RecentActive = active
+			f.progress[id] = pr
+		})
+	}
+	if d := tick(t, r, f); d.Action != NoAction {
+		t.Fatalf("first tick: %v, want none (b and c too new)", d)
+	}
+	// Old enough, but not seen active for longer than the window.
+	setActive(b, false)
+	setActive(c, false)
+	clock.Advance(DefaultPromoteAfter + activeWindow + time.Second)
+	if d := tick(t, r, f); d.Action != NoAction {
+		t.Fatalf("members not seen active for %s: %v, want none", activeWindow+time.Second, d)
+	}
+	// Seen active at this tick: promoted.
+	setActive(b, true)
+	setActive(c, true)
+	if d := tick(t, r, f); d.Action != Promote || d.RaftID != b {
+		t.Fatalf("tick with b active: %v, want promote b", d)
+	}
+	// c's flag cleared by raft since, but seen active a second ago.
+	setActive(c, false)
+	clock.Advance(time.Second)
+	if d := tick(t, r, f); d.Action != Promote || d.RaftID != c {
+		t.Fatalf("c seen active 1s ago: %v, want promote c", d)
+	}
+}
