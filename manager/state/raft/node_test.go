@@ -12,83 +12,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
-
-// kvApplier is a minimal state machine: each action creates a Service
-// whose id is the key and whose spec name is the value.
-type kvApplier struct {
-	mu      sync.Mutex
-	kv      map[string]string
-	applied uint64
-}
-
-func newKV() *kvApplier { return &kvApplier{kv: map[string]string{}} }
-
-func (a *kvApplier) Apply(index uint64, req *api.InternalRaftRequest) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, act := range req.Actions {
-		s := act.GetService()
-		if s == nil {
-			return errors.New("not a service")
-		}
-		if s.Spec.Name == "reject" {
-			return errors.New("rejected by the store")
-		}
-	}
-	for _, act := range req.Actions {
-		a.kv[act.GetService().Id] = act.GetService().Spec.Name
-	}
-	a.applied = index
-	return nil
-}
-
-func (a *kvApplier) Save() *api.StoreSnapshot {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	snap := &api.StoreSnapshot{}
-	for k, v := range a.kv {
-		snap.Services = append(snap.Services, &api.Service{Id: k, Spec: &api.ServiceSpec{Name: v}})
-	}
-	return snap
-}
-
-func (a *kvApplier) Restore(snap *api.StoreSnapshot, index uint64) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.kv = map[string]string{}
-	for _, s := range snap.Services {
-		a.kv[s.Id] = s.Spec.Name
-	}
-	a.applied = index
-	return nil
-}
-
-func (a *kvApplier) get(k string) (string, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	v, ok := a.kv[k]
-	return v, ok
-}
-
-func (a *kvApplier) len() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.kv)
-}
-
-func put(k, v string) []*api.StoreAction {
-	return []*api.StoreAction{{
-		Kind:   api.StoreAction_KIND_CREATE,
-		Target: &api.StoreAction_Service{Service: &api.Service{Id: k, Spec: &api.ServiceSpec{Name: v}}},
-	}}
-}
 
 type harness struct {
 	t      *testing.T
@@ -113,14 +43,14 @@ func newHarness(t *testing.T) *harness {
 	}
 	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "raft"), sealer: sealer,
 		self: &api.RaftMember{RaftId: id, NodeId: "node-a", Address: "127.0.0.1:7000"}}
-	if err := Bootstrap(h.dir, sealer, "cluster-1", h.self, &api.InternalRaftRequest{Actions: put("init", "cluster-init")}); err != nil {
+	if err := Bootstrap(h.dir, sealer, "cluster-1", h.self, &api.InternalRaftRequest{Actions: rafttest.Put("init", "cluster-init")}); err != nil {
 		t.Fatal(err)
 	}
 	return h
 }
 
 // start opens and starts a member on the harness dir and waits until it leads.
-func (h *harness) start(kv *kvApplier, snapshotInterval uint64) *Node {
+func (h *harness) start(kv *rafttest.KV, snapshotInterval uint64) *Node {
 	h.t.Helper()
 	n, err := New(Config{
 		StateDir:                   h.dir,
@@ -152,7 +82,7 @@ func propose(t *testing.T, n *Node, k, v string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := n.Propose(ctx, put(k, v)); err != nil {
+	if err := n.Propose(ctx, rafttest.Put(k, v)); err != nil {
 		t.Fatalf("propose %s: %v", k, err)
 	}
 }
@@ -169,9 +99,9 @@ func barrier(t *testing.T, n *Node) {
 
 func TestBootstrapElectsAndAppliesInit(t *testing.T) {
 	h := newHarness(t)
-	kv := newKV()
+	kv := rafttest.NewKV()
 	n := h.start(kv, 0)
-	if v, ok := kv.get("init"); !ok || v != "cluster-init" {
+	if v, ok := kv.Get("init"); !ok || v != "cluster-init" {
 		t.Fatalf("init entry not applied: %q %v", v, ok)
 	}
 	if !n.IsVoter(h.self.RaftId) {
@@ -187,24 +117,24 @@ func TestBootstrapElectsAndAppliesInit(t *testing.T) {
 
 func TestProposeReturnsStoreVerdict(t *testing.T) {
 	h := newHarness(t)
-	kv := newKV()
+	kv := rafttest.NewKV()
 	n := h.start(kv, 0)
 	propose(t, n, "a", "1")
-	if v, _ := kv.get("a"); v != "1" {
+	if v, _ := kv.Get("a"); v != "1" {
 		t.Fatalf("a = %q after Propose returned", v)
 	}
-	err := n.Propose(context.Background(), put("b", "reject"))
+	err := n.Propose(context.Background(), rafttest.Put("b", rafttest.Rejected))
 	if err == nil || !strings.Contains(err.Error(), "rejected") {
 		t.Fatalf("Propose of a rejected batch: err = %v", err)
 	}
-	if _, ok := kv.get("b"); ok {
+	if _, ok := kv.Get("b"); ok {
 		t.Fatal("rejected batch was applied")
 	}
 }
 
 func TestRestartRebuildsFromSnapshotAndWAL(t *testing.T) {
 	h := newHarness(t)
-	kv := newKV()
+	kv := rafttest.NewKV()
 	n := h.start(kv, 5)
 	for i := range 23 {
 		propose(t, n, fmt.Sprintf("k%02d", i), fmt.Sprint(i))
@@ -216,13 +146,13 @@ func TestRestartRebuildsFromSnapshotAndWAL(t *testing.T) {
 	if len(snaps) != 1 {
 		t.Fatalf("snapshot files = %v, want exactly the newest one", snaps)
 	}
-	kv2 := newKV()
+	kv2 := rafttest.NewKV()
 	h.start(kv2, 5)
-	if kv2.len() != 24 {
-		t.Fatalf("restarted store has %d keys, want 24", kv2.len())
+	if kv2.Len() != 24 {
+		t.Fatalf("restarted store has %d keys, want 24", kv2.Len())
 	}
 	for i := range 23 {
-		if v, _ := kv2.get(fmt.Sprintf("k%02d", i)); v != fmt.Sprint(i) {
+		if v, _ := kv2.Get(fmt.Sprintf("k%02d", i)); v != fmt.Sprint(i) {
 			t.Fatalf("k%02d = %q after restart", i, v)
 		}
 	}
@@ -230,7 +160,7 @@ func TestRestartRebuildsFromSnapshotAndWAL(t *testing.T) {
 
 func TestNothingInClearOnDisk(t *testing.T) {
 	h := newHarness(t)
-	kv := newKV()
+	kv := rafttest.NewKV()
 	n := h.start(kv, 4)
 	secret := "s3cr3t-marker-7f1c2b"
 	for i := range 10 {
@@ -263,9 +193,9 @@ func TestNothingInClearOnDisk(t *testing.T) {
 		t.Fatalf("walked %d files; expected wal and snap files", files)
 	}
 	// And the sealed state opens again with the key.
-	kv2 := newKV()
+	kv2 := rafttest.NewKV()
 	h.start(kv2, 4)
-	if v, _ := kv2.get("secret-9"); v != secret {
+	if v, _ := kv2.Get("secret-9"); v != secret {
 		t.Fatalf("secret-9 = %q after restart", v)
 	}
 }
@@ -306,7 +236,7 @@ func walFrames(t *testing.T, b []byte) [][2]int {
 // its last WAL segment: path, bytes and records.
 func writeAndStop(t *testing.T, h *harness, count int) (string, []byte, [][2]int) {
 	t.Helper()
-	n := h.start(newKV(), 0)
+	n := h.start(rafttest.NewKV(), 0)
 	for i := range count {
 		propose(t, n, fmt.Sprintf("k%d", i), "v")
 	}
@@ -328,11 +258,11 @@ func TestTornTailIsRepaired(t *testing.T) {
 	if err := os.Truncate(path, int64(recs[len(recs)-1][1]-3)); err != nil {
 		t.Fatal(err)
 	}
-	kv2 := newKV()
+	kv2 := rafttest.NewKV()
 	n2 := h.start(kv2, 0)
 	barrier(t, n2)
 	for i := range 5 {
-		if _, ok := kv2.get(fmt.Sprintf("k%d", i)); !ok {
+		if _, ok := kv2.Get(fmt.Sprintf("k%d", i)); !ok {
 			t.Fatalf("acknowledged write k%d lost after torn-tail repair", i)
 		}
 	}
@@ -350,7 +280,7 @@ func TestCorruptionInTheMiddleStopsWithFileName(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: newKV(), Logger: slog.New(slog.DiscardHandler)})
+	_, err := New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: rafttest.NewKV(), Logger: slog.New(slog.DiscardHandler)})
 	if err == nil {
 		t.Fatal("opened a wal corrupted in the middle")
 	}
@@ -361,11 +291,11 @@ func TestCorruptionInTheMiddleStopsWithFileName(t *testing.T) {
 
 func TestProposeOnStoppedNode(t *testing.T) {
 	h := newHarness(t)
-	n := h.start(newKV(), 0)
+	n := h.start(rafttest.NewKV(), 0)
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Propose(context.Background(), put("x", "y")); !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrStopped) {
+	if err := n.Propose(context.Background(), rafttest.Put("x", "y")); !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrStopped) {
 		t.Fatalf("Propose after Stop: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
 
 // sentMessages is a Transport that records what the member sends.
@@ -57,7 +58,7 @@ func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
 	n, err := New(Config{
 		StateDir:     h.dir,
 		Sealer:       h.sealer,
-		Applier:      newKV(),
+		Applier:      rafttest.NewKV(),
 		Transport:    sent,
 		Logger:       slog.New(slog.DiscardHandler),
 		TickInterval: 10 * time.Millisecond,

@@ -8,7 +8,6 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,49 +19,8 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
 	jraft "github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
-
-// kvStore is a minimal replicated state machine: each action creates a
-// Service whose id is the key and whose spec name is the value.
-type kvStore struct {
-	mu sync.Mutex
-	kv map[string]string
-}
-
-func (s *kvStore) Apply(_ uint64, req *api.InternalRaftRequest) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, a := range req.Actions {
-		s.kv[a.GetService().Id] = a.GetService().Spec.Name
-	}
-	return nil
-}
-
-func (s *kvStore) Save() *api.StoreSnapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	snap := &api.StoreSnapshot{}
-	for k, v := range s.kv {
-		snap.Services = append(snap.Services, &api.Service{Id: k, Spec: &api.ServiceSpec{Name: v}})
-	}
-	return snap
-}
-
-func (s *kvStore) Restore(snap *api.StoreSnapshot, _ uint64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.kv = map[string]string{}
-	for _, svc := range snap.Services {
-		s.kv[svc.Id] = svc.Spec.Name
-	}
-	return nil
-}
-
-func (s *kvStore) has(k, v string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.kv[k] == v
-}
 
 // nodeRef lets the transport report to a node created after it.
 type nodeRef struct{ n *jraft.Node }
@@ -78,7 +36,7 @@ type member struct {
 	self     *api.RaftMember
 	dir      string
 	lis      net.Listener
-	kv       *kvStore
+	kv       *rafttest.KV
 	node     *jraft.Node
 	tr       *Transport
 	streams  atomic.Int32 // StreamRaftMessage calls served
@@ -99,7 +57,7 @@ func newMember(t *testing.T, name string) *member {
 		self: &api.RaftMember{RaftId: id, NodeId: name, Address: lis.Addr().String()},
 		dir:  filepath.Join(t.TempDir(), name),
 		lis:  lis,
-		kv:   &kvStore{kv: map[string]string{}},
+		kv:   rafttest.NewKV(),
 	}
 }
 
@@ -172,7 +130,8 @@ func writeOnLeader(t *testing.T, members []*member, key, value string) {
 func waitApplied(t *testing.T, m *member, key, value string) {
 	t.Helper()
 	waitFor(t, fmt.Sprintf("%s to apply %s", m.self.NodeId, key), func() (bool, string) {
-		return m.kv.has(key, value), "not applied"
+		v, ok := m.kv.Get(key)
+		return ok && v == value, "not applied"
 	})
 }
 
