@@ -541,8 +541,9 @@ func (x *WALMetadata) GetJoinPeers() []*RaftMember {
 
 type ProcessRaftMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// message is a raftpb.Message in its gogo encoding.
-	Message       []byte `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// messages are raftpb.Messages in their gogo encoding, stepped in order:
+	// what queued up for one peer travels in one call.
+	Messages      [][]byte `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -577,9 +578,9 @@ func (*ProcessRaftMessageRequest) Descriptor() ([]byte, []int) {
 	return file_api_raft_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ProcessRaftMessageRequest) GetMessage() []byte {
+func (x *ProcessRaftMessageRequest) GetMessages() [][]byte {
 	if x != nil {
-		return x.Message
+		return x.Messages
 	}
 	return nil
 }
@@ -1001,9 +1002,9 @@ const file_api_raft_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x03 \x01(\tR\tclusterId\x123\n" +
 	"\n" +
-	"join_peers\x18\x04 \x03(\v2\x14.jaco.api.RaftMemberR\tjoinPeers\"5\n" +
-	"\x19ProcessRaftMessageRequest\x12\x18\n" +
-	"\amessage\x18\x01 \x01(\fR\amessage\"\x1c\n" +
+	"join_peers\x18\x04 \x03(\v2\x14.jaco.api.RaftMemberR\tjoinPeers\"7\n" +
+	"\x19ProcessRaftMessageRequest\x12\x1a\n" +
+	"\bmessages\x18\x01 \x03(\fR\bmessages\"\x1c\n" +
 	"\x1aProcessRaftMessageResponse\"0\n" +
 	"\x18StreamRaftMessageRequest\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"\x1b\n" +

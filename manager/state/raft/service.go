@@ -23,8 +23,10 @@ func NewService(n *Node) *Service { return &Service{node: n} }
 
 // ProcessRaftMessage steps one raft message (raftpb encoding) into the member.
 func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
-	if err := s.stepEncoded(ctx, req.Message); err != nil {
-		return nil, err
+	for _, m := range req.Messages {
+		if err := s.stepEncoded(ctx, m); err != nil {
+			return nil, err
+		}
 	}
 	return &api.ProcessRaftMessageResponse{}, nil
 }

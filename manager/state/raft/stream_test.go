@@ -171,7 +171,7 @@ func TestStreamRaftMessageErrors(t *testing.T) {
 			if tc.name == "too large" {
 				return
 			}
-			_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Message: tc.msg})
+			_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: [][]byte{tc.msg}})
 			if status.Code(err) != tc.code || reason.Of(err) != tc.reason {
 				t.Fatalf("unary err = %v (reason %q), want %v with reason %q", err, reason.Of(err), tc.code, tc.reason)
 			}

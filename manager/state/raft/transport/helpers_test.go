@@ -68,7 +68,12 @@ func (s *fakeServer) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaf
 	if err := s.hold(ctx); err != nil {
 		return nil, err
 	}
-	return &api.ProcessRaftMessageResponse{}, s.record(req.Message, false)
+	for _, m := range req.Messages {
+		if err := s.record(m, false); err != nil {
+			return nil, err
+		}
+	}
+	return &api.ProcessRaftMessageResponse{}, nil
 }
 
 func (s *fakeServer) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServer) error {

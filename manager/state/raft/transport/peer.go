@@ -36,6 +36,9 @@ type peer struct {
 	// unreachable is owned by run; it turns per-message failures into one
 	// log line per outage.
 	unreachable bool
+	// held is a message gather took from the queue that could not join the
+	// batch it was building; it leads the next one. Owned by run.
+	held *raftpb.Message
 }
 
 func newPeer(t *Transport, id uint64, addr string, conn *grpc.ClientConn) *peer {
@@ -108,26 +111,76 @@ func (p *peer) stop() {
 func (p *peer) run() {
 	defer close(p.done)
 	for {
-		select {
-		case <-p.ctx.Done():
-			return
-		case m := <-p.queue:
-			if p.t.removed.Load() {
-				continue // refused as removed: nothing more goes out
+		var m raftpb.Message
+		if p.held != nil {
+			m, p.held = *p.held, nil
+		} else {
+			select {
+			case <-p.ctx.Done():
+				return
+			case m = <-p.queue:
 			}
-			p.deliver(m)
+		}
+		if p.t.removed.Load() {
+			continue // refused as removed: nothing more goes out
+		}
+		if b := p.gather(m); len(b.msgs) > 0 {
+			p.deliver(b)
 		}
 	}
 }
 
-// deliver sends m and reports the outcome to raft.
-func (p *peer) deliver(m raftpb.Message) {
-	err := p.send(m)
+// batch is messages for one call, in queue order, with their encodings.
+type batch struct {
+	msgs    []raftpb.Message
+	encoded [][]byte
+	size    int
+}
+
+// gather builds the batch led by first: it adds whatever is already queued
+// behind it while the encodings fit in one call. One call per message
+// would cap a peer at one round trip per message; raft's messages to a
+// follower pile up faster than that under load. A message too large for a
+// call travels alone, streamed.
+func (p *peer) gather(first raftpb.Message) batch {
+	var b batch
+	// add reports whether more may follow m into the batch.
+	add := func(m raftpb.Message) bool {
+		enc, err := m.Marshal()
+		if err != nil {
+			// Raft's own messages always encode; should one not, it is
+			// lost like a dropped packet, and raft resends.
+			p.log.Error("encode raft message", "type", m.Type.String(), "err", err)
+			return true
+		}
+		if len(b.msgs) > 0 && (b.size+len(enc) > p.t.cfg.MaxUnarySize || len(enc) > p.t.cfg.MaxUnarySize) {
+			p.held = &m
+			return false
+		}
+		b.msgs, b.encoded, b.size = append(b.msgs, m), append(b.encoded, enc), b.size+len(enc)
+		return b.size <= p.t.cfg.MaxUnarySize
+	}
+	for more := add(first); more; {
+		select {
+		case m := <-p.queue:
+			more = add(m)
+		default:
+			return b
+		}
+	}
+	return b
+}
+
+// deliver sends b and reports the outcome to raft.
+func (p *peer) deliver(b batch) {
+	err := p.send(b)
 	switch {
 	case err == nil:
-		if m.Type == raftpb.MsgSnap {
-			p.t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFinish)
-			p.log.Info("raft snapshot sent", "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
+		for _, m := range b.msgs {
+			if m.Type == raftpb.MsgSnap {
+				p.t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFinish)
+				p.log.Info("raft snapshot sent", "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
+			}
 		}
 		if p.unreachable {
 			p.unreachable = false
@@ -138,16 +191,18 @@ func (p *peer) deliver(m raftpb.Message) {
 	case reason.Of(err) == reason.NodeRemoved:
 		p.t.memberRemoved(p.id)
 	default:
-		p.t.reportFailure(m)
-		if m.Type == raftpb.MsgSnap {
-			p.log.Warn("raft snapshot not delivered", "index", m.Snapshot.Metadata.Index, "err", err)
+		for _, m := range b.msgs {
+			p.t.reportFailure(m)
+			if m.Type == raftpb.MsgSnap {
+				p.log.Warn("raft snapshot not delivered", "index", m.Snapshot.Metadata.Index, "err", err)
+			}
 		}
 		dropped := p.dropQueued()
 		if !p.unreachable {
 			p.unreachable = true
 			p.log.Warn("raft peer unreachable", "address", p.address(), "err", err)
 		} else {
-			p.log.Debug("raft message not delivered", "type", m.Type.String(), "dropped_queued", dropped, "err", err)
+			p.log.Debug("raft messages not delivered", "count", len(b.msgs), "dropped_queued", dropped, "err", err)
 		}
 	}
 }
@@ -172,24 +227,21 @@ func (p *peer) dropQueued() int {
 	return n
 }
 
-// send delivers m in one call, or streamed when its encoding is large.
-func (p *peer) send(m raftpb.Message) error {
-	b, err := m.Marshal()
-	if err != nil {
-		return fmt.Errorf("encode raft %s for %s: %w", m.Type, hexID(m.To), err)
-	}
+// send delivers b in one call, or streamed when it is one large message.
+func (p *peer) send(b batch) error {
 	client := api.NewRaftServiceClient(p.connection())
 	cfg := &p.t.cfg
-	if len(b) > cfg.MaxUnarySize {
-		if err := sendStream(p.ctx, client, b, cfg.ChunkSize, cfg.SendTimeout); err != nil {
-			return fmt.Errorf("stream raft %s (%d bytes) to %s: %w", m.Type, len(b), hexID(m.To), err)
+	first := b.msgs[0]
+	if b.size > cfg.MaxUnarySize {
+		if err := sendStream(p.ctx, client, b.encoded[0], cfg.ChunkSize, cfg.SendTimeout); err != nil {
+			return fmt.Errorf("stream raft %s (%d bytes) to %s: %w", first.Type, b.size, hexID(first.To), err)
 		}
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, cfg.SendTimeout)
 	defer cancel()
-	if _, err := client.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Message: b}); err != nil {
-		return fmt.Errorf("send raft %s to %s: %w", m.Type, hexID(m.To), err)
+	if _, err := client.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: b.encoded}); err != nil {
+		return fmt.Errorf("send %d raft messages (first %s) to %s: %w", len(b.msgs), first.Type, hexID(first.To), err)
 	}
 	return nil
 }

@@ -215,3 +215,38 @@ func TestRemovePeerAndStopLeaveNoGoroutines(t *testing.T) {
 	tr.Stop()
 	waitGoroutines(t, "every goroutine to end after Stop", base)
 }
+
+// TestQueuedMessagesShareACall: what queues up behind a call in flight goes
+// out in few calls, in order, instead of one round trip per message.
+func TestQueuedMessagesShareACall(t *testing.T) {
+	s := &fakeServer{block: make(chan struct{})}
+	addr, _ := serve(t, "127.0.0.1:0", s)
+	tr, _ := newTransport(t, Config{})
+	mustAdd(t, tr, 2, addr)
+
+	const total = 500
+	tr.Send([]raftpb.Message{app(2, 0)})
+	waitFor(t, "the first call to be in flight", func() (bool, string) {
+		attempts, _, _ := s.counts()
+		return attempts == 1, fmt.Sprintf("%d calls", attempts)
+	})
+	for i := 1; i < total; i++ {
+		tr.Send([]raftpb.Message{app(2, uint64(i))})
+	}
+	s.mu.Lock()
+	close(s.block)
+	s.block = nil
+	s.mu.Unlock()
+	waitFor(t, "all messages", func() (bool, string) {
+		n := len(s.received())
+		return n == total, fmt.Sprintf("%d of %d", n, total)
+	})
+	for i, idx := range indexes(s.received()) {
+		if idx != uint64(i) {
+			t.Fatalf("message %d has index %d: out of order", i, idx)
+		}
+	}
+	if attempts, _, _ := s.counts(); attempts > 10 {
+		t.Fatalf("%d calls for %d messages queued behind one call; want them batched", attempts, total)
+	}
+}
