@@ -18,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/raft/transport"
@@ -96,10 +97,15 @@ func Open(cfg Config) (*Manager, error) {
 	voters := rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: cfg.Logger.With("component", "voter-reconciler")})
 	m.Raft, m.Voters, m.transport = n, voters, tr
 	m.leader = &leaderRunner{
-		m:          m,
-		subsystems: []subsystem{{name: "voter-reconciler", run: voters.Run}},
-		stop:       make(chan struct{}),
-		done:       make(chan struct{}),
+		m: m,
+		subsystems: []subsystem{
+			{name: "voter-reconciler", run: voters.Run},
+			{name: "join-token-sweeper", run: func(ctx context.Context) {
+				jointoken.RunSweeper(ctx, st, time.Minute, cfg.Logger.With("component", "join-token-sweeper"))
+			}},
+		},
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
 	}
 	go m.leader.loop()
 	go func() {

@@ -153,3 +153,29 @@ func TestIssueRefusesBadInput(t *testing.T) {
 		}
 	})
 }
+
+func TestSweepDeletesOnlySpentTokens(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	fresh, _, _ := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, 48*time.Hour, t0)
+	used, _, _ := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, 48*time.Hour, t0)
+	if _, err := Redeem(ctx, st, used, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Minute, t0); err != nil {
+		t.Fatal(err)
+	}
+	// Within the grace period nothing goes: a refused joiner can still be
+	// told why.
+	if n, err := Sweep(ctx, st, t0.Add(30*time.Minute), time.Hour); err != nil || n != 0 {
+		t.Fatalf("Sweep within grace = %d, %v; want 0", n, err)
+	}
+	// Past it, the used and the expired token go; the fresh one stays and
+	// still works.
+	if n, err := Sweep(ctx, st, t0.Add(2*time.Hour), time.Hour); err != nil || n != 2 {
+		t.Fatalf("Sweep past grace = %d, %v; want 2", n, err)
+	}
+	if _, err := Redeem(ctx, st, fresh, t0.Add(2*time.Hour)); err != nil {
+		t.Fatalf("fresh token after sweep: %v", err)
+	}
+}

@@ -1,0 +1,74 @@
+package jointoken
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// SweepGrace is how long a used or expired token is kept before the sweep
+// deletes it: long enough for an operator to see why a join was refused.
+const SweepGrace = time.Hour
+
+// maxSweep bounds one sweep's write, so a backlog becomes several modest
+// raft entries rather than one huge one.
+const maxSweep = 1000
+
+// Sweep deletes tokens consumed or expired more than grace before now, up
+// to maxSweep of them in one write. Without it every token ever issued would stay in the store,
+// and Redeem, which compares against each one, would slow with them.
+func Sweep(ctx context.Context, st *store.Store, now time.Time, grace time.Duration) (int, error) {
+	var n int
+	err := st.Update(ctx, func(tx *store.Tx) error {
+		n = 0
+		for _, jt := range tx.ListJoinTokens() {
+			if n == maxSweep {
+				break
+			}
+			if !spent(jt, now, grace) {
+				continue
+			}
+			if err := tx.Delete(jt); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweep join tokens: %w", err)
+	}
+	return n, nil
+}
+
+func spent(jt *api.JoinToken, now time.Time, grace time.Duration) bool {
+	if jt.ConsumedAt != nil && now.Sub(jt.ConsumedAt.AsTime()) > grace {
+		return true
+	}
+	return now.Sub(jt.ExpiresAt.AsTime()) > grace
+}
+
+// RunSweeper sweeps every interval until ctx ends; the manager runs it as
+// a leader subsystem.
+func RunSweeper(ctx context.Context, st *store.Store, interval time.Duration, log *slog.Logger) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		n, err := Sweep(ctx, st, time.Now(), SweepGrace)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("sweep join tokens", "err", err)
+		case n > 0:
+			log.Info("swept spent join tokens", "count", n)
+		}
+	}
+}
