@@ -59,14 +59,16 @@ func (r *leaderRunner) startAll() {
 		return
 	}
 	r.cancel = cancel
+	names := make([]string, 0, len(r.subsystems))
 	for _, s := range r.subsystems {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
 			s.run(ctx)
 		}()
+		names = append(names, s.name)
 	}
-	r.m.log.Info("leader subsystems started", "count", len(r.subsystems))
+	r.m.log.Info("leader subsystems started", "subsystems", names)
 }
 
 func (r *leaderRunner) stopAll() {
