@@ -48,7 +48,7 @@ func BenchmarkCommittedWrites(b *testing.B) {
 }
 
 func benchCommittedWrites(b *testing.B, writers int) {
-	m, sealer, dir := openBenchManager(b)
+	m, sealer, dir := openTestManager(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -163,11 +163,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// openBenchManager bootstraps a one-member cluster in a fresh temporary
+// openTestManager bootstraps a one-member cluster in a fresh temporary
 // directory, opens it and waits until it leads. Cleanup stops it before the
 // directory is removed. It returns the sealer and the temporary directory
 // too.
-func openBenchManager(b *testing.B) (*Manager, *encryption.Sealer, string) {
+func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	b.Helper()
 	key, err := encryption.NewKey()
 	if err != nil {
