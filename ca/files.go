@@ -2,6 +2,7 @@ package ca
 
 import (
 	"fmt"
+	"github.com/jaco-project/jaco/internal/durable"
 	"os"
 	"path/filepath"
 )
@@ -43,7 +44,7 @@ func SaveNodeFiles(dir string, caPEM, certPEM, keyPEM []byte) (err error) {
 		}
 	}()
 	for _, f := range files {
-		tmp, err := writeTemp(dir, f.name, f.data, f.mode)
+		tmp, err := durable.WriteTemp(dir, f.name, f.data, f.mode)
 		if tmp != "" {
 			temps = append(temps, tmp)
 		}
@@ -56,46 +57,10 @@ func SaveNodeFiles(dir string, caPEM, certPEM, keyPEM []byte) (err error) {
 			return fmt.Errorf("save node files: %w", err)
 		}
 	}
-	if err := syncDir(dir); err != nil {
+	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("save node files: %w", err)
 	}
 	return nil
-}
-
-// writeTemp writes data to a new temporary file next to name in dir, with
-// mode, and syncs it. It returns the temporary file's path whenever the file
-// was created, also on error, so the caller can remove it.
-func writeTemp(dir, name string, data []byte, mode os.FileMode) (string, error) {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return tmp, err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return tmp, err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return tmp, err
-	}
-	return tmp, f.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	if err := d.Sync(); err != nil {
-		d.Close()
-		return err
-	}
-	return d.Close()
 }
 
 // LoadNodeFiles reads the files SaveNodeFiles wrote. When any is missing the

@@ -3,37 +3,17 @@ package encryption
 import (
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // WriteKeyFile stores key at path (mode 0600), atomically: a crash leaves
 // either no file or the whole key.
 func WriteKeyFile(path string, key Key) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".dek-*")
-	if err != nil {
-		return fmt.Errorf("create key file in %s: %w", dir, err)
+	if err := durable.WriteFile(path, key[:], 0o600); err != nil {
+		return fmt.Errorf("write key file: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("chmod %s: %w", tmp.Name(), err)
-	}
-	if _, err := tmp.Write(key[:]); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("install key file %s: %w", path, err)
-	}
-	return syncDir(dir)
+	return nil
 }
 
 // ReadKeyFile loads a key written by WriteKeyFile.
@@ -48,16 +28,4 @@ func ReadKeyFile(path string) (Key, error) {
 	}
 	copy(k[:], b)
 	return k, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
 }

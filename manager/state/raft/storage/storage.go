@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"go.uber.org/zap"
 
+	"github.com/jaco-project/jaco/internal/durable"
 	"github.com/jaco-project/jaco/manager/encryption"
 )
 
@@ -88,7 +89,7 @@ func Bootstrap(dir string, sealer *encryption.Sealer, metadata []byte, hs raftpb
 	if err := os.Rename(tmp, walDir(dir)); err != nil {
 		return fmt.Errorf("install wal: %w", err)
 	}
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // Open opens the raft state in dir and reads it back.
@@ -213,18 +214,6 @@ func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
 func (s *Storage) Close() error {
 	if err := s.wal.Close(); err != nil {
 		return fmt.Errorf("close wal %s: %w", s.walDir, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
 	}
 	return nil
 }
