@@ -2,9 +2,10 @@ package ca
 
 import (
 	"fmt"
-	"github.com/jaco-project/jaco/internal/durable"
 	"os"
 	"path/filepath"
+
+	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // Names of the node's files in its directory ($JACO_DATA_DIR/node).

@@ -15,6 +15,24 @@ func (d *daemon) joinToken(role string, extra ...string) string {
 	return strings.TrimSpace(r.stdout)
 }
 
+// splitLeader returns the daemon that leads, as the first of ds sees it,
+// and the others.
+func splitLeader(t *testing.T, ds []*daemon) (leader *daemon, rest []*daemon) {
+	t.Helper()
+	leaderID := ds[0].status().Leader
+	for _, d := range ds {
+		if d.status().NodeID == leaderID {
+			leader = d
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	if leader == nil {
+		t.Fatalf("no daemon has the leader's node id %q", leaderID)
+	}
+	return leader, rest
+}
+
 // voters returns the members d reports as voters and the leader's node id.
 func (d *daemon) voters() (voters []string, leader string, err error) {
 	s, err := d.tryStatus()
@@ -82,19 +100,8 @@ func TestManagersJoinAndSurviveLeaderLoss(t *testing.T) {
 
 	// Kill the leader; the other two elect a new one and take writes again,
 	// through either of them.
-	leaderID := m1.status().Leader
-	var leader *daemon
-	var rest []*daemon
-	for _, d := range all {
-		if d.status().NodeID == leaderID {
-			leader = d
-		} else {
-			rest = append(rest, d)
-		}
-	}
-	if leader == nil {
-		t.Fatalf("no daemon has the leader's node id %s", leaderID)
-	}
+	leader, rest := splitLeader(t, all)
+	leaderID := leader.status().NodeID
 	leader.kill()
 	for _, d := range rest {
 		eventually(t, 20*time.Second, func() error {

@@ -58,16 +58,7 @@ func waitVoters(t *testing.T, d *daemon, members, voters int) {
 func TestRemoveManagers(t *testing.T) {
 	t.Parallel()
 	ds := formManagers(t, 3)
-	leaderID := ds[0].status().Leader
-	var leader *daemon
-	var followers []*daemon
-	for _, d := range ds {
-		if d.status().NodeID == leaderID {
-			leader = d
-		} else {
-			followers = append(followers, d)
-		}
-	}
+	leader, followers := splitLeader(t, ds)
 	gone, stays := followers[0], followers[1]
 
 	// A follower removed through the other follower (forwarded to the
