@@ -91,5 +91,5 @@ bench: ## committed-write benchmark and its fsync reference (docs/bench)
 	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/
 
 .PHONY: demo
-demo: ## the main job: a single-manager cluster, init, status, restart
+demo: ## the main job: a manager and three workers in network namespaces running a web service
 	./scripts/demo.sh

@@ -468,9 +468,12 @@ type ClusterStatusResponse struct {
 	Members      []*Member `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
 	// quorum_lost: this manager has had no leader for longer than the
 	// quorum-loss window; writes through it fail with quorum_lost.
-	QuorumLost    bool `protobuf:"varint,6,opt,name=quorum_lost,json=quorumLost,proto3" json:"quorum_lost,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	QuorumLost bool `protobuf:"varint,6,opt,name=quorum_lost,json=quorumLost,proto3" json:"quorum_lost,omitempty"`
+	// failed_unlock_attempts counts wrong unlock keys given to this node
+	// since it started.
+	FailedUnlockAttempts uint32 `protobuf:"varint,7,opt,name=failed_unlock_attempts,json=failedUnlockAttempts,proto3" json:"failed_unlock_attempts,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -545,6 +548,309 @@ func (x *ClusterStatusResponse) GetQuorumLost() bool {
 	return false
 }
 
+func (x *ClusterStatusResponse) GetFailedUnlockAttempts() uint32 {
+	if x != nil {
+		return x.FailedUnlockAttempts
+	}
+	return 0
+}
+
+type UnlockNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// unlock_key is the cluster unlock key (JACOKEY1-...).
+	UnlockKey     string `protobuf:"bytes,1,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockNodeRequest) Reset() {
+	*x = UnlockNodeRequest{}
+	mi := &file_api_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockNodeRequest) ProtoMessage() {}
+
+func (x *UnlockNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockNodeRequest.ProtoReflect.Descriptor instead.
+func (*UnlockNodeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *UnlockNodeRequest) GetUnlockKey() string {
+	if x != nil {
+		return x.UnlockKey
+	}
+	return ""
+}
+
+type UnlockNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         NodeState              `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.NodeState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnlockNodeResponse) Reset() {
+	*x = UnlockNodeResponse{}
+	mi := &file_api_control_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnlockNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnlockNodeResponse) ProtoMessage() {}
+
+func (x *UnlockNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnlockNodeResponse.ProtoReflect.Descriptor instead.
+func (*UnlockNodeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *UnlockNodeResponse) GetState() NodeState {
+	if x != nil {
+		return x.State
+	}
+	return NodeState_NODE_STATE_UNSPECIFIED
+}
+
+type UpdateClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// autolock, when set, turns autolock on or off. Turning it on creates
+	// the unlock key and rotates every manager's data key.
+	Autolock *bool `protobuf:"varint,1,opt,name=autolock,proto3,oneof" json:"autolock,omitempty"`
+	// rotate_unlock_key replaces the unlock key (autolock must be on).
+	RotateUnlockKey bool `protobuf:"varint,2,opt,name=rotate_unlock_key,json=rotateUnlockKey,proto3" json:"rotate_unlock_key,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdateClusterRequest) Reset() {
+	*x = UpdateClusterRequest{}
+	mi := &file_api_control_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClusterRequest) ProtoMessage() {}
+
+func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
+func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *UpdateClusterRequest) GetAutolock() bool {
+	if x != nil && x.Autolock != nil {
+		return *x.Autolock
+	}
+	return false
+}
+
+func (x *UpdateClusterRequest) GetRotateUnlockKey() bool {
+	if x != nil {
+		return x.RotateUnlockKey
+	}
+	return false
+}
+
+type UpdateClusterResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
+	// unlock_key is set when this call created or replaced the key. It is
+	// shown once here; keep it where operators keep secrets.
+	UnlockKey     string `protobuf:"bytes,2,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClusterResponse) Reset() {
+	*x = UpdateClusterResponse{}
+	mi := &file_api_control_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClusterResponse) ProtoMessage() {}
+
+func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
+func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *UpdateClusterResponse) GetAutolock() bool {
+	if x != nil {
+		return x.Autolock
+	}
+	return false
+}
+
+func (x *UpdateClusterResponse) GetUnlockKey() string {
+	if x != nil {
+		return x.UnlockKey
+	}
+	return ""
+}
+
+type GetUnlockKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUnlockKeyRequest) Reset() {
+	*x = GetUnlockKeyRequest{}
+	mi := &file_api_control_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUnlockKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUnlockKeyRequest) ProtoMessage() {}
+
+func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{11}
+}
+
+type GetUnlockKeyResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Autolock  bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
+	UnlockKey string                 `protobuf:"bytes,2,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
+	// previous_unlock_key opens a manager that was down when the key was
+	// last rotated (once; it then adopts unlock_key).
+	PreviousUnlockKey string `protobuf:"bytes,3,opt,name=previous_unlock_key,json=previousUnlockKey,proto3" json:"previous_unlock_key,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *GetUnlockKeyResponse) Reset() {
+	*x = GetUnlockKeyResponse{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUnlockKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUnlockKeyResponse) ProtoMessage() {}
+
+func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *GetUnlockKeyResponse) GetAutolock() bool {
+	if x != nil {
+		return x.Autolock
+	}
+	return false
+}
+
+func (x *GetUnlockKeyResponse) GetUnlockKey() string {
+	if x != nil {
+		return x.UnlockKey
+	}
+	return ""
+}
+
+func (x *GetUnlockKeyResponse) GetPreviousUnlockKey() string {
+	if x != nil {
+		return x.PreviousUnlockKey
+	}
+	return ""
+}
+
 type ListNodesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -553,7 +859,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -565,7 +871,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -578,7 +884,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{7}
+	return file_api_control_proto_rawDescGZIP(), []int{13}
 }
 
 type ListNodesResponse struct {
@@ -590,7 +896,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +908,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +921,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{8}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -635,7 +941,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +953,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +966,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{9}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -679,7 +985,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +997,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +1010,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{10}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -725,7 +1031,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -737,7 +1043,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +1056,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{11}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -778,7 +1084,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +1096,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +1109,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -823,15 +1129,18 @@ func (x *IssueJoinTokenResponse) GetExpiresAt() *timestamppb.Timestamp {
 type RemoveNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node is a node id or a hostname.
-	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Force         bool   `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	Node string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// force: pinned replicas do not block the removal.
+	Force bool `protobuf:"varint,2,opt,name=force,proto3" json:"force,omitempty"`
+	// drain_timeout bounds each replacement of the drain (default 5 m).
+	DrainTimeout  *durationpb.Duration `protobuf:"bytes,3,opt,name=drain_timeout,json=drainTimeout,proto3" json:"drain_timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -843,7 +1152,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -856,7 +1165,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -873,15 +1182,25 @@ func (x *RemoveNodeRequest) GetForce() bool {
 	return false
 }
 
+func (x *RemoveNodeRequest) GetDrainTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.DrainTimeout
+	}
+	return nil
+}
+
 type RemoveNodeResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// draining: the node hosts replicas and is being drained, then removed
+	// (follow Node.drain); false: it was removed at once.
+	Draining      bool `protobuf:"varint,1,opt,name=draining,proto3" json:"draining,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +1212,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,14 +1225,762 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RemoveNodeResponse) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+type CreateServiceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *ServiceSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateServiceRequest) Reset() {
+	*x = CreateServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateServiceRequest) ProtoMessage() {}
+
+func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
+func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CreateServiceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       *Service               `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateServiceResponse) Reset() {
+	*x = CreateServiceResponse{}
+	mi := &file_api_control_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateServiceResponse) ProtoMessage() {}
+
+func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
+func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CreateServiceResponse) GetService() *Service {
+	if x != nil {
+		return x.Service
+	}
+	return nil
+}
+
+type UpdateServiceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// service is a service id or name.
+	Service string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	// version is the service's meta.version the change is based on; 0 takes
+	// the current one.
+	Version       uint64       `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Spec          *ServiceSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServiceRequest) Reset() {
+	*x = UpdateServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServiceRequest) ProtoMessage() {}
+
+func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
+func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UpdateServiceRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *UpdateServiceRequest) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *UpdateServiceRequest) GetSpec() *ServiceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type UpdateServiceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       *Service               `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateServiceResponse) Reset() {
+	*x = UpdateServiceResponse{}
+	mi := &file_api_control_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateServiceResponse) ProtoMessage() {}
+
+func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
+func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *UpdateServiceResponse) GetService() *Service {
+	if x != nil {
+		return x.Service
+	}
+	return nil
+}
+
+type RemoveServiceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServiceRequest) Reset() {
+	*x = RemoveServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServiceRequest) ProtoMessage() {}
+
+func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
+func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RemoveServiceRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+type RemoveServiceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServiceResponse) Reset() {
+	*x = RemoveServiceResponse{}
+	mi := &file_api_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServiceResponse) ProtoMessage() {}
+
+func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
+func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{26}
+}
+
+type GetServiceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServiceRequest) Reset() {
+	*x = GetServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServiceRequest) ProtoMessage() {}
+
+func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
+func (*GetServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetServiceRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+type GetServiceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       *Service               `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetServiceResponse) Reset() {
+	*x = GetServiceResponse{}
+	mi := &file_api_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetServiceResponse) ProtoMessage() {}
+
+func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
+func (*GetServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetServiceResponse) GetService() *Service {
+	if x != nil {
+		return x.Service
+	}
+	return nil
+}
+
+type ListServicesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServicesRequest) Reset() {
+	*x = ListServicesRequest{}
+	mi := &file_api_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServicesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServicesRequest) ProtoMessage() {}
+
+func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
+func (*ListServicesRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{29}
+}
+
+type ListServicesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Services      []*Service             `protobuf:"bytes,1,rep,name=services,proto3" json:"services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListServicesResponse) Reset() {
+	*x = ListServicesResponse{}
+	mi := &file_api_control_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListServicesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListServicesResponse) ProtoMessage() {}
+
+func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
+func (*ListServicesResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListServicesResponse) GetServices() []*Service {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+type ListTasksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// service and node (id or name) narrow the list when set.
+	Service       string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksRequest) Reset() {
+	*x = ListTasksRequest{}
+	mi := &file_api_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksRequest) ProtoMessage() {}
+
+func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
+func (*ListTasksRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListTasksRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type ListTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTasksResponse) Reset() {
+	*x = ListTasksResponse{}
+	mi := &file_api_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTasksResponse) ProtoMessage() {}
+
+func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
+func (*ListTasksResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ListTasksResponse) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+type UpdateNodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// node is a node id or a hostname.
+	Node         string            `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Availability *NodeAvailability `protobuf:"varint,2,opt,name=availability,proto3,enum=jaco.api.NodeAvailability,oneof" json:"availability,omitempty"`
+	// set_labels are added or replaced; remove_labels removed.
+	SetLabels    map[string]string `protobuf:"bytes,3,rep,name=set_labels,json=setLabels,proto3" json:"set_labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	RemoveLabels []string          `protobuf:"bytes,4,rep,name=remove_labels,json=removeLabels,proto3" json:"remove_labels,omitempty"`
+	// role promotes (manager) or demotes (worker) the node.
+	Role *NodeRole `protobuf:"varint,5,opt,name=role,proto3,enum=jaco.api.NodeRole,oneof" json:"role,omitempty"`
+	// drain_timeout bounds each replacement when availability is drain.
+	DrainTimeout *durationpb.Duration `protobuf:"bytes,6,opt,name=drain_timeout,json=drainTimeout,proto3" json:"drain_timeout,omitempty"`
+	// force: with drain, pinned replicas do not block it.
+	Force         bool `protobuf:"varint,7,opt,name=force,proto3" json:"force,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNodeRequest) Reset() {
+	*x = UpdateNodeRequest{}
+	mi := &file_api_control_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNodeRequest) ProtoMessage() {}
+
+func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
+func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *UpdateNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *UpdateNodeRequest) GetAvailability() NodeAvailability {
+	if x != nil && x.Availability != nil {
+		return *x.Availability
+	}
+	return NodeAvailability_NODE_AVAILABILITY_ACTIVE
+}
+
+func (x *UpdateNodeRequest) GetSetLabels() map[string]string {
+	if x != nil {
+		return x.SetLabels
+	}
+	return nil
+}
+
+func (x *UpdateNodeRequest) GetRemoveLabels() []string {
+	if x != nil {
+		return x.RemoveLabels
+	}
+	return nil
+}
+
+func (x *UpdateNodeRequest) GetRole() NodeRole {
+	if x != nil && x.Role != nil {
+		return *x.Role
+	}
+	return NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+func (x *UpdateNodeRequest) GetDrainTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.DrainTimeout
+	}
+	return nil
+}
+
+func (x *UpdateNodeRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+type UpdateNodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          *Node                  `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateNodeResponse) Reset() {
+	*x = UpdateNodeResponse{}
+	mi := &file_api_control_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateNodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateNodeResponse) ProtoMessage() {}
+
+func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
+func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *UpdateNodeResponse) GetNode() *Node {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+type ServiceLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Follow        bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	Tail          int64                  `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceLogsRequest) Reset() {
+	*x = ServiceLogsRequest{}
+	mi := &file_api_control_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceLogsRequest) ProtoMessage() {}
+
+func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
+func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ServiceLogsRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *ServiceLogsRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *ServiceLogsRequest) GetTail() int64 {
+	if x != nil {
+		return x.Tail
+	}
+	return 0
 }
 
 var File_api_control_proto protoreflect.FileDescriptor
 
 const file_api_control_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\x14\n" +
+	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fapi/agent.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\x14\n" +
 	"\x12InitClusterRequest\"t\n" +
 	"\x13InitClusterResponse\x12\x1d\n" +
 	"\n" +
@@ -935,7 +2002,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xed\x01\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xa3\x02\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -944,7 +2011,27 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0eleader_node_id\x18\x04 \x01(\tR\fleaderNodeId\x12*\n" +
 	"\amembers\x18\x05 \x03(\v2\x10.jaco.api.MemberR\amembers\x12\x1f\n" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
-	"quorumLost\"\x12\n" +
+	"quorumLost\x124\n" +
+	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\"2\n" +
+	"\x11UnlockNodeRequest\x12\x1d\n" +
+	"\n" +
+	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
+	"\x12UnlockNodeResponse\x12)\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"p\n" +
+	"\x14UpdateClusterRequest\x12\x1f\n" +
+	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
+	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKeyB\v\n" +
+	"\t_autolock\"R\n" +
+	"\x15UpdateClusterResponse\x12\x1a\n" +
+	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
+	"\n" +
+	"unlock_key\x18\x02 \x01(\tR\tunlockKey\"\x15\n" +
+	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
+	"\x14GetUnlockKeyResponse\x12\x1a\n" +
+	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
+	"\n" +
+	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x12.\n" +
+	"\x13previous_unlock_key\x18\x03 \x01(\tR\x11previousUnlockKey\"\x12\n" +
 	"\x10ListNodesRequest\"9\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\"$\n" +
@@ -958,11 +2045,58 @@ const file_api_control_proto_rawDesc = "" +
 	"\x16IssueJoinTokenResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x129\n" +
 	"\n" +
-	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"=\n" +
+	"expires_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"}\n" +
 	"\x11RemoveNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x14\n" +
-	"\x05force\x18\x02 \x01(\bR\x05force\"\x14\n" +
-	"\x12RemoveNodeResponse*\x98\x01\n" +
+	"\x05force\x18\x02 \x01(\bR\x05force\x12>\n" +
+	"\rdrain_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\fdrainTimeout\"0\n" +
+	"\x12RemoveNodeResponse\x12\x1a\n" +
+	"\bdraining\x18\x01 \x01(\bR\bdraining\"A\n" +
+	"\x14CreateServiceRequest\x12)\n" +
+	"\x04spec\x18\x01 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\"D\n" +
+	"\x15CreateServiceResponse\x12+\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"u\n" +
+	"\x14UpdateServiceRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12)\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\"D\n" +
+	"\x15UpdateServiceResponse\x12+\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"0\n" +
+	"\x14RemoveServiceRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\"\x17\n" +
+	"\x15RemoveServiceResponse\"-\n" +
+	"\x11GetServiceRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\"A\n" +
+	"\x12GetServiceResponse\x12+\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"\x15\n" +
+	"\x13ListServicesRequest\"E\n" +
+	"\x14ListServicesResponse\x12-\n" +
+	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\"@\n" +
+	"\x10ListTasksRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"9\n" +
+	"\x11ListTasksResponse\x12$\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\"\xb7\x03\n" +
+	"\x11UpdateNodeRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12C\n" +
+	"\favailability\x18\x02 \x01(\x0e2\x1a.jaco.api.NodeAvailabilityH\x00R\favailability\x88\x01\x01\x12I\n" +
+	"\n" +
+	"set_labels\x18\x03 \x03(\v2*.jaco.api.UpdateNodeRequest.SetLabelsEntryR\tsetLabels\x12#\n" +
+	"\rremove_labels\x18\x04 \x03(\tR\fremoveLabels\x12+\n" +
+	"\x04role\x18\x05 \x01(\x0e2\x12.jaco.api.NodeRoleH\x01R\x04role\x88\x01\x01\x12>\n" +
+	"\rdrain_timeout\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\fdrainTimeout\x12\x14\n" +
+	"\x05force\x18\a \x01(\bR\x05force\x1a<\n" +
+	"\x0eSetLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0f\n" +
+	"\r_availabilityB\a\n" +
+	"\x05_role\"8\n" +
+	"\x12UpdateNodeResponse\x12\"\n" +
+	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"Z\n" +
+	"\x12ServiceLogsRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x16\n" +
+	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
+	"\x04tail\x18\x03 \x01(\x03R\x04tail*\x98\x01\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18NODE_STATE_UNINITIALIZED\x10\x01\x12\x15\n" +
@@ -976,13 +2110,27 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0eClusterService\x12C\n" +
 	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\x12C\n" +
 	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\x12I\n" +
-	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2\xc6\x02\n" +
-	"\x0eControlService\x12J\n" +
+	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2R\n" +
+	"\vNodeService\x12C\n" +
+	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse2\xe2\b\n" +
+	"\x0eControlService\x12P\n" +
+	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\x12M\n" +
+	"\fGetUnlockKey\x12\x1d.jaco.api.GetUnlockKeyRequest\x1a\x1e.jaco.api.GetUnlockKeyResponse\x12J\n" +
 	"\tListNodes\x12\x1a.jaco.api.ListNodesRequest\x1a\x1b.jaco.api.ListNodesResponse\"\x04\xd0\xf3\x18\x01\x12D\n" +
 	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
 	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\x12G\n" +
 	"\n" +
-	"RemoveNode\x12\x1b.jaco.api.RemoveNodeRequest\x1a\x1c.jaco.api.RemoveNodeResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"RemoveNode\x12\x1b.jaco.api.RemoveNodeRequest\x1a\x1c.jaco.api.RemoveNodeResponse\x12G\n" +
+	"\n" +
+	"UpdateNode\x12\x1b.jaco.api.UpdateNodeRequest\x1a\x1c.jaco.api.UpdateNodeResponse\x12P\n" +
+	"\rCreateService\x12\x1e.jaco.api.CreateServiceRequest\x1a\x1f.jaco.api.CreateServiceResponse\x12P\n" +
+	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\x12P\n" +
+	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\x12M\n" +
+	"\n" +
+	"GetService\x12\x1b.jaco.api.GetServiceRequest\x1a\x1c.jaco.api.GetServiceResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
+	"\fListServices\x12\x1d.jaco.api.ListServicesRequest\x1a\x1e.jaco.api.ListServicesResponse\"\x04\xd0\xf3\x18\x01\x12J\n" +
+	"\tListTasks\x12\x1a.jaco.api.ListTasksRequest\x1a\x1b.jaco.api.ListTasksResponse\"\x04\xd0\xf3\x18\x01\x12J\n" +
+	"\vServiceLogs\x12\x1c.jaco.api.ServiceLogsRequest\x1a\x15.jaco.api.LogsMessage\"\x04\xd0\xf3\x18\x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_control_proto_rawDescOnce sync.Once
@@ -997,7 +2145,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -1008,49 +2156,112 @@ var file_api_control_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),   // 6: jaco.api.ClusterStatusRequest
 	(*Member)(nil),                 // 7: jaco.api.Member
 	(*ClusterStatusResponse)(nil),  // 8: jaco.api.ClusterStatusResponse
-	(*ListNodesRequest)(nil),       // 9: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),      // 10: jaco.api.ListNodesResponse
-	(*GetNodeRequest)(nil),         // 11: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 12: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 13: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 14: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 15: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 16: jaco.api.RemoveNodeResponse
-	(Suffrage)(0),                  // 17: jaco.api.Suffrage
-	(*Node)(nil),                   // 18: jaco.api.Node
-	(NodeRole)(0),                  // 19: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 20: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 21: google.protobuf.Timestamp
+	(*UnlockNodeRequest)(nil),      // 9: jaco.api.UnlockNodeRequest
+	(*UnlockNodeResponse)(nil),     // 10: jaco.api.UnlockNodeResponse
+	(*UpdateClusterRequest)(nil),   // 11: jaco.api.UpdateClusterRequest
+	(*UpdateClusterResponse)(nil),  // 12: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),    // 13: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),   // 14: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),       // 15: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),      // 16: jaco.api.ListNodesResponse
+	(*GetNodeRequest)(nil),         // 17: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 18: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 19: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 20: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),      // 21: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 22: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),   // 23: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),  // 24: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),   // 25: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),  // 26: jaco.api.UpdateServiceResponse
+	(*RemoveServiceRequest)(nil),   // 27: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 28: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 29: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 30: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 31: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 32: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 33: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 34: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 35: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 36: jaco.api.UpdateNodeResponse
+	(*ServiceLogsRequest)(nil),     // 37: jaco.api.ServiceLogsRequest
+	nil,                            // 38: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 39: jaco.api.Suffrage
+	(*Node)(nil),                   // 40: jaco.api.Node
+	(NodeRole)(0),                  // 41: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 42: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 43: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 44: jaco.api.ServiceSpec
+	(*Service)(nil),                // 45: jaco.api.Service
+	(*Task)(nil),                   // 46: jaco.api.Task
+	(NodeAvailability)(0),          // 47: jaco.api.NodeAvailability
+	(*LogsMessage)(nil),            // 48: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	17, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	39, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	7,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	18, // 4: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	18, // 5: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	19, // 6: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	20, // 7: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	21, // 8: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 9: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	4,  // 10: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	6,  // 11: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	9,  // 12: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	11, // 13: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	13, // 14: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	15, // 15: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	3,  // 16: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	5,  // 17: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	8,  // 18: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	10, // 19: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	12, // 20: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	14, // 21: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	16, // 22: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	16, // [16:23] is the sub-list for method output_type
-	9,  // [9:16] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	40, // 5: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	40, // 6: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	41, // 7: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	42, // 8: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	43, // 9: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	42, // 10: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	44, // 11: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	45, // 12: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	44, // 13: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	45, // 14: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	45, // 15: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	45, // 16: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	46, // 17: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	47, // 18: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	38, // 19: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	41, // 20: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	42, // 21: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	40, // 22: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	2,  // 23: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	4,  // 24: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	6,  // 25: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	9,  // 26: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	11, // 27: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	13, // 28: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	15, // 29: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	17, // 30: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	19, // 31: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	21, // 32: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	35, // 33: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	23, // 34: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	25, // 35: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	27, // 36: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	29, // 37: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	31, // 38: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	33, // 39: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	37, // 40: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	3,  // 41: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	5,  // 42: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	8,  // 43: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	10, // 44: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	12, // 45: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	14, // 46: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	16, // 47: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	18, // 48: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	20, // 49: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	22, // 50: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	36, // 51: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	24, // 52: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	26, // 53: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	28, // 54: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	30, // 55: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	32, // 56: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	34, // 57: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	48, // 58: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	41, // [41:59] is the sub-list for method output_type
+	23, // [23:41] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -1058,17 +2269,20 @@ func file_api_control_proto_init() {
 	if File_api_control_proto != nil {
 		return
 	}
+	file_api_agent_proto_init()
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
+	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   15,
+			NumMessages:   37,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_api_control_proto_goTypes,
 		DependencyIndexes: file_api_control_proto_depIdxs,

@@ -6,6 +6,7 @@ package api
 import (
 	context "context"
 	proxy "github.com/jaco-project/jaco/api/proxy"
+	grpc "google.golang.org/grpc"
 )
 
 // NewRaftProxyControlServiceServer wraps local: calls are served by local on
@@ -22,6 +23,28 @@ type raftProxyControlServiceServer struct {
 	UnimplementedControlServiceServer
 	local  ControlServiceServer
 	router proxy.Router
+}
+
+func (p *raftProxyControlServiceServer) UpdateCluster(ctx context.Context, r *UpdateClusterRequest) (*UpdateClusterResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.UpdateCluster(ctx, r)
+	}
+	return NewControlServiceClient(conn).UpdateCluster(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetUnlockKey(ctx context.Context, r *GetUnlockKeyRequest) (*GetUnlockKeyResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.GetUnlockKey(ctx, r)
+	}
+	return NewControlServiceClient(conn).GetUnlockKey(ctx, r)
 }
 
 func (p *raftProxyControlServiceServer) ListNodes(ctx context.Context, r *ListNodesRequest) (*ListNodesResponse, error) {
@@ -52,4 +75,64 @@ func (p *raftProxyControlServiceServer) RemoveNode(ctx context.Context, r *Remov
 		return p.local.RemoveNode(ctx, r)
 	}
 	return NewControlServiceClient(conn).RemoveNode(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) UpdateNode(ctx context.Context, r *UpdateNodeRequest) (*UpdateNodeResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.UpdateNode(ctx, r)
+	}
+	return NewControlServiceClient(conn).UpdateNode(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) CreateService(ctx context.Context, r *CreateServiceRequest) (*CreateServiceResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.CreateService(ctx, r)
+	}
+	return NewControlServiceClient(conn).CreateService(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) UpdateService(ctx context.Context, r *UpdateServiceRequest) (*UpdateServiceResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.UpdateService(ctx, r)
+	}
+	return NewControlServiceClient(conn).UpdateService(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *RemoveServiceRequest) (*RemoveServiceResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveService(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveService(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetService(ctx context.Context, r *GetServiceRequest) (*GetServiceResponse, error) {
+	return p.local.GetService(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListServices(ctx context.Context, r *ListServicesRequest) (*ListServicesResponse, error) {
+	return p.local.ListServices(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListTasks(ctx context.Context, r *ListTasksRequest) (*ListTasksResponse, error) {
+	return p.local.ListTasks(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ServiceLogs(r *ServiceLogsRequest, stream grpc.ServerStreamingServer[LogsMessage]) error {
+	return p.local.ServiceLogs(r, stream) // local_read: never forwarded
 }

@@ -9,6 +9,7 @@ package api
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -120,37 +121,311 @@ func (Suffrage) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{1}
 }
 
+// NodeAvailability is what the operator wants the scheduler to do with a
+// node: place replicas (active), place no new ones (pause), or move them
+// all away (drain, issue 5).
+type NodeAvailability int32
+
+const (
+	NodeAvailability_NODE_AVAILABILITY_ACTIVE NodeAvailability = 0
+	NodeAvailability_NODE_AVAILABILITY_PAUSE  NodeAvailability = 1
+	NodeAvailability_NODE_AVAILABILITY_DRAIN  NodeAvailability = 2
+)
+
+// Enum value maps for NodeAvailability.
+var (
+	NodeAvailability_name = map[int32]string{
+		0: "NODE_AVAILABILITY_ACTIVE",
+		1: "NODE_AVAILABILITY_PAUSE",
+		2: "NODE_AVAILABILITY_DRAIN",
+	}
+	NodeAvailability_value = map[string]int32{
+		"NODE_AVAILABILITY_ACTIVE": 0,
+		"NODE_AVAILABILITY_PAUSE":  1,
+		"NODE_AVAILABILITY_DRAIN":  2,
+	}
+)
+
+func (x NodeAvailability) Enum() *NodeAvailability {
+	p := new(NodeAvailability)
+	*p = x
+	return p
+}
+
+func (x NodeAvailability) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NodeAvailability) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[2].Descriptor()
+}
+
+func (NodeAvailability) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[2]
+}
+
+func (x NodeAvailability) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NodeAvailability.Descriptor instead.
+func (NodeAvailability) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+// NodeStatusState is what the dispatcher knows of a node's agent.
+type NodeStatusState int32
+
+const (
+	NodeStatusState_NODE_STATUS_STATE_UNKNOWN NodeStatusState = 0
+	// READY: the agent holds a session and heartbeats.
+	NodeStatusState_NODE_STATUS_STATE_READY NodeStatusState = 1
+	// DOWN: no heartbeat for the grace period; its replicas are rescheduled.
+	NodeStatusState_NODE_STATUS_STATE_DOWN NodeStatusState = 2
+)
+
+// Enum value maps for NodeStatusState.
+var (
+	NodeStatusState_name = map[int32]string{
+		0: "NODE_STATUS_STATE_UNKNOWN",
+		1: "NODE_STATUS_STATE_READY",
+		2: "NODE_STATUS_STATE_DOWN",
+	}
+	NodeStatusState_value = map[string]int32{
+		"NODE_STATUS_STATE_UNKNOWN": 0,
+		"NODE_STATUS_STATE_READY":   1,
+		"NODE_STATUS_STATE_DOWN":    2,
+	}
+)
+
+func (x NodeStatusState) Enum() *NodeStatusState {
+	p := new(NodeStatusState)
+	*p = x
+	return p
+}
+
+func (x NodeStatusState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NodeStatusState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[3].Descriptor()
+}
+
+func (NodeStatusState) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[3]
+}
+
+func (x NodeStatusState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NodeStatusState.Descriptor instead.
+func (NodeStatusState) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+type DrainState int32
+
+const (
+	DrainState_DRAIN_STATE_NONE DrainState = 0
+	// DRAINING: replacements are being placed and waited for.
+	DrainState_DRAIN_STATE_DRAINING DrainState = 1
+	// DRAINED: nothing of the node's is left to move.
+	DrainState_DRAIN_STATE_DRAINED DrainState = 2
+	// TIMED_OUT: a replacement did not become healthy in time; the drain
+	// stopped (stuck_task_ids); the old replicas keep running.
+	DrainState_DRAIN_STATE_TIMED_OUT DrainState = 3
+)
+
+// Enum value maps for DrainState.
+var (
+	DrainState_name = map[int32]string{
+		0: "DRAIN_STATE_NONE",
+		1: "DRAIN_STATE_DRAINING",
+		2: "DRAIN_STATE_DRAINED",
+		3: "DRAIN_STATE_TIMED_OUT",
+	}
+	DrainState_value = map[string]int32{
+		"DRAIN_STATE_NONE":      0,
+		"DRAIN_STATE_DRAINING":  1,
+		"DRAIN_STATE_DRAINED":   2,
+		"DRAIN_STATE_TIMED_OUT": 3,
+	}
+)
+
+func (x DrainState) Enum() *DrainState {
+	p := new(DrainState)
+	*p = x
+	return p
+}
+
+func (x DrainState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DrainState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[4].Descriptor()
+}
+
+func (DrainState) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[4]
+}
+
+func (x DrainState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DrainState.Descriptor instead.
+func (DrainState) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
+}
+
+type ServiceMode int32
+
+const (
+	ServiceMode_SERVICE_MODE_REPLICATED ServiceMode = 0
+	// GLOBAL: one replica on every eligible node.
+	ServiceMode_SERVICE_MODE_GLOBAL ServiceMode = 1
+)
+
+// Enum value maps for ServiceMode.
+var (
+	ServiceMode_name = map[int32]string{
+		0: "SERVICE_MODE_REPLICATED",
+		1: "SERVICE_MODE_GLOBAL",
+	}
+	ServiceMode_value = map[string]int32{
+		"SERVICE_MODE_REPLICATED": 0,
+		"SERVICE_MODE_GLOBAL":     1,
+	}
+)
+
+func (x ServiceMode) Enum() *ServiceMode {
+	p := new(ServiceMode)
+	*p = x
+	return p
+}
+
+func (x ServiceMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ServiceMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[5].Descriptor()
+}
+
+func (ServiceMode) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[5]
+}
+
+func (x ServiceMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ServiceMode.Descriptor instead.
+func (ServiceMode) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
+}
+
+type RestartCondition int32
+
+const (
+	RestartCondition_RESTART_CONDITION_ANY        RestartCondition = 0
+	RestartCondition_RESTART_CONDITION_ON_FAILURE RestartCondition = 1
+	RestartCondition_RESTART_CONDITION_NONE       RestartCondition = 2
+)
+
+// Enum value maps for RestartCondition.
+var (
+	RestartCondition_name = map[int32]string{
+		0: "RESTART_CONDITION_ANY",
+		1: "RESTART_CONDITION_ON_FAILURE",
+		2: "RESTART_CONDITION_NONE",
+	}
+	RestartCondition_value = map[string]int32{
+		"RESTART_CONDITION_ANY":        0,
+		"RESTART_CONDITION_ON_FAILURE": 1,
+		"RESTART_CONDITION_NONE":       2,
+	}
+)
+
+func (x RestartCondition) Enum() *RestartCondition {
+	p := new(RestartCondition)
+	*p = x
+	return p
+}
+
+func (x RestartCondition) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RestartCondition) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[6].Descriptor()
+}
+
+func (RestartCondition) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[6]
+}
+
+func (x RestartCondition) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RestartCondition.Descriptor instead.
+func (RestartCondition) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
+}
+
+// TaskState orders a replica's life; a replica only moves forward.
 type TaskState int32
 
 const (
 	TaskState_TASK_STATE_UNSPECIFIED TaskState = 0
-	TaskState_TASK_STATE_PENDING     TaskState = 1
-	TaskState_TASK_STATE_ASSIGNED    TaskState = 2
-	TaskState_TASK_STATE_RUNNING     TaskState = 3
-	TaskState_TASK_STATE_COMPLETE    TaskState = 4
-	TaskState_TASK_STATE_FAILED      TaskState = 5
-	TaskState_TASK_STATE_SHUTDOWN    TaskState = 6
+	// PENDING: waiting for the scheduler (status.reason says why).
+	TaskState_TASK_STATE_PENDING TaskState = 1
+	// ASSIGNED: a node is chosen; its agent has not taken it up yet.
+	TaskState_TASK_STATE_ASSIGNED  TaskState = 2
+	TaskState_TASK_STATE_PREPARING TaskState = 3
+	// STARTING: started, not yet healthy (when a health check exists).
+	TaskState_TASK_STATE_STARTING TaskState = 4
+	TaskState_TASK_STATE_RUNNING  TaskState = 5
+	// Terminal states follow.
+	TaskState_TASK_STATE_COMPLETE TaskState = 6
+	TaskState_TASK_STATE_SHUTDOWN TaskState = 7
+	TaskState_TASK_STATE_FAILED   TaskState = 8
+	TaskState_TASK_STATE_REJECTED TaskState = 9
+	// ORPHANED: its node went down; the replica was replaced elsewhere.
+	TaskState_TASK_STATE_ORPHANED TaskState = 10
 )
 
 // Enum value maps for TaskState.
 var (
 	TaskState_name = map[int32]string{
-		0: "TASK_STATE_UNSPECIFIED",
-		1: "TASK_STATE_PENDING",
-		2: "TASK_STATE_ASSIGNED",
-		3: "TASK_STATE_RUNNING",
-		4: "TASK_STATE_COMPLETE",
-		5: "TASK_STATE_FAILED",
-		6: "TASK_STATE_SHUTDOWN",
+		0:  "TASK_STATE_UNSPECIFIED",
+		1:  "TASK_STATE_PENDING",
+		2:  "TASK_STATE_ASSIGNED",
+		3:  "TASK_STATE_PREPARING",
+		4:  "TASK_STATE_STARTING",
+		5:  "TASK_STATE_RUNNING",
+		6:  "TASK_STATE_COMPLETE",
+		7:  "TASK_STATE_SHUTDOWN",
+		8:  "TASK_STATE_FAILED",
+		9:  "TASK_STATE_REJECTED",
+		10: "TASK_STATE_ORPHANED",
 	}
 	TaskState_value = map[string]int32{
 		"TASK_STATE_UNSPECIFIED": 0,
 		"TASK_STATE_PENDING":     1,
 		"TASK_STATE_ASSIGNED":    2,
-		"TASK_STATE_RUNNING":     3,
-		"TASK_STATE_COMPLETE":    4,
-		"TASK_STATE_FAILED":      5,
-		"TASK_STATE_SHUTDOWN":    6,
+		"TASK_STATE_PREPARING":   3,
+		"TASK_STATE_STARTING":    4,
+		"TASK_STATE_RUNNING":     5,
+		"TASK_STATE_COMPLETE":    6,
+		"TASK_STATE_SHUTDOWN":    7,
+		"TASK_STATE_FAILED":      8,
+		"TASK_STATE_REJECTED":    9,
+		"TASK_STATE_ORPHANED":    10,
 	}
 )
 
@@ -165,11 +440,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[2].Descriptor()
+	return file_api_objects_proto_enumTypes[7].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[2]
+	return &file_api_objects_proto_enumTypes[7]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -178,7 +453,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 // Meta is carried by every stored object.
@@ -257,6 +532,16 @@ type Cluster struct {
 	CaKeyPem []byte `protobuf:"bytes,4,opt,name=ca_key_pem,json=caKeyPem,proto3" json:"ca_key_pem,omitempty"`
 	// operator_token_hash is SHA-256 of the operator token's secret part.
 	OperatorTokenHash []byte `protobuf:"bytes,5,opt,name=operator_token_hash,json=operatorTokenHash,proto3" json:"operator_token_hash,omitempty"`
+	// autolock: managers seal their data keys and TLS private keys with
+	// unlock_key, and a restarted manager stays locked until it is given.
+	Autolock bool `protobuf:"varint,6,opt,name=autolock,proto3" json:"autolock,omitempty"`
+	// unlock_key is the current key-encryption key (32 bytes). Like the CA
+	// key it lives only in raft state, sealed at rest by data keys that it
+	// seals in turn, so no file holds it in clear.
+	UnlockKey []byte `protobuf:"bytes,7,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
+	// previous_unlock_key is the key before the last rotation: a manager
+	// that was down then still opens with it, once (docs/adr/0012).
+	PreviousUnlockKey []byte `protobuf:"bytes,8,opt,name=previous_unlock_key,json=previousUnlockKey,proto3" json:"previous_unlock_key,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -326,6 +611,344 @@ func (x *Cluster) GetOperatorTokenHash() []byte {
 	return nil
 }
 
+func (x *Cluster) GetAutolock() bool {
+	if x != nil {
+		return x.Autolock
+	}
+	return false
+}
+
+func (x *Cluster) GetUnlockKey() []byte {
+	if x != nil {
+		return x.UnlockKey
+	}
+	return nil
+}
+
+func (x *Cluster) GetPreviousUnlockKey() []byte {
+	if x != nil {
+		return x.PreviousUnlockKey
+	}
+	return nil
+}
+
+type NodeStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         NodeStatusState        `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.NodeStatusState" json:"state,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Timestamp     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeStatus) Reset() {
+	*x = NodeStatus{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeStatus) ProtoMessage() {}
+
+func (x *NodeStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
+func (*NodeStatus) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *NodeStatus) GetState() NodeStatusState {
+	if x != nil {
+		return x.State
+	}
+	return NodeStatusState_NODE_STATUS_STATE_UNKNOWN
+}
+
+func (x *NodeStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *NodeStatus) GetTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Timestamp
+	}
+	return nil
+}
+
+// Resources are CPU in billionths of a core and memory in bytes.
+type Resources struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NanoCpus      int64                  `protobuf:"varint,1,opt,name=nano_cpus,json=nanoCpus,proto3" json:"nano_cpus,omitempty"`
+	MemoryBytes   int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resources) Reset() {
+	*x = Resources{}
+	mi := &file_api_objects_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resources) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resources) ProtoMessage() {}
+
+func (x *Resources) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resources.ProtoReflect.Descriptor instead.
+func (*Resources) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Resources) GetNanoCpus() int64 {
+	if x != nil {
+		return x.NanoCpus
+	}
+	return 0
+}
+
+func (x *Resources) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+// NodeDescription is what the agent reports of its machine at session start.
+type NodeDescription struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Hostname  string                 `protobuf:"bytes,1,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	Resources *Resources             `protobuf:"bytes,2,opt,name=resources,proto3" json:"resources,omitempty"`
+	// runtimes the agent can run: "containerd", "hooks".
+	Runtimes []string `protobuf:"bytes,3,rep,name=runtimes,proto3" json:"runtimes,omitempty"`
+	// isolation_unavailable: the node could not load its nftables ruleset
+	// (isolation_message says why); it stays a member but runs no replicas.
+	IsolationUnavailable bool   `protobuf:"varint,4,opt,name=isolation_unavailable,json=isolationUnavailable,proto3" json:"isolation_unavailable,omitempty"`
+	IsolationMessage     string `protobuf:"bytes,5,opt,name=isolation_message,json=isolationMessage,proto3" json:"isolation_message,omitempty"`
+	// container_slots is how many containers the node can run at once: the
+	// addresses its container subnet hands out. 0: no containerd runtime, or
+	// no limit known.
+	ContainerSlots uint32 `protobuf:"varint,6,opt,name=container_slots,json=containerSlots,proto3" json:"container_slots,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NodeDescription) Reset() {
+	*x = NodeDescription{}
+	mi := &file_api_objects_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeDescription) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeDescription) ProtoMessage() {}
+
+func (x *NodeDescription) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
+func (*NodeDescription) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *NodeDescription) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *NodeDescription) GetResources() *Resources {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *NodeDescription) GetRuntimes() []string {
+	if x != nil {
+		return x.Runtimes
+	}
+	return nil
+}
+
+func (x *NodeDescription) GetIsolationUnavailable() bool {
+	if x != nil {
+		return x.IsolationUnavailable
+	}
+	return false
+}
+
+func (x *NodeDescription) GetIsolationMessage() string {
+	if x != nil {
+		return x.IsolationMessage
+	}
+	return ""
+}
+
+func (x *NodeDescription) GetContainerSlots() uint32 {
+	if x != nil {
+		return x.ContainerSlots
+	}
+	return 0
+}
+
+// NodeDrain is the drain machine's progress on a node, written by the
+// leader; `jaco node inspect` and `jaco status` show it.
+type NodeDrain struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	State   DrainState             `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.DrainState" json:"state,omitempty"`
+	Total   uint32                 `protobuf:"varint,2,opt,name=total,proto3" json:"total,omitempty"`
+	Moved   uint32                 `protobuf:"varint,3,opt,name=moved,proto3" json:"moved,omitempty"`
+	Message string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	// replacement_timeout bounds each replacement (default 5 m).
+	ReplacementTimeout *durationpb.Duration   `protobuf:"bytes,5,opt,name=replacement_timeout,json=replacementTimeout,proto3" json:"replacement_timeout,omitempty"`
+	StartedAt          *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// remove: take the node out of the cluster once drained (node remove).
+	Remove bool `protobuf:"varint,7,opt,name=remove,proto3" json:"remove,omitempty"`
+	// force: pinned replicas do not block the drain (they are stopped).
+	Force         bool     `protobuf:"varint,8,opt,name=force,proto3" json:"force,omitempty"`
+	StuckTaskIds  []string `protobuf:"bytes,9,rep,name=stuck_task_ids,json=stuckTaskIds,proto3" json:"stuck_task_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeDrain) Reset() {
+	*x = NodeDrain{}
+	mi := &file_api_objects_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeDrain) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeDrain) ProtoMessage() {}
+
+func (x *NodeDrain) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
+func (*NodeDrain) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *NodeDrain) GetState() DrainState {
+	if x != nil {
+		return x.State
+	}
+	return DrainState_DRAIN_STATE_NONE
+}
+
+func (x *NodeDrain) GetTotal() uint32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *NodeDrain) GetMoved() uint32 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *NodeDrain) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *NodeDrain) GetReplacementTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.ReplacementTimeout
+	}
+	return nil
+}
+
+func (x *NodeDrain) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *NodeDrain) GetRemove() bool {
+	if x != nil {
+		return x.Remove
+	}
+	return false
+}
+
+func (x *NodeDrain) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *NodeDrain) GetStuckTaskIds() []string {
+	if x != nil {
+		return x.StuckTaskIds
+	}
+	return nil
+}
+
 type Node struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Id       string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -335,14 +958,24 @@ type Node struct {
 	Address string   `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
 	Role    NodeRole `protobuf:"varint,5,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
 	// raft_id is this node's raft member id while it is a manager; 0 otherwise.
-	RaftId        uint64 `protobuf:"varint,6,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
+	RaftId       uint64           `protobuf:"varint,6,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
+	Availability NodeAvailability `protobuf:"varint,7,opt,name=availability,proto3,enum=jaco.api.NodeAvailability" json:"availability,omitempty"`
+	// labels are set by the operator; constraints and spread preferences read
+	// them as node.labels.KEY.
+	Labels      map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Status      *NodeStatus       `protobuf:"bytes,9,opt,name=status,proto3" json:"status,omitempty"`
+	Description *NodeDescription  `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
+	// desired_role is what the operator asked for (promote / demote); the
+	// role manager moves role to it. Unset means role.
+	DesiredRole   NodeRole   `protobuf:"varint,11,opt,name=desired_role,json=desiredRole,proto3,enum=jaco.api.NodeRole" json:"desired_role,omitempty"`
+	Drain         *NodeDrain `protobuf:"bytes,12,opt,name=drain,proto3" json:"drain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +987,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +1000,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Node) GetId() string {
@@ -412,20 +1045,670 @@ func (x *Node) GetRaftId() uint64 {
 	return 0
 }
 
-type ServiceSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Image         string                 `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
-	Command       []string               `protobuf:"bytes,3,rep,name=command,proto3" json:"command,omitempty"`
-	Env           []string               `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
-	Replicas      uint64                 `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+func (x *Node) GetAvailability() NodeAvailability {
+	if x != nil {
+		return x.Availability
+	}
+	return NodeAvailability_NODE_AVAILABILITY_ACTIVE
+}
+
+func (x *Node) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Node) GetStatus() *NodeStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+func (x *Node) GetDescription() *NodeDescription {
+	if x != nil {
+		return x.Description
+	}
+	return nil
+}
+
+func (x *Node) GetDesiredRole() NodeRole {
+	if x != nil {
+		return x.DesiredRole
+	}
+	return NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+func (x *Node) GetDrain() *NodeDrain {
+	if x != nil {
+		return x.Drain
+	}
+	return nil
+}
+
+type Mount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// source is a path on the node; target the path in the container.
+	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Target        string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Readonly      bool   `protobuf:"varint,3,opt,name=readonly,proto3" json:"readonly,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
+func (x *Mount) Reset() {
+	*x = Mount{}
+	mi := &file_api_objects_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mount) ProtoMessage() {}
+
+func (x *Mount) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mount.ProtoReflect.Descriptor instead.
+func (*Mount) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Mount) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Mount) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *Mount) GetReadonly() bool {
+	if x != nil {
+		return x.Readonly
+	}
+	return false
+}
+
+type PortConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// protocol is "tcp" (default) or "udp".
+	Protocol   string `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	TargetPort uint32 `protobuf:"varint,2,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
+	// published_port is the host port on the node running the replica; at
+	// most one replica per node can hold it.
+	PublishedPort uint32 `protobuf:"varint,3,opt,name=published_port,json=publishedPort,proto3" json:"published_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortConfig) Reset() {
+	*x = PortConfig{}
+	mi := &file_api_objects_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortConfig) ProtoMessage() {}
+
+func (x *PortConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
+func (*PortConfig) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PortConfig) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *PortConfig) GetTargetPort() uint32 {
+	if x != nil {
+		return x.TargetPort
+	}
+	return 0
+}
+
+func (x *PortConfig) GetPublishedPort() uint32 {
+	if x != nil {
+		return x.PublishedPort
+	}
+	return 0
+}
+
+// HookBundle is a process service: executables by name (prepare, launch,
+// finish, cleanup). `jaco service create --bundle DIR` reads the files; the
+// agent writes them to the node's runtime dir.
+type HookBundle struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Files map[string][]byte      `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// prepare_start_limit is how often prepare is tried (default 10).
+	PrepareStartLimit uint32 `protobuf:"varint,2,opt,name=prepare_start_limit,json=prepareStartLimit,proto3" json:"prepare_start_limit,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *HookBundle) Reset() {
+	*x = HookBundle{}
+	mi := &file_api_objects_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookBundle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookBundle) ProtoMessage() {}
+
+func (x *HookBundle) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
+func (*HookBundle) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *HookBundle) GetFiles() map[string][]byte {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
+func (x *HookBundle) GetPrepareStartLimit() uint32 {
+	if x != nil {
+		return x.PrepareStartLimit
+	}
+	return 0
+}
+
+type Placement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// constraints: "node.labels.KEY==VALUE", "node.hostname!=NAME",
+	// "node.role==manager", ...
+	Constraints []string `protobuf:"bytes,1,rep,name=constraints,proto3" json:"constraints,omitempty"`
+	// spread: node attributes to spread replicas over, in order
+	// ("node.labels.zone").
+	Spread []string `protobuf:"bytes,2,rep,name=spread,proto3" json:"spread,omitempty"`
+	// pin_node (a node id or hostname) places every replica on that node only.
+	PinNode       string `protobuf:"bytes,3,opt,name=pin_node,json=pinNode,proto3" json:"pin_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Placement) Reset() {
+	*x = Placement{}
+	mi := &file_api_objects_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Placement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Placement) ProtoMessage() {}
+
+func (x *Placement) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Placement.ProtoReflect.Descriptor instead.
+func (*Placement) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Placement) GetConstraints() []string {
+	if x != nil {
+		return x.Constraints
+	}
+	return nil
+}
+
+func (x *Placement) GetSpread() []string {
+	if x != nil {
+		return x.Spread
+	}
+	return nil
+}
+
+func (x *Placement) GetPinNode() string {
+	if x != nil {
+		return x.PinNode
+	}
+	return ""
+}
+
+type RestartPolicy struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Condition RestartCondition       `protobuf:"varint,1,opt,name=condition,proto3,enum=jaco.api.RestartCondition" json:"condition,omitempty"`
+	// delay between a replica ending and its replacement starting (default 5 s).
+	Delay *durationpb.Duration `protobuf:"bytes,2,opt,name=delay,proto3" json:"delay,omitempty"`
+	// max_attempts within window (0: unlimited); window 0 counts every attempt.
+	MaxAttempts   uint64               `protobuf:"varint,3,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	Window        *durationpb.Duration `protobuf:"bytes,4,opt,name=window,proto3" json:"window,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartPolicy) Reset() {
+	*x = RestartPolicy{}
+	mi := &file_api_objects_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartPolicy) ProtoMessage() {}
+
+func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
+func (*RestartPolicy) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RestartPolicy) GetCondition() RestartCondition {
+	if x != nil {
+		return x.Condition
+	}
+	return RestartCondition_RESTART_CONDITION_ANY
+}
+
+func (x *RestartPolicy) GetDelay() *durationpb.Duration {
+	if x != nil {
+		return x.Delay
+	}
+	return nil
+}
+
+func (x *RestartPolicy) GetMaxAttempts() uint64 {
+	if x != nil {
+		return x.MaxAttempts
+	}
+	return 0
+}
+
+func (x *RestartPolicy) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+type HealthCheck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Test:
+	//
+	//	*HealthCheck_Command
+	//	*HealthCheck_Http
+	//	*HealthCheck_Tcp
+	Test          isHealthCheck_Test   `protobuf_oneof:"test"`
+	Interval      *durationpb.Duration `protobuf:"bytes,4,opt,name=interval,proto3" json:"interval,omitempty"`
+	Timeout       *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Retries       uint32               `protobuf:"varint,6,opt,name=retries,proto3" json:"retries,omitempty"`
+	StartPeriod   *durationpb.Duration `protobuf:"bytes,7,opt,name=start_period,json=startPeriod,proto3" json:"start_period,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthCheck) Reset() {
+	*x = HealthCheck{}
+	mi := &file_api_objects_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthCheck) ProtoMessage() {}
+
+func (x *HealthCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
+func (*HealthCheck) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *HealthCheck) GetTest() isHealthCheck_Test {
+	if x != nil {
+		return x.Test
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetCommand() *CommandCheck {
+	if x != nil {
+		if x, ok := x.Test.(*HealthCheck_Command); ok {
+			return x.Command
+		}
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetHttp() *HTTPCheck {
+	if x != nil {
+		if x, ok := x.Test.(*HealthCheck_Http); ok {
+			return x.Http
+		}
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetTcp() *TCPCheck {
+	if x != nil {
+		if x, ok := x.Test.(*HealthCheck_Tcp); ok {
+			return x.Tcp
+		}
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *HealthCheck) GetRetries() uint32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *HealthCheck) GetStartPeriod() *durationpb.Duration {
+	if x != nil {
+		return x.StartPeriod
+	}
+	return nil
+}
+
+type isHealthCheck_Test interface {
+	isHealthCheck_Test()
+}
+
+type HealthCheck_Command struct {
+	// command runs in the replica (argv); exit 0 is healthy.
+	Command *CommandCheck `protobuf:"bytes,1,opt,name=command,proto3,oneof"`
+}
+
+type HealthCheck_Http struct {
+	Http *HTTPCheck `protobuf:"bytes,2,opt,name=http,proto3,oneof"`
+}
+
+type HealthCheck_Tcp struct {
+	Tcp *TCPCheck `protobuf:"bytes,3,opt,name=tcp,proto3,oneof"`
+}
+
+func (*HealthCheck_Command) isHealthCheck_Test() {}
+
+func (*HealthCheck_Http) isHealthCheck_Test() {}
+
+func (*HealthCheck_Tcp) isHealthCheck_Test() {}
+
+type CommandCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Argv          []string               `protobuf:"bytes,1,rep,name=argv,proto3" json:"argv,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommandCheck) Reset() {
+	*x = CommandCheck{}
+	mi := &file_api_objects_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandCheck) ProtoMessage() {}
+
+func (x *CommandCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
+func (*CommandCheck) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CommandCheck) GetArgv() []string {
+	if x != nil {
+		return x.Argv
+	}
+	return nil
+}
+
+// HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
+type HTTPCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          uint32                 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	Path          string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HTTPCheck) Reset() {
+	*x = HTTPCheck{}
+	mi := &file_api_objects_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HTTPCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HTTPCheck) ProtoMessage() {}
+
+func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
+func (*HTTPCheck) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *HTTPCheck) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *HTTPCheck) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// TCPCheck is healthy when a connection to the replica's port opens.
+type TCPCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          uint32                 `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TCPCheck) Reset() {
+	*x = TCPCheck{}
+	mi := &file_api_objects_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TCPCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TCPCheck) ProtoMessage() {}
+
+func (x *TCPCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
+func (*TCPCheck) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *TCPCheck) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+type ServiceSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// image (containerd runtime) and bundle (hooks runtime): exactly one.
+	Image    string      `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
+	Command  []string    `protobuf:"bytes,3,rep,name=command,proto3" json:"command,omitempty"`
+	Env      []string    `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
+	Replicas uint64      `protobuf:"varint,5,opt,name=replicas,proto3" json:"replicas,omitempty"`
+	Mode     ServiceMode `protobuf:"varint,6,opt,name=mode,proto3,enum=jaco.api.ServiceMode" json:"mode,omitempty"`
+	Bundle   *HookBundle `protobuf:"bytes,7,opt,name=bundle,proto3" json:"bundle,omitempty"`
+	// limits bound a replica (containerd: cgroup limits); reservations are
+	// what the scheduler sets aside on a node.
+	Limits       *Resources    `protobuf:"bytes,8,opt,name=limits,proto3" json:"limits,omitempty"`
+	Reservations *Resources    `protobuf:"bytes,9,opt,name=reservations,proto3" json:"reservations,omitempty"`
+	Mounts       []*Mount      `protobuf:"bytes,10,rep,name=mounts,proto3" json:"mounts,omitempty"`
+	Ports        []*PortConfig `protobuf:"bytes,11,rep,name=ports,proto3" json:"ports,omitempty"`
+	Placement    *Placement    `protobuf:"bytes,12,opt,name=placement,proto3" json:"placement,omitempty"`
+	// depends_on names services that need a healthy running replica before
+	// this service's replicas start.
+	DependsOn []string       `protobuf:"bytes,13,rep,name=depends_on,json=dependsOn,proto3" json:"depends_on,omitempty"`
+	Restart   *RestartPolicy `protobuf:"bytes,14,opt,name=restart,proto3" json:"restart,omitempty"`
+	Health    *HealthCheck   `protobuf:"bytes,15,opt,name=health,proto3" json:"health,omitempty"`
+	// stop ladder: SIGINT, stop_grace_period (default 2 m), SIGQUIT,
+	// abort_grace_period (default 30 s), SIGKILL.
+	StopGracePeriod  *durationpb.Duration `protobuf:"bytes,16,opt,name=stop_grace_period,json=stopGracePeriod,proto3" json:"stop_grace_period,omitempty"`
+	AbortGracePeriod *durationpb.Duration `protobuf:"bytes,17,opt,name=abort_grace_period,json=abortGracePeriod,proto3" json:"abort_grace_period,omitempty"`
+	Network          *NetworkAccess       `protobuf:"bytes,18,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +1720,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +1733,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -488,18 +1771,168 @@ func (x *ServiceSpec) GetReplicas() uint64 {
 	return 0
 }
 
+func (x *ServiceSpec) GetMode() ServiceMode {
+	if x != nil {
+		return x.Mode
+	}
+	return ServiceMode_SERVICE_MODE_REPLICATED
+}
+
+func (x *ServiceSpec) GetBundle() *HookBundle {
+	if x != nil {
+		return x.Bundle
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetLimits() *Resources {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetReservations() *Resources {
+	if x != nil {
+		return x.Reservations
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetMounts() []*Mount {
+	if x != nil {
+		return x.Mounts
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetPorts() []*PortConfig {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetPlacement() *Placement {
+	if x != nil {
+		return x.Placement
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetDependsOn() []string {
+	if x != nil {
+		return x.DependsOn
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetRestart() *RestartPolicy {
+	if x != nil {
+		return x.Restart
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetHealth() *HealthCheck {
+	if x != nil {
+		return x.Health
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetStopGracePeriod() *durationpb.Duration {
+	if x != nil {
+		return x.StopGracePeriod
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetAbortGracePeriod() *durationpb.Duration {
+	if x != nil {
+		return x.AbortGracePeriod
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetNetwork() *NetworkAccess {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+// NetworkAccess says who may reach a service's replicas. By default only
+// replicas of the same service and of services that depend on it.
+type NetworkAccess struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// open lets every replica in the cluster reach this service.
+	Open bool `protobuf:"varint,1,opt,name=open,proto3" json:"open,omitempty"`
+	// allow_from names more services whose replicas may reach this one.
+	AllowFrom     []string `protobuf:"bytes,2,rep,name=allow_from,json=allowFrom,proto3" json:"allow_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkAccess) Reset() {
+	*x = NetworkAccess{}
+	mi := &file_api_objects_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkAccess) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkAccess) ProtoMessage() {}
+
+func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
+func (*NetworkAccess) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *NetworkAccess) GetOpen() bool {
+	if x != nil {
+		return x.Open
+	}
+	return false
+}
+
+func (x *NetworkAccess) GetAllowFrom() []string {
+	if x != nil {
+		return x.AllowFrom
+	}
+	return nil
+}
+
 type Service struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Meta          *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
-	Spec          *ServiceSpec           `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta  *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Spec  *ServiceSpec           `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// spec_version counts spec changes; a replica with an older spec_version
+	// runs an outdated spec and is replaced.
+	SpecVersion   uint64 `protobuf:"varint,4,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +1944,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +1957,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Service) GetId() string {
@@ -548,18 +1981,30 @@ func (x *Service) GetSpec() *ServiceSpec {
 	return nil
 }
 
+func (x *Service) GetSpecVersion() uint64 {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return 0
+}
+
 type TaskStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	State         TaskState              `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.TaskState" json:"state,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
-	Timestamp     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	State TaskState              `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.TaskState" json:"state,omitempty"`
+	// message is a sentence for humans.
+	Message   string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Timestamp *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	// reason is a stable word for why the replica is pending or failed
+	// (waiting_on_dependency, no_suitable_node, exit_code, ...).
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	ExitCode      int32  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +2016,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +2029,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -608,23 +2053,50 @@ func (x *TaskStatus) GetTimestamp() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *TaskStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskStatus) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
 // Task is one replica of a service.
 type Task struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Meta          *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
-	ServiceId     string                 `protobuf:"bytes,3,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"`
-	Slot          uint64                 `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
-	NodeId        string                 `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
-	DesiredState  TaskState              `protobuf:"varint,6,opt,name=desired_state,json=desiredState,proto3,enum=jaco.api.TaskState" json:"desired_state,omitempty"`
-	Status        *TaskStatus            `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta      *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	ServiceId string                 `protobuf:"bytes,3,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"`
+	// slot numbers replicated replicas 1..N; global replicas have slot 0 and
+	// are told apart by node_id.
+	Slot   uint64 `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	NodeId string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// desired_state is RUNNING while the replica should run, SHUTDOWN once it
+	// should stop.
+	DesiredState TaskState   `protobuf:"varint,6,opt,name=desired_state,json=desiredState,proto3,enum=jaco.api.TaskState" json:"desired_state,omitempty"`
+	Status       *TaskStatus `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	// spec is the service spec the replica runs (copied at creation).
+	Spec        *ServiceSpec `protobuf:"bytes,8,opt,name=spec,proto3" json:"spec,omitempty"`
+	SpecVersion uint64       `protobuf:"varint,9,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	ServiceName string       `protobuf:"bytes,10,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	// not_before: the agent starts the replica no earlier (restart delay).
+	NotBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// replaces is the task this one replaces during a drain: that one keeps
+	// running until this one is healthy.
+	Replaces      string `protobuf:"bytes,12,opt,name=replaces,proto3" json:"replaces,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +2108,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +2121,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Task) GetId() string {
@@ -701,6 +2173,41 @@ func (x *Task) GetStatus() *TaskStatus {
 	return nil
 }
 
+func (x *Task) GetSpec() *ServiceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Task) GetSpecVersion() uint64 {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return 0
+}
+
+func (x *Task) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *Task) GetNotBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.NotBefore
+	}
+	return nil
+}
+
+func (x *Task) GetReplaces() string {
+	if x != nil {
+		return x.Replaces
+	}
+	return ""
+}
+
 type JoinToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -716,7 +2223,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -728,7 +2235,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -741,7 +2248,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JoinToken) GetId() string {
@@ -790,42 +2297,148 @@ var File_api_objects_proto protoreflect.FileDescriptor
 
 const file_api_objects_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/objects.proto\x12\bjaco.api\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x01\n" +
+	"\x11api/objects.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x96\x01\n" +
 	"\x04Meta\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x129\n" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xab\x01\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x96\x02\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
 	"\vca_cert_pem\x18\x03 \x01(\fR\tcaCertPem\x12\x1c\n" +
 	"\n" +
 	"ca_key_pem\x18\x04 \x01(\fR\bcaKeyPem\x12.\n" +
-	"\x13operator_token_hash\x18\x05 \x01(\fR\x11operatorTokenHash\"\xb1\x01\n" +
+	"\x13operator_token_hash\x18\x05 \x01(\fR\x11operatorTokenHash\x12\x1a\n" +
+	"\bautolock\x18\x06 \x01(\bR\bautolock\x12\x1d\n" +
+	"\n" +
+	"unlock_key\x18\a \x01(\fR\tunlockKey\x12.\n" +
+	"\x13previous_unlock_key\x18\b \x01(\fR\x11previousUnlockKey\"\x91\x01\n" +
+	"\n" +
+	"NodeStatus\x12/\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x128\n" +
+	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"K\n" +
+	"\tResources\x12\x1b\n" +
+	"\tnano_cpus\x18\x01 \x01(\x03R\bnanoCpus\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\x87\x02\n" +
+	"\x0fNodeDescription\x12\x1a\n" +
+	"\bhostname\x18\x01 \x01(\tR\bhostname\x121\n" +
+	"\tresources\x18\x02 \x01(\v2\x13.jaco.api.ResourcesR\tresources\x12\x1a\n" +
+	"\bruntimes\x18\x03 \x03(\tR\bruntimes\x123\n" +
+	"\x15isolation_unavailable\x18\x04 \x01(\bR\x14isolationUnavailable\x12+\n" +
+	"\x11isolation_message\x18\x05 \x01(\tR\x10isolationMessage\x12'\n" +
+	"\x0fcontainer_slots\x18\x06 \x01(\rR\x0econtainerSlots\"\xd8\x02\n" +
+	"\tNodeDrain\x12*\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x14.jaco.api.DrainStateR\x05state\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\rR\x05total\x12\x14\n" +
+	"\x05moved\x18\x03 \x01(\rR\x05moved\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\x12J\n" +
+	"\x13replacement_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x12replacementTimeout\x129\n" +
+	"\n" +
+	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
+	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
+	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xad\x04\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
 	"\bhostname\x18\x03 \x01(\tR\bhostname\x12\x18\n" +
 	"\aaddress\x18\x04 \x01(\tR\aaddress\x12&\n" +
 	"\x04role\x18\x05 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x17\n" +
-	"\araft_id\x18\x06 \x01(\x04R\x06raftId\"\x7f\n" +
+	"\araft_id\x18\x06 \x01(\x04R\x06raftId\x12>\n" +
+	"\favailability\x18\a \x01(\x0e2\x1a.jaco.api.NodeAvailabilityR\favailability\x122\n" +
+	"\x06labels\x18\b \x03(\v2\x1a.jaco.api.Node.LabelsEntryR\x06labels\x12,\n" +
+	"\x06status\x18\t \x01(\v2\x14.jaco.api.NodeStatusR\x06status\x12;\n" +
+	"\vdescription\x18\n" +
+	" \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\x125\n" +
+	"\fdesired_role\x18\v \x01(\x0e2\x12.jaco.api.NodeRoleR\vdesiredRole\x12)\n" +
+	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
+	"\x05Mount\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1a\n" +
+	"\breadonly\x18\x03 \x01(\bR\breadonly\"p\n" +
+	"\n" +
+	"PortConfig\x12\x1a\n" +
+	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x1f\n" +
+	"\vtarget_port\x18\x02 \x01(\rR\n" +
+	"targetPort\x12%\n" +
+	"\x0epublished_port\x18\x03 \x01(\rR\rpublishedPort\"\xad\x01\n" +
+	"\n" +
+	"HookBundle\x125\n" +
+	"\x05files\x18\x01 \x03(\v2\x1f.jaco.api.HookBundle.FilesEntryR\x05files\x12.\n" +
+	"\x13prepare_start_limit\x18\x02 \x01(\rR\x11prepareStartLimit\x1a8\n" +
+	"\n" +
+	"FilesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\"`\n" +
+	"\tPlacement\x12 \n" +
+	"\vconstraints\x18\x01 \x03(\tR\vconstraints\x12\x16\n" +
+	"\x06spread\x18\x02 \x03(\tR\x06spread\x12\x19\n" +
+	"\bpin_node\x18\x03 \x01(\tR\apinNode\"\xd0\x01\n" +
+	"\rRestartPolicy\x128\n" +
+	"\tcondition\x18\x01 \x01(\x0e2\x1a.jaco.api.RestartConditionR\tcondition\x12/\n" +
+	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12!\n" +
+	"\fmax_attempts\x18\x03 \x01(\x04R\vmaxAttempts\x121\n" +
+	"\x06window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\xe0\x02\n" +
+	"\vHealthCheck\x122\n" +
+	"\acommand\x18\x01 \x01(\v2\x16.jaco.api.CommandCheckH\x00R\acommand\x12)\n" +
+	"\x04http\x18\x02 \x01(\v2\x13.jaco.api.HTTPCheckH\x00R\x04http\x12&\n" +
+	"\x03tcp\x18\x03 \x01(\v2\x12.jaco.api.TCPCheckH\x00R\x03tcp\x125\n" +
+	"\binterval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\binterval\x123\n" +
+	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x18\n" +
+	"\aretries\x18\x06 \x01(\rR\aretries\x12<\n" +
+	"\fstart_period\x18\a \x01(\v2\x19.google.protobuf.DurationR\vstartPeriodB\x06\n" +
+	"\x04test\"\"\n" +
+	"\fCommandCheck\x12\x12\n" +
+	"\x04argv\x18\x01 \x03(\tR\x04argv\"3\n" +
+	"\tHTTPCheck\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
+	"\bTCPCheck\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\x8a\x06\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
 	"\acommand\x18\x03 \x03(\tR\acommand\x12\x10\n" +
 	"\x03env\x18\x04 \x03(\tR\x03env\x12\x1a\n" +
-	"\breplicas\x18\x05 \x01(\x04R\breplicas\"h\n" +
+	"\breplicas\x18\x05 \x01(\x04R\breplicas\x12)\n" +
+	"\x04mode\x18\x06 \x01(\x0e2\x15.jaco.api.ServiceModeR\x04mode\x12,\n" +
+	"\x06bundle\x18\a \x01(\v2\x14.jaco.api.HookBundleR\x06bundle\x12+\n" +
+	"\x06limits\x18\b \x01(\v2\x13.jaco.api.ResourcesR\x06limits\x127\n" +
+	"\freservations\x18\t \x01(\v2\x13.jaco.api.ResourcesR\freservations\x12'\n" +
+	"\x06mounts\x18\n" +
+	" \x03(\v2\x0f.jaco.api.MountR\x06mounts\x12*\n" +
+	"\x05ports\x18\v \x03(\v2\x14.jaco.api.PortConfigR\x05ports\x121\n" +
+	"\tplacement\x18\f \x01(\v2\x13.jaco.api.PlacementR\tplacement\x12\x1d\n" +
+	"\n" +
+	"depends_on\x18\r \x03(\tR\tdependsOn\x121\n" +
+	"\arestart\x18\x0e \x01(\v2\x17.jaco.api.RestartPolicyR\arestart\x12-\n" +
+	"\x06health\x18\x0f \x01(\v2\x15.jaco.api.HealthCheckR\x06health\x12E\n" +
+	"\x11stop_grace_period\x18\x10 \x01(\v2\x19.google.protobuf.DurationR\x0fstopGracePeriod\x12G\n" +
+	"\x12abort_grace_period\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x10abortGracePeriod\x121\n" +
+	"\anetwork\x18\x12 \x01(\v2\x17.jaco.api.NetworkAccessR\anetwork\"B\n" +
+	"\rNetworkAccess\x12\x12\n" +
+	"\x04open\x18\x01 \x01(\bR\x04open\x12\x1d\n" +
+	"\n" +
+	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\x8b\x01\n" +
 	"\aService\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
-	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\"\x8b\x01\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12!\n" +
+	"\fspec_version\x18\x04 \x01(\x04R\vspecVersion\"\xd2\x01\n" +
 	"\n" +
 	"TaskStatus\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.TaskStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x128\n" +
-	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"\xee\x01\n" +
+	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
+	"\texit_code\x18\x05 \x01(\x05R\bexitCodeJ\x04\b\x06\x10\aR\n" +
+	"runtime_id\"\xb6\x03\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1d\n" +
@@ -834,7 +2447,14 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04slot\x18\x04 \x01(\x04R\x04slot\x12\x17\n" +
 	"\anode_id\x18\x05 \x01(\tR\x06nodeId\x128\n" +
 	"\rdesired_state\x18\x06 \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\x12,\n" +
-	"\x06status\x18\a \x01(\v2\x14.jaco.api.TaskStatusR\x06status\"\xf3\x01\n" +
+	"\x06status\x18\a \x01(\v2\x14.jaco.api.TaskStatusR\x06status\x12)\n" +
+	"\x04spec\x18\b \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12!\n" +
+	"\fspec_version\x18\t \x01(\x04R\vspecVersion\x12!\n" +
+	"\fservice_name\x18\n" +
+	" \x01(\tR\vserviceName\x129\n" +
+	"\n" +
+	"not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x1a\n" +
+	"\breplaces\x18\f \x01(\tR\breplaces\"\xf3\x01\n" +
 	"\tJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x12\n" +
@@ -851,15 +2471,41 @@ const file_api_objects_proto_rawDesc = "" +
 	"\bSuffrage\x12\x18\n" +
 	"\x14SUFFRAGE_UNSPECIFIED\x10\x00\x12\x12\n" +
 	"\x0eSUFFRAGE_VOTER\x10\x01\x12\x15\n" +
-	"\x11SUFFRAGE_NONVOTER\x10\x02*\xb9\x01\n" +
+	"\x11SUFFRAGE_NONVOTER\x10\x02*j\n" +
+	"\x10NodeAvailability\x12\x1c\n" +
+	"\x18NODE_AVAILABILITY_ACTIVE\x10\x00\x12\x1b\n" +
+	"\x17NODE_AVAILABILITY_PAUSE\x10\x01\x12\x1b\n" +
+	"\x17NODE_AVAILABILITY_DRAIN\x10\x02*i\n" +
+	"\x0fNodeStatusState\x12\x1d\n" +
+	"\x19NODE_STATUS_STATE_UNKNOWN\x10\x00\x12\x1b\n" +
+	"\x17NODE_STATUS_STATE_READY\x10\x01\x12\x1a\n" +
+	"\x16NODE_STATUS_STATE_DOWN\x10\x02*p\n" +
+	"\n" +
+	"DrainState\x12\x14\n" +
+	"\x10DRAIN_STATE_NONE\x10\x00\x12\x18\n" +
+	"\x14DRAIN_STATE_DRAINING\x10\x01\x12\x17\n" +
+	"\x13DRAIN_STATE_DRAINED\x10\x02\x12\x19\n" +
+	"\x15DRAIN_STATE_TIMED_OUT\x10\x03*C\n" +
+	"\vServiceMode\x12\x1b\n" +
+	"\x17SERVICE_MODE_REPLICATED\x10\x00\x12\x17\n" +
+	"\x13SERVICE_MODE_GLOBAL\x10\x01*k\n" +
+	"\x10RestartCondition\x12\x19\n" +
+	"\x15RESTART_CONDITION_ANY\x10\x00\x12 \n" +
+	"\x1cRESTART_CONDITION_ON_FAILURE\x10\x01\x12\x1a\n" +
+	"\x16RESTART_CONDITION_NONE\x10\x02*\x9e\x02\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_PENDING\x10\x01\x12\x17\n" +
-	"\x13TASK_STATE_ASSIGNED\x10\x02\x12\x16\n" +
-	"\x12TASK_STATE_RUNNING\x10\x03\x12\x17\n" +
-	"\x13TASK_STATE_COMPLETE\x10\x04\x12\x15\n" +
-	"\x11TASK_STATE_FAILED\x10\x05\x12\x17\n" +
-	"\x13TASK_STATE_SHUTDOWN\x10\x06B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x13TASK_STATE_ASSIGNED\x10\x02\x12\x18\n" +
+	"\x14TASK_STATE_PREPARING\x10\x03\x12\x17\n" +
+	"\x13TASK_STATE_STARTING\x10\x04\x12\x16\n" +
+	"\x12TASK_STATE_RUNNING\x10\x05\x12\x17\n" +
+	"\x13TASK_STATE_COMPLETE\x10\x06\x12\x17\n" +
+	"\x13TASK_STATE_SHUTDOWN\x10\a\x12\x15\n" +
+	"\x11TASK_STATE_FAILED\x10\b\x12\x17\n" +
+	"\x13TASK_STATE_REJECTED\x10\t\x12\x17\n" +
+	"\x13TASK_STATE_ORPHANED\x10\n" +
+	"B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_objects_proto_rawDescOnce sync.Once
@@ -873,44 +2519,102 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
-	(TaskState)(0),                // 2: jaco.api.TaskState
-	(*Meta)(nil),                  // 3: jaco.api.Meta
-	(*Cluster)(nil),               // 4: jaco.api.Cluster
-	(*Node)(nil),                  // 5: jaco.api.Node
-	(*ServiceSpec)(nil),           // 6: jaco.api.ServiceSpec
-	(*Service)(nil),               // 7: jaco.api.Service
-	(*TaskStatus)(nil),            // 8: jaco.api.TaskStatus
-	(*Task)(nil),                  // 9: jaco.api.Task
-	(*JoinToken)(nil),             // 10: jaco.api.JoinToken
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(NodeAvailability)(0),         // 2: jaco.api.NodeAvailability
+	(NodeStatusState)(0),          // 3: jaco.api.NodeStatusState
+	(DrainState)(0),               // 4: jaco.api.DrainState
+	(ServiceMode)(0),              // 5: jaco.api.ServiceMode
+	(RestartCondition)(0),         // 6: jaco.api.RestartCondition
+	(TaskState)(0),                // 7: jaco.api.TaskState
+	(*Meta)(nil),                  // 8: jaco.api.Meta
+	(*Cluster)(nil),               // 9: jaco.api.Cluster
+	(*NodeStatus)(nil),            // 10: jaco.api.NodeStatus
+	(*Resources)(nil),             // 11: jaco.api.Resources
+	(*NodeDescription)(nil),       // 12: jaco.api.NodeDescription
+	(*NodeDrain)(nil),             // 13: jaco.api.NodeDrain
+	(*Node)(nil),                  // 14: jaco.api.Node
+	(*Mount)(nil),                 // 15: jaco.api.Mount
+	(*PortConfig)(nil),            // 16: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 17: jaco.api.HookBundle
+	(*Placement)(nil),             // 18: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 19: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 20: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 21: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 22: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 23: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 24: jaco.api.ServiceSpec
+	(*NetworkAccess)(nil),         // 25: jaco.api.NetworkAccess
+	(*Service)(nil),               // 26: jaco.api.Service
+	(*TaskStatus)(nil),            // 27: jaco.api.TaskStatus
+	(*Task)(nil),                  // 28: jaco.api.Task
+	(*JoinToken)(nil),             // 29: jaco.api.JoinToken
+	nil,                           // 30: jaco.api.Node.LabelsEntry
+	nil,                           // 31: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	11, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	11, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	3,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	3,  // 3: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 4: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	3,  // 5: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	6,  // 6: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	2,  // 7: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	11, // 8: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	3,  // 9: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	2,  // 10: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	8,  // 11: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	3,  // 12: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 13: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	11, // 14: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	11, // 15: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	32, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	32, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	8,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	3,  // 3: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	32, // 4: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 5: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	4,  // 6: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	33, // 7: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	32, // 8: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	8,  // 9: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 10: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 11: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	30, // 12: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	10, // 13: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	12, // 14: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 15: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	13, // 16: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	31, // 17: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	6,  // 18: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	33, // 19: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	33, // 20: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	21, // 21: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	22, // 22: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	23, // 23: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	33, // 24: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	33, // 25: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	33, // 26: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 27: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	17, // 28: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	11, // 29: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	11, // 30: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	15, // 31: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	16, // 32: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	18, // 33: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	19, // 34: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	20, // 35: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	33, // 36: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	33, // 37: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	25, // 38: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	8,  // 39: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	24, // 40: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	7,  // 41: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	32, // 42: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	8,  // 43: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	7,  // 44: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	27, // 45: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	24, // 46: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	32, // 47: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	8,  // 48: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 49: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	32, // 50: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	32, // 51: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	52, // [52:52] is the sub-list for method output_type
+	52, // [52:52] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -918,13 +2622,18 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
+	file_api_objects_proto_msgTypes[12].OneofWrappers = []any{
+		(*HealthCheck_Command)(nil),
+		(*HealthCheck_Http)(nil),
+		(*HealthCheck_Tcp)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   8,
+			NumEnums:      8,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

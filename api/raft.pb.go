@@ -873,7 +873,8 @@ type JoinResponse struct {
 	CertPem   []byte                 `protobuf:"bytes,5,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
 	// raft_id is the joiner's raft member id (managers only).
 	RaftId uint64 `protobuf:"varint,6,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
-	// members is the raft group, for a manager joiner to reach.
+	// members is the raft group: whom a manager joiner reaches for raft and a
+	// worker for its dispatcher session.
 	Members       []*RaftMember `protobuf:"bytes,7,rep,name=members,proto3" json:"members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -958,6 +959,131 @@ func (x *JoinResponse) GetMembers() []*RaftMember {
 	return nil
 }
 
+type RenewCertificateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// csr_pem is the caller's new certificate request; the subject is the
+	// leader's to decide (the caller's node id, its current role).
+	CsrPem        []byte `protobuf:"bytes,1,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCertificateRequest) Reset() {
+	*x = RenewCertificateRequest{}
+	mi := &file_api_raft_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCertificateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCertificateRequest) ProtoMessage() {}
+
+func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
+func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RenewCertificateRequest) GetCsrPem() []byte {
+	if x != nil {
+		return x.CsrPem
+	}
+	return nil
+}
+
+type RenewCertificateResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	CertPem   []byte                 `protobuf:"bytes,1,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	CaCertPem []byte                 `protobuf:"bytes,2,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	Role      NodeRole               `protobuf:"varint,3,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
+	// raft_id is the caller's raft member id, set while it is a manager.
+	RaftId uint64 `protobuf:"varint,4,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
+	// members is the raft group, in every answer: a manager reaches it for
+	// raft, a worker for its dispatcher session.
+	Members       []*RaftMember `protobuf:"bytes,5,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCertificateResponse) Reset() {
+	*x = RenewCertificateResponse{}
+	mi := &file_api_raft_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCertificateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCertificateResponse) ProtoMessage() {}
+
+func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
+func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RenewCertificateResponse) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *RenewCertificateResponse) GetCaCertPem() []byte {
+	if x != nil {
+		return x.CaCertPem
+	}
+	return nil
+}
+
+func (x *RenewCertificateResponse) GetRole() NodeRole {
+	if x != nil {
+		return x.Role
+	}
+	return NodeRole_NODE_ROLE_UNSPECIFIED
+}
+
+func (x *RenewCertificateResponse) GetRaftId() uint64 {
+	if x != nil {
+		return x.RaftId
+	}
+	return 0
+}
+
+func (x *RenewCertificateResponse) GetMembers() []*RaftMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
@@ -1026,13 +1152,22 @@ const file_api_raft_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\x04 \x01(\fR\tcaCertPem\x12\x19\n" +
 	"\bcert_pem\x18\x05 \x01(\fR\acertPem\x12\x17\n" +
 	"\araft_id\x18\x06 \x01(\x04R\x06raftId\x12.\n" +
-	"\amembers\x18\a \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xa3\x02\n" +
+	"\amembers\x18\a \x03(\v2\x14.jaco.api.RaftMemberR\amembers\"2\n" +
+	"\x17RenewCertificateRequest\x12\x17\n" +
+	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\"\xc6\x01\n" +
+	"\x18RenewCertificateResponse\x12\x19\n" +
+	"\bcert_pem\x18\x01 \x01(\fR\acertPem\x12\x1e\n" +
+	"\vca_cert_pem\x18\x02 \x01(\fR\tcaCertPem\x12&\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x17\n" +
+	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
+	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xa3\x02\n" +
 	"\vRaftService\x12_\n" +
 	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\x12^\n" +
 	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse(\x01\x12S\n" +
-	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse2P\n" +
+	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse2\xab\x01\n" +
 	"\x11MembershipService\x125\n" +
-	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\x12Y\n" +
+	"\x10RenewCertificate\x12!.jaco.api.RenewCertificateRequest\x1a\".jaco.api.RenewCertificateResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_raft_proto_rawDescOnce sync.Once
@@ -1047,7 +1182,7 @@ func file_api_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
@@ -1064,45 +1199,51 @@ var file_api_raft_proto_goTypes = []any{
 	(*ResolveAddressResponse)(nil),     // 12: jaco.api.ResolveAddressResponse
 	(*JoinRequest)(nil),                // 13: jaco.api.JoinRequest
 	(*JoinResponse)(nil),               // 14: jaco.api.JoinResponse
-	(*Cluster)(nil),                    // 15: jaco.api.Cluster
-	(*Node)(nil),                       // 16: jaco.api.Node
-	(*Service)(nil),                    // 17: jaco.api.Service
-	(*Task)(nil),                       // 18: jaco.api.Task
-	(*JoinToken)(nil),                  // 19: jaco.api.JoinToken
-	(NodeRole)(0),                      // 20: jaco.api.NodeRole
+	(*RenewCertificateRequest)(nil),    // 15: jaco.api.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil),   // 16: jaco.api.RenewCertificateResponse
+	(*Cluster)(nil),                    // 17: jaco.api.Cluster
+	(*Node)(nil),                       // 18: jaco.api.Node
+	(*Service)(nil),                    // 19: jaco.api.Service
+	(*Task)(nil),                       // 20: jaco.api.Task
+	(*JoinToken)(nil),                  // 21: jaco.api.JoinToken
+	(NodeRole)(0),                      // 22: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
-	15, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
-	16, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
-	17, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
-	18, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
-	19, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
+	17, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
+	18, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
+	19, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
+	20, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
+	21, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
 	1,  // 6: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	15, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	16, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	17, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	18, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	19, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	17, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	18, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	19, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	20, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	21, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
 	3,  // 12: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 13: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
 	4,  // 14: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
 	4,  // 15: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	20, // 16: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	22, // 16: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
 	4,  // 17: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 18: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 19: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 20: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 21: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	8,  // 22: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 23: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 24: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 25: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	22, // [22:26] is the sub-list for method output_type
-	18, // [18:22] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	22, // 18: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 19: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 20: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 21: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 22: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 23: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 24: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	8,  // 25: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 26: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 27: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 28: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	16, // 29: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	25, // [25:30] is the sub-list for method output_type
+	20, // [20:25] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1125,7 +1266,7 @@ func file_api_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

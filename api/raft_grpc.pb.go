@@ -197,7 +197,8 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	MembershipService_Join_FullMethodName = "/jaco.api.MembershipService/Join"
+	MembershipService_Join_FullMethodName             = "/jaco.api.MembershipService/Join"
+	MembershipService_RenewCertificate_FullMethodName = "/jaco.api.MembershipService/RenewCertificate"
 )
 
 // MembershipServiceClient is the client API for MembershipService service.
@@ -208,6 +209,9 @@ const (
 // leader; any manager accepts them and forwards.
 type MembershipServiceClient interface {
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// RenewCertificate signs a fresh certificate for the calling node (its
+	// certificate identity), with the role the cluster holds for it now.
+	RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error)
 }
 
 type membershipServiceClient struct {
@@ -228,6 +232,16 @@ func (c *membershipServiceClient) Join(ctx context.Context, in *JoinRequest, opt
 	return out, nil
 }
 
+func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenewCertificateResponse)
+	err := c.cc.Invoke(ctx, MembershipService_RenewCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MembershipServiceServer is the server API for MembershipService service.
 // All implementations must embed UnimplementedMembershipServiceServer
 // for forward compatibility.
@@ -236,6 +250,9 @@ func (c *membershipServiceClient) Join(ctx context.Context, in *JoinRequest, opt
 // leader; any manager accepts them and forwards.
 type MembershipServiceServer interface {
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// RenewCertificate signs a fresh certificate for the calling node (its
+	// certificate identity), with the role the cluster holds for it now.
+	RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error)
 	mustEmbedUnimplementedMembershipServiceServer()
 }
 
@@ -248,6 +265,9 @@ type UnimplementedMembershipServiceServer struct{}
 
 func (UnimplementedMembershipServiceServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedMembershipServiceServer) RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenewCertificate not implemented")
 }
 func (UnimplementedMembershipServiceServer) mustEmbedUnimplementedMembershipServiceServer() {}
 func (UnimplementedMembershipServiceServer) testEmbeddedByValue()                           {}
@@ -288,6 +308,24 @@ func _MembershipService_Join_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MembershipService_RenewCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenewCertificateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).RenewCertificate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_RenewCertificate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).RenewCertificate(ctx, req.(*RenewCertificateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MembershipService_ServiceDesc is the grpc.ServiceDesc for MembershipService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -298,6 +336,10 @@ var MembershipService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Join",
 			Handler:    _MembershipService_Join_Handler,
+		},
+		{
+			MethodName: "RenewCertificate",
+			Handler:    _MembershipService_RenewCertificate_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

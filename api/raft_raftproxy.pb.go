@@ -34,3 +34,14 @@ func (p *raftProxyMembershipServiceServer) Join(ctx context.Context, r *JoinRequ
 	}
 	return NewMembershipServiceClient(conn).Join(ctx, r)
 }
+
+func (p *raftProxyMembershipServiceServer) RenewCertificate(ctx context.Context, r *RenewCertificateRequest) (*RenewCertificateResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RenewCertificate(ctx, r)
+	}
+	return NewMembershipServiceClient(conn).RenewCertificate(ctx, r)
+}

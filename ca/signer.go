@@ -64,6 +64,22 @@ func nodePolicy() *config.Signing {
 	}
 }
 
+// Issue makes a fresh key for nodeID and signs its certificate (see
+// Sign): for a node whose certificate is made where the CA is at hand
+// (cluster init, static formation, restore) rather than from a CSR sent
+// by the node.
+func (s *Signer) Issue(nodeID, role, clusterID string, ttl time.Duration) (certPEM, keyPEM []byte, err error) {
+	keyPEM, csrPEM, err := NewNodeKey(nodeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	certPEM, err = s.Sign(csrPEM, nodeID, role, clusterID, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM, keyPEM, nil
+}
+
 // Sign issues a certificate for the key in csrPEM. Whatever the CSR asked
 // for, the subject is CN = nodeID, OU = role ("manager" or "worker"),
 // O = clusterID, and the SANs are nodeID plus extraSANs (DNS names or IP

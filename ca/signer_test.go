@@ -35,13 +35,9 @@ func newTestCA(t *testing.T, clusterID string) testCA {
 // issue makes a key for nodeID and has the CA sign it.
 func (c testCA) issue(t *testing.T, nodeID, role string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	keyPEM, csrPEM, err := NewNodeKey(nodeID)
+	certPEM, keyPEM, err := c.signer.Issue(nodeID, role, testCluster, 0)
 	if err != nil {
-		t.Fatalf("NewNodeKey: %v", err)
-	}
-	certPEM, err = c.signer.Sign(csrPEM, nodeID, role, testCluster, 0)
-	if err != nil {
-		t.Fatalf("Sign: %v", err)
+		t.Fatalf("Issue: %v", err)
 	}
 	return certPEM, keyPEM
 }

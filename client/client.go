@@ -30,6 +30,12 @@ type Client struct {
 	Target  string
 	Cluster api.ClusterServiceClient
 	Control api.ControlServiceClient
+	// Agent reaches the node's own agent (logs, image load).
+	Agent api.AgentServiceClient
+	// Backup streams a backup from the leader (any manager forwards).
+	Backup api.BackupServiceClient
+	// Node is what the daemon does to itself (unlock), local socket only.
+	Node api.NodeServiceClient
 }
 
 type options struct {
@@ -99,6 +105,9 @@ func New(opts ...Option) (*Client, error) {
 		Target:  target,
 		Cluster: api.NewClusterServiceClient(conn),
 		Control: api.NewControlServiceClient(conn),
+		Agent:   api.NewAgentServiceClient(conn),
+		Node:    api.NewNodeServiceClient(conn),
+		Backup:  api.NewBackupServiceClient(conn),
 	}, nil
 }
 

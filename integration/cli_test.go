@@ -13,11 +13,12 @@ import (
 // rather than imported from cmd/jaco so a change of the printed shape
 // breaks these tests as it would break those scripts.
 type clusterStatus struct {
-	State     string   `json:"state"`
-	ClusterID string   `json:"cluster_id"`
-	NodeID    string   `json:"node_id"`
-	Leader    string   `json:"leader"`
-	Members   []member `json:"members"`
+	State                string   `json:"state"`
+	ClusterID            string   `json:"cluster_id"`
+	NodeID               string   `json:"node_id"`
+	Leader               string   `json:"leader"`
+	Members              []member `json:"members"`
+	FailedUnlockAttempts int      `json:"failed_unlock_attempts"`
 }
 
 type member struct {

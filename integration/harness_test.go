@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,10 +73,16 @@ const cmdTimeout = 60 * time.Second
 
 // run runs bin to completion with the test environment plus env.
 func run(bin string, env []string, args ...string) result {
+	return runWithStdin(bin, env, nil, args...)
+}
+
+// runWithStdin is run with stdin (nil: none).
+func runWithStdin(bin string, env []string, stdin io.Reader, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(testEnv(), env...)
+	cmd.Stdin = stdin
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

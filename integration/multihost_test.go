@@ -405,20 +405,27 @@ func TestMultihostJoinTokensRefused(t *testing.T) {
 func TestMultihostLeaderKill(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, 3)
-	old := c.leader(t, c.managers)
-	rest := c.others(old)
+	rest := c.killLeader(t)
+	c.waitConverged(t, rest)
+}
 
+// killLeader SIGKILLs the leader of c's managers, logs how long the
+// first write acknowledged by the others took, and requires them to
+// elect another leader and acknowledge a write through each. It returns
+// the others.
+func (c *mcluster) killLeader(t *testing.T) (rest []*nsDaemon) {
+	t.Helper()
+	old := c.leader(t, c.managers)
+	rest = c.others(old)
 	start := time.Now()
 	old.kill(t)
 	took := firstWrite(t, start, rest)
 	t.Logf("leader %s SIGKILLed: first write acknowledged after %v", old.name, took.Round(time.Millisecond))
-
-	l := c.leader(t, rest)
-	if l == old {
+	if l := c.leader(t, rest); l == old {
 		t.Fatalf("survivors name the killed %s as leader", old.name)
 	}
 	wantWritesThrough(t, rest)
-	c.waitConverged(t, rest)
+	return rest
 }
 
 // TestMultihostLeaderPause: a SIGSTOPped leader looks alive at the TCP

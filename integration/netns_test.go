@@ -23,12 +23,17 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/jaco-project/jaco/internal/testenv"
 )
 
 // jacodPort is where every test daemon listens. Fixed, because each daemon
@@ -75,7 +80,7 @@ func requireNetns(t *testing.T) {
 		sweepStaleNetns()
 	})
 	if netnsSkipMsg != "" {
-		t.Skip(netnsSkipMsg)
+		testenv.SkipOrFail(t, "%s", netnsSkipMsg)
 	}
 }
 
@@ -175,9 +180,9 @@ type host struct {
 func (h *hub) addHost(t *testing.T) *host {
 	t.Helper()
 	h.mu.Lock()
-	if h.lastIP >= 254 {
+	if h.lastIP >= 126 {
 		h.mu.Unlock()
-		t.Fatal("hub address pool 198.18.0.1-254 exhausted")
+		t.Fatal("hub address pool 198.18.0.1-126 exhausted")
 	}
 	h.lastIP++
 	hs := &host{n: h.lastIP, ip: fmt.Sprintf("198.18.0.%d", h.lastIP)}
@@ -193,7 +198,9 @@ func (h *hub) addHost(t *testing.T) *host {
 	ipCmd(t, "-n", h.ns, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", hs.ns)
 	ipCmd(t, "-n", h.ns, "link", "set", port, "master", "br0", "up")
 	ipCmd(t, "-n", hs.ns, "link", "set", "lo", "up")
-	ipCmd(t, "-n", hs.ns, "addr", "add", hs.ip+"/24", "dev", "eth0")
+	// Hosts take the lower half of the /24; a node's container subnets
+	// come from the upper half, and the runtime refuses an overlap.
+	ipCmd(t, "-n", hs.ns, "addr", "add", hs.ip+"/25", "dev", "eth0")
 	ipCmd(t, "-n", hs.ns, "link", "set", "eth0", "up")
 	return hs
 }
@@ -287,11 +294,24 @@ type nsDaemon struct {
 	// it exit (allowExit, expectExit). A daemon that exits otherwise has
 	// crashed, and its test fails even if no assertion touched it.
 	ended bool
+	// dropNetAdmin starts jacod without CAP_NET_ADMIN (bounding and
+	// inheritable sets, so no exec regains it): a node that cannot load
+	// its nftables ruleset. Set between newJacod and start.
+	dropNetAdmin bool
 }
 
 // startJacod starts jacod named name on hs with a fresh data dir; it is
 // stopped when t ends.
 func (hs *host) startJacod(t *testing.T, name string, flags ...string) *nsDaemon {
+	t.Helper()
+	d := hs.newJacod(t, name, flags...)
+	d.start(t)
+	return d
+}
+
+// newJacod is startJacod without the start, for a test that sets up the
+// daemon's process (dropNetAdmin) first.
+func (hs *host) newJacod(t *testing.T, name string, flags ...string) *nsDaemon {
 	t.Helper()
 	d := &nsDaemon{
 		host:    hs,
@@ -304,7 +324,6 @@ func (hs *host) startJacod(t *testing.T, name string, flags ...string) *nsDaemon
 	// anything failed; both before the namespaces are deleted.
 	t.Cleanup(func() { d.dumpLogOnFailure(t) })
 	t.Cleanup(func() { d.cleanup(t) })
-	d.start(t)
 	return d
 }
 
@@ -320,14 +339,24 @@ func (d *nsDaemon) start(t *testing.T) {
 	}
 	fmt.Fprintf(logf, "=== integration: start %d of jacod %s in %s at %s\n", d.starts, d.name, d.host.ns, time.Now().Format(time.RFC3339Nano))
 	w := &logWatch{file: logf, addr: make(chan string, 1)}
-	args := append([]string{"netns", "exec", d.host.ns, jacodBin,
-		"--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name}, d.flags...)
-	cmd := exec.Command("ip", args...)
+	// nsenter --net, not `ip netns exec`: the latter also gives jacod a
+	// mount namespace of its own, and the network namespaces the containerd
+	// runtime bind-mounts for replicas must be visible to containerd and
+	// runc in the machine's.
+	args := []string{"--net=/var/run/netns/" + d.host.ns}
+	if d.dropNetAdmin {
+		// util-linux's setpriv, which execs jacod in turn: root keeps
+		// every other capability across the exec, this one it cannot.
+		args = append(args, "setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", "--")
+	}
+	args = append(append(args, jacodBin,
+		"--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name), d.flags...)
+	cmd := exec.Command("nsenter", args...)
 	cmd.Env = testEnv()
 	cmd.Stdout, cmd.Stderr = w, w
 	// If this test process dies without its cleanups (a -timeout panic),
 	// the kernel kills the daemon rather than leaving it to run forever.
-	// `ip netns exec` execs jacod, and the setting survives the exec.
+	// nsenter execs jacod, and the setting survives the exec.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -351,7 +380,7 @@ func (d *nsDaemon) start(t *testing.T) {
 		t.Fatalf("jacod %s did not log %q within %v\n%s", d.name, "jacod serving", startTimeout, d.log())
 	}
 	// The signals the tests send go to this pid: it must be jacod itself
-	// (ip exec'd it), in the host's namespace.
+	// (nsenter exec'd it), in the host's namespace.
 	if err := d.checkProcess(); err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +411,34 @@ func (d *nsDaemon) checkProcess() error {
 	if got.Ino != ns.Ino || got.Dev != ns.Dev {
 		return fmt.Errorf("jacod %s (pid %d) is not in network namespace %s", d.name, pid, d.host.ns)
 	}
+	if d.dropNetAdmin {
+		has, err := hasCapability(pid, unix.CAP_NET_ADMIN)
+		if err != nil {
+			return err
+		}
+		if has {
+			return fmt.Errorf("jacod %s (pid %d) has CAP_NET_ADMIN, started without it", d.name, pid)
+		}
+	}
 	return nil
+}
+
+// hasCapability reports whether capability bit c is in pid's effective set.
+func hasCapability(pid, c int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			set, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return false, fmt.Errorf("CapEff of pid %d: %w", pid, err)
+			}
+			return set&(1<<c) != 0, nil
+		}
+	}
+	return false, fmt.Errorf("/proc/%d/status has no CapEff line", pid)
 }
 
 // running reports whether the process has not exited yet.

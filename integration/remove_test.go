@@ -22,7 +22,7 @@ func formManagers(t *testing.T, n int) []*daemon {
 	for _, d := range ds[1:] {
 		wantOK(t, d.jaco("node", "join", "--peer", ds[0].addr, "--token", ds[0].joinToken("manager")))
 	}
-	wantVoters := map[int]int{1: 1, 2: 1, 3: 3, 4: 3, 5: 5}[n]
+	wantVoters := voterTarget(n)
 	for _, d := range ds {
 		waitVoters(t, d, n, wantVoters)
 	}

@@ -5,19 +5,20 @@ import (
 	"sync"
 )
 
-// subsystem is a leader-only part of the manager: it runs while this
-// member leads and stops, with every goroutine it started, when it no
-// longer does. Subsystems never call each other; they meet in the store.
-type subsystem struct {
-	name string
-	run  func(ctx context.Context)
+// Subsystem is a leader-only part of the manager: Run runs while this
+// member leads and returns, having stopped every goroutine it started,
+// when ctx ends because it no longer does. Subsystems never call each
+// other; they meet in the store.
+type Subsystem struct {
+	Name string
+	Run  func(ctx context.Context)
 }
 
 // leaderRunner starts the subsystems each time this member becomes leader
 // and cancels them when it stops being leader.
 type leaderRunner struct {
 	m          *Manager
-	subsystems []subsystem
+	subsystems []Subsystem
 	stop       chan struct{}
 	done       chan struct{}
 
@@ -64,9 +65,9 @@ func (r *leaderRunner) startAll() {
 		r.wg.Add(1)
 		go func() {
 			defer r.wg.Done()
-			s.run(ctx)
+			s.Run(ctx)
 		}()
-		names = append(names, s.name)
+		names = append(names, s.Name)
 	}
 	r.m.log.Info("leader subsystems started", "subsystems", names)
 }

@@ -18,7 +18,7 @@ func TestLeaderRunnerStartsAfterBarrierAndStops(t *testing.T) {
 	stopped := make(chan struct{})
 	r := &leaderRunner{
 		m: m,
-		subsystems: []subsystem{{name: "probe", run: func(ctx context.Context) {
+		subsystems: []Subsystem{{Name: "probe", Run: func(ctx context.Context) {
 			var svc *api.Service
 			m.Store.View(func(tx store.ReadTx) { svc = tx.GetService("bench-service") })
 			started <- svc != nil

@@ -1,8 +1,9 @@
 // Package manager composes what a manager runs: the store, the raft member
 // that replicates it, and the services that read and write it.
 //
-// Leader-only subsystems (the voter reconciler now; scheduler,
-// orchestrators, ... later) run under the leader runner (leader.go):
+// Leader-only subsystems (voter reconciler, join-token sweeper, and those
+// the node passes in: dispatcher, scheduler, orchestrator, role
+// reconciler) run under the leader runner (leader.go):
 // started when this member becomes leader, stopped when it stops being
 // one; they meet in the store and never call each other.
 package manager
@@ -40,6 +41,9 @@ type Config struct {
 	TickInterval     time.Duration
 	// Dial opens a connection to another manager (mutual TLS).
 	Dial transport.Dialer
+	// Subsystems run while this member leads, after the built-in ones
+	// (voter reconciler, join-token sweeper).
+	Subsystems []Subsystem
 }
 
 // Manager is a running manager.
@@ -98,12 +102,12 @@ func Open(cfg Config) (*Manager, error) {
 	m.Raft, m.Voters, m.transport = n, voters, tr
 	m.leader = &leaderRunner{
 		m: m,
-		subsystems: []subsystem{
-			{name: "voter-reconciler", run: voters.Run},
-			{name: "join-token-sweeper", run: func(ctx context.Context) {
+		subsystems: append([]Subsystem{
+			{Name: "voter-reconciler", Run: voters.Run},
+			{Name: "join-token-sweeper", Run: func(ctx context.Context) {
 				jointoken.RunSweeper(ctx, st, time.Minute, cfg.Logger.With("component", "join-token-sweeper"))
 			}},
-		},
+		}, cfg.Subsystems...),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
@@ -186,10 +190,6 @@ func (m *Manager) Removed() <-chan struct{} { return m.removed }
 // Cluster returns the cluster object, nil before ClusterInit is applied.
 func (m *Manager) Cluster() *api.Cluster {
 	var c *api.Cluster
-	m.Store.View(func(tx store.ReadTx) {
-		if cs := tx.ListClusters(); len(cs) > 0 {
-			c = cs[0]
-		}
-	})
+	m.Store.View(func(tx store.ReadTx) { c = tx.Cluster() })
 	return c
 }

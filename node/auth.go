@@ -10,9 +10,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Full method names the policy below names.
@@ -22,9 +24,24 @@ const (
 	methodStatus = "/jaco.api.ClusterService/Status"
 	// methodAdmit is the leader side of a join; the token is the proof.
 	methodAdmit = "/jaco.api.MembershipService/Join"
+	// methodRenew is a node renewing its own certificate.
+	methodRenew = "/jaco.api.MembershipService/RenewCertificate"
 	raftPrefix  = "/jaco.api.RaftService/"
 	// clusterPrefix is the daemon's own service, served in every state.
 	clusterPrefix = "/jaco.api.ClusterService/"
+	// dispatcherPrefix is the agents' side of the cluster: nodes only.
+	dispatcherPrefix = "/jaco.api.DispatcherService/"
+	// agentPrefix is every node's own agent, workers' too.
+	agentPrefix = "/jaco.api.AgentService/"
+	methodLogs  = agentPrefix + "Logs"
+	// methodLocalReplicas lists what this node's agent runs.
+	methodLocalReplicas = agentPrefix + "ListLocalReplicas"
+	// healthPrefix is grpc.health.v1, open to anyone in every state:
+	// supervisors probe without credentials (node/health.go).
+	healthPrefix    = "/grpc.health.v1.Health/"
+	methodLoadImage = agentPrefix + "LoadImage"
+	// methodUnlock gives a locked manager its unlock key.
+	methodUnlock = "/jaco.api.NodeService/Unlock"
 )
 
 // identifyFunc establishes who is calling.
@@ -92,11 +109,18 @@ func bearerToken(ctx context.Context) string {
 
 // authorize applies the lifecycle gate, then the per-method policy.
 func (n *Node) authorize(ctx context.Context, method string, identify identifyFunc) (context.Context, error) {
+	if strings.HasPrefix(method, healthPrefix) {
+		return ctx, nil
+	}
 	if !n.initialized() && method != methodInit && method != methodJoin && method != methodStatus {
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
 			"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
 	}
-	if n.initialized() && n.Manager() == nil && !strings.HasPrefix(method, clusterPrefix) {
+	if n.State() == api.NodeState_NODE_STATE_LOCKED && method != methodStatus && method != methodUnlock {
+		return nil, reason.Error(codes.FailedPrecondition, reason.Locked,
+			"this manager is locked: autolock is on and it restarted; run 'jaco node unlock' on it")
+	}
+	if n.initialized() && n.Manager() == nil && method != methodUnlock && !strings.HasPrefix(method, clusterPrefix) && !strings.HasPrefix(method, agentPrefix) {
 		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager,
 			"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
 	}
@@ -105,6 +129,9 @@ func (n *Node) authorize(ctx context.Context, method string, identify identifyFu
 		return nil, err
 	}
 	ctx = identity.NewContext(ctx, id)
+	if handled, err := formationPolicy(method, id); handled {
+		return ctx, err
+	}
 	switch {
 	case method == methodStatus, method == methodJoin, method == methodAdmit:
 		return ctx, nil // anyone may ask; a join proves itself with its token
@@ -113,17 +140,72 @@ func (n *Node) authorize(ctx context.Context, method string, identify identifyFu
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "cluster init is accepted only on the local socket")
+	case method == methodRenew:
+		if id.Kind == identity.Node {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "a node renews its certificate with its certificate")
 	case strings.HasPrefix(method, raftPrefix):
 		if id.Kind == identity.Node && id.Role == ca.RoleManager {
+			if why := n.raftPeerRefused(id.NodeID); why != "" {
+				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic refused: %s", why)
+			}
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic is accepted only from managers of this cluster")
+	case strings.HasPrefix(method, dispatcherPrefix):
+		if id.Kind == identity.Node {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "the dispatcher serves the agents of this cluster's nodes only")
+	case method == methodLogs, method == methodLocalReplicas:
+		// Managers fetch replica logs for `jaco service logs`.
+		if id.Kind == identity.Local || id.Kind == identity.Operator || (id.Kind == identity.Node && id.Role == ca.RoleManager) {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "replica logs are for managers and operators")
+	case method == methodUnlock:
+		if id.Kind == identity.Local {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied,
+			"a node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is")
+	case method == methodLoadImage:
+		if id.Kind == identity.Local {
+			return ctx, nil
+		}
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "images are loaded on the node itself, through its local socket")
 	default:
 		if id.Kind == identity.Local || id.Kind == identity.Operator {
 			return ctx, nil
 		}
 		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "this call needs the operator token (JACO_TOKEN) or the local socket")
 	}
+}
+
+// raftPeerRefused says why a caller with a manager certificate may not
+// speak raft, or "": a certificate says manager until it expires, but a
+// demoted node left the raft group. A removed raft member is refused by
+// the raft service itself (node_removed); this gate refuses a node the
+// store holds as no manager, which covers a demoted node whose removal
+// this member has not applied yet, and any later use of its old
+// certificate.
+func (n *Node) raftPeerRefused(nodeID string) string {
+	m := n.Manager()
+	if m == nil {
+		return "" // raftService answers not_a_manager
+	}
+	if m.Raft.IsRemovedNode(nodeID) {
+		// The raft service answers node_removed, which tells a removed
+		// member to stop.
+		return ""
+	}
+	var node *api.Node
+	n.store.View(func(tx store.ReadTx) { node = tx.GetNode(nodeID) })
+	if node != nil && node.Role != api.NodeRole_NODE_ROLE_MANAGER {
+		return "node " + nodeID + " is not a manager any more"
+	}
+	return ""
 }
 
 func (n *Node) unaryAuth(identify identifyFunc) grpc.UnaryServerInterceptor {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // Config configures a daemon.
@@ -29,6 +31,43 @@ type Config struct {
 	// QuorumLossWindow is how long a manager may be without a leader
 	// before it reports quorum_lost instead of no_leader.
 	QuorumLossWindow time.Duration
+
+	// ContainerdAddress is the containerd socket image replicas run
+	// through; empty runs hook bundles only.
+	ContainerdAddress string
+	// ContainerSubnet is the CNI bridge subnet for this node's containers;
+	// empty derives one from the node id.
+	ContainerSubnet string
+	// HeartbeatPeriod is what the dispatcher asks of agents while this
+	// manager leads (0: 5 s); a node missing three is down.
+	HeartbeatPeriod time.Duration
+
+	// CertLifetime is the lifetime of the node certificates this node
+	// signs while it leads (0: 90 days). Nodes renew theirs at two thirds
+	// of it.
+	CertLifetime time.Duration
+	// RoleCheckInterval is how often the node asks the leader for the role
+	// the cluster holds for it (promote / demote) and whether its
+	// certificate is due for renewal (0: 2 s).
+	RoleCheckInterval time.Duration
+
+	// ForceNewCluster rewrites this manager's raft state at start as a
+	// cluster with it the sole voter (the others blacklisted), for a
+	// majority lost for good. One-shot: a forced state is left alone.
+	ForceNewCluster bool
+
+	// Formation without `cluster init` (docs/adr/0013, 0014).
+	// JoinSecretFile holds the secret formation joins prove.
+	JoinSecretFile string
+	// Bootstrap: ordinal formation; ordinal 0 of the node name bootstraps
+	// when nothing answers at JoinAddrs, every node joins through them.
+	Bootstrap bool
+	JoinAddrs []string
+	// InitialCluster: static formation, "name=host:port,...".
+	InitialCluster string
+	// FormationDelay is how long a static node waits before it forms.
+	FormationDelay time.Duration
+	formation      formation
 }
 
 // ErrInvalidConfig wraps every error in the daemon's configuration.
@@ -39,6 +78,9 @@ const (
 	DefaultDataDir          = "/var/lib/jaco"
 	DefaultListenAddr       = ":7000"
 	DefaultQuorumLossWindow = 10 * time.Second
+	// DefaultRoleCheckInterval: a promotion or demotion reaches the node
+	// within this after the leader carried out its part.
+	DefaultRoleCheckInterval = 2 * time.Second
 )
 
 func (c *Config) setDefaults() error {
@@ -74,17 +116,24 @@ func (c *Config) setDefaults() error {
 	if c.QuorumLossWindow <= 0 {
 		c.QuorumLossWindow = DefaultQuorumLossWindow
 	}
-	return nil
+	if c.CertLifetime < 0 {
+		return fmt.Errorf("%w: negative certificate lifetime %s", ErrInvalidConfig, c.CertLifetime)
+	}
+	if c.RoleCheckInterval <= 0 {
+		c.RoleCheckInterval = DefaultRoleCheckInterval
+	}
+	return c.checkFormation()
 }
 
 // Paths under the data dir (DESIGN.md §9).
-func (c *Config) socketPath() string { return filepath.Join(c.DataDir, "jaco.sock") }
-func (c *Config) nodeDir() string    { return filepath.Join(c.DataDir, "node") }
-func (c *Config) raftDir() string    { return filepath.Join(c.DataDir, "raft") }
-func (c *Config) dekPath() string    { return filepath.Join(c.nodeDir(), "raft-dek.key") }
+func (c *Config) dir() datadir.Dir   { return datadir.Dir(c.DataDir) }
+func (c *Config) socketPath() string { return c.dir().Socket() }
+func (c *Config) nodeDir() string    { return c.dir().Node() }
+func (c *Config) raftDir() string    { return c.dir().Raft() }
+func (c *Config) dekPath() string    { return c.dir().DataKeys() }
 
 // SocketPath is the trusted local socket of a data dir.
-func SocketPath(dataDir string) string { return filepath.Join(dataDir, "jaco.sock") }
+func SocketPath(dataDir string) string { return datadir.Dir(dataDir).Socket() }
 
 // advertiseAddr picks the address to advertise for a TCP listener bound
 // at bound: the configured one, else the bound host when it is specific,

@@ -13,7 +13,6 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
 
 	"github.com/google/uuid"
@@ -50,11 +49,7 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	if err != nil {
 		return nil, internalError(err)
 	}
-	keyPEM, csrPEM, err := ca.NewNodeKey(nodeID)
-	if err != nil {
-		return nil, internalError(err)
-	}
-	certPEM, err := signer.Sign(csrPEM, nodeID, ca.RoleManager, clusterID, 0)
+	certPEM, keyPEM, err := signer.Issue(nodeID, ca.RoleManager, clusterID, n.cfg.CertLifetime)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -66,18 +61,11 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	if err != nil {
 		return nil, internalError(err)
 	}
-	dek, err := encryption.NewKey()
+	if err := n.saveNodeFiles(caCert, certPEM, keyPEM); err != nil {
+		return nil, internalError(err)
+	}
+	sealer, err := n.newDataKey()
 	if err != nil {
-		return nil, internalError(err)
-	}
-	sealer, err := encryption.NewSealer(dek)
-	if err != nil {
-		return nil, internalError(err)
-	}
-	if err := ca.SaveNodeFiles(n.cfg.nodeDir(), caCert, certPEM, keyPEM); err != nil {
-		return nil, internalError(err)
-	}
-	if err := encryption.WriteKeyFile(n.cfg.dekPath(), dek); err != nil {
 		return nil, internalError(err)
 	}
 
@@ -106,6 +94,9 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	defer cancel()
 	if err := n.Manager().WaitReady(wctx); err != nil {
 		return nil, internalError(fmt.Errorf("wait for the new cluster to elect its leader: %w", err))
+	}
+	if err := n.startAgent(); err != nil {
+		return nil, internalError(err)
 	}
 	n.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
 	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: token.String()}, nil

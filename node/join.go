@@ -12,7 +12,6 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
@@ -56,42 +55,55 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
 		return nil, internalError(err)
 	}
-	if err := ca.SaveNodeFiles(n.cfg.nodeDir(), resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
-		return nil, internalError(err)
-	}
-	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {
-		if err := n.bootstrapJoinedManager(resp); err != nil {
-			return nil, internalError(err)
-		}
-	} else {
-		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
-	}
-	if err := n.reloadTLS(); err != nil {
+	if err := n.installJoin(resp, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
 	n.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", resp.Role.String(), "via", req.Peer)
 	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
 }
 
+// installJoin saves what the leader's admission gave this node, with its
+// private key, and starts what runs with it: a manager's raft member, the
+// TLS config of its certificate, the agent.
+func (n *Node) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
+	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+		return err
+	}
+	if err := n.saveJoinManagers(resp.Members); err != nil {
+		return err
+	}
+	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {
+		if err := n.bootstrapJoinedManager(resp); err != nil {
+			return err
+		}
+	} else {
+		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
+	}
+	if err := n.reloadTLS(); err != nil {
+		return err
+	}
+	return n.startAgent()
+}
+
 // bootstrapJoinedManager writes an empty raft member and starts it; the
 // leader then ships it the log.
 func (n *Node) bootstrapJoinedManager(resp *api.JoinResponse) error {
-	dek, err := encryption.NewKey()
-	if err != nil {
-		return err
-	}
-	sealer, err := encryption.NewSealer(dek)
-	if err != nil {
-		return err
-	}
-	if err := encryption.WriteKeyFile(n.cfg.dekPath(), dek); err != nil {
-		return err
-	}
-	self := &api.RaftMember{RaftId: resp.RaftId, NodeId: resp.NodeId, Address: n.advertise}
-	if err := raft.BootstrapJoin(n.cfg.raftDir(), sealer, resp.ClusterId, self, resp.Members); err != nil {
+	if err := n.writeJoinedRaftState(resp.ClusterId, resp.NodeId, resp.RaftId, resp.Members); err != nil {
 		return err
 	}
 	return n.startManager()
+}
+
+// writeJoinedRaftState writes a new data key and an empty raft member with
+// raftID that knows members, for a manager the leader already added to
+// raft (by a join or a promotion).
+func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, members []*api.RaftMember) error {
+	sealer, err := n.newDataKey()
+	if err != nil {
+		return err
+	}
+	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
+	return raft.BootstrapJoin(n.cfg.raftDir(), sealer, clusterID, self, members)
 }
 
 // checkJoinResponse makes sure the leader returned a certificate of the CA

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // ErrDataDirInUse is returned when another jacod holds the data dir.
@@ -18,7 +19,7 @@ var ErrDataDirInUse = errors.New("data dir is in use by another jacod")
 type dirLock struct{ f *os.File }
 
 func lockDataDir(dir string) (*dirLock, error) {
-	path := filepath.Join(dir, "jacod.lock")
+	path := datadir.Dir(dir).Lock()
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", err)

@@ -23,12 +23,16 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/jaco-project/jaco/agent"
+	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/proxy"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/dispatcher"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/membership"
 	"github.com/jaco-project/jaco/manager/state/raft"
@@ -47,15 +51,41 @@ type Node struct {
 	state  atomic.Int32 // api.NodeState
 	mgr    atomic.Pointer[manager.Manager]
 	tls    atomic.Pointer[tls.Config]
-	// clientTLSCache is the config for dialing other nodes (peers.go).
+	// clientTLSCache is the config for dialing other nodes (peers.go);
+	// clientCert the certificate it presents, read at each handshake.
 	clientTLSCache atomic.Pointer[tls.Config]
+	clientCert     atomic.Pointer[tls.Certificate]
 	// clusterID is the cluster of this node's certificate ("" before init).
 	clusterID atomic.Value
+	// kek is the unlock key this node's files are sealed with while
+	// autolock is on (keys.go); nil when they are in clear.
+	kek atomic.Pointer[encryption.Key]
+	// keysSettled: the files were brought in line with the cluster's
+	// autolock setting since the manager started (autolock.go).
+	keysSettled   atomic.Bool
+	autolockKick  chan struct{}
+	failedUnlocks atomic.Uint32
+
+	dispatcher *dispatcher.Server
+	// members serves joins, renewals and removals; the drain machine
+	// removes drained nodes through it too.
+	members    *membership.Server
+	agent      atomic.Pointer[agent.Agent]
+	agentMu    sync.Mutex // guards starting and stopping the agent
+	agentStop  context.CancelFunc
+	containerd *ctrd.Runtime
 
 	unixLis, tcpLis net.Listener
 	unixSrv, tcpSrv *grpc.Server
 	advertise       string
 	leaderConns     leaderConns
+
+	// The role and certificate loop (roles.go) runs under loopCtx; Stop
+	// ends it before anything else, since it takes initMu.
+	certKick   chan struct{}
+	loopCtx    context.Context
+	loopCancel context.CancelFunc
+	loopWG     sync.WaitGroup
 
 	fatal    chan error
 	wg       sync.WaitGroup
@@ -84,14 +114,35 @@ func New(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, store: store.New(nil), fatal: make(chan error, 1)}
+	if err := cfg.checkStaticState(); err != nil {
+		lock.release()
+		return nil, err
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, store: store.New(nil), fatal: make(chan error, 1),
+		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1)}
+	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			n.Stop()
 		}
 	}()
+	n.dispatcher = n.newDispatcher()
+	n.members = membership.New(n.store, managerRaft{n}, n.log, membership.WithCertLifetime(n.cfg.CertLifetime))
 	n.state.Store(int32(api.NodeState_NODE_STATE_UNINITIALIZED))
+	locked, err := n.dataKeysSealed()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ForceNewCluster && !locked {
+		if err := n.forceNewCluster(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
+	case locked:
+		// Autolock: nothing opens until `jaco node unlock` (autolock.go).
+		n.state.Store(int32(api.NodeState_NODE_STATE_LOCKED))
+		n.log.Warn("autolock is on and this manager restarted: it is locked; run 'jaco node unlock' on it")
 	case raft.Exists(cfg.raftDir()):
 		if err := n.startManager(); err != nil {
 			return nil, err
@@ -103,6 +154,23 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := n.listen(); err != nil {
+		return nil, err
+	}
+	if n.initialized() && !locked {
+		if err := n.startAgent(); err != nil {
+			return nil, err
+		}
+	}
+	n.loopWG.Add(2)
+	go func() {
+		defer n.loopWG.Done()
+		n.runCertLoop(n.loopCtx)
+	}()
+	go func() {
+		defer n.loopWG.Done()
+		n.runAutolockLoop(n.loopCtx)
+	}()
+	if err := n.startFormation(); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -136,11 +204,7 @@ func (n *Node) isWorker() bool {
 
 // startManager opens the raft state with the data key and runs the manager.
 func (n *Node) startManager() error {
-	key, err := encryption.ReadKeyFile(n.cfg.dekPath())
-	if err != nil {
-		return fmt.Errorf("data encryption key: %w", err)
-	}
-	sealer, err := encryption.NewSealer(key)
+	sealer, err := n.dataSealer()
 	if err != nil {
 		return err
 	}
@@ -152,10 +216,12 @@ func (n *Node) startManager() error {
 		SnapshotInterval: n.cfg.SnapshotInterval,
 		TickInterval:     n.cfg.TickInterval,
 		Dial:             func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) },
+		Subsystems:       append(n.workSubsystems(), n.roleSubsystem()),
 	})
 	if err != nil {
 		return err
 	}
+	n.keysSettled.Store(false)
 	n.mgr.Store(m)
 	n.state.Store(int32(api.NodeState_NODE_STATE_READY))
 	n.wg.Add(1)
@@ -173,6 +239,13 @@ func (n *Node) startManager() error {
 		case <-m.Removed():
 			err = ErrRemoved
 		}
+		if n.Manager() != m {
+			return // stopped on purpose (a demotion)
+		}
+		if errors.Is(err, ErrRemoved) {
+			// A demotion also takes the member out of raft: ask first.
+			err = n.afterRaftRemoval(n.loopCtx)
+		}
 		if err != nil {
 			select {
 			case n.fatal <- err:
@@ -185,6 +258,7 @@ func (n *Node) startManager() error {
 
 func (n *Node) reloadTLS() error {
 	n.clientTLSCache.Store(nil)
+	n.clientCert.Store(nil)
 	cfg, err := n.serverTLS()
 	if err != nil {
 		return err
@@ -230,11 +304,17 @@ func (n *Node) listen() error {
 
 func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
-	members := membership.New(n.store, managerRaft{n}, n.log)
-	control := controlapi.New(n.store, controlapi.WithNodeRemover(members))
+	control := controlapi.New(n.store, controlapi.WithNodeRemover(n.members),
+		controlapi.WithNodeDialer(func(_ context.Context, addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) }))
 	api.RegisterControlServiceServer(srv, api.NewRaftProxyControlServiceServer(control, proxy.NewLeaderRouter(leader{n})))
 	api.RegisterRaftServiceServer(srv, raftService{n: n})
-	api.RegisterMembershipServiceServer(srv, api.NewRaftProxyMembershipServiceServer(members, proxy.NewLeaderRouter(leader{n})))
+	api.RegisterMembershipServiceServer(srv, api.NewRaftProxyMembershipServiceServer(n.members, proxy.NewLeaderRouter(leader{n})))
+	api.RegisterDispatcherServiceServer(srv, api.NewRaftProxyDispatcherServiceServer(n.dispatcher, proxy.NewLeaderRouter(leader{n})))
+	api.RegisterAgentServiceServer(srv, agentService{n: n})
+	api.RegisterNodeServiceServer(srv, nodeService{n: n})
+	api.RegisterBackupServiceServer(srv, api.NewRaftProxyBackupServiceServer(backupService{n: n}, proxy.NewLeaderRouter(leader{n})))
+	healthpb.RegisterHealthServer(srv, healthService{n: n})
+	n.registerFormation(srv)
 }
 
 // Run serves until ctx ends or the raft member fails, then stops.
@@ -269,13 +349,22 @@ func (n *Node) Run(ctx context.Context) error {
 // Stop stops serving, stops the manager and releases the data dir.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
+		if n.loopCancel != nil {
+			n.loopCancel()
+		}
+		n.loopWG.Wait()
 		n.initMu.Lock()
 		defer n.initMu.Unlock()
+		// The agent first: its session streams to this node's own server
+		// would hold the graceful stop up to its deadline.
+		n.stopAgent()
+		var stopping sync.WaitGroup
 		for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
 			if srv != nil {
-				gracefulStop(srv, 5*time.Second)
+				stopping.Go(func() { gracefulStop(srv, 5*time.Second) })
 			}
 		}
+		stopping.Wait()
 		for _, lis := range []net.Listener{n.unixLis, n.tcpLis} {
 			if lis != nil {
 				lis.Close()
@@ -289,6 +378,9 @@ func (n *Node) Stop() error {
 		}
 		n.leaderConns.closeAll()
 		n.wg.Wait()
+		if n.containerd != nil {
+			n.containerd.Close()
+		}
 		n.store.Close()
 		if err := n.lock.release(); err != nil && n.stopErr == nil {
 			n.stopErr = err

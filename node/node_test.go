@@ -189,6 +189,11 @@ func TestTCPCallersGetOnlyWhatTheyProve(t *testing.T) {
 			_, err := api.NewClusterServiceClient(conn).Init(withToken, &api.InitClusterRequest{})
 			return err
 		}},
+		// The unlock key must never travel over TCP, even with the token.
+		{"unlock over tcp", func() error {
+			_, err := api.NewNodeServiceClient(conn).Unlock(withToken, &api.UnlockNodeRequest{UnlockKey: "JACOKEY1-x"})
+			return err
+		}},
 	}
 	for _, tc := range cases {
 		if got := reason.Of(tc.call()); got != reason.PermissionDenied {

@@ -24,13 +24,27 @@ func (n *Node) clientTLS() (*tls.Config, error) {
 	if cfg := n.clientTLSCache.Load(); cfg != nil {
 		return cfg, nil
 	}
-	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+	caPEM, certPEM, keyPEM, err := n.loadNodeFiles()
 	if err != nil {
 		return nil, fmt.Errorf("node certificate: %w", err)
 	}
 	cfg, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
 	if err != nil {
 		return nil, err
+	}
+	pair := cfg.Certificates[0]
+	n.clientCert.Store(&pair)
+	// Connections outlive certificates (renewal, role change): whenever a
+	// connection (re)handshakes, it presents the certificate of now.
+	cfg.Certificates = nil
+	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		if p := n.clientCert.Load(); p != nil {
+			return p, nil
+		}
+		if _, err := n.clientTLS(); err != nil {
+			return nil, err
+		}
+		return n.clientCert.Load(), nil
 	}
 	n.clientTLSCache.Store(cfg)
 	return cfg, nil

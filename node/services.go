@@ -4,10 +4,13 @@ import (
 	"context"
 	"time"
 
+	etcdraft "go.etcd.io/raft/v3"
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager"
+	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
@@ -26,7 +29,7 @@ func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) 
 }
 
 func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
-	resp := &api.ClusterStatusResponse{State: s.n.State()}
+	resp := &api.ClusterStatusResponse{State: s.n.State(), FailedUnlockAttempts: s.n.failedUnlocks.Load()}
 	m := s.n.Manager()
 	if m == nil {
 		// A worker knows its cluster from its certificate, and no more.
@@ -162,4 +165,24 @@ func (r managerRaft) HandOver(ctx context.Context) (uint64, error) {
 		return 0, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
 	}
 	return m.Voters.HandOver(ctx)
+}
+
+func (r managerRaft) Status() etcdraft.Status {
+	rn, err := r.member()
+	if err != nil {
+		return etcdraft.Status{}
+	}
+	return rn.Status()
+}
+
+// roleSubsystem is the leader's role reconciler (promote / demote).
+func (n *Node) roleSubsystem() manager.Subsystem {
+	r := rolemanager.NewRoleReconciler(rolemanager.RoleConfig{
+		Store:     n.store,
+		Raft:      managerRaft{n},
+		Members:   managerRaft{n},
+		NewRaftID: raft.NewRaftID,
+		Logger:    n.log.With("component", "role-reconciler"),
+	})
+	return manager.Subsystem{Name: "role-reconciler", Run: r.Run}
 }

@@ -18,40 +18,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
+source scripts/lib/bench.sh
 
 ensure_pkgs etcd-server etcd-client git gcc libc6-dev ca-certificates
 ensure_go
 
 out=docs/bench/cluster
-work=$(mktemp -d "${TMPDIR:-/tmp}/jaco-bench.XXXXXX")
-bench_pid=
-cleanup() {
-	if [[ -n $bench_pid ]]; then
-		# jaco-bench stops its servers on SIGTERM; they also get SIGKILL
-		# when it dies (parent-death signal).
-		kill -TERM "$bench_pid" 2>/dev/null || true
-		wait "$bench_pid" 2>/dev/null || true
-	fi
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-mkdir -p "$work/bin" "$out"
-if [[ -n ${JACO_REV:-} ]]; then
-	rev=$(git rev-parse --short "$JACO_REV")
-	log "building jacod and jaco from $JACO_REV ($rev)"
-	mkdir -p "$work/src"
-	git archive "$rev" | tar -x -C "$work/src"
-	(cd "$work/src" && go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco)
-else
-	rev=$(git rev-parse --short HEAD)
-	git diff --quiet HEAD -- . ':!cmd/jaco-bench' ':!scripts/bench-cluster.sh' ':!docs' 2>/dev/null || rev="$rev+uncommitted changes"
-	log "building jacod and jaco from the work tree ($rev)"
-	go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco
-fi
-log "building jaco-bench"
-go build -o "$work/bin/" ./cmd/jaco-bench
+bench_workdir jaco-bench
+mkdir -p "$out"
+bench_build scripts/bench-cluster.sh
 
 # Other work on the machine skews every figure: wait (10 min at most) for
 # the 1-minute load average to fall below 1, and record it either way.

@@ -1,105 +1,169 @@
 #!/usr/bin/env bash
-# The main job, end to end on one machine: build jaco, start three daemons
-# on loopback, make the first the first manager of a new cluster, join the
-# other two with single-use tokens, watch them become voters, SIGKILL the
-# leader, write through a survivor, and bring the old leader back.
-# Pass --keep to leave the daemons running and their data dirs in place.
+# The main job, end to end on one machine: a local cluster running a
+# service. Builds jaco and a small busybox web image, starts a private
+# containerd, and runs four jacod "hosts" (a manager and three workers),
+# each in its own network namespace on a private bridge (198.18.0.0/25;
+# their containers get subnets from 198.18.0.128/25; the range is
+# reserved for benchmarking and never routed). It creates a web service with
+# two replicas on published port 8080, fetches pages through it, kills a
+# container and then a whole worker, brings the worker back and removes
+# another with `jaco node remove` (drained start-first), and shows
+# `jaco service ps` after each.
+# Pass --keep to leave everything running (cleanup commands are printed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
 keep=
 [[ ${1:-} == --keep ]] && keep=1
+[[ $(id -u) == 0 ]] || { log "run as root: the demo makes network namespaces and runs containers"; exit 1; }
 
-ensure_pkgs git gcc libc6-dev ca-certificates
+ensure_pkgs git gcc libc6-dev ca-certificates curl iproute2 iptables util-linux containerd runc containernetworking-plugins busybox-static
 ensure_go
-log "building jacod and jaco"
+log "building jacod, jaco and jaco-dev"
 mkdir -p bin
-go build -o bin/ ./cmd/jacod ./cmd/jaco
-
-# jaco's port is 7000; take free ones from there, since another program on
-# this machine may hold it. Each stays fixed across restarts: the cluster
-# records the address a manager advertises.
-ports=()
-port=7000
-while ((${#ports[@]} < 3)); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || ports+=("$port")
-	port=$((port + 1))
-done
+go build -o bin/ ./cmd/jacod ./cmd/jaco ./cmd/jaco-dev
 
 base=$(mktemp -d /tmp/jaco-demo.XXXXXX)
+tag="jd$$"
+names=(m1 w1 w2 w3)
 pids=()
+ctrd_pid=
 cleanup() {
 	if [[ -n $keep ]]; then
-		log "left running: pids ${pids[*]}; data dirs $base/m1..m3 (JACO_DATA_DIR=$base/m1 ./bin/jaco cluster status)"
+		log "left running: jacod pids ${pids[*]}, containerd pid $ctrd_pid; namespaces $tag-*; data under $base"
+		log "try: ./bin/jaco --data-dir $base/m1 service ps web"
 		return
 	fi
+	./bin/jaco --data-dir "$base/m1" --timeout 5s service rm web >/dev/null 2>&1 && sleep 3 || true
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[[ -n $ctrd_pid ]] && kill "$ctrd_pid" 2>/dev/null || true
 	wait 2>/dev/null || true
+	for ns in $(ip netns list | awk '{print $1}' | grep "^$tag-" || true); do ip netns delete "$ns"; done
+	# The containers' network namespaces are bind mounts under the data dirs.
+	grep -o " $base/[^ ]*" /proc/mounts | xargs -r umount -l
 	rm -rf "$base"
 }
 trap cleanup EXIT
 
-jaco() { local i=$1; shift; ./bin/jaco --data-dir "$base/m$i" "$@"; }
-run() { local i=$1; shift; printf '\n[m%s]$ jaco %s\n' "$i" "$*"; jaco "$i" "$@"; }
+jaco() { local n=$1; shift; ./bin/jaco --data-dir "$base/$n" "$@"; }
+run() { local n=$1; shift; printf '\n[%s]$ jaco %s\n' "$n" "$*"; jaco "$n" "$@"; }
+inns() { local n=$1; shift; ip netns exec "$tag-$n" "$@"; }
+# daemon N CMD...: CMD in host N's network namespace but the machine's
+# mount namespace (nsenter, not `ip netns exec`, which makes a private
+# one): the network namespaces jacod makes for containers are bind mounts
+# containerd and runc must see.
+# Started in the background, it execs, so $! is the daemon's own pid.
+daemon() { local n=$1; shift; exec nsenter --net="/run/netns/$tag-$n" "$@"; }
+addr() { echo "198.18.0.$(($1 + 1))"; }
 
-start() {
-	local i=$1
-	mkdir -p "$base/m$i"
-	./bin/jacod --data-dir "$base/m$i" --listen-addr "127.0.0.1:${ports[i-1]}" --node-name "m$i" >>"$base/m$i.log" 2>&1 &
-	pids[i-1]=$!
-	for _ in $(seq 100); do
-		jaco "$i" --timeout 1s cluster status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	log "jacod m$i did not come up; its log:"; cat "$base/m$i.log"; return 1
-}
-
-# wait_for N SECONDS CMD...: run CMD every 0.2 s until it succeeds.
+# wait_for SECONDS CMD...: run CMD every 0.3 s until it succeeds.
 wait_for() {
 	local deadline=$((SECONDS + $1)); shift
 	until "$@" >/dev/null 2>&1; do
 		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
-		sleep 0.2
+		sleep 0.3
 	done
 }
-voters() { [[ $(jaco "$1" cluster status --format json | grep -c '"suffrage": "VOTER"') == "$2" ]]; }
-# leader_name I: the hostname of the leader as manager I sees it.
-leader_name() {
-	jaco "$1" cluster status --format json | tr -d ' \n' |
-		grep -o '"hostname":"[^"]*","address":"[^"]*","raft_id":"[^"]*","status":"[A-Z]*","suffrage":"[A-Z]*","leader":true' |
-		sed 's/"hostname":"\([^"]*\)".*/\1/'
-}
-# led_by_other I NAME: manager I sees a leader, and it is not NAME.
-led_by_other() { local l; l=$(leader_name "$1"); [[ -n $l && $l != "$2" ]]; }
 
-log "starting three daemons (data under $base)"
-for i in 1 2 3; do start "$i"; done
-run 1 cluster status
-printf '\n[m1]$ jaco cluster init --quiet\n'
-jaco 1 cluster init --quiet
-for i in 2 3; do
-	token=$(jaco 1 node issue-join-token --role manager 2>/dev/null)
-	printf '\n[m1]$ jaco node issue-join-token --role manager\n%s\n' "$token"
-	printf '\n[m%s]$ jaco node join --peer 127.0.0.1:%s --token ...\n' "$i" "${ports[0]}"
-	jaco "$i" node join --peer "127.0.0.1:${ports[0]}" --token "$token"
+log "network: a bridge in namespace $tag-hub, one namespace per host"
+ip netns add "$tag-hub"
+ip -n "$tag-hub" link add br0 type bridge
+ip -n "$tag-hub" link set br0 up
+for i in "${!names[@]}"; do
+	n=${names[i]}
+	ip netns add "$tag-$n"
+	ip -n "$tag-hub" link add "v$i" type veth peer name eth0 netns "$tag-$n"
+	ip -n "$tag-hub" link set "v$i" master br0 up
+	ip -n "$tag-$n" addr add "$(addr "$i")/25" dev eth0   # containers take .128/25
+	ip -n "$tag-$n" link set eth0 up
+	ip -n "$tag-$n" link set lo up
 done
-log "waiting for the voter-set policy to promote the newcomers (3 managers -> 3 voters)"
-wait_for 30 voters 1 3
-run 2 cluster status
-run 3 node ls
 
-old=$(leader_name 1); old=${old#m}
-log "killing the leader, m$old, with SIGKILL"
-kill -9 "${pids[old-1]}"; wait "${pids[old-1]}" 2>/dev/null || true
-survivor=$((old % 3 + 1))
-wait_for 30 led_by_other "$survivor" "m$old"
-run "$survivor" cluster status
-printf '\n[m%s]$ jaco node issue-join-token    # a write, through whichever manager\n' "$survivor"
-jaco "$survivor" node issue-join-token
+log "a private containerd (its own root, state and socket under $base)"
+./bin/jaco-dev containerd --dir "$base/containerd" >"$base/containerd.out" 2>"$base/containerd.log" &
+ctrd_pid=$!
+wait_for 30 test -s "$base/containerd.out"
+sock=$(head -1 "$base/containerd.out")
+./bin/jaco-dev image build -o "$base/web.tar"
 
-log "restarting m$old on its data dir: it rejoins as a follower"
-start "$old"
-wait_for 30 led_by_other "$old" ""
-run "$old" cluster status
-log "demo done"
+start() {
+	local i=$1 n=${names[$1]}
+	mkdir -p "$base/$n"
+	daemon "$n" ./bin/jacod --data-dir "$base/$n" --listen-addr "$(addr "$i"):7000" --node-name "$n" \
+		--containerd-address "$sock" --heartbeat-period 1s >>"$base/$n.log" 2>&1 &
+	pids[i]=$!
+	wait_for 30 jaco "$n" --timeout 1s cluster status
+}
+log "starting jacod on ${names[*]} (logs: $base/<host>.log)"
+for i in "${!names[@]}"; do start "$i"; done
+
+printf '\n[m1]$ jaco cluster init --quiet\n'
+jaco m1 cluster init --quiet
+for n in w1 w2 w3; do
+	token=$(jaco m1 node issue-join-token --role worker 2>/dev/null)
+	printf '[%s]$ jaco node join --peer %s:7000 --token ...\n' "$n" "$(addr 0)"
+	jaco "$n" node join --peer "$(addr 0):7000" --token "$token"
+	printf '[%s]$ jaco image load web.tar\n' "$n"
+	jaco "$n" image load "$base/web.tar"
+done
+run m1 node update --availability pause m1   # the manager runs no replicas
+# busybox httpd as PID 1 ignores SIGINT and SIGQUIT: short grace periods,
+# or every stop of a replica waits out the default 2 m + 30 s ladder.
+run m1 service create --name web --replicas 2 -p 8080:80 --restart-delay 1s \
+	--stop-grace-period 2s --abort-grace-period 2s jaco.local/busybox:latest
+
+running() { [[ $(jaco m1 service ps web --format json | grep -c '"state": "running"') == "$1" ]]; }
+log "waiting for 2 running replicas"
+wait_for 60 running 2
+run m1 service ps web
+
+# fetch: ask every node for the page through its published port.
+fetch() {
+	local i n
+	for i in 1 2 3; do
+		n=${names[i]}
+		printf '  http://%s:8080/ (%s): ' "$(addr "$i")" "$n"
+		inns m1 curl -s -m 2 "http://$(addr "$i"):8080/" || echo "(nothing answers here)"
+	done
+}
+log "fetching through the published port from the manager's host"
+fetch
+
+# container_ns ID: the containerd namespace holding container ID.
+container_ns() {
+	local ns
+	for ns in $(ctr -a "$sock" namespaces ls -q); do
+		ctr -a "$sock" -n "$ns" containers ls -q | grep -qx "$1" && { echo "$ns"; return; }
+	done
+}
+victim=$(jaco m1 service ps web --format json | grep -o '"id": "[^"]*"' | head -1 | cut -d'"' -f4)
+log "killing replica $victim's container with SIGKILL (restart delay 1s)"
+ctr -a "$sock" -n "$(container_ns "$victim")" task kill -s SIGKILL "$victim"
+wait_for 60 bash -c "! ./bin/jaco --data-dir $base/m1 service ps web --format json | grep -q $victim && [[ \$(./bin/jaco --data-dir $base/m1 service ps web --format json | grep -c '\"state\": \"running\"') == 2 ]]"
+run m1 service ps web
+
+node=$(jaco m1 service ps web --format json | grep -o '"node": "w[0-9]"' | head -1 | cut -d'"' -f4)
+i=${node#w}
+log "killing worker $node (SIGKILL jacod, and its containers, as if the host died)"
+kill -9 "${pids[i]}"
+for id in $(jaco m1 service ps web --format json | grep -B2 "\"node\": \"$node\"" | grep -o '"id": "[^"]*"' | cut -d'"' -f4); do
+	ctr -a "$sock" -n "$(container_ns "$id")" task kill -s SIGKILL "$id" || true
+done
+log "waiting for $node to be marked down and its replica to move"
+wait_for 60 bash -c "[[ \$(./bin/jaco --data-dir $base/m1 service ps web --format json | grep -c '\"state\": \"running\"') == 2 ]] && ! ./bin/jaco --data-dir $base/m1 service ps web | grep -q ' $node '"
+run m1 status
+run m1 service ps web
+fetch
+
+log "bringing $node back, then taking another worker out with one command (drain start-first, then remove)"
+start "$i"
+wait_for 60 bash -c "./bin/jaco --data-dir $base/m1 status | grep -q '^$node .* ready '"
+other=$(jaco m1 service ps web --format json | grep -o '"node": "w[0-9]"' | head -1 | cut -d'"' -f4)
+SECONDS_BEFORE=$SECONDS
+run m1 node remove "$other" --drain-timeout 1m
+log "the drain and removal took $((SECONDS - SECONDS_BEFORE)) s"
+run m1 service ps web
+fetch
+
+log "done: a killed container was replaced, a dead worker's replica moved, a worker was drained and removed, and service ps said so"

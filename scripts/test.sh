@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
-ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables
+ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables \
+	containerd runc containernetworking-plugins busybox-static iptables util-linux
 ensure_go
 log "$(go version)"
+# Everything the tests need is installed now: a test that would skip for a
+# missing need fails instead (internal/testenv).
+export JACO_TEST_STRICT=1
 exec make test

@@ -63,6 +63,9 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "containers" {
+		return runContainers(os.Args[2:])
+	}
 	var (
 		e          env
 		out        string

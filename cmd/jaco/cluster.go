@@ -14,7 +14,7 @@ import (
 
 func clusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Create and inspect the cluster"}
-	cmd.AddCommand(clusterInitCmd(g), clusterStatusCmd(g))
+	cmd.AddCommand(clusterInitCmd(g), clusterStatusCmd(g), clusterUpdateCmd(g), unlockKeyCmd(g))
 	return cmd
 }
 
@@ -55,6 +55,8 @@ type statusView struct {
 	// QuorumLost: this manager has been leaderless past the window.
 	QuorumLost bool         `json:"quorum_lost"`
 	Members    []memberView `json:"members"`
+	// FailedUnlockAttempts counts wrong unlock keys since jacod started.
+	FailedUnlockAttempts uint32 `json:"failed_unlock_attempts"`
 }
 
 type memberView struct {
@@ -102,6 +104,8 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		Leader:     resp.LeaderNodeId,
 		QuorumLost: resp.QuorumLost,
 		Members:    []memberView{},
+
+		FailedUnlockAttempts: resp.FailedUnlockAttempts,
 	}
 	members := slices.Clone(resp.Members)
 	slices.SortFunc(members, func(a, b *api.Member) int { return strings.Compare(a.Hostname, b.Hostname) })
@@ -122,6 +126,9 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 func printStatus(cmd *cobra.Command, v statusView) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "State:       %s\n", v.State)
+	if v.State == "locked" {
+		fmt.Fprintf(out, "             autolock is on and jacod restarted: run 'jaco node unlock' here (failed unlock attempts: %d)\n", v.FailedUnlockAttempts)
+	}
 	if v.ClusterID == "" {
 		return nil
 	}

@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", node.DefaultDataDir), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
 	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then)")
-	root.AddCommand(clusterCmd(g), nodeCmd(g))
+	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -89,6 +89,14 @@ func envOr(key, def string) string {
 
 // call runs fn against the daemon the globals name, within the timeout.
 func (g *globals) call(ctx context.Context, fn func(ctx context.Context, c *client.Client) error) error {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	return g.stream(ctx, fn)
+}
+
+// stream runs fn against the daemon the globals name, for as long as it
+// takes (following logs, uploading an image).
+func (g *globals) stream(ctx context.Context, fn func(ctx context.Context, c *client.Client) error) error {
 	var opt client.Option
 	if g.server != "" {
 		opt = client.WithServer(g.server, os.Getenv("JACO_TOKEN"))
@@ -100,8 +108,6 @@ func (g *globals) call(ctx context.Context, fn func(ctx context.Context, c *clie
 		return err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
 	if err := fn(ctx, c); err != nil {
 		return daemonError{err}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,17 +15,55 @@ import (
 
 func nodeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "node", Short: "Inspect and manage nodes"}
-	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g), nodeJoinCmd(g), nodeRemoveCmd(g))
+	cmd.AddCommand(nodeLsCmd(g), nodeInspectCmd(g), issueJoinTokenCmd(g), nodeJoinCmd(g), nodeRemoveCmd(g), nodeUpdateCmd(g), nodePromoteCmd(g), nodeDemoteCmd(g), nodeUnlockCmd(g))
 	return cmd
 }
 
 // nodeView is the JSON shape of one node in `jaco node ls --format json`.
 type nodeView struct {
-	ID       string `json:"id"`
-	Hostname string `json:"hostname"`
-	Role     string `json:"role"`
-	Address  string `json:"address"`
-	RaftID   string `json:"raft_id,omitempty"`
+	ID           string            `json:"id"`
+	Hostname     string            `json:"hostname"`
+	Role         string            `json:"role"`
+	Address      string            `json:"address"`
+	RaftID       string            `json:"raft_id,omitempty"`
+	State        string            `json:"state"`
+	StateMessage string            `json:"state_message,omitempty"`
+	Availability string            `json:"availability"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Drain        *drainView        `json:"drain,omitempty"`
+}
+
+// drainView is a node's drain progress, written by the leader's drain
+// machine.
+type drainView struct {
+	State   string   `json:"state"`
+	Moved   uint32   `json:"moved"`
+	Total   uint32   `json:"total"`
+	Message string   `json:"message,omitempty"`
+	Remove  bool     `json:"remove,omitempty"`
+	Force   bool     `json:"force,omitempty"`
+	Timeout string   `json:"replacement_timeout,omitempty"`
+	Stuck   []string `json:"stuck_task_ids,omitempty"`
+}
+
+func toDrainView(d *api.NodeDrain) *drainView {
+	if d.GetState() == api.DrainState_DRAIN_STATE_NONE {
+		return nil
+	}
+	v := &drainView{State: word(d.State.String(), "DRAIN_STATE_"), Moved: d.Moved, Total: d.Total,
+		Message: d.Message, Remove: d.Remove, Force: d.Force, Stuck: d.StuckTaskIds}
+	if d.ReplacementTimeout != nil {
+		v.Timeout = d.ReplacementTimeout.AsDuration().String()
+	}
+	return v
+}
+
+// progress is a drain in a few words: "draining 2/6".
+func (d *drainView) progress() string {
+	if d == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%s %d/%d", d.State, d.Moved, d.Total)
 }
 
 func nodeLsCmd(g *globals) *cobra.Command {
@@ -52,9 +91,9 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				}
 				rows := make([]string, len(views))
 				for i, v := range views {
-					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s", v.ID, v.Hostname, v.Role, v.Address)
+					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Hostname, v.Role, v.Address, v.Availability, v.Drain.progress(), v.stateColumn())
 				}
-				return table(cmd.OutOrStdout(), "ID\tHOSTNAME\tROLE\tADDRESS", rows)
+				return table(cmd.OutOrStdout(), "ID\tHOSTNAME\tROLE\tADDRESS\tAVAILABILITY\tDRAIN\tSTATE", rows)
 			})
 		},
 	}
@@ -63,10 +102,12 @@ func nodeLsCmd(g *globals) *cobra.Command {
 }
 
 func toNodeView(n *api.Node) nodeView {
-	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address}
+	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address,
+		Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Labels: n.Labels, Drain: toDrainView(n.Drain)}
 	if n.RaftId != 0 {
 		v.RaftID = fmt.Sprintf("%x", n.RaftId)
 	}
+	v.State, v.StateMessage = nodeState(n)
 	return v
 }
 
@@ -144,23 +185,99 @@ func nodeJoinCmd(g *globals) *cobra.Command {
 }
 
 func nodeRemoveCmd(g *globals) *cobra.Command {
-	var force bool
+	var (
+		force, detach bool
+		timeout       time.Duration
+	)
 	cmd := &cobra.Command{
-		Use:   "remove NODE",
-		Short: "Take a node, named by id or hostname, out of the cluster",
-		Long: "Take a node out of the cluster. A manager leaves raft first, voters demoted as needed so\n" +
-			"the remaining managers keep a safe voter set; removing the leader hands leadership over first.",
+		Use:   "remove [--force] [--drain-timeout D] [--detach] NODE",
+		Short: "Drain a node, named by id or hostname, and take it out of the cluster",
+		Long: "Drain a node, then take it out of the cluster. Every replica on it first gets a replacement\n" +
+			"elsewhere and keeps running until that one is healthy; global replicas are dropped. A node\n" +
+			"hosting replicas pinned to it is refused unless --force (they are then stopped). A replacement\n" +
+			"not healthy within --drain-timeout stops the drain (drain_timeout). Progress is shown until the\n" +
+			"node is gone, unless --detach; 'jaco node inspect NODE' shows it from anywhere. A manager leaves\n" +
+			"raft first, voters demoted as needed so the remaining managers keep a safe voter set; removing\n" +
+			"the leader hands leadership over first.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &api.RemoveNodeRequest{Node: args[0], Force: force}
+			if timeout > 0 {
+				req.DrainTimeout = durationpb.New(timeout)
+			}
+			var draining bool
+			err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.RemoveNode(ctx, req)
+				draining = resp.GetDraining()
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !draining {
+				fmt.Fprintf(cmd.OutOrStdout(), "Node %s removed.\n", args[0])
+				return nil
+			}
+			if detach {
+				fmt.Fprintf(cmd.OutOrStdout(), "Node %s is being drained and removed; follow with 'jaco node inspect %s'.\n", args[0], args[0])
+				return nil
+			}
+			return g.stream(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				return followRemoval(ctx, c, args[0], g.timeout, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "drain even if the node hosts pinned replicas (they are stopped)")
+	cmd.Flags().DurationVar(&timeout, "drain-timeout", 0, "how long each replacement may take to become healthy (default 5m)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "return once the drain has started")
+	return cmd
+}
+
+func nodeUpdateCmd(g *globals) *cobra.Command {
+	var availability string
+	var addLabels, rmLabels []string
+	var drainTimeout time.Duration
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "update [--availability active|pause|drain] [--label-add K=V] [--label-rm K] NODE",
+		Short: "Change a node's availability or labels",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := &api.UpdateNodeRequest{Node: args[0], SetLabels: map[string]string{}, RemoveLabels: rmLabels, Force: force}
+			if drainTimeout > 0 {
+				req.DrainTimeout = durationpb.New(drainTimeout)
+			}
+			if availability != "" {
+				a, ok := api.NodeAvailability_value["NODE_AVAILABILITY_"+strings.ToUpper(availability)]
+				if !ok {
+					return fmt.Errorf("--availability must be active, pause or drain, not %q", availability)
+				}
+				av := api.NodeAvailability(a)
+				req.Availability = &av
+			}
+			for _, l := range addLabels {
+				k, v, ok := strings.Cut(l, "=")
+				if !ok {
+					return fmt.Errorf("--label-add %q: want KEY=VALUE", l)
+				}
+				req.SetLabels[k] = v
+			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				if _, err := c.Control.RemoveNode(ctx, &api.RemoveNodeRequest{Node: args[0], Force: force}); err != nil {
+				resp, err := c.Control.UpdateNode(ctx, req)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Node %s removed.\n", args[0])
+				if d := toDrainView(resp.Node.GetDrain()); d != nil && req.Availability != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "Node %s: %s; follow with 'jaco node inspect %s'.\n", args[0], d.progress(), args[0])
+				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "remove even if the node hosts pinned replicas")
+	cmd.Flags().StringVar(&availability, "availability", "", "active, pause (no new replicas) or drain (move replicas away; active cancels)")
+	cmd.Flags().DurationVar(&drainTimeout, "drain-timeout", 0, "with drain: how long each replacement may take to become healthy (default 5m)")
+	cmd.Flags().BoolVar(&force, "force", false, "with drain: drain even if the node hosts pinned replicas (they are stopped)")
+	cmd.Flags().StringArrayVar(&addLabels, "label-add", nil, "add or replace a label KEY=VALUE (repeatable)")
+	cmd.Flags().StringArrayVar(&rmLabels, "label-rm", nil, "remove a label (repeatable)")
 	return cmd
 }

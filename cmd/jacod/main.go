@@ -8,14 +8,21 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/node"
 )
 
 func main() {
+	// The hooks runtime runs this binary as the shim that parents a hook
+	// replica's launch (hidden; no flags, no cobra).
+	if len(os.Args) > 1 && os.Args[1] == hooks.ShimCommand {
+		os.Exit(hooks.ShimMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:]))
 }
 
@@ -23,6 +30,7 @@ func run(args []string) int {
 	var (
 		cfg      node.Config
 		logLevel string
+		joinAddr string
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -35,6 +43,7 @@ func run(args []string) int {
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
+			cfg.JoinAddrs = splitList(joinAddr)
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -55,6 +64,19 @@ func run(args []string) int {
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster; default the hostname ($JACO_NODE_NAME)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots; 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
+	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
+	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
+	f.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "agent heartbeat period this manager asks for while it leads; a node missing 3 is down (0: 5s)")
+	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", 0, "lifetime of the node certificates this manager signs while it leads; nodes renew at two thirds of it (0: 90 days)")
+	f.DurationVar(&cfg.RoleCheckInterval, "role-check-interval", 0, "how often the node asks the leader for its role (promote / demote) and renews a certificate that is due (0: 2s)")
+	f.BoolVar(&cfg.ForceNewCluster, "force-new-cluster", false, "for a majority of managers lost for good: restart this manager as the sole voter of its state, the other members removed for good; one-shot, remove it afterwards")
+	// Formation without `jaco cluster init` (docs/operator-guide.md,
+	// "Formation from flags").
+	f.StringVar(&cfg.JoinSecretFile, "join-secret-file", os.Getenv("JACO_JOIN_SECRET_FILE"), "file (mode 0600) holding the cluster's join secret, at least 32 bytes, the same on every manager; managers started with it admit formation joins that prove it ($JACO_JOIN_SECRET_FILE)")
+	f.BoolVar(&cfg.Bootstrap, "bootstrap", false, "ordinal formation (identical flags on every replica): --node-name must end in -N; ordinal 0 bootstraps the cluster when it has no state and no cluster answers at --join-addr, every replica joins through --join-addr until it is a voter at its advertise address")
+	f.StringVar(&joinAddr, "join-addr", os.Getenv("JACO_JOIN_ADDR"), "with --bootstrap: host:port of the replicas (a name resolving to several addresses, e.g. a headless service) or a comma-separated list of host:port ($JACO_JOIN_ADDR)")
+	f.StringVar(&cfg.InitialCluster, "initial-cluster", os.Getenv("JACO_INITIAL_CLUSTER"), "static formation: name=host:port,... of every manager, the same on each; each initializes the same cluster after --formation-delay; refused once the node has raft state ($JACO_INITIAL_CLUSTER)")
+	f.DurationVar(&cfg.FormationDelay, "formation-delay", node.DefaultFormationDelay, "with --initial-cluster: how long to wait after start before initializing")
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {
@@ -68,6 +90,8 @@ func run(args []string) int {
 		return 2
 	case errors.Is(err, node.ErrDataDirInUse):
 		fmt.Fprintf(os.Stderr, "jacod: error: data_dir_in_use: %v\n", err)
+	case errors.Is(err, node.ErrInitialClusterWithState):
+		fmt.Fprintf(os.Stderr, "jacod: error: already_initialized: %v\n", err)
 	case errors.Is(err, node.ErrRemoved):
 		fmt.Fprintf(os.Stderr, "jacod: error: node_removed: %v\n", err)
 	default:
@@ -83,6 +107,17 @@ func (e runError) Unwrap() error { return e.error }
 
 // usageError is a bad flag value found before the daemon starts.
 type usageError struct{ error }
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -26,6 +26,7 @@ type Server struct {
 	api.UnimplementedControlServiceServer
 	store   *store.Store
 	remover NodeRemover
+	dial    NodeDialer
 }
 
 // Option configures a Server.
@@ -56,7 +57,7 @@ func (s *Server) GetNode(_ context.Context, req *api.GetNodeRequest) (*api.GetNo
 	var n *api.Node
 	s.store.View(func(tx store.ReadTx) { n = FindNode(tx, req.Node) })
 	if n == nil {
-		return nil, reason.Error(codes.NotFound, reason.NotFound, "no node with id or name %q", req.Node)
+		return nil, notFound("node", req.Node)
 	}
 	return &api.GetNodeResponse{Node: n}, nil
 }
@@ -71,18 +72,63 @@ func FindNode(tx store.ReadTx, idOrName string) *api.Node {
 	return tx.FindNodeByHostname(idOrName)
 }
 
-// RemoveNode removes a node, named by id or hostname, from the cluster.
+// RemoveNode takes a node, named by id or hostname, out of the cluster. A
+// node that still hosts replicas is drained first (their replacements run
+// elsewhere before they stop) and removed by the leader's drain machine
+// once drained: the call returns when the drain has started, and the node
+// shows its progress (Node.drain) until it is gone. A node with nothing
+// on it goes at once, through the NodeRemover (a manager leaves raft with
+// the voter rules).
 func (s *Server) RemoveNode(ctx context.Context, req *api.RemoveNodeRequest) (*api.RemoveNodeResponse, error) {
 	if s.remover == nil {
 		return nil, reason.Error(codes.Unimplemented, reason.NotAManager, "this server cannot remove nodes")
 	}
+	if err := checkDrainTimeout(req.DrainTimeout); err != nil {
+		return nil, err
+	}
 	var n *api.Node
-	s.store.View(func(tx store.ReadTx) { n = FindNode(tx, req.Node) })
-	if n == nil {
-		return nil, reason.Error(codes.NotFound, reason.NotFound, "no node with id or name %q", req.Node)
+	var draining bool
+	err := s.update(ctx, func(tx *store.Tx) error {
+		draining = false
+		n = FindNode(tx, req.Node)
+		if n == nil {
+			return notFound("node", req.Node)
+		}
+		if !hostsReplicas(tx, n) {
+			return nil
+		}
+		draining = true
+		if lastManager(tx, n) {
+			// Refused now rather than after moving every replica away.
+			return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
+				"%s is the last manager; a cluster cannot remove its last manager", n.Hostname)
+		}
+		if err := startDrain(tx, n, req.DrainTimeout, req.Force, true); err != nil {
+			return err
+		}
+		return tx.Update(n)
+	})
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	if draining {
+		return &api.RemoveNodeResponse{Draining: true}, nil
 	}
 	if err := s.remover.RemoveNode(ctx, n); err != nil {
 		return nil, ToStatus(err)
 	}
 	return &api.RemoveNodeResponse{}, nil
+}
+
+// lastManager: n is the cluster's only manager.
+func lastManager(tx store.ReadTx, n *api.Node) bool {
+	if n.Role != api.NodeRole_NODE_ROLE_MANAGER {
+		return false
+	}
+	for _, o := range tx.ListNodes() {
+		if o.Id != n.Id && o.Role == api.NodeRole_NODE_ROLE_MANAGER {
+			return false
+		}
+	}
+	return true
 }

@@ -8,8 +8,9 @@
 // its place (index and term) through the associated data, so a record moved
 // to another position fails to open.
 //
-// Until autolock exists the DEK sits in a 0600 file under the node
-// directory; autolock will seal that file with the key-encryption key.
+// The DEK sits in a 0600 file under the node directory (keyfile.go): in
+// clear while autolock is off, sealed with the key-encryption key (the
+// cluster's unlock key, unlockkey.go) while it is on.
 package encryption
 
 import (
@@ -44,18 +45,38 @@ func NewKey() (Key, error) {
 	return k, nil
 }
 
-// Sealer seals and opens records with one key. It is safe for concurrent use.
+// Sealer seals records with its current key and opens records sealed with
+// the current key or an older one (a data key being rotated out). It is
+// safe for concurrent use.
 type Sealer struct {
-	aead cipher.AEAD
+	aead  cipher.AEAD
+	older []cipher.AEAD
 }
 
-// NewSealer returns a Sealer for key.
-func NewSealer(key Key) (*Sealer, error) {
-	aead, err := chacha20poly1305.NewX(key[:])
+// NewSealer returns a Sealer that seals with current and also opens what
+// older keys sealed.
+func NewSealer(current Key, older ...Key) (*Sealer, error) {
+	aead, err := newAEAD(current)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealer{aead: aead}
+	for _, k := range older {
+		a, err := newAEAD(k)
+		if err != nil {
+			return nil, err
+		}
+		s.older = append(s.older, a)
+	}
+	return s, nil
+}
+
+func newAEAD(k Key) (cipher.AEAD, error) {
+	aead, err := chacha20poly1305.NewX(k[:])
 	if err != nil {
 		return nil, fmt.Errorf("new xchacha20-poly1305: %w", err)
 	}
-	return &Sealer{aead: aead}, nil
+	return aead, nil
 }
 
 // Seal encrypts plaintext bound to ad: format byte, nonce, ciphertext.
@@ -79,6 +100,12 @@ func (s *Sealer) Open(sealed, ad []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: unknown format %d", ErrOpen, sealed[0])
 	}
 	plain, err := s.aead.Open(nil, sealed[1:1+ns], sealed[1+ns:], ad)
+	for _, a := range s.older {
+		if err == nil {
+			break
+		}
+		plain, err = a.Open(nil, sealed[1:1+ns], sealed[1+ns:], ad)
+	}
 	if err != nil {
 		return nil, ErrOpen
 	}

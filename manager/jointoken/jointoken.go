@@ -132,11 +132,7 @@ func usable(jt *api.JoinToken, now time.Time) error {
 
 func caFingerprint(st *store.Store) (string, error) {
 	var c *api.Cluster
-	st.View(func(tx store.ReadTx) {
-		if cs := tx.ListClusters(); len(cs) > 0 {
-			c = cs[0]
-		}
-	})
+	st.View(func(tx store.ReadTx) { c = tx.Cluster() })
 	if c == nil {
 		return "", ErrNoCluster
 	}

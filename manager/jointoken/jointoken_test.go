@@ -4,35 +4,18 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
-
-// applyProposer commits straight into the store, in order, as a lone raft
-// member would.
-type applyProposer struct {
-	mu    sync.Mutex
-	st    *store.Store
-	index uint64
-}
-
-func (p *applyProposer) Propose(_ context.Context, actions []*api.StoreAction) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.index++
-	return p.st.Apply(p.index, &api.InternalRaftRequest{Actions: actions})
-}
 
 func newStore(t *testing.T) *store.Store {
 	t.Helper()
-	st := store.New(nil)
-	t.Cleanup(st.Close)
-	st.SetProposer(&applyProposer{st: st})
+	st := storetest.New(t)
 	caCert, caKey, err := ca.NewRootCA("c1")
 	if err != nil {
 		t.Fatal(err)

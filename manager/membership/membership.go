@@ -7,7 +7,6 @@ package membership
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,6 +30,8 @@ import (
 type Raft interface {
 	RaftID() uint64
 	AddLearner(ctx context.Context, m *api.RaftMember) error
+	// UpdateMember rewrites a member's address (formation rejoin).
+	UpdateMember(ctx context.Context, m *api.RaftMember) error
 	Members() []*api.RaftMember
 	IsRemoved(raftID uint64) bool
 	// RemoveMember and HandOver are rolemanager's voter-safe removal and
@@ -46,11 +47,25 @@ type Server struct {
 	raft  Raft
 	log   *slog.Logger
 	now   func() time.Time
+	// certTTL is the lifetime of the certificates it signs (0: the CA's
+	// default, 90 days).
+	certTTL time.Duration
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithCertLifetime sets the lifetime of the node certificates the server
+// signs at join and renewal (0: ca.DefaultCertTTL). Tests shorten it.
+func WithCertLifetime(d time.Duration) Option { return func(s *Server) { s.certTTL = d } }
+
 // New returns the membership server of a manager.
-func New(st *store.Store, r Raft, log *slog.Logger) *Server {
-	return &Server{store: st, raft: r, log: log, now: time.Now}
+func New(st *store.Store, r Raft, log *slog.Logger, opts ...Option) *Server {
+	s := &Server{store: st, raft: r, log: log, now: time.Now}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Join admits a node that presents a valid join token.
@@ -71,56 +86,53 @@ func (s *Server) Join(ctx context.Context, req *api.JoinRequest) (*api.JoinRespo
 	if err != nil {
 		return nil, controlapi.ToStatus(err)
 	}
+	return s.admit(ctx, cluster, req.Hostname, req.Address, req.CsrPem, jt.Role, "node joined")
+}
+
+// admit makes a node of role: it signs its certificate, adds a manager to
+// raft as a nonvoter, and records its Node. msg is what the log says.
+func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, address string, csrPEM []byte, role api.NodeRole, msg string) (*api.JoinResponse, error) {
 	nodeID, err := identity.NewNodeID()
 	if err != nil {
 		return nil, controlapi.ToStatus(err)
 	}
-	role := ca.RoleWorker
-	if jt.Role == api.NodeRole_NODE_ROLE_MANAGER {
-		role = ca.RoleManager
-	}
-	signer, err := ca.NewSigner(cluster.CaCertPem, cluster.CaKeyPem)
+	certPEM, err := s.sign(cluster, csrPEM, nodeID, certRole(role))
 	if err != nil {
-		return nil, controlapi.ToStatus(fmt.Errorf("cluster CA: %w", err))
-	}
-	certPEM, err := signer.Sign(req.CsrPem, nodeID, role, cluster.Id, 0)
-	if err != nil {
-		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "sign certificate request: %v", err)
+		return nil, err
 	}
 	resp := &api.JoinResponse{
-		ClusterId: cluster.Id, NodeId: nodeID, Role: jt.Role,
+		ClusterId: cluster.Id, NodeId: nodeID, Role: role,
 		CaCertPem: cluster.CaCertPem, CertPem: certPEM,
 	}
-	if jt.Role == api.NodeRole_NODE_ROLE_MANAGER {
+	if role == api.NodeRole_NODE_ROLE_MANAGER {
 		raftID, err := s.newRaftID()
 		if err != nil {
 			return nil, controlapi.ToStatus(err)
 		}
-		member := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: req.Address}
+		member := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: address}
 		if err := s.raft.AddLearner(ctx, member); err != nil {
-			return nil, controlapi.ToStatus(fmt.Errorf("add %s to raft: %w", req.Hostname, err))
+			return nil, controlapi.ToStatus(fmt.Errorf("add %s to raft: %w", hostname, err))
 		}
 		resp.RaftId = raftID
-		resp.Members = s.raft.Members()
 	}
+	// Every joiner learns the managers: a manager to reach raft, a worker
+	// to find the dispatcher.
+	resp.Members = s.raft.Members()
 	now := timestamppb.New(s.now())
 	node := &api.Node{
 		Id: nodeID, Meta: &api.Meta{CreatedAt: now, UpdatedAt: now},
-		Hostname: req.Hostname, Address: req.Address, Role: jt.Role, RaftId: resp.RaftId,
+		Hostname: hostname, Address: address, Role: role, RaftId: resp.RaftId,
 	}
 	if err := s.store.Update(ctx, func(tx *store.Tx) error { return tx.Create(node) }); err != nil {
-		return nil, controlapi.ToStatus(fmt.Errorf("record node %s: %w", req.Hostname, err))
+		return nil, controlapi.ToStatus(fmt.Errorf("record node %s: %w", hostname, err))
 	}
-	s.log.Info("node joined", "hostname", req.Hostname, "node_id", nodeID, "role", role, "address", req.Address)
+	s.log.Info(msg, "hostname", hostname, "node_id", nodeID, "role", certRole(role), "address", address)
 	return resp, nil
 }
 
 func validate(req *api.JoinRequest) error {
-	if strings.TrimSpace(req.Hostname) == "" {
-		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "a joining node must name itself")
-	}
-	if _, _, err := net.SplitHostPort(req.Address); err != nil {
-		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "advertise address %q: %v", req.Address, err)
+	if err := validateNameAndAddress(req.Hostname, req.Address); err != nil {
+		return err
 	}
 	if len(req.CsrPem) == 0 {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "no certificate request")
@@ -128,13 +140,43 @@ func validate(req *api.JoinRequest) error {
 	return nil
 }
 
+// validateNameAndAddress checks the name and the advertise address a
+// joiner gives.
+func validateNameAndAddress(hostname, address string) error {
+	if strings.TrimSpace(hostname) == "" {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "a joining node must name itself")
+	}
+	if _, _, err := net.SplitHostPort(address); err != nil {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "advertise address %q: %v", address, err)
+	}
+	return nil
+}
+
+// certRole is the certificate role (OU) of a node of role r.
+func certRole(r api.NodeRole) string {
+	if r == api.NodeRole_NODE_ROLE_MANAGER {
+		return ca.RoleManager
+	}
+	return ca.RoleWorker
+}
+
+// sign signs csrPEM with the cluster's CA for nodeID in role, for the
+// server's certificate lifetime. Its errors are gRPC statuses.
+func (s *Server) sign(cluster *api.Cluster, csrPEM []byte, nodeID, role string) ([]byte, error) {
+	signer, err := ca.NewSigner(cluster.CaCertPem, cluster.CaKeyPem)
+	if err != nil {
+		return nil, controlapi.ToStatus(fmt.Errorf("cluster CA: %w", err))
+	}
+	certPEM, err := signer.Sign(csrPEM, nodeID, role, cluster.Id, s.certTTL)
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "sign certificate request: %v", err)
+	}
+	return certPEM, nil
+}
+
 func (s *Server) cluster() (*api.Cluster, error) {
 	var c *api.Cluster
-	s.store.View(func(tx store.ReadTx) {
-		if cs := tx.ListClusters(); len(cs) > 0 {
-			c = cs[0]
-		}
-	})
+	s.store.View(func(tx store.ReadTx) { c = tx.Cluster() })
 	if c == nil {
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "the cluster object is not there yet")
 	}
@@ -143,16 +185,8 @@ func (s *Server) cluster() (*api.Cluster, error) {
 
 // newRaftID draws a raft id that no member has and none ever had.
 func (s *Server) newRaftID() (uint64, error) {
-	for range 16 {
-		id, err := raft.NewRaftID()
-		if err != nil {
-			return 0, err
-		}
-		if !s.raft.IsRemoved(id) && !inUse(s.raft.Members(), id) {
-			return id, nil
-		}
-	}
-	return 0, errors.New("could not draw an unused raft id")
+	members := s.raft.Members()
+	return raft.UnusedRaftID(raft.NewRaftID, func(id uint64) bool { return s.raft.IsRemoved(id) || inUse(members, id) })
 }
 
 func inUse(members []*api.RaftMember, id uint64) bool {

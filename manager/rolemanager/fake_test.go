@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/quorum"
@@ -228,24 +227,6 @@ func (f *fakeRaft) stats() (changes, statusCalls int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.changes, f.statusCalls
-}
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // syncBuffer is a bytes.Buffer safe for a logger on another goroutine.

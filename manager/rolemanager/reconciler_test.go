@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jaco-project/jaco/internal/testclock"
 	jacoraft "github.com/jaco-project/jaco/manager/state/raft"
 )
 
 // The manager's raft member is what the reconciler drives.
 var _ Raft = (*jacoraft.Node)(nil)
 
-func newTestReconciler(f *fakeRaft) (*VoterReconciler, *fakeClock, *syncBuffer) {
-	clock := &fakeClock{t: epoch}
+func newTestReconciler(f *fakeRaft) (*VoterReconciler, *testclock.Clock, *syncBuffer) {
+	clock := testclock.New(epoch)
 	logs := &syncBuffer{}
 	r := NewVoterReconciler(Config{
 		Raft:   f,
@@ -377,7 +378,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 	f.join("c")
 	f.replicate()
 	f.set(func(f *fakeRaft) { f.block = true })
-	clock := &fakeClock{t: epoch}
+	clock := testclock.New(epoch)
 	r = NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond, Now: clock.Now})
 	before = statusCalls()
 	stop = runInBackground(t, r)
@@ -407,7 +408,7 @@ func TestRunRetriesAfterErrors(t *testing.T) {
 	f.join("c")
 	f.replicate()
 	f.set(func(f *fakeRaft) { f.changeErr = errors.New("boom") })
-	clock := &fakeClock{t: epoch}
+	clock := testclock.New(epoch)
 	logs := &syncBuffer{}
 	r := NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})

@@ -24,24 +24,18 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 			}
 			n.wait.trigger(req.Id, n.cfg.Applier.Apply(e.Index, &req))
 		}
-	case raftpb.EntryConfChange:
-		var cc raftpb.ConfChange
-		if err := cc.Unmarshal(e.Data); err != nil {
-			return fmt.Errorf("decode conf change %d: %w", e.Index, err)
+	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
+		cc, err := decodeConfChange(e)
+		if err != nil {
+			return err
 		}
 		if err := n.applyConfChange(cc); err != nil {
 			return fmt.Errorf("conf change %d: %w", e.Index, err)
 		}
-		// Woken after Advance, not now: raft drops a conf change proposed
-		// while it still counts the previous one as unapplied.
-		n.appliedConfChanges = append(n.appliedConfChanges, cc.ID)
-	case raftpb.EntryConfChangeV2:
-		var cc raftpb.ConfChangeV2
-		if err := cc.Unmarshal(e.Data); err != nil {
-			return fmt.Errorf("decode conf change %d: %w", e.Index, err)
-		}
-		if err := n.applyConfChange(cc); err != nil {
-			return fmt.Errorf("conf change %d: %w", e.Index, err)
+		if v1, ok := cc.(raftpb.ConfChange); ok {
+			// Woken after Advance, not now: raft drops a conf change
+			// proposed while it still counts the previous one as unapplied.
+			n.appliedConfChanges = append(n.appliedConfChanges, v1.ID)
 		}
 	}
 	n.appliedIndex = e.Index
@@ -51,35 +45,69 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 // applyConfChange hands cc to raft and mirrors it in the member list. The
 // context of an add is the new member's api.RaftMember.
 func (n *Node) applyConfChange(cc raftpb.ConfChangeI) error {
+	added, removed, err := memberChanges(cc)
+	if err != nil {
+		return err
+	}
 	n.confState = *n.rn.ApplyConfChange(cc)
-	v2 := cc.AsV2()
-	for _, ch := range v2.Changes {
-		switch ch.Type {
-		case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode:
-			var m api.RaftMember
-			if err := proto.Unmarshal(v2.Context, &m); err != nil {
-				return fmt.Errorf("decode member context: %w", err)
-			}
-			m.RaftId = ch.NodeID
-			n.members.add(&m)
-			n.addPeer(&m)
-			// A newcomer with an empty log catches up from a snapshot once
-			// the log it needs is compacted; raft ignores a snapshot whose
-			// configuration lacks the receiver, so take one that has it.
-			if n.snapshotIndex > 0 {
-				n.snapshotNow = true
-			}
-		case raftpb.ConfChangeRemoveNode:
-			n.members.remove(ch.NodeID)
-			if n.cfg.Transport != nil && ch.NodeID != n.raftID {
-				n.cfg.Transport.RemovePeer(ch.NodeID)
-			}
-			if ch.NodeID == n.raftID {
-				n.removedSelf = true
-			}
+	for _, m := range added {
+		n.members.add(m)
+		n.addPeer(m)
+		// A newcomer with an empty log catches up from a snapshot once
+		// the log it needs is compacted; raft ignores a snapshot whose
+		// configuration lacks the receiver, so take one that has it.
+		if n.snapshotIndex > 0 {
+			n.snapshotNow = true
+		}
+	}
+	for _, id := range removed {
+		n.members.remove(id)
+		if n.cfg.Transport != nil && id != n.raftID {
+			n.cfg.Transport.RemovePeer(id)
+		}
+		if id == n.raftID {
+			n.removedSelf = true
 		}
 	}
 	return nil
+}
+
+// decodeConfChange reads a conf change entry of either version.
+func decodeConfChange(e raftpb.Entry) (raftpb.ConfChangeI, error) {
+	if e.Type == raftpb.EntryConfChange {
+		var cc raftpb.ConfChange
+		if err := cc.Unmarshal(e.Data); err != nil {
+			return nil, fmt.Errorf("decode conf change %d: %w", e.Index, err)
+		}
+		return cc, nil
+	}
+	var cc raftpb.ConfChangeV2
+	if err := cc.Unmarshal(e.Data); err != nil {
+		return nil, fmt.Errorf("decode conf change %d: %w", e.Index, err)
+	}
+	return cc, nil
+}
+
+// memberChanges is what cc does to the member list: the members it adds
+// or updates (its context is the api.RaftMember; an update carries a new
+// address, as a formation rejoin after an address change does) and the
+// raft ids it removes.
+func memberChanges(cc raftpb.ConfChangeI) (added []*api.RaftMember, removed []uint64, err error) {
+	v2 := cc.AsV2()
+	for _, ch := range v2.Changes {
+		switch ch.Type {
+		case raftpb.ConfChangeAddNode, raftpb.ConfChangeAddLearnerNode, raftpb.ConfChangeUpdateNode:
+			m := &api.RaftMember{}
+			if err := proto.Unmarshal(v2.Context, m); err != nil {
+				return nil, nil, fmt.Errorf("decode member context: %w", err)
+			}
+			m.RaftId = ch.NodeID
+			added = append(added, m)
+		case raftpb.ConfChangeRemoveNode:
+			removed = append(removed, ch.NodeID)
+		}
+	}
+	return added, removed, nil
 }
 
 // maybeSnapshot snapshots the applied state every SnapshotInterval entries
@@ -89,13 +117,9 @@ func (n *Node) maybeSnapshot() error {
 		return nil
 	}
 	n.snapshotNow = false
-	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
-		Store:          n.cfg.Applier.Save(),
-		Members:        n.members.list(),
-		RemovedMembers: n.members.removedList(),
-	})
+	data, err := n.snapshotData()
 	if err != nil {
-		return fmt.Errorf("encode snapshot: %w", err)
+		return err
 	}
 	snap, err := n.mem.CreateSnapshot(n.appliedIndex, &n.confState, data)
 	if err != nil {
@@ -112,6 +136,20 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.cfg.Logger.Info("raft snapshot taken", "index", n.appliedIndex)
 	return nil
+}
+
+// snapshotData encodes the applied state: store, members and the
+// blacklist of removed members.
+func (n *Node) snapshotData() ([]byte, error) {
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
+		Store:          n.cfg.Applier.Save(),
+		Members:        n.members.list(),
+		RemovedMembers: n.members.removedList(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return data, nil
 }
 
 // addPeer tells the transport where another member is.

@@ -3,6 +3,7 @@ package raft
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -27,34 +28,28 @@ func NewRaftID() (uint64, error) {
 	}
 }
 
+// UnusedRaftID draws ids with draw until one is neither zero nor taken (a
+// member's, or one removed for good). Ids are 64 random bits, so the first
+// draw is the one in practice; it gives up after 16.
+func UnusedRaftID(draw func() (uint64, error), taken func(id uint64) bool) (uint64, error) {
+	for range 16 {
+		id, err := draw()
+		if err != nil {
+			return 0, err
+		}
+		if id != 0 && !taken(id) {
+			return id, nil
+		}
+	}
+	return 0, errors.New("could not draw an unused raft id")
+}
+
 // Bootstrap writes the raft state of a new cluster whose sole voter is
 // self into stateDir: entry 1 adds self, entry 2 is first (the ClusterInit
 // batch), both committed. The state is complete or absent, never partial,
 // so an init interrupted by a crash can simply run again.
 func Bootstrap(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember, first *api.InternalRaftRequest) error {
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID})
-	if err != nil {
-		return fmt.Errorf("encode wal metadata: %w", err)
-	}
-	memberCtx, err := proto.Marshal(self)
-	if err != nil {
-		return fmt.Errorf("encode member: %w", err)
-	}
-	cc := raftpb.ConfChange{Type: raftpb.ConfChangeAddNode, NodeID: self.RaftId, Context: memberCtx}
-	ccData, err := cc.Marshal()
-	if err != nil {
-		return fmt.Errorf("encode conf change: %w", err)
-	}
-	firstData, err := proto.Marshal(first)
-	if err != nil {
-		return fmt.Errorf("encode first entry: %w", err)
-	}
-	ents := []raftpb.Entry{
-		{Type: raftpb.EntryConfChange, Term: 1, Index: 1, Data: ccData},
-		{Type: raftpb.EntryNormal, Term: 1, Index: 2, Data: firstData},
-	}
-	hs := raftpb.HardState{Term: 1, Commit: 2}
-	return storage.Bootstrap(stateDir, sealer, meta, hs, ents)
+	return BootstrapStatic(stateDir, sealer, clusterID, self, []*api.RaftMember{self}, first)
 }
 
 // BootstrapJoin writes the empty raft state of a member joining an

@@ -52,6 +52,7 @@ type Node struct {
 
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
+	hardState     raftpb.HardState // as last persisted
 	appliedIndex  uint64
 	snapshotIndex uint64
 	wasLeader     bool
@@ -78,6 +79,7 @@ type Node struct {
 	startOnce sync.Once
 	stopOnce  sync.Once
 	stop      chan struct{}
+	rekeyC    chan rekeyRequest
 	done      chan struct{}
 	err       error // set before done closes
 }
@@ -110,6 +112,7 @@ func New(cfg Config) (*Node, error) {
 		leaderChanged:   make(chan struct{}),
 		leaderlessSince: time.Now(),
 		stop:            make(chan struct{}),
+		rekeyC:          make(chan rekeyRequest),
 		done:            make(chan struct{}),
 	}
 	for _, p := range meta.JoinPeers {
@@ -122,6 +125,7 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
+	n.hardState = st.HardState
 	if err := n.mem.SetHardState(st.HardState); err != nil {
 		disk.Close()
 		return nil, fmt.Errorf("load hard state: %w", err)
@@ -233,6 +237,12 @@ func (n *Node) loop(tick <-chan time.Time) error {
 			}
 			n.appliedConfChanges = n.appliedConfChanges[:0]
 			n.campaignIfAlone()
+		case req := <-n.rekeyC:
+			err := n.rekey(req.sealer)
+			req.done <- err
+			if err != nil {
+				return err
+			}
 		case <-n.stop:
 			return nil
 		}
@@ -257,6 +267,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
 		return err
+	}
+	if !raft.IsEmptyHardState(rd.HardState) {
+		n.hardState = rd.HardState
 	}
 	if hasSnap {
 		if err := n.restoreSnapshot(rd.Snapshot); err != nil {

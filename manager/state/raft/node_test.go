@@ -23,6 +23,7 @@ import (
 type harness struct {
 	t      *testing.T
 	dir    string
+	key    encryption.Key
 	sealer *encryption.Sealer
 	self   *api.RaftMember
 }
@@ -41,7 +42,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "raft"), sealer: sealer,
+	h := &harness{t: t, dir: filepath.Join(t.TempDir(), "raft"), key: key, sealer: sealer,
 		self: &api.RaftMember{RaftId: id, NodeId: "node-a", Address: "127.0.0.1:7000"}}
 	if err := Bootstrap(h.dir, sealer, "cluster-1", h.self, &api.InternalRaftRequest{Actions: rafttest.Put("init", "cluster-init")}); err != nil {
 		t.Fatal(err)

@@ -114,6 +114,16 @@ func (n *Node) Demote(ctx context.Context, raftID uint64) error {
 	return n.proposeMember(ctx, raftpb.ConfChangeAddLearnerNode, m)
 }
 
+// UpdateMember rewrites a member's address: every member applies it to
+// its member list and its transport, and the member keeps its raft id and
+// suffrage.
+func (n *Node) UpdateMember(ctx context.Context, m *api.RaftMember) error {
+	if _, ok := n.members.get(m.RaftId); !ok {
+		return fmt.Errorf("update %x: %w", m.RaftId, ErrUnknownMember)
+	}
+	return n.proposeMember(ctx, raftpb.ConfChangeUpdateNode, m)
+}
+
 // Remove takes raftID out of the group for good: its id joins the removed
 // list (persisted, carried in snapshots) and its messages are refused.
 func (n *Node) Remove(ctx context.Context, raftID uint64) error {

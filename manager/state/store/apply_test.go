@@ -234,3 +234,20 @@ func BenchmarkApplyCreate(b *testing.B) {
 		}
 	}
 }
+
+func TestClusterIsTheOneClusterObject(t *testing.T) {
+	s := newStore(t)
+	s.View(func(tx ReadTx) {
+		if c := tx.Cluster(); c != nil {
+			t.Errorf("Cluster() before ClusterInit = %v, want nil", c)
+		}
+	})
+	if err := s.Apply(1, req(act(t, create, &api.Cluster{Id: "c1", CaCertPem: []byte("ca")}))); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx ReadTx) {
+		if c := tx.Cluster(); c.GetId() != "c1" || string(c.GetCaCertPem()) != "ca" {
+			t.Errorf("Cluster() = %v, want c1", c)
+		}
+	})
+}

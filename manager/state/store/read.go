@@ -16,6 +16,9 @@ import (
 type ReadTx interface {
 	GetCluster(id string) *api.Cluster
 	ListClusters() []*api.Cluster
+	// Cluster returns the cluster object (a store holds at most one),
+	// nil before ClusterInit.
+	Cluster() *api.Cluster
 
 	GetNode(id string) *api.Node
 	FindNodeByHostname(hostname string) *api.Node
@@ -47,6 +50,12 @@ func (r readTx) GetCluster(id string) *api.Cluster {
 }
 func (r readTx) ListClusters() []*api.Cluster {
 	return list[*api.Cluster](r.txn, tableCluster, indexID)
+}
+func (r readTx) Cluster() *api.Cluster {
+	if cs := r.ListClusters(); len(cs) > 0 {
+		return cs[0]
+	}
+	return nil
 }
 
 func (r readTx) GetNode(id string) *api.Node {

@@ -14,7 +14,20 @@ import (
 // list ordered by id so equal stores marshal (deterministically) to equal
 // bytes.
 func (s *Store) Save() *api.StoreSnapshot {
+	return save(s.db.Txn(false))
+}
+
+// SaveWithIndex is Save together with the AppliedIndex its content is
+// the state at, read as one: no Apply or Restore falls between them.
+func (s *Store) SaveWithIndex() (*api.StoreSnapshot, uint64) {
+	s.mu.Lock()
 	txn := s.db.Txn(false)
+	index := s.applied.Load()
+	s.mu.Unlock()
+	return save(txn), index
+}
+
+func save(txn *memdb.Txn) *api.StoreSnapshot {
 	return &api.StoreSnapshot{
 		Clusters:   list[*api.Cluster](txn, tableCluster, indexID),
 		Nodes:      list[*api.Node](txn, tableNode, indexID),

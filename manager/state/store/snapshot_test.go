@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
@@ -88,5 +89,42 @@ func TestRestoreRefusesBadSnapshot(t *testing.T) {
 				t.Errorf("refused snapshot changed the store (applied %d): %v", s.AppliedIndex(), s.Save())
 			}
 		})
+	}
+}
+
+// SaveWithIndex pairs the content with the index it is the state at, even
+// while entries apply: here entry i creates the i-th node.
+func TestSaveWithIndexWhileApplying(t *testing.T) {
+	s := newStore(t)
+	const entries = 300
+	reqs := make([]*api.InternalRaftRequest, entries)
+	for i := range reqs {
+		reqs[i] = req(act(t, create, node("n"+strconv.Itoa(i), "h"+strconv.Itoa(i), 0, 0)))
+	}
+	applied := make(chan error, 1)
+	go func() {
+		for i, r := range reqs {
+			if err := s.Apply(uint64(i+1), r); err != nil {
+				applied <- err
+				return
+			}
+		}
+		applied <- nil
+	}()
+	for {
+		select {
+		case err := <-applied:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+		}
+		snap, index := s.SaveWithIndex()
+		if uint64(len(snap.Nodes)) != index {
+			t.Fatalf("SaveWithIndex: %d nodes at index %d", len(snap.Nodes), index)
+		}
+		if index == entries {
+			return
+		}
 	}
 }

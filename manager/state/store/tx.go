@@ -94,3 +94,18 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	return p.Propose(ctx, tx.actions)
 }
+
+// UpdateRetrying is Update for a write that states an intent ("add this
+// label", "record this status") rather than a version: when the batch is
+// refused because a concurrent write to an object fn read committed first
+// (ErrVersionConflict), fn runs again on the fresh state, up to attempts
+// times in all. fn must set everything it reports afresh on each run.
+func (s *Store) UpdateRetrying(ctx context.Context, attempts int, fn func(tx *Tx) error) error {
+	var err error
+	for range max(attempts, 1) {
+		if err = s.Update(ctx, fn); !errors.Is(err, ErrVersionConflict) {
+			return err
+		}
+	}
+	return err
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"testing"
@@ -208,5 +209,48 @@ func TestReplicasAgree(t *testing.T) {
 		if r.AppliedIndex() != leader.AppliedIndex() {
 			t.Errorf("applied %d, leader %d", r.AppliedIndex(), leader.AppliedIndex())
 		}
+	}
+}
+
+// UpdateRetrying runs fn again on the fresh state after a conflict, and
+// gives up with the conflict after its attempts.
+func TestUpdateRetrying(t *testing.T) {
+	s, p := withProposer(t)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx *Tx) error { return tx.Create(node("n1", "h1", 0, 0)) }); err != nil {
+		t.Fatal(err)
+	}
+	raced := 0
+	// rename(races) renames n1, and while it runs another write to n1
+	// commits, the first races times.
+	rename := func(races int) func(tx *Tx) error {
+		raced = 0
+		return func(tx *Tx) error {
+			n := tx.GetNode("n1")
+			if raced < races {
+				raced++
+				other := proto.Clone(n).(*api.Node)
+				other.Address = fmt.Sprintf("elsewhere-%d:7000", raced)
+				if err := p.Propose(ctx, []*api.StoreAction{act(t, update, other)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n.Hostname = "h2"
+			return tx.Update(n)
+		}
+	}
+	if err := s.UpdateRetrying(ctx, 3, rename(2)); err != nil {
+		t.Fatalf("UpdateRetrying behind 2 racing writes, 3 attempts: %v", err)
+	}
+	s.View(func(r ReadTx) {
+		if got := r.GetNode("n1"); got.GetHostname() != "h2" || got.GetAddress() != "elsewhere-2:7000" {
+			t.Errorf("node = %v, want both writes", got)
+		}
+	})
+	if err := s.UpdateRetrying(ctx, 2, rename(5)); !errors.Is(err, ErrVersionConflict) {
+		t.Fatalf("UpdateRetrying behind 5 racing writes, 2 attempts: %v, want ErrVersionConflict", err)
+	}
+	if raced != 2 {
+		t.Fatalf("fn ran %d times, want 2", raced)
 	}
 }

@@ -44,6 +44,7 @@ type Storage struct {
 	wal             *wal.WAL
 	snapshotter     *snap.Snapshotter
 	sealer          *encryption.Sealer
+	metadata        []byte // the WAL metadata record, copied into a rekeyed log
 	keepOld         int
 	log             *slog.Logger
 }
@@ -59,8 +60,11 @@ type Options struct {
 func walDir(dir string) string  { return filepath.Join(dir, "wal") }
 func snapDir(dir string) string { return filepath.Join(dir, "snap") }
 
-// Exists reports whether dir holds a raft log.
-func Exists(dir string) bool { return wal.Exist(walDir(dir)) }
+// Exists reports whether dir holds a raft log (or a rekeyed one waiting to
+// be installed, see rekey.go).
+func Exists(dir string) bool {
+	return wal.Exist(walDir(dir)) || wal.Exist(rekeyedDir(walDir(dir)))
+}
 
 // Bootstrap creates the log of a new member in dir with metadata and its
 // first entries and hard state, atomically.
@@ -107,6 +111,9 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 		sealer:  sealer,
 		keepOld: opts.KeepOldSnapshots,
 		log:     log,
+	}
+	if err := recoverRekey(s.walDir); err != nil {
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(s.snapDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create snap dir: %w", err)
@@ -165,6 +172,7 @@ func (s *Storage) openWAL(st *State) error {
 		meta, hs, ents, err := w.ReadAll()
 		if err == nil {
 			s.wal = w
+			s.metadata = meta
 			st.Metadata, st.HardState, st.Entries = meta, hs, ents
 			return nil
 		}
@@ -190,16 +198,10 @@ func (s *Storage) Save(hs raftpb.HardState, ents []raftpb.Entry) error {
 // SaveSnapshot persists snap (file first, then its WAL record) and drops
 // snapshots and WAL segments no longer needed.
 func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
-	if err := s.snapshotter.SaveSnap(sealSnapshot(s.sealer, sn)); err != nil {
-		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
+	if err := s.writeSnapFile(sn); err != nil {
+		return err
 	}
 	m := sn.Metadata
-	// etcd creates snapshot files 0666 less the umask; keep them as
-	// private as the WAL.
-	name := filepath.Join(s.snapDir, fmt.Sprintf("%016x-%016x.snap", m.Term, m.Index))
-	if err := os.Chmod(name, 0o600); err != nil {
-		return fmt.Errorf("restrict snapshot file: %w", err)
-	}
 	cs := m.ConfState
 	if err := s.wal.SaveSnapshot(walpb.Snapshot{Index: m.Index, Term: m.Term, ConfState: &cs}); err != nil {
 		return fmt.Errorf("record snapshot %d in wal %s: %w", m.Index, s.walDir, err)
@@ -210,8 +212,24 @@ func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
 	return s.purge()
 }
 
+// writeSnapFile writes snap, sealed, to the snap dir and syncs it.
+func (s *Storage) writeSnapFile(sn raftpb.Snapshot) error {
+	if err := s.snapshotter.SaveSnap(sealSnapshot(s.sealer, sn)); err != nil {
+		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
+	}
+	// etcd creates snapshot files 0666 less the umask; keep them as
+	// private as the WAL.
+	if err := os.Chmod(filepath.Join(s.snapDir, snapFileName(sn.Metadata)), 0o600); err != nil {
+		return fmt.Errorf("restrict snapshot file: %w", err)
+	}
+	return nil
+}
+
 // Close closes the WAL.
 func (s *Storage) Close() error {
+	if s.wal == nil {
+		return nil // a failed Rekey closed it
+	}
 	if err := s.wal.Close(); err != nil {
 		return fmt.Errorf("close wal %s: %w", s.walDir, err)
 	}

@@ -1,0 +1,55 @@
+package containerd
+
+import (
+	"github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/jaco-project/jaco/agent/exec"
+)
+
+// cpuPeriod is the CFS period CPU limits are expressed in (100 ms).
+const cpuPeriod = 100_000
+
+// specOpts turn a replica's service spec into the container's OCI spec:
+// the image's config, then the spec's command (replacing the image's
+// entrypoint and command), env plus the JACO_ variables, limits, bind
+// mounts and the network namespace made for it.
+func specOpts(img client.Image, rep exec.Replica, netnsPath string) []oci.SpecOpts {
+	spec := rep.Task.GetSpec()
+	opts := []oci.SpecOpts{
+		oci.WithImageConfig(img),
+		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath}),
+	}
+	if cmd := spec.GetCommand(); len(cmd) > 0 {
+		opts = append(opts, oci.WithProcessArgs(cmd...))
+	}
+	opts = append(opts, oci.WithEnv(append(append([]string(nil), spec.GetEnv()...), rep.Env()...)))
+	if mem := spec.GetLimits().GetMemoryBytes(); mem > 0 {
+		opts = append(opts, oci.WithMemoryLimit(uint64(mem)))
+	}
+	if nano := spec.GetLimits().GetNanoCpus(); nano > 0 {
+		quota := nano * cpuPeriod / 1e9
+		if quota < 1000 { // the kernel's minimum quota is 1 ms
+			quota = 1000
+		}
+		opts = append(opts, oci.WithCPUCFS(quota, cpuPeriod))
+	}
+	var mounts []specs.Mount
+	for _, m := range spec.GetMounts() {
+		mode := "rw"
+		if m.GetReadonly() {
+			mode = "ro"
+		}
+		mounts = append(mounts, specs.Mount{
+			Destination: m.GetTarget(),
+			Type:        "bind",
+			Source:      m.GetSource(),
+			Options:     []string{"rbind", "rprivate", mode},
+		})
+	}
+	if len(mounts) > 0 {
+		opts = append(opts, oci.WithMounts(mounts))
+	}
+	return opts
+}

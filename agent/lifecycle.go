@@ -1,0 +1,287 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/health"
+	"github.com/jaco-project/jaco/api"
+)
+
+// runToEnd takes the replica from where it is to a terminal state, or
+// returns early when ctx ends (the agent stops; the replica keeps running).
+func (r *taskRunner) runToEnd(ctx context.Context, ctl exec.Controller) {
+	if r.startAndMonitor(ctx, ctl) || ctx.Err() != nil {
+		return
+	}
+	// The replica must stop (desired state past RUNNING, or removal).
+	message := "stopped as asked"
+	if r.state() >= api.TaskState_TASK_STATE_STARTING {
+		err := ctl.Stop(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, exec.ErrNotFound) {
+			r.w.log.Warn("stop replica", "task", r.id, "err", err)
+			message = fmt.Sprintf("stopped as asked: %v", err)
+		}
+	}
+	r.report(newStatus(api.TaskState_TASK_STATE_SHUTDOWN, message))
+}
+
+// startAndMonitor prepares and starts the replica unless that is done
+// already (a replica that was started before is adopted), then watches
+// it. It returns true once the replica reached a terminal state, false
+// when it must be stopped or ctx ended.
+func (r *taskRunner) startAndMonitor(ctx context.Context, ctl exec.Controller) bool {
+	if r.state() < api.TaskState_TASK_STATE_STARTING && !r.waitNotBefore(ctx) {
+		return false
+	}
+	ended, started := r.prepareAndStart(ctx, ctl)
+	if !started {
+		return ended
+	}
+	return r.monitor(ctx, ctl)
+}
+
+// prepareAndStart holds one of the node's start slots while it prepares
+// and starts the replica: a hundred replicas started at once on a small
+// node all finish late (each waits on the others' CNI and runc work),
+// while a bounded number in flight get the first ones running sooner for
+// the same total. ended: the replica reached a terminal state; started:
+// it runs (or was adopted).
+func (r *taskRunner) prepareAndStart(ctx context.Context, ctl exec.Controller) (ended, started bool) {
+	select {
+	case r.w.starts <- struct{}{}:
+	case <-r.stopWanted:
+		return false, false
+	case <-ctx.Done():
+		return false, false
+	}
+	defer func() { <-r.w.starts }()
+	if r.state() < api.TaskState_TASK_STATE_STARTING {
+		r.report(newStatus(api.TaskState_TASK_STATE_PREPARING, "preparing"))
+		if err := r.step(ctx, ctl.Prepare); err != nil {
+			if r.interrupted(ctx) {
+				return false, false
+			}
+			r.report(failed(ReasonPrepareFailed, "prepare: %v", err))
+			return true, false
+		}
+	}
+	if r.interrupted(ctx) {
+		return false, false
+	}
+	r.report(newStatus(api.TaskState_TASK_STATE_STARTING, "starting"))
+	err := r.step(ctx, ctl.Start)
+	switch {
+	case errors.Is(err, exec.ErrAlreadyStarted):
+		r.w.log.Info("replica already running: adopted", "task", r.id)
+	case err != nil:
+		if r.interrupted(ctx) {
+			return false, false
+		}
+		r.report(failed(ReasonStartFailed, "start: %v", err))
+		return true, false
+	}
+	return false, true
+}
+
+// interrupted says whether the runner must leave what it is doing.
+func (r *taskRunner) interrupted(ctx context.Context) bool {
+	select {
+	case <-r.stopWanted:
+		return true
+	default:
+		return ctx.Err() != nil
+	}
+}
+
+// step runs fn with a context that also ends when the replica must stop,
+// so a long prepare (an image pull) does not hold up a shutdown.
+func (r *taskRunner) step(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-r.stopWanted:
+			cancel()
+		case <-done:
+		}
+	}()
+	return fn(ctx)
+}
+
+// waitNotBefore waits for the task's not_before; false when the replica
+// must stop or ctx ends first.
+func (r *taskRunner) waitNotBefore(ctx context.Context) bool {
+	var d time.Duration
+	if nb := r.snapshot().GetNotBefore(); nb != nil {
+		d = time.Until(nb.AsTime())
+	}
+	if d <= 0 {
+		return !r.interrupted(ctx)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.stopWanted:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+type waitResult struct {
+	exit exec.Exit
+	err  error
+}
+
+// monitor watches a started replica: its exit, and its health when the
+// spec has a check. It reports RUNNING (at once without a check, once
+// healthy with one) and returns true when the replica ended (reported),
+// false when it must stop or ctx ended.
+func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
+	mctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	exited := make(chan waitResult, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		exit, err := r.wait(mctx, ctl)
+		exited <- waitResult{exit, err}
+	}()
+
+	var unhealthy chan error
+	healthy := make(chan struct{}, 1)
+	if hc := r.snapshot().GetSpec().GetHealth(); hc != nil {
+		unhealthy = make(chan error, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			unhealthy <- health.Run(mctx, hc, ctl, func() {
+				select {
+				case healthy <- struct{}{}:
+				default:
+				}
+			})
+		}()
+	} else {
+		r.report(newStatus(api.TaskState_TASK_STATE_RUNNING, "running"))
+	}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-r.stopWanted:
+			return false
+		case <-healthy:
+			r.report(newStatus(api.TaskState_TASK_STATE_RUNNING, "running, healthy"))
+		case err := <-unhealthy:
+			if ctx.Err() != nil {
+				return false
+			}
+			r.w.log.Warn("replica unhealthy: stopping it", "task", r.id, "err", err)
+			if serr := ctl.Stop(ctx); serr != nil && ctx.Err() == nil {
+				r.w.log.Warn("stop unhealthy replica", "task", r.id, "err", serr)
+			}
+			if ctx.Err() != nil {
+				return false
+			}
+			r.report(failed(ReasonUnhealthy, "%v", err))
+			return true
+		case res := <-exited:
+			if ctx.Err() != nil {
+				return false
+			}
+			r.report(exitStatus(res))
+			return true
+		}
+	}
+}
+
+// wait follows the replica until it ends. A runtime error other than
+// "not found" (containerd restarting, say) is retried: the replica may
+// well still be running, and reporting it failed would get it replaced.
+func (r *taskRunner) wait(ctx context.Context, ctl exec.Controller) (exec.Exit, error) {
+	for attempt := 0; ; attempt++ {
+		exit, err := ctl.Wait(ctx)
+		if err == nil || errors.Is(err, exec.ErrNotFound) || ctx.Err() != nil {
+			return exit, err
+		}
+		r.w.log.Warn("wait for replica", "task", r.id, "err", err)
+		select {
+		case <-ctx.Done():
+			return exit, ctx.Err()
+		case <-time.After(r.w.cfg.backoff(attempt)):
+		}
+	}
+}
+
+func exitStatus(res waitResult) *api.TaskStatus {
+	if res.err != nil {
+		return failed(ReasonReplicaLost, "the runtime lost the replica: %v", res.err)
+	}
+	exit := res.exit
+	if exit.Code == 0 && exit.Signal == "" {
+		return newStatus(api.TaskState_TASK_STATE_COMPLETE, "exited with code 0")
+	}
+	st := failed(ReasonExitCode, "exited with code %d", exit.Code)
+	if exit.Signal != "" {
+		st.Message = "killed by " + exit.Signal
+	}
+	st.ExitCode = int32(exit.Code)
+	return st
+}
+
+// cleanup removes the replica from the node, then forgets it.
+func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller) {
+	if ctl != nil {
+		for attempt := 0; ; attempt++ {
+			err := ctl.Remove(ctx)
+			if err == nil || errors.Is(err, exec.ErrNotFound) {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			r.w.log.Warn("remove replica", "task", r.id, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(r.w.cfg.backoff(attempt)):
+			}
+		}
+	}
+	cfg := r.w.cfg
+	if validTaskID(r.id) == nil {
+		if err := os.RemoveAll(cfg.replicaDir(r.id)); err != nil {
+			r.w.log.Warn("remove replica dir", "task", r.id, "err", err)
+		}
+		if err := os.Remove(LogPath(cfg.Dir, r.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			r.w.log.Warn("remove replica log", "task", r.id, "err", err)
+		}
+	}
+	r.mu.Lock()
+	err := r.w.db.DeleteTask(r.id)
+	r.mu.Unlock()
+	if err != nil {
+		r.w.log.Error("forget task in agent db", "task", r.id, "err", err)
+	}
+	r.w.reporter.drop(r.id)
+	r.w.forget(r)
+	r.w.log.Info("replica removed", "task", r.id)
+}

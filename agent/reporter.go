@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// reporter holds the replica statuses not yet accepted by a dispatcher.
+// It lives as long as the agent, not a session: what one session failed
+// to deliver the next one sends. A replica's changes coalesce; only its
+// latest status is sent.
+type reporter struct {
+	mu      sync.Mutex
+	pending map[string]*api.TaskStatus
+	// notify wakes the sender of the current session (capacity 1).
+	notify chan struct{}
+}
+
+func newReporter() *reporter {
+	return &reporter{pending: map[string]*api.TaskStatus{}, notify: make(chan struct{}, 1)}
+}
+
+// enqueue makes st the status to send for task id.
+func (r *reporter) enqueue(id string, st *api.TaskStatus) {
+	r.mu.Lock()
+	r.pending[id] = st
+	r.mu.Unlock()
+	r.wake()
+}
+
+// drop forgets what is pending for id (the replica is removed).
+func (r *reporter) drop(id string) {
+	r.mu.Lock()
+	delete(r.pending, id)
+	r.mu.Unlock()
+}
+
+func (r *reporter) wake() {
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// batch returns what is pending, ordered by task id.
+func (r *reporter) batch() []*api.TaskStatusUpdate {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	updates := make([]*api.TaskStatusUpdate, 0, len(r.pending))
+	for id, st := range r.pending {
+		updates = append(updates, &api.TaskStatusUpdate{TaskId: id, Status: st})
+	}
+	slices.SortFunc(updates, func(a, b *api.TaskStatusUpdate) int { return strings.Compare(a.TaskId, b.TaskId) })
+	return updates
+}
+
+// accepted forgets the sent statuses that have not been replaced since.
+func (r *reporter) accepted(sent []*api.TaskStatusUpdate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range sent {
+		if r.pending[u.TaskId] == u.Status {
+			delete(r.pending, u.TaskId)
+		}
+	}
+}
+
+// run sends pending statuses with send until ctx ends or send fails (the
+// session is broken; its error is returned). It sends at once when woken
+// and at most once per interval.
+func (r *reporter) run(ctx context.Context, interval time.Duration, send func(context.Context, []*api.TaskStatusUpdate) error) error {
+	// What an earlier session left goes out first.
+	r.wake()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.notify:
+		}
+		if updates := r.batch(); len(updates) > 0 {
+			if err := send(ctx, updates); err != nil {
+				// Keep the wake-up so the next session sends at once.
+				r.wake()
+				return err
+			}
+			r.accepted(updates)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+func TestReporterCoalescesAndKeepsUnsent(t *testing.T) {
+	r := newReporter()
+	r.enqueue("t1", &api.TaskStatus{State: preparing})
+	r.enqueue("t1", &api.TaskStatus{State: starting})
+	r.enqueue("t2", &api.TaskStatus{State: running})
+
+	// A failed send keeps everything for the next session.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broken := errors.New("session gone")
+	err := r.run(ctx, time.Millisecond, func(context.Context, []*api.TaskStatusUpdate) error { return broken })
+	if !errors.Is(err, broken) {
+		t.Fatalf("run = %v, want the send error", err)
+	}
+
+	// The next session sends the latest status of each replica once; a
+	// status that changes while a batch is in flight is sent again.
+	var sent [][]*api.TaskStatusUpdate
+	err = r.run(ctx, time.Millisecond, func(_ context.Context, u []*api.TaskStatusUpdate) error {
+		sent = append(sent, u)
+		if len(sent) == 1 {
+			r.enqueue("t1", &api.TaskStatus{State: running})
+		}
+		if len(sent) == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run = %v", err)
+	}
+	if len(sent) != 2 || len(sent[0]) != 2 || sent[0][0].TaskId != "t1" || sent[0][0].Status.State != starting ||
+		sent[0][1].TaskId != "t2" || len(sent[1]) != 1 || sent[1][0].Status.State != running {
+		t.Fatalf("batches sent: %v", sent)
+	}
+	if left := r.batch(); len(left) != 0 {
+		t.Fatalf("pending after acceptance: %v", left)
+	}
+}
+
+func TestReporterDrop(t *testing.T) {
+	r := newReporter()
+	r.enqueue("t1", &api.TaskStatus{State: running})
+	r.drop("t1")
+	if left := r.batch(); len(left) != 0 {
+		t.Fatalf("pending after drop: %v", left)
+	}
+}

@@ -1,0 +1,235 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// Reason words the agent puts in TaskStatus.reason.
+const (
+	ReasonExitCode      = "exit_code"
+	ReasonUnhealthy     = "unhealthy"
+	ReasonPrepareFailed = "prepare_failed"
+	ReasonStartFailed   = "start_failed"
+	ReasonReplicaLost   = "replica_lost"
+	ReasonNoRuntime     = "no_runtime"
+	ReasonInvalidSpec   = reason.InvalidSpec
+)
+
+// Runtime names, as exec.Runtime.Name returns them.
+const (
+	RuntimeContainerd = exec.RuntimeContainerd
+	RuntimeHooks      = exec.RuntimeHooks
+)
+
+// taskRunner owns one replica on this node: one goroutine drives its
+// controller through prepare → start → monitor → stop → remove and
+// reports each step. Its status only moves forward.
+type taskRunner struct {
+	w  *worker
+	id string
+
+	mu       sync.Mutex
+	task     *api.Task       // as the dispatcher last sent it
+	status   *api.TaskStatus // the agent's own latest status (may be nil)
+	removing bool
+
+	// stopWanted closes when the replica must stop (desired state past
+	// RUNNING, or removal); removed when it must also go from the node.
+	stopWanted, removed  chan struct{}
+	stopOnce, removeOnce sync.Once
+}
+
+// newTaskRunner starts from the status t carries.
+func newTaskRunner(w *worker, t *api.Task) *taskRunner {
+	r := &taskRunner{
+		w: w, id: t.GetId(),
+		task:       proto.CloneOf(t),
+		status:     proto.CloneOf(t.GetStatus()),
+		stopWanted: make(chan struct{}),
+		removed:    make(chan struct{}),
+	}
+	if t.GetDesiredState() > api.TaskState_TASK_STATE_RUNNING {
+		r.wantStop()
+	}
+	return r
+}
+
+func (r *taskRunner) wantStop() { r.stopOnce.Do(func() { close(r.stopWanted) }) }
+
+// update takes a newer copy of the task from the dispatcher.
+func (r *taskRunner) update(t *api.Task) {
+	r.mu.Lock()
+	// Only what the agent acts on is worth a db write: a COMPLETE set
+	// after every reconnection would otherwise rewrite every task.
+	changed := t.GetDesiredState() != r.task.GetDesiredState() ||
+		t.GetSpecVersion() != r.task.GetSpecVersion() ||
+		!proto.Equal(t.GetNotBefore(), r.task.GetNotBefore())
+	r.task = proto.CloneOf(t)
+	local, removing := r.status, r.removing
+	r.mu.Unlock()
+	if changed {
+		if err := r.persist(); err != nil {
+			r.w.log.Error("keep task in agent db", "task", r.id, "err", err)
+		}
+	}
+	if t.GetDesiredState() > api.TaskState_TASK_STATE_RUNNING {
+		r.wantStop()
+	}
+	// The cluster is behind what this agent reported (a report lost with
+	// an agent restart): say it again.
+	if local != nil && !removing && t.GetStatus().GetState() < local.GetState() {
+		r.w.reporter.enqueue(r.id, local)
+	}
+}
+
+// remove asks the runner to stop the replica and remove it.
+func (r *taskRunner) remove() {
+	r.mu.Lock()
+	r.removing = true
+	r.mu.Unlock()
+	r.w.reporter.drop(r.id)
+	r.wantStop()
+	r.removeOnce.Do(func() { close(r.removed) })
+}
+
+// persist writes the task with the agent's status to the db.
+func (r *taskRunner) persist() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.removing {
+		return nil
+	}
+	rec := proto.CloneOf(r.task)
+	rec.Status = r.status
+	return r.w.db.PutTask(rec)
+}
+
+func (r *taskRunner) state() api.TaskState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status.GetState()
+}
+
+// view is the task with the agent's own latest status.
+func (r *taskRunner) view() *api.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t := proto.CloneOf(r.task)
+	if r.status != nil {
+		t.Status = proto.CloneOf(r.status)
+	}
+	return t
+}
+
+func (r *taskRunner) snapshot() *api.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return proto.CloneOf(r.task)
+}
+
+// report records st as the replica's status, keeps it in the db and
+// queues it for the dispatcher. A state not past the current one is
+// ignored: a replica only moves forward.
+func (r *taskRunner) report(st *api.TaskStatus) {
+	r.mu.Lock()
+	if st.GetState() <= r.status.GetState() {
+		r.mu.Unlock()
+		return
+	}
+	st.Timestamp = timestamppb.New(time.Now())
+	r.status = st
+	removing := r.removing
+	r.mu.Unlock()
+	r.w.log.Info("replica status", "task", r.id, "state", st.GetState().String(), "reason", st.GetReason(), "message", st.GetMessage())
+	if err := r.persist(); err != nil {
+		r.w.log.Error("keep task status in agent db", "task", r.id, "err", err)
+	}
+	if !removing {
+		r.w.reporter.enqueue(r.id, st)
+	}
+}
+
+func newStatus(state api.TaskState, message string) *api.TaskStatus {
+	return &api.TaskStatus{State: state, Message: message}
+}
+
+func failed(reason, format string, args ...any) *api.TaskStatus {
+	return &api.TaskStatus{State: api.TaskState_TASK_STATE_FAILED, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+func terminal(s api.TaskState) bool { return s >= api.TaskState_TASK_STATE_COMPLETE }
+
+// rejection is a replica this node cannot run at all.
+type rejection struct{ reason, message string }
+
+func (e *rejection) Error() string { return e.message }
+
+// controller makes the replica's controller with the runtime its spec
+// needs.
+func (r *taskRunner) controller() (exec.Controller, error) {
+	if err := validTaskID(r.id); err != nil {
+		return nil, &rejection{ReasonInvalidSpec, err.Error()}
+	}
+	t := r.snapshot()
+	spec := t.GetSpec()
+	var want string
+	switch {
+	case spec.GetImage() != "" && spec.GetBundle() != nil:
+		return nil, &rejection{ReasonInvalidSpec, "spec has both an image and a bundle"}
+	case spec.GetImage() != "":
+		want = RuntimeContainerd
+	case spec.GetBundle() != nil:
+		want = RuntimeHooks
+	default:
+		return nil, &rejection{ReasonInvalidSpec, "spec has neither an image nor a bundle"}
+	}
+	cfg := r.w.cfg
+	for _, rt := range cfg.Runtimes {
+		if rt.Name() != want {
+			continue
+		}
+		dir := cfg.replicaDir(r.id)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("make replica dir: %w", err)
+		}
+		return rt.Controller(exec.Replica{
+			Task: t, NodeID: cfg.NodeID, NodeName: cfg.NodeName,
+			Dir: dir, LogPath: LogPath(cfg.Dir, r.id),
+		})
+	}
+	return nil, &rejection{ReasonNoRuntime, fmt.Sprintf("node %s has no %s runtime", cfg.NodeName, want)}
+}
+
+// run is the runner's goroutine.
+func (r *taskRunner) run(ctx context.Context) {
+	defer r.w.wg.Done()
+	ctl, err := r.controller()
+	if err != nil {
+		var rej *rejection
+		if errors.As(err, &rej) {
+			r.report(&api.TaskStatus{State: api.TaskState_TASK_STATE_REJECTED, Reason: rej.reason, Message: rej.message})
+		} else {
+			r.report(failed(ReasonPrepareFailed, "%v", err))
+		}
+	}
+	if !terminal(r.state()) {
+		r.runToEnd(ctx, ctl)
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-r.removed:
+	}
+	r.cleanup(ctx, ctl)
+}

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// errSessionClosed is a session stream the dispatcher ended.
+var errSessionClosed = errors.New("dispatcher closed the session")
+
+// runSessions keeps a session with the dispatcher until ctx ends: it
+// tries the managers in turn, moving to the next after every failure and
+// backing off between attempts. Any manager forwards to the leader, so
+// following the leader across an election is just reconnecting.
+func (a *Agent) runSessions(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		addr := a.nextManager()
+		established, err := a.session(ctx, addr)
+		if ctx.Err() != nil {
+			return
+		}
+		if established {
+			failures = 0
+		}
+		a.log.Warn("dispatcher session ended", "manager", addr, "err", err)
+		delay := a.cfg.backoff(failures)
+		failures++
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// backoff is the delay before retry n+1 of a session, or of a runtime
+// call the agent keeps trying: exponential from ReconnectMin, capped at
+// ReconnectMax, with up to 50% jitter so that nodes cut off together do
+// not come back together.
+func (c *Config) backoff(n int) time.Duration {
+	d := c.ReconnectMin << min(n, 20)
+	if d <= 0 || d > c.ReconnectMax {
+		d = c.ReconnectMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// nextManager returns the manager to try and moves the rotation on.
+func (a *Agent) nextManager() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.managers) == 0 {
+		return ""
+	}
+	addr := a.managers[a.next%len(a.managers)]
+	a.next++
+	return addr
+}
+
+// setManagers adopts the dispatcher's list of managers and keeps it in
+// the db for the next start.
+func (a *Agent) setManagers(addrs []string) {
+	if len(addrs) == 0 {
+		return
+	}
+	a.mu.Lock()
+	if !slices.Equal(a.managers, addrs) {
+		a.managers = slices.Clone(addrs)
+		a.next = 0
+	}
+	save := !slices.Equal(a.saved, addrs)
+	if save {
+		a.saved = slices.Clone(addrs)
+	}
+	a.mu.Unlock()
+	if !save {
+		return
+	}
+	if err := a.db.SetManagers(addrs); err != nil {
+		a.log.Error("keep managers' addresses", "err", err)
+	}
+}
+
+// session runs one session through the manager at addr until it breaks
+// or ctx ends. established says whether the dispatcher opened it.
+func (a *Agent) session(ctx context.Context, addr string) (established bool, err error) {
+	if addr == "" {
+		return false, errors.New("no manager address known")
+	}
+	conn, err := a.cfg.Dial(ctx, addr)
+	if err != nil {
+		return false, fmt.Errorf("dial manager %s: %w", addr, err)
+	}
+	defer conn.Close()
+	client := api.NewDispatcherServiceClient(conn)
+
+	ctx, cancel := context.WithCancel(ctx) // ends the streams on every return
+	defer cancel()
+	// The parts of a session run in one group: the first to fail ends
+	// them all, the streams too (they are opened under the group's ctx).
+	g, ctx := errgroup.WithContext(ctx)
+	stream, err := client.Session(ctx, &api.SessionRequest{Description: a.cfg.Description()})
+	if err != nil {
+		return false, fmt.Errorf("open session: %w", err)
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return false, fmt.Errorf("open session: %w", err)
+	}
+	id := first.GetSessionId()
+	a.log.Info("dispatcher session open", "manager", addr, "session", id)
+	a.inSession.Store(true)
+	defer a.inSession.Store(false)
+	a.setManagers(first.GetManagers())
+	var period atomic.Int64
+	period.Store(int64(periodOr(first.GetHeartbeatPeriod().AsDuration(), DefaultHeartbeatPeriod)))
+
+	g.Go(func() error {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				return streamEnd("session", err)
+			}
+			a.setManagers(m.GetManagers())
+			if p := m.GetHeartbeatPeriod().AsDuration(); p > 0 {
+				period.Store(int64(p))
+			}
+		}
+	})
+	g.Go(func() error {
+		for {
+			p := time.Duration(period.Load())
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(p):
+			}
+			hctx, hcancel := context.WithTimeout(ctx, p)
+			resp, err := client.Heartbeat(hctx, &api.HeartbeatRequest{SessionId: id})
+			hcancel()
+			if err != nil {
+				return fmt.Errorf("heartbeat: %w", err)
+			}
+			if p := resp.GetPeriod().AsDuration(); p > 0 {
+				period.Store(int64(p))
+			}
+		}
+	})
+	g.Go(func() error {
+		as, err := client.Assignments(ctx, &api.AssignmentsRequest{SessionId: id})
+		if err != nil {
+			return fmt.Errorf("open assignments: %w", err)
+		}
+		for {
+			m, err := as.Recv()
+			if err != nil {
+				return streamEnd("assignments", err)
+			}
+			a.worker.apply(m)
+		}
+	})
+	g.Go(func() error {
+		return a.reporter.run(ctx, a.cfg.StatusInterval, func(ctx context.Context, updates []*api.TaskStatusUpdate) error {
+			_, err := client.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: id, Updates: updates})
+			if err != nil {
+				return fmt.Errorf("update task status: %w", err)
+			}
+			return nil
+		})
+	})
+	return true, g.Wait()
+}
+
+func periodOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// streamEnd names why a stream from the dispatcher ended.
+func streamEnd(name string, err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return fmt.Errorf("%s stream: %w", name, errSessionClosed)
+	}
+	return fmt.Errorf("%s stream: %w", name, err)
+}

@@ -1,0 +1,172 @@
+package agent
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/agent/db"
+	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/api"
+)
+
+func TestStaleSessionOpensNewOne(t *testing.T) {
+	d, rt, _ := setup(t)
+	d.assign(imageTask("t1"))
+	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	d.expireSession()
+	waitFor(t, "a second session", func() (bool, string) {
+		return d.sessionCount() >= 2, fmt.Sprint("sessions: ", d.sessionCount())
+	})
+	rt.end("t1", exec.Exit{Code: 0})
+	waitFor(t, "COMPLETE through the new session", d.lastIs("t1", complete))
+	hb := d.heartbeatCount()
+	waitFor(t, "heartbeats on the new session", func() (bool, string) {
+		return d.heartbeatCount() > hb+1, fmt.Sprint("heartbeats: ", d.heartbeatCount())
+	})
+}
+
+func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
+	d, rt, _ := setup(t)
+	d.assign(imageTask("t1"))
+	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	addr := d.addr
+	d.stop()
+
+	// Nothing is stopped while the managers are away; a change is kept.
+	time.Sleep(100 * time.Millisecond)
+	if !rt.isRunning("t1") || rt.count("stop t1") != 0 {
+		t.Fatalf("replica disturbed by the dispatcher going away: %v", rt.callLog())
+	}
+	rt.end("t1", exec.Exit{Code: 7})
+
+	sessions := d.sessionCount()
+	d.start(addr)
+	waitFor(t, "a new session", func() (bool, string) {
+		return d.sessionCount() > sessions, fmt.Sprint("sessions: ", d.sessionCount())
+	})
+	waitFor(t, "FAILED re-sent", d.lastIs("t1", failedSt))
+	if got := d.last("t1").GetExitCode(); got != 7 {
+		t.Fatalf("exit code %d, want 7", got)
+	}
+}
+
+func TestRestartReadoptsWithoutStopping(t *testing.T) {
+	d := newFakeDispatcher(t)
+	rt := newFakeRuntime(RuntimeContainerd)
+	dir := t.TempDir()
+	first := startAgent(t, testConfig(dir, []string{d.addr}, rt))
+	d.assign(imageTask("t1"))
+	waitFor(t, "RUNNING", d.lastIs("t1", running))
+
+	// The managers go away and the agent process with them.
+	addr := d.addr
+	d.stop()
+	first.stop(t)
+	if !rt.isRunning("t1") || rt.count("stop t1") != 0 {
+		t.Fatalf("agent exit disturbed the replica: %v", rt.callLog())
+	}
+
+	// A new agent over the same dir, with no manager configured: it finds
+	// the replica in its db and adopts it before any manager answers.
+	startAgent(t, testConfig(dir, nil, rt))
+	waitFor(t, "adoption", calls(rt, "start t1", 2))
+	if rt.count("prepare t1") != 1 || rt.count("stop t1") != 0 || !rt.isRunning("t1") {
+		t.Fatalf("restart did not adopt cleanly: %v", rt.callLog())
+	}
+
+	// It finds the managers from the db and reports what happens next.
+	d.start(addr)
+	rt.end("t1", exec.Exit{Code: 0})
+	waitFor(t, "COMPLETE from the new agent", d.lastIs("t1", complete))
+	if rt.count("stop t1") != 0 {
+		t.Fatalf("replica stopped: %v", rt.callLog())
+	}
+}
+
+func TestRestartWithoutRunnableTasks(t *testing.T) {
+	// A db from an earlier agent with a finished task: nothing is started.
+	dir := t.TempDir()
+	done := imageTask("old")
+	done.Status = &api.TaskStatus{State: complete}
+	storeTasks(t, dir, done)
+	rt := newFakeRuntime(RuntimeContainerd)
+	cfg := testConfig(dir, nil, rt)
+	a := startAgent(t, cfg)
+	time.Sleep(100 * time.Millisecond)
+	a.stop(t)
+	if got := rt.callLog(); len(got) != 0 {
+		t.Fatalf("finished task touched after restart: %v", got)
+	}
+}
+
+func TestLeaderLostReconnects(t *testing.T) {
+	d, rt, _ := setup(t)
+	d.assign(imageTask("t1"))
+	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	d.loseLeader()
+	waitFor(t, "a second session", func() (bool, string) {
+		return d.sessionCount() >= 2, fmt.Sprint("sessions: ", d.sessionCount())
+	})
+	if rt.count("stop t1") != 0 || rt.count("start t1") != 1 {
+		t.Fatalf("replica disturbed by a leader change: %v", rt.callLog())
+	}
+	// The new session's COMPLETE set still holds t1: it is left alone.
+	rt.end("t1", exec.Exit{Code: 0})
+	waitFor(t, "COMPLETE", d.lastIs("t1", complete))
+}
+
+func TestTriesManagersInTurn(t *testing.T) {
+	d := newFakeDispatcher(t)
+	rt := newFakeRuntime(RuntimeContainerd)
+	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(closedPort(t))))
+	startAgent(t, testConfig(t.TempDir(), []string{dead, d.addr}, rt, newFakeRuntime(RuntimeHooks)))
+	waitFor(t, "a session through the second manager", func() (bool, string) {
+		return d.sessionCount() > 0, "no session"
+	})
+	desc := d.description()
+	if !slices.Equal(desc.GetRuntimes(), []string{RuntimeContainerd, RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
+		t.Fatalf("node description %v", desc)
+	}
+}
+
+func TestStatusLostWithRestartIsSentAgain(t *testing.T) {
+	// The previous agent recorded FAILED but died before sending it; the
+	// cluster still thinks the replica runs.
+	d := newFakeDispatcher(t)
+	dir := t.TempDir()
+	cfg := testConfig(dir, []string{d.addr}, newFakeRuntime(RuntimeContainerd))
+	local := imageTask("t1")
+	local.Status = &api.TaskStatus{State: failedSt, Reason: ReasonExitCode, ExitCode: 2}
+	storeTasks(t, dir, local)
+	cluster := imageTask("t1")
+	cluster.Status = &api.TaskStatus{State: running}
+	d.assign(cluster)
+
+	startAgent(t, cfg)
+	waitFor(t, "FAILED sent again", d.lastIs("t1", failedSt))
+	if got := d.last("t1").GetExitCode(); got != 2 {
+		t.Fatalf("exit code %d, want 2", got)
+	}
+}
+
+// storeTasks writes tasks to the agent db under dir, as an earlier agent
+// left them.
+func storeTasks(t *testing.T, dir string, tasks ...*api.Task) {
+	t.Helper()
+	d, err := db.Open((&Config{Dir: dir}).dbPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		if err := d.PutTask(task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,122 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/jaco-project/jaco/agent/db"
+	"github.com/jaco-project/jaco/api"
+)
+
+// worker keeps one runner per replica assigned to this node.
+type worker struct {
+	cfg      *Config
+	log      *slog.Logger
+	db       *db.DB
+	reporter *reporter
+	// ctx is the agent's run context; runners end with it.
+	ctx context.Context
+
+	// starts bounds the replicas preparing or starting at once.
+	starts chan struct{}
+
+	mu      sync.Mutex
+	runners map[string]*taskRunner
+	wg      sync.WaitGroup
+}
+
+func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter) *worker {
+	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, ctx: ctx,
+		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{}}
+}
+
+// load starts runners for the tasks the db holds (an agent restart): they
+// re-adopt running replicas before any manager is reachable.
+func (w *worker) load() error {
+	tasks, err := w.db.Tasks()
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, t := range tasks {
+		// Each is in the db as it is: nothing to write back.
+		w.startLocked(t, false)
+	}
+	return nil
+}
+
+// apply carries out an assignments message.
+func (w *worker) apply(m *api.AssignmentsMessage) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if m.GetType() == api.AssignmentsMessage_TYPE_COMPLETE {
+		keep := make(map[string]bool, len(m.GetUpdated()))
+		for _, t := range m.GetUpdated() {
+			keep[t.GetId()] = true
+		}
+		for id, r := range w.runners {
+			if !keep[id] {
+				r.remove()
+			}
+		}
+	}
+	for _, t := range m.GetUpdated() {
+		if r, ok := w.runners[t.GetId()]; ok {
+			r.update(t)
+			continue
+		}
+		// A task new to this agent starts from the status its manager
+		// knows, so a replica the cluster saw running is adopted rather
+		// than prepared again.
+		w.startLocked(t, true)
+	}
+	for _, id := range m.GetRemoved() {
+		if r, ok := w.runners[id]; ok {
+			r.remove()
+		}
+	}
+}
+
+// startLocked starts a runner for t from the status t carries; persist
+// says t must be written to the db first.
+func (w *worker) startLocked(t *api.Task, persist bool) {
+	r := newTaskRunner(w, t)
+	w.runners[t.GetId()] = r
+	if persist {
+		if err := r.persist(); err != nil {
+			w.log.Error("keep task in agent db", "task", t.GetId(), "err", err)
+		}
+	}
+	w.wg.Add(1)
+	go r.run(w.ctx)
+}
+
+// forget drops r once its replica is removed.
+func (w *worker) forget(r *taskRunner) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.runners[r.id] == r {
+		delete(w.runners, r.id)
+	}
+}
+
+// wait returns when every runner has returned (after ctx ends).
+func (w *worker) wait() { w.wg.Wait() }
+
+// replicas are the tasks of every runner, by service and slot.
+func (w *worker) replicas() []*api.Task {
+	w.mu.Lock()
+	out := make([]*api.Task, 0, len(w.runners))
+	for _, r := range w.runners {
+		out = append(out, r.view())
+	}
+	w.mu.Unlock()
+	slices.SortFunc(out, func(a, b *api.Task) int {
+		return cmp.Or(cmp.Compare(a.GetServiceName(), b.GetServiceName()), cmp.Compare(a.GetSlot(), b.GetSlot()), cmp.Compare(a.GetId(), b.GetId()))
+	})
+	return out
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/client"
+)
+
+func clusterUpdateCmd(g *globals) *cobra.Command {
+	var autolock, quiet bool
+	cmd := &cobra.Command{
+		Use:   "update --autolock=true|false",
+		Short: "Change cluster-wide settings (autolock)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("autolock") {
+				return errors.New("nothing to change: give --autolock=true or --autolock=false")
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.UpdateCluster(ctx, &api.UpdateClusterRequest{Autolock: &autolock})
+				if err != nil {
+					return err
+				}
+				printUnlockKey(cmd.OutOrStdout(), resp, quiet)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&autolock, "autolock", false, "seal every manager's keys with an unlock key; a restarted manager waits for 'jaco node unlock'")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
+	return cmd
+}
+
+func unlockKeyCmd(g *globals) *cobra.Command {
+	var rotate, quiet bool
+	cmd := &cobra.Command{
+		Use:   "unlock-key [--rotate]",
+		Short: "Show the cluster's unlock key, or replace it",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				out := cmd.OutOrStdout()
+				if rotate {
+					resp, err := c.Control.UpdateCluster(ctx, &api.UpdateClusterRequest{RotateUnlockKey: true})
+					if err != nil {
+						return err
+					}
+					printUnlockKey(out, resp, quiet)
+					return nil
+				}
+				resp, err := c.Control.GetUnlockKey(ctx, &api.GetUnlockKeyRequest{})
+				if err != nil {
+					return err
+				}
+				switch {
+				case !resp.Autolock:
+					fmt.Fprintln(out, "Autolock is off: there is no unlock key.")
+				case quiet:
+					fmt.Fprintln(out, resp.UnlockKey)
+				default:
+					fmt.Fprintf(out, "Unlock key:\n\n    %s\n\n", resp.UnlockKey)
+					if resp.PreviousUnlockKey != "" {
+						fmt.Fprintf(out, "Previous key (opens, once, a manager that was down when the key was rotated):\n\n    %s\n", resp.PreviousUnlockKey)
+					}
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&rotate, "rotate", false, "replace the unlock key; managers re-seal their keys with the new one")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the key")
+	return cmd
+}
+
+func printUnlockKey(out io.Writer, resp *api.UpdateClusterResponse, quiet bool) {
+	switch {
+	case quiet:
+		if resp.UnlockKey != "" {
+			fmt.Fprintln(out, resp.UnlockKey)
+		}
+	case resp.UnlockKey != "":
+		fmt.Fprintf(out, "Autolock is on. Unlock key (keep it where you keep secrets; a restarted manager needs it):\n\n    %s\n\n", resp.UnlockKey)
+		fmt.Fprintln(out, "Unlock a restarted manager on its machine with: jaco node unlock")
+	case resp.Autolock:
+		fmt.Fprintln(out, "Autolock is on (unchanged). 'jaco cluster unlock-key' shows the key.")
+	default:
+		fmt.Fprintln(out, "Autolock is off: managers keep their keys in clear on disk.")
+	}
+}
+
+func nodeUnlockCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unlock",
+		Short: "Give a locked manager the cluster unlock key (from a prompt, or from stdin when it is not a terminal)",
+		Long: "Give a locked manager the cluster unlock key. The key is read from a prompt, or from stdin when it\n" +
+			"is not a terminal, never from a flag (it would land in shell history and the process list).\n" +
+			"It is sent over the local socket only.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key, err := readSecret(cmd.InOrStdin(), cmd.ErrOrStderr(), "Unlock key: ")
+			if err != nil {
+				return fmt.Errorf("read the unlock key: %w", err)
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Node.Unlock(ctx, &api.UnlockNodeRequest{UnlockKey: key})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Unlocked; state %s.\n", word(resp.State.String(), "NODE_STATE_"))
+				return nil
+			})
+		},
+	}
+}
+
+// readSecret reads one line, trimmed: from the terminal with echo off,
+// after label, when in is one, otherwise from in as it is (a pipe, a
+// file). A last line without its newline counts; no line at all is
+// io.EOF.
+func readSecret(in io.Reader, prompt io.Writer, label string) (string, error) {
+	if f, ok := in.(*os.File); ok {
+		if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
+			fmt.Fprint(prompt, label)
+			quiet := *t
+			quiet.Lflag &^= unix.ECHO
+			if err := unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &quiet); err == nil {
+				defer func() {
+					_ = unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
+					fmt.Fprintln(prompt)
+				}()
+			}
+		}
+	}
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
+		return "", err
+	}
+	return strings.TrimSpace(line), nil
+}

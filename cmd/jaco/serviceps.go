@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/client"
+)
+
+// serviceView is the JSON shape of one service in `jaco service ls`.
+type serviceView struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Mode     string `json:"mode"`
+	Desired  uint64 `json:"desired"`
+	Running  uint64 `json:"running"`
+	Runs     string `json:"runs"`
+	Replaced uint64 `json:"spec_version"`
+}
+
+func serviceLsCmd(g *globals) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List services with their running and desired replicas",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				views, err := listServices(ctx, c)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), views)
+				}
+				rows := make([]string, len(views))
+				for i, v := range views {
+					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s", v.ID, v.Name, v.Mode, v.Running, v.Desired, v.Runs)
+				}
+				return table(cmd.OutOrStdout(), "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
+			})
+		},
+	}
+	formatFlag(cmd, &format)
+	return cmd
+}
+
+// listServices counts each service's replicas from the local store of the
+// daemon asked: desired is the live replicas for a global service.
+func listServices(ctx context.Context, c *client.Client) ([]serviceView, error) {
+	svcs, err := c.Control.ListServices(ctx, &api.ListServicesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return serviceViews(svcs.Services, tasks.Tasks), nil
+}
+
+// serviceViews counts each service's replicas among tasks.
+func serviceViews(svcs []*api.Service, tasks []*api.Task) []serviceView {
+	running, live := map[string]uint64{}, map[string]uint64{}
+	for _, t := range tasks {
+		if t.DesiredState != api.TaskState_TASK_STATE_RUNNING {
+			continue
+		}
+		live[t.ServiceId]++
+		if t.GetStatus().GetState() == api.TaskState_TASK_STATE_RUNNING {
+			running[t.ServiceId]++
+		}
+	}
+	views := make([]serviceView, 0, len(svcs))
+	for _, s := range svcs {
+		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: word(s.Spec.Mode.String(), "SERVICE_MODE_"),
+			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, Replaced: s.SpecVersion}
+		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
+			v.Desired = live[s.Id]
+		}
+		if s.Spec.Bundle != nil {
+			v.Runs = "hooks bundle"
+		}
+		views = append(views, v)
+	}
+	return views
+}
+
+// taskView is the JSON shape of one replica in `jaco service ps`.
+type taskView struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Node    string    `json:"node"`
+	Desired string    `json:"desired"`
+	State   string    `json:"state"`
+	Since   time.Time `json:"since"`
+	Message string    `json:"message,omitempty"`
+}
+
+func servicePsCmd(g *globals) *cobra.Command {
+	var format string
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "ps SERVICE",
+		Short: "List a service's replicas with their node and state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				views, err := listReplicas(ctx, c, args[0], all)
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(cmd.OutOrStdout(), views)
+				}
+				return printReplicas(cmd.OutOrStdout(), views)
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "also list replaced and ended replicas")
+	formatFlag(cmd, &format)
+	return cmd
+}
+
+func printReplicas(w io.Writer, views []taskView) error {
+	rows := make([]string, len(views))
+	for i, v := range views {
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since))
+	}
+	return table(w, "ID\tNAME\tNODE\tDESIRED\tSTATE\tSINCE", rows)
+}
+
+// listReplicas lists what runs or should run: every replica desired
+// running, and for a slot without one its latest replica, so a slot that
+// gave up shows why. all lists the history too.
+func listReplicas(ctx context.Context, c *client.Client, service string, all bool) ([]taskView, error) {
+	tasks, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{Service: service})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := c.Control.ListNodes(ctx, &api.ListNodesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	hostnames := map[string]string{}
+	for _, n := range nodes.Nodes {
+		hostnames[n.Id] = n.Hostname
+	}
+	latest := map[string]*api.Task{}
+	hasLive := map[string]bool{}
+	for _, t := range tasks.Tasks {
+		k := slotKey(t)
+		if t.DesiredState == api.TaskState_TASK_STATE_RUNNING {
+			hasLive[k] = true
+		}
+		if l := latest[k]; l == nil || t.Meta.GetCreatedAt().AsTime().After(l.Meta.GetCreatedAt().AsTime()) {
+			latest[k] = t
+		}
+	}
+	var views []taskView
+	for _, t := range tasks.Tasks {
+		k := slotKey(t)
+		show := all || t.DesiredState == api.TaskState_TASK_STATE_RUNNING || (!hasLive[k] && latest[k] == t)
+		if !show {
+			continue
+		}
+		views = append(views, taskView{
+			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId],
+			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status),
+			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(),
+		})
+	}
+	return views, nil
+}
+
+func slotKey(t *api.Task) string {
+	if t.Slot == 0 {
+		return t.ServiceId + "/node/" + t.NodeId
+	}
+	return fmt.Sprintf("%s/%d", t.ServiceId, t.Slot)
+}
+
+func replicaName(t *api.Task, hostnames map[string]string) string {
+	if t.Slot == 0 {
+		return t.ServiceName + "." + hostnames[t.NodeId]
+	}
+	return fmt.Sprintf("%s.%d", t.ServiceName, t.Slot)
+}
+
+// stateWords renders a replica's state as `jaco service ps` promises:
+// "running", "pending: <reason>", "failed: <reason>".
+func stateWords(s *api.TaskStatus) string {
+	w := word(s.GetState().String(), "TASK_STATE_")
+	switch s.GetState() {
+	case api.TaskState_TASK_STATE_PENDING, api.TaskState_TASK_STATE_FAILED, api.TaskState_TASK_STATE_REJECTED:
+		if r := s.GetReason(); r != "" {
+			return w + ": " + r
+		}
+		if m := s.GetMessage(); m != "" {
+			return w + ": " + m
+		}
+	}
+	return w
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() || t.Unix() == 0 {
+		return "-"
+	}
+	switch d := time.Since(t); {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	default:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+}

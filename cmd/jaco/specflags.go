@@ -1,0 +1,339 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// specFlags are the service spec flags of `service create` and `service
+// update`. Update applies only the flags given; create starts from an
+// empty spec.
+type specFlags struct {
+	replicas                       uint64
+	mode, bundle                   string
+	env, mounts, publish           []string
+	constraints, spread, dependsOn []string
+	pin                            string
+	limitCPU, reserveCPU           float64
+	limitMemory, reserveMemory     string
+	restartCondition               string
+	restartDelay, restartWindow    time.Duration
+	restartMaxAttempts             uint64
+	healthCmd, healthHTTP          string
+	healthTCP                      uint32
+	healthInterval, healthTimeout  time.Duration
+	healthStartPeriod              time.Duration
+	healthRetries                  uint32
+	stopGrace, abortGrace          time.Duration
+	prepareStartLimit              uint32
+	networkOpen                    bool
+	allowFrom                      []string
+}
+
+func (f *specFlags) register(fs *pflag.FlagSet) {
+	fs.Uint64Var(&f.replicas, "replicas", 1, "number of replicas (replicated mode)")
+	fs.StringVar(&f.mode, "mode", "replicated", "replicated or global (one replica per eligible node)")
+	fs.StringVar(&f.bundle, "bundle", "", "hook bundle directory (prepare, launch, finish, cleanup) instead of an image")
+	fs.StringArrayVarP(&f.env, "env", "e", nil, "KEY=VALUE for the replicas' environment (repeatable)")
+	fs.StringArrayVar(&f.mounts, "mount", nil, "bind mount SOURCE:TARGET[:ro] (repeatable)")
+	fs.StringArrayVarP(&f.publish, "publish", "p", nil, "publish a port PUBLISHED:TARGET[/udp] on the replica's node (repeatable)")
+	fs.StringArrayVar(&f.constraints, "constraint", nil, "placement constraint such as node.labels.zone==a (repeatable)")
+	fs.StringArrayVar(&f.spread, "placement-pref", nil, "spread=node.labels.KEY: spread replicas over the label's values (repeatable)")
+	fs.StringVar(&f.pin, "pin", "", "place every replica on this node (id or hostname)")
+	fs.StringArrayVar(&f.dependsOn, "depends-on", nil, "service that needs a healthy replica before this one starts (repeatable)")
+	fs.Float64Var(&f.limitCPU, "limit-cpu", 0, "CPU limit per replica, in cores")
+	fs.StringVar(&f.limitMemory, "limit-memory", "", "memory limit per replica (e.g. 64M, 1G)")
+	fs.Float64Var(&f.reserveCPU, "reserve-cpu", 0, "CPU set aside per replica by the scheduler, in cores")
+	fs.StringVar(&f.reserveMemory, "reserve-memory", "", "memory set aside per replica by the scheduler")
+	fs.StringVar(&f.restartCondition, "restart-condition", "any", "restart ended replicas: any, on-failure or none")
+	fs.DurationVar(&f.restartDelay, "restart-delay", 5*time.Second, "wait before a replacement starts")
+	fs.Uint64Var(&f.restartMaxAttempts, "restart-max-attempts", 0, "restarts allowed within the window (0: unlimited)")
+	fs.DurationVar(&f.restartWindow, "restart-window", 0, "window the attempts are counted in (0: forever)")
+	fs.StringVar(&f.healthCmd, "health-cmd", "", "health check command run in the replica (exit 0 is healthy)")
+	fs.StringVar(&f.healthHTTP, "health-http", "", "health check PORT[/path]: an HTTP GET answered 2xx/3xx is healthy")
+	fs.Uint32Var(&f.healthTCP, "health-tcp", 0, "health check port: an open TCP connection is healthy")
+	fs.DurationVar(&f.healthInterval, "health-interval", 5*time.Second, "time between health checks")
+	fs.DurationVar(&f.healthTimeout, "health-timeout", 3*time.Second, "time a health check may take")
+	fs.Uint32Var(&f.healthRetries, "health-retries", 3, "failed checks in a row that make a replica unhealthy")
+	fs.DurationVar(&f.healthStartPeriod, "health-start-period", 0, "failures during this time after start do not count")
+	fs.DurationVar(&f.stopGrace, "stop-grace-period", 2*time.Minute, "after SIGINT, wait this long before SIGQUIT")
+	fs.DurationVar(&f.abortGrace, "abort-grace-period", 30*time.Second, "after SIGQUIT, wait this long before SIGKILL")
+	fs.Uint32Var(&f.prepareStartLimit, "prepare-start-limit", 10, "attempts of the prepare hook")
+	fs.BoolVar(&f.networkOpen, "network-open", false, "let replicas of every service reach this one (default: its own and its dependents')")
+	fs.StringArrayVar(&f.allowFrom, "allow-from", nil, "another service whose replicas may reach this one (repeatable)")
+}
+
+// apply writes the flags into spec: every flag on create (all), the
+// changed ones on update.
+func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) error {
+	set := func(name string) bool { return all || cmd.Flags().Changed(name) }
+	if set("replicas") {
+		spec.Replicas = f.replicas
+	}
+	if set("mode") {
+		switch f.mode {
+		case "replicated":
+			spec.Mode = api.ServiceMode_SERVICE_MODE_REPLICATED
+		case "global":
+			spec.Mode = api.ServiceMode_SERVICE_MODE_GLOBAL
+			if !cmd.Flags().Changed("replicas") {
+				spec.Replicas = 0
+			}
+		default:
+			return fmt.Errorf("--mode must be replicated or global, not %q", f.mode)
+		}
+	}
+	if set("bundle") && f.bundle != "" {
+		b, err := readBundle(f.bundle)
+		if err != nil {
+			return err
+		}
+		spec.Bundle, spec.Image = b, ""
+	}
+	if spec.Bundle != nil && set("prepare-start-limit") {
+		spec.Bundle.PrepareStartLimit = f.prepareStartLimit
+	}
+	if set("env") {
+		spec.Env = f.env
+	}
+	if set("mount") {
+		spec.Mounts = nil
+		for _, m := range f.mounts {
+			parts := strings.Split(m, ":")
+			if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "ro") {
+				return fmt.Errorf("--mount %q: want SOURCE:TARGET[:ro]", m)
+			}
+			spec.Mounts = append(spec.Mounts, &api.Mount{Source: parts[0], Target: parts[1], Readonly: len(parts) == 3})
+		}
+	}
+	if set("publish") {
+		spec.Ports = nil
+		for _, p := range f.publish {
+			port, err := parsePublish(p)
+			if err != nil {
+				return err
+			}
+			spec.Ports = append(spec.Ports, port)
+		}
+	}
+	if err := f.applyPlacement(set, spec); err != nil {
+		return err
+	}
+	if err := f.applyResources(set, spec); err != nil {
+		return err
+	}
+	if err := f.applyRestart(set, spec); err != nil {
+		return err
+	}
+	if err := f.applyHealth(set, spec); err != nil {
+		return err
+	}
+	if set("network-open") || set("allow-from") {
+		if spec.Network == nil {
+			spec.Network = &api.NetworkAccess{}
+		}
+		if set("network-open") {
+			spec.Network.Open = f.networkOpen
+		}
+		if set("allow-from") {
+			spec.Network.AllowFrom = f.allowFrom
+		}
+	}
+	if set("stop-grace-period") {
+		spec.StopGracePeriod = durationpb.New(f.stopGrace)
+	}
+	if set("abort-grace-period") {
+		spec.AbortGracePeriod = durationpb.New(f.abortGrace)
+	}
+	return nil
+}
+
+func (f *specFlags) applyPlacement(set func(string) bool, spec *api.ServiceSpec) error {
+	if spec.Placement == nil {
+		spec.Placement = &api.Placement{}
+	}
+	if set("constraint") {
+		spec.Placement.Constraints = f.constraints
+	}
+	if set("placement-pref") {
+		spec.Placement.Spread = nil
+		for _, p := range f.spread {
+			attr, ok := strings.CutPrefix(p, "spread=")
+			if !ok || attr == "" {
+				return fmt.Errorf("--placement-pref %q: want spread=node.labels.KEY", p)
+			}
+			spec.Placement.Spread = append(spec.Placement.Spread, attr)
+		}
+	}
+	if set("pin") {
+		spec.Placement.PinNode = f.pin
+	}
+	if set("depends-on") {
+		spec.DependsOn = f.dependsOn
+	}
+	return nil
+}
+
+func (f *specFlags) applyResources(set func(string) bool, spec *api.ServiceSpec) error {
+	var err error
+	spec.Limits, err = resources(spec.Limits, set("limit-cpu"), f.limitCPU, set("limit-memory"), f.limitMemory)
+	if err != nil {
+		return fmt.Errorf("limits: %w", err)
+	}
+	spec.Reservations, err = resources(spec.Reservations, set("reserve-cpu"), f.reserveCPU, set("reserve-memory"), f.reserveMemory)
+	if err != nil {
+		return fmt.Errorf("reservations: %w", err)
+	}
+	return nil
+}
+
+func resources(r *api.Resources, setCPU bool, cpu float64, setMem bool, mem string) (*api.Resources, error) {
+	if r == nil {
+		r = &api.Resources{}
+	}
+	if setCPU {
+		r.NanoCpus = int64(cpu * 1e9)
+	}
+	if setMem && mem != "" {
+		b, err := parseBytes(mem)
+		if err != nil {
+			return nil, err
+		}
+		r.MemoryBytes = b
+	}
+	if r.NanoCpus == 0 && r.MemoryBytes == 0 {
+		return nil, nil
+	}
+	return r, nil
+}
+
+func (f *specFlags) applyRestart(set func(string) bool, spec *api.ServiceSpec) error {
+	if spec.Restart == nil {
+		spec.Restart = &api.RestartPolicy{}
+	}
+	if set("restart-condition") {
+		c, ok := map[string]api.RestartCondition{
+			"any": api.RestartCondition_RESTART_CONDITION_ANY, "on-failure": api.RestartCondition_RESTART_CONDITION_ON_FAILURE,
+			"none": api.RestartCondition_RESTART_CONDITION_NONE,
+		}[f.restartCondition]
+		if !ok {
+			return fmt.Errorf("--restart-condition must be any, on-failure or none, not %q", f.restartCondition)
+		}
+		spec.Restart.Condition = c
+	}
+	if set("restart-delay") {
+		spec.Restart.Delay = durationpb.New(f.restartDelay)
+	}
+	if set("restart-max-attempts") {
+		spec.Restart.MaxAttempts = f.restartMaxAttempts
+	}
+	if set("restart-window") {
+		spec.Restart.Window = durationpb.New(f.restartWindow)
+	}
+	return nil
+}
+
+func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) error {
+	h := spec.Health
+	if h == nil {
+		h = &api.HealthCheck{}
+	}
+	switch {
+	case set("health-cmd") && f.healthCmd != "":
+		h.Test = &api.HealthCheck_Command{Command: &api.CommandCheck{Argv: []string{"/bin/sh", "-c", f.healthCmd}}}
+	case set("health-http") && f.healthHTTP != "":
+		portText, path, _ := strings.Cut(f.healthHTTP, "/")
+		port, err := strconv.ParseUint(portText, 10, 16)
+		if err != nil {
+			return fmt.Errorf("--health-http %q: want PORT[/path]", f.healthHTTP)
+		}
+		h.Test = &api.HealthCheck_Http{Http: &api.HTTPCheck{Port: uint32(port), Path: "/" + path}}
+	case set("health-tcp") && f.healthTCP != 0:
+		h.Test = &api.HealthCheck_Tcp{Tcp: &api.TCPCheck{Port: f.healthTCP}}
+	}
+	if h.Test == nil {
+		return nil
+	}
+	if set("health-interval") {
+		h.Interval = durationpb.New(f.healthInterval)
+	}
+	if set("health-timeout") {
+		h.Timeout = durationpb.New(f.healthTimeout)
+	}
+	if set("health-retries") {
+		h.Retries = f.healthRetries
+	}
+	if set("health-start-period") {
+		h.StartPeriod = durationpb.New(f.healthStartPeriod)
+	}
+	spec.Health = h
+	return nil
+}
+
+func parsePublish(p string) (*api.PortConfig, error) {
+	ports, proto, _ := strings.Cut(p, "/")
+	pub, target, ok := strings.Cut(ports, ":")
+	if !ok {
+		return nil, fmt.Errorf("--publish %q: want PUBLISHED:TARGET[/udp]", p)
+	}
+	pp, err1 := strconv.ParseUint(pub, 10, 16)
+	tp, err2 := strconv.ParseUint(target, 10, 16)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("--publish %q: ports are numbers up to 65535", p)
+	}
+	return &api.PortConfig{Protocol: proto, PublishedPort: uint32(pp), TargetPort: uint32(tp)}, nil
+}
+
+// parseBytes reads 512, 64K, 64M or 1G (powers of 1024).
+func parseBytes(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty size")
+	}
+	mult := int64(1)
+	switch strings.ToUpper(s[len(s)-1:]) {
+	case "K":
+		mult = 1 << 10
+	case "M":
+		mult = 1 << 20
+	case "G":
+		mult = 1 << 30
+	}
+	if mult != 1 {
+		s = s[:len(s)-1]
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional K, M or G", s)
+	}
+	return n * mult, nil
+}
+
+// readBundle reads a hook bundle directory: its regular files, by name.
+func readBundle(dir string) (*api.HookBundle, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("hook bundle: %w", err)
+	}
+	b := &api.HookBundle{Files: map[string][]byte{}}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("hook bundle: %w", err)
+		}
+		b.Files[e.Name()] = data
+	}
+	return b, nil
+}

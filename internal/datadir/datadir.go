@@ -1,0 +1,44 @@
+// Package datadir names what a node keeps in its data dir
+// ($JACO_DATA_DIR, docs/operator-guide.md "What is on disk"): the one place
+// the layout is written down, for the daemon and for the tools that work
+// on a stopped node's data dir (restore, tests).
+package datadir
+
+import "path/filepath"
+
+// Dir is a data dir.
+type Dir string
+
+// Socket is the trusted local socket.
+func (d Dir) Socket() string { return d.join("jaco.sock") }
+
+// Lock is the file whose flock says a jacod uses the data dir.
+func (d Dir) Lock() string { return d.join("jacod.lock") }
+
+// Node holds the node's certificate files and data keys.
+func (d Dir) Node() string { return d.join("node") }
+
+// DataKeys are the keys sealing the raft state (sealed themselves with the
+// unlock key while autolock is on).
+func (d Dir) DataKeys() string { return filepath.Join(d.Node(), "raft-dek.key") }
+
+// JoinManagers lists the managers a worker's join named.
+func (d Dir) JoinManagers() string { return filepath.Join(d.Node(), "managers.json") }
+
+// Raft holds a manager's WAL and snapshots.
+func (d Dir) Raft() string { return d.join("raft") }
+
+// Agent is the agent's state: its database, replica dirs and logs.
+func (d Dir) Agent() string { return d.join("agent") }
+
+// ContainerdState is the containerd runtime's state (runc, network
+// namespaces, IP leases, CNI configuration).
+func (d Dir) ContainerdState() string { return d.join("runtime", "containerd") }
+
+// OperatorToken is where a node that formed a cluster from flags leaves
+// the operator token.
+func (d Dir) OperatorToken() string { return d.join("operator-token") }
+
+func (d Dir) join(elem ...string) string {
+	return filepath.Join(append([]string{string(d)}, elem...)...)
+}

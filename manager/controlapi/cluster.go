@@ -1,0 +1,97 @@
+package controlapi
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// UpdateCluster turns autolock on or off and rotates the unlock key. The
+// managers see the change in the store and re-seal their own files
+// (node/autolock.go); turning autolock on also makes each of them rotate
+// its data key. A key this call creates is in the response, once.
+func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterRequest) (*api.UpdateClusterResponse, error) {
+	var resp *api.UpdateClusterResponse
+	err := s.update(ctx, func(tx *store.Tx) error {
+		resp = &api.UpdateClusterResponse{}
+		c := tx.Cluster()
+		if c == nil {
+			return reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "the cluster object is missing")
+		}
+		newKey := func() error {
+			k, err := encryption.NewKey()
+			if err != nil {
+				return err
+			}
+			c.UnlockKey = k[:]
+			resp.UnlockKey = encryption.FormatUnlockKey(k)
+			return nil
+		}
+		changed := false
+		if req.Autolock != nil && *req.Autolock != c.Autolock {
+			changed = true
+			c.Autolock = *req.Autolock
+			c.PreviousUnlockKey = nil
+			c.UnlockKey = nil
+			if c.Autolock {
+				if err := newKey(); err != nil {
+					return err
+				}
+			}
+		}
+		if req.RotateUnlockKey {
+			if !c.Autolock {
+				return invalid("autolock is off: there is no unlock key to rotate (jaco cluster update --autolock=true)")
+			}
+			if resp.UnlockKey == "" { // a key made by this call is not rotated again
+				changed = true
+				c.PreviousUnlockKey = c.UnlockKey
+				if err := newKey(); err != nil {
+					return err
+				}
+			}
+		}
+		resp.Autolock = c.Autolock
+		if !changed {
+			return nil
+		}
+		return tx.Update(c)
+	})
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	return resp, nil
+}
+
+// GetUnlockKey shows the current unlock key, and the previous one for
+// managers that were down when it was rotated.
+func (s *Server) GetUnlockKey(context.Context, *api.GetUnlockKeyRequest) (*api.GetUnlockKeyResponse, error) {
+	var c *api.Cluster
+	s.store.View(func(tx store.ReadTx) { c = tx.Cluster() })
+	if c == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "the cluster object is missing")
+	}
+	resp := &api.GetUnlockKeyResponse{Autolock: c.Autolock}
+	if k, ok := keyOf(c.UnlockKey); ok {
+		resp.UnlockKey = encryption.FormatUnlockKey(k)
+	}
+	if k, ok := keyOf(c.PreviousUnlockKey); ok {
+		resp.PreviousUnlockKey = encryption.FormatUnlockKey(k)
+	}
+	return resp, nil
+}
+
+// keyOf reads a key stored in the cluster object.
+func keyOf(b []byte) (encryption.Key, bool) {
+	var k encryption.Key
+	if len(b) != len(k) {
+		return k, false
+	}
+	copy(k[:], b)
+	return k, true
+}

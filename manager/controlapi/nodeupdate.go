@@ -1,0 +1,142 @@
+package controlapi
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/orchestrator"
+	"github.com/jaco-project/jaco/manager/placement"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// labelKey is what a constraint can name after node.labels.
+var labelKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// UpdateNode changes what the operator decides about a node: its
+// availability and its labels. Availability drain starts the leader's
+// drain machine (see startDrain); active or pause cancels a drain.
+func (s *Server) UpdateNode(ctx context.Context, req *api.UpdateNodeRequest) (*api.UpdateNodeResponse, error) {
+	for k := range req.SetLabels {
+		if !labelKey.MatchString(k) {
+			return nil, invalid("label key %q: use letters, digits, '.', '_' or '-'", k)
+		}
+	}
+	if a := req.Availability; a != nil && api.NodeAvailability_name[int32(*a)] == "" {
+		return nil, invalid("unknown availability %d", *a)
+	}
+	if err := checkDrainTimeout(req.DrainTimeout); err != nil {
+		return nil, err
+	}
+	var id string
+	err := s.update(ctx, func(tx *store.Tx) error {
+		n := FindNode(tx, req.Node)
+		if n == nil {
+			return notFound("node", req.Node)
+		}
+		id = n.Id
+		if err := setDesiredRole(tx, n, req.Role); err != nil {
+			return err
+		}
+		switch {
+		case req.Availability == nil:
+		case *req.Availability == api.NodeAvailability_NODE_AVAILABILITY_DRAIN:
+			if err := startDrain(tx, n, req.DrainTimeout, req.Force, false); err != nil {
+				return err
+			}
+		default:
+			n.Availability = *req.Availability
+			n.Drain = nil // cancelled
+		}
+		if n.Labels == nil && len(req.SetLabels) > 0 {
+			n.Labels = map[string]string{}
+		}
+		for k, v := range req.SetLabels {
+			n.Labels[k] = v
+		}
+		for _, k := range req.RemoveLabels {
+			delete(n.Labels, k)
+		}
+		return tx.Update(n)
+	})
+	if err != nil {
+		return nil, ToStatus(err)
+	}
+	var n *api.Node
+	s.store.View(func(tx store.ReadTx) { n = tx.GetNode(id) })
+	return &api.UpdateNodeResponse{Node: n}, nil
+}
+
+// checkDrainTimeout refuses a negative replacement timeout.
+func checkDrainTimeout(d *durationpb.Duration) error {
+	if d != nil && (d.CheckValid() != nil || d.AsDuration() < 0) {
+		return invalid("drain timeout %v: want a positive duration", d.AsDuration())
+	}
+	return nil
+}
+
+// startDrain sets n (read in tx, written by the caller's tx.Update)
+// draining for the leader's drain machine, unless it hosts live replicas
+// of services pinned to it and force is not set: then nothing changes and
+// the error names them (node_hosts_pinned_replicas). Draining a node
+// already draining keeps its progress and a removal asked for earlier.
+func startDrain(tx store.ReadTx, n *api.Node, timeout *durationpb.Duration, force, remove bool) error {
+	if !force {
+		if ids := pinnedReplicas(tx, n); len(ids) > 0 {
+			return reason.Error(codes.FailedPrecondition, reason.NodeHostsPinnedReplicas,
+				"node hosts pinned replicas: [%s]", strings.Join(ids, " "))
+		}
+	}
+	if timeout == nil || timeout.AsDuration() == 0 {
+		timeout = durationpb.New(orchestrator.DefaultDrainTimeout)
+	}
+	d := &api.NodeDrain{
+		State:              api.DrainState_DRAIN_STATE_DRAINING,
+		ReplacementTimeout: timeout,
+		StartedAt:          timestamppb.Now(),
+		Remove:             remove,
+		Force:              force,
+	}
+	if old := n.GetDrain(); old.GetState() == api.DrainState_DRAIN_STATE_DRAINING &&
+		n.Availability == api.NodeAvailability_NODE_AVAILABILITY_DRAIN {
+		d.StartedAt, d.Total, d.Moved = old.StartedAt, old.Total, old.Moved
+		d.Remove = remove || old.Remove
+	}
+	n.Availability = api.NodeAvailability_NODE_AVAILABILITY_DRAIN
+	n.Drain = d
+	return nil
+}
+
+// pinnedReplicas are the ids of live replicas on n whose service is pinned
+// to n: they have nowhere else to go.
+func pinnedReplicas(tx store.ReadTx, n *api.Node) []string {
+	var ids []string
+	for _, t := range tx.ListTasksByNode(n.GetId()) {
+		if t.GetDesiredState() != api.TaskState_TASK_STATE_RUNNING || t.GetStatus().GetState() >= api.TaskState_TASK_STATE_COMPLETE {
+			continue
+		}
+		svc := tx.GetService(t.GetServiceId())
+		if placement.PinnedTo(svc.GetSpec().GetPlacement(), n) {
+			ids = append(ids, t.GetId())
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// hostsReplicas: some task on n has not ended yet.
+func hostsReplicas(tx store.ReadTx, n *api.Node) bool {
+	for _, t := range tx.ListTasksByNode(n.GetId()) {
+		if t.GetStatus().GetState() < api.TaskState_TASK_STATE_COMPLETE {
+			return true
+		}
+	}
+	return false
+}

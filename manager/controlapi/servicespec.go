@@ -1,0 +1,193 @@
+package controlapi
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/placement"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// maxBundleBytes bounds a hook bundle: it travels in raft entries and to
+// every node that runs the service.
+const maxBundleBytes = 1 << 20
+
+var (
+	serviceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+)
+
+// validateSpec refuses a spec no replica could run, before anything is
+// written. It checks the spec alone; references to other objects are
+// checkReferences' job.
+func validateSpec(spec *api.ServiceSpec) error {
+	if spec == nil {
+		return invalid("no service spec")
+	}
+	if !serviceName.MatchString(spec.Name) {
+		return invalid("service name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
+	}
+	switch {
+	case spec.Image == "" && spec.Bundle == nil:
+		return invalid("service %s has neither an image nor a hook bundle", spec.Name)
+	case spec.Image != "" && spec.Bundle != nil:
+		return invalid("service %s has both an image and a hook bundle; choose one", spec.Name)
+	}
+	if err := validateBundle(spec.Bundle); err != nil {
+		return err
+	}
+	if spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL && spec.Replicas != 0 {
+		return invalid("a global service runs one replica per node; --replicas does not apply")
+	}
+	for _, e := range spec.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return invalid("environment entry %q is not KEY=VALUE", e)
+		}
+	}
+	for _, r := range []*api.Resources{spec.Limits, spec.Reservations} {
+		if r.GetNanoCpus() < 0 || r.GetMemoryBytes() < 0 {
+			return invalid("resources cannot be negative")
+		}
+	}
+	for _, m := range spec.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return invalid("mount %s:%s: source and target must be absolute paths", m.Source, m.Target)
+		}
+	}
+	if err := validatePorts(spec.Ports); err != nil {
+		return err
+	}
+	if slices.Contains(spec.DependsOn, spec.Name) {
+		return invalid("service %s cannot depend on itself", spec.Name)
+	}
+	if err := validateDurations(spec); err != nil {
+		return err
+	}
+	if err := placement.Validate(spec.Placement); err != nil {
+		return invalid("service %s: %v", spec.Name, err)
+	}
+	return validateHealth(spec.Health)
+}
+
+func validateBundle(b *api.HookBundle) error {
+	if b == nil {
+		return nil
+	}
+	if err := api.CheckHookFiles(b.Files); err != nil {
+		return invalid("%v", err)
+	}
+	size := 0
+	for _, data := range b.Files {
+		size += len(data)
+	}
+	if size > maxBundleBytes {
+		return invalid("the hook bundle holds %d bytes; the limit is %d", size, maxBundleBytes)
+	}
+	return nil
+}
+
+func validatePorts(ports []*api.PortConfig) error {
+	published := map[string]bool{}
+	for _, p := range ports {
+		proto := p.Protocol
+		if proto == "" {
+			proto = "tcp"
+		}
+		if proto != "tcp" && proto != "udp" {
+			return invalid("port protocol %q: use tcp or udp", p.Protocol)
+		}
+		if p.TargetPort == 0 || p.TargetPort > 65535 || p.PublishedPort > 65535 {
+			return invalid("port %d:%d is out of range", p.PublishedPort, p.TargetPort)
+		}
+		if p.PublishedPort == 0 {
+			continue
+		}
+		key := fmt.Sprintf("%d/%s", p.PublishedPort, proto)
+		if published[key] {
+			return invalid("port %s is published twice", key)
+		}
+		published[key] = true
+	}
+	return nil
+}
+
+func validateDurations(spec *api.ServiceSpec) error {
+	for name, d := range map[string]durationLike{
+		"restart delay":       spec.GetRestart().GetDelay(),
+		"restart window":      spec.GetRestart().GetWindow(),
+		"stop grace period":   spec.GetStopGracePeriod(),
+		"abort grace period":  spec.GetAbortGracePeriod(),
+		"health interval":     spec.GetHealth().GetInterval(),
+		"health timeout":      spec.GetHealth().GetTimeout(),
+		"health start period": spec.GetHealth().GetStartPeriod(),
+	} {
+		if d.AsDuration() < 0 { // nil-safe: an unset duration is 0
+			return invalid("%s cannot be negative", name)
+		}
+	}
+	return nil
+}
+
+// durationLike is a *durationpb.Duration, which may be nil (AsDuration is
+// nil-safe).
+type durationLike interface{ AsDuration() time.Duration }
+
+func validateHealth(h *api.HealthCheck) error {
+	if h == nil {
+		return nil
+	}
+	switch t := h.Test.(type) {
+	case nil:
+		return invalid("a health check needs a command, an HTTP or a TCP test")
+	case *api.HealthCheck_Command:
+		if len(t.Command.Argv) == 0 {
+			return invalid("a command health check needs a command")
+		}
+	case *api.HealthCheck_Http:
+		if t.Http.Port == 0 || t.Http.Port > 65535 {
+			return invalid("HTTP health check port %d is out of range", t.Http.Port)
+		}
+	case *api.HealthCheck_Tcp:
+		if t.Tcp.Port == 0 || t.Tcp.Port > 65535 {
+			return invalid("TCP health check port %d is out of range", t.Tcp.Port)
+		}
+	}
+	return nil
+}
+
+// checkReferences checks what spec names in the store: its dependencies
+// exist and form no cycle with the other services' (spec replaces the
+// service of the same name), and its pinned node exists.
+func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
+	specs := []*api.ServiceSpec{spec}
+	names := map[string]bool{spec.Name: true}
+	for _, s := range tx.ListServices() {
+		if s.Spec.Name != spec.Name {
+			specs = append(specs, s.Spec)
+			names[s.Spec.Name] = true
+		}
+	}
+	for _, d := range spec.DependsOn {
+		if !names[d] {
+			return invalid("service %s depends on %s, which does not exist", spec.Name, d)
+		}
+	}
+	if cycle := findCycle(specs); cycle != nil {
+		return invalid("dependency cycle: %s", strings.Join(cycle, " -> "))
+	}
+	if pin := spec.GetPlacement().GetPinNode(); pin != "" && FindNode(tx, pin) == nil {
+		return invalid("service %s is pinned to node %q, which does not exist", spec.Name, pin)
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return reason.Error(codes.InvalidArgument, reason.InvalidSpec, format, args...)
+}

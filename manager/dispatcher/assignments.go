@@ -1,0 +1,83 @@
+package dispatcher
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// onNode matches task events about nodeID's tasks, including a task moved
+// away from it.
+func onNode(nodeID string) store.Filter {
+	return func(e store.Event) bool {
+		if t, ok := e.Object.(*api.Task); ok && t.NodeId == nodeID {
+			return true
+		}
+		old, ok := e.Old.(*api.Task)
+		return ok && old.NodeId == nodeID
+	}
+}
+
+// Assignments implements api.DispatcherServiceServer: a COMPLETE message,
+// then INCREMENTAL ones, changes gathered over the batch window.
+func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStreamingServer[api.AssignmentsMessage]) error {
+	t, sess, err := s.session(stream.Context(), req.GetSessionId())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel() // ends the watch
+	set := newAssignmentSet(sess.nodeID)
+	var tasks []*api.Task
+	events := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) },
+		store.ObjectType[*api.Task](), onNode(sess.nodeID))
+	if err := stream.Send(&api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)}); err != nil {
+		return err
+	}
+
+	timer := time.NewTimer(s.cfg.batchWindow)
+	timer.Stop()
+	waiting := false // timer runs: changes are being gathered
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok { // the call ended, or the store closed
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				return errNoLeader()
+			}
+			if e.Kind == store.EventReset {
+				s.st.View(func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) })
+				msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)}
+				if err := stream.Send(msg); err != nil {
+					return err
+				}
+				continue
+			}
+			set.observe(e.Object.(*api.Task), e.Kind == store.EventDelete)
+			if !waiting {
+				waiting = true
+				timer.Reset(s.cfg.batchWindow)
+			}
+		case <-timer.C:
+			waiting = false
+			updated, removed := set.changes()
+			if len(updated)+len(removed) == 0 {
+				continue
+			}
+			msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_INCREMENTAL, Updated: updated, Removed: removed}
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+		case <-sess.done:
+			return sess.err
+		case <-t.ctx.Done():
+			return errNoLeader()
+		}
+	}
+}

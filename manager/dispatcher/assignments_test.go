@@ -1,0 +1,173 @@
+package dispatcher
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// nextAssignments receives one message and checks it.
+func nextAssignments(t *testing.T, s api.DispatcherService_AssignmentsClient, typ api.AssignmentsMessage_Type, updated, removed []string) *api.AssignmentsMessage {
+	t.Helper()
+	msg, err := recv(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Type != typ || !slices.Equal(ids(msg.Updated), updated) || !slices.Equal(msg.Removed, removed) {
+		t.Fatalf("got %v updated %v removed %v; want %v updated %v removed %v",
+			msg.Type, ids(msg.Updated), msg.Removed, typ, updated, removed)
+	}
+	return msg
+}
+
+func TestAssignmentsStream(t *testing.T) {
+	h := newHarness(t, workerNode("n1"), workerNode("n2"))
+	h.create(
+		task("t1", "n1", running, assignedS),
+		task("pending", "n1", running, pending), // global, not accepted yet
+		task("other", "n2", running, running),
+		task("stopping", "n1", shutdown, running), // must reach the agent to stop
+		task("stopped", "n1", shutdown, shutdown),
+	)
+	h.run()
+	c, _, sess := h.openSession("n1", nil)
+	ctx := h.ctxFor("n1")
+	as, err := c.Assignments(ctx, &api.AssignmentsRequest{SessionId: sess.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		complete    = api.AssignmentsMessage_TYPE_COMPLETE
+		incremental = api.AssignmentsMessage_TYPE_INCREMENTAL
+	)
+	nextAssignments(t, as, complete, []string{"stopping", "t1"}, nil)
+
+	h.create(task("t2", "n1", running, assignedS))
+	nextAssignments(t, as, incremental, []string{"t2"}, nil)
+
+	// The agent's own status report is not echoed back; the next message
+	// is the desired-state change that follows it.
+	if _, err := c.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: sess.SessionId,
+		Updates: []*api.TaskStatusUpdate{{TaskId: "t1", Status: &api.TaskStatus{State: running}}}}); err != nil {
+		t.Fatal(err)
+	}
+	h.change("t1", func(task *api.Task) { task.DesiredState = shutdown })
+	if msg := nextAssignments(t, as, incremental, []string{"t1"}, nil); msg.Updated[0].DesiredState != shutdown {
+		t.Fatalf("the agent's status report was echoed back: %v", msg.Updated[0])
+	}
+
+	h.change("pending", func(task *api.Task) { task.Status.State = assignedS })
+	nextAssignments(t, as, incremental, []string{"pending"}, nil)
+
+	if err := h.st.Update(t.Context(), func(tx *store.Tx) error { return tx.Delete(tx.GetTask("t2")) }); err != nil {
+		t.Fatal(err)
+	}
+	nextAssignments(t, as, incremental, nil, []string{"t2"})
+
+	h.change("stopping", func(task *api.Task) { task.NodeId = "n2" })
+	nextAssignments(t, as, incremental, nil, []string{"stopping"})
+
+	// Several changes of one task within a window: one mention, as last
+	// seen (the pure assignmentSet tests pin the coalescing down).
+	h.create(task("a", "n1", running, assignedS), task("b", "n1", running, assignedS))
+	h.change("a", func(task *api.Task) { task.SpecVersion = 2 })
+	msg := nextAssignments(t, as, incremental, []string{"a", "b"}, nil)
+	if msg.Updated[0].SpecVersion != 2 {
+		// The change missed the window (a loaded machine): it comes next.
+		msg = nextAssignments(t, as, incremental, []string{"a"}, nil)
+		if msg.Updated[0].SpecVersion != 2 {
+			t.Fatalf("a sent as %v, want spec version 2", msg.Updated[0])
+		}
+	}
+}
+
+func TestUpdateTaskStatus(t *testing.T) {
+	h := newHarness(t, workerNode("n1"), workerNode("n2"))
+	h.create(task("t1", "n1", running, assignedS), task("theirs", "n2", running, assignedS))
+	h.run()
+	c, _, sess := h.openSession("n1", nil)
+	ctx := h.ctxFor("n1")
+	update := func(id string, state api.TaskState, msg string) {
+		t.Helper()
+		_, err := c.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: sess.SessionId,
+			Updates: []*api.TaskStatusUpdate{{TaskId: id, Status: &api.TaskStatus{State: state, Message: msg}}}})
+		if err != nil {
+			t.Fatalf("update %s to %v: %v", id, state, err)
+		}
+	}
+	update("t1", running, "started")
+	if got := h.task("t1").Status; got.State != running || got.Message != "started" {
+		t.Fatalf("status after update returned: %v", got)
+	}
+	update("t1", api.TaskState_TASK_STATE_PREPARING, "late report") // backward: ignored
+	update("theirs", failed, "not mine")                            // another node's: ignored
+	update("unknown", failed, "")                                   // unknown: ignored
+	if got := h.task("t1").Status; got.State != running || got.Message != "started" {
+		t.Errorf("backward report applied: %v", got)
+	}
+	if got := h.task("theirs").Status; got.State != assignedS {
+		t.Errorf("report for another node's replica applied: %v", got)
+	}
+	update("t1", failed, "exit 1")
+	if got := h.task("t1").Status; got.State != failed {
+		t.Errorf("forward report not applied: %v", got)
+	}
+
+	_, err := c.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: "stale",
+		Updates: []*api.TaskStatusUpdate{{TaskId: "t1", Status: &api.TaskStatus{State: failed}}}})
+	wantErr(t, "update with a stale session", err, codes.NotFound, reason.NotFound)
+}
+
+func TestStatusUpdatesFromManyNodesShareProposals(t *testing.T) {
+	const nodes = 50
+	h := newHarness(t)
+	for i := range nodes {
+		id := fmt.Sprintf("n%02d", i)
+		h.create(workerNode(id), task("t-"+id, id, running, assignedS))
+	}
+	h.run()
+	type agent struct {
+		c   api.DispatcherServiceClient
+		sid string
+	}
+	agents := make([]agent, nodes)
+	for i := range nodes {
+		c, _, sess := h.openSession(fmt.Sprintf("n%02d", i), nil)
+		agents[i] = agent{c, sess.SessionId}
+	}
+	before := h.prop.Proposals()
+	var wg sync.WaitGroup
+	errs := make(chan error, nodes)
+	for i, a := range agents {
+		wg.Go(func() {
+			id := fmt.Sprintf("n%02d", i)
+			_, err := a.c.UpdateTaskStatus(h.ctxFor(id), &api.UpdateTaskStatusRequest{SessionId: a.sid,
+				Updates: []*api.TaskStatusUpdate{{TaskId: "t-" + id, Status: &api.TaskStatus{State: running}}}})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range nodes {
+		if st := h.task(fmt.Sprintf("t-n%02d", i)).Status.State; st != running {
+			t.Fatalf("t-n%02d is %v", i, st)
+		}
+	}
+	// Calls arriving within one window share a proposal; allow a few
+	// windows for goroutine start-up on a loaded machine.
+	if got := h.prop.Proposals() - before; got > nodes/5 {
+		t.Errorf("%d concurrent reports took %d proposals", nodes, got)
+	}
+}

@@ -1,0 +1,93 @@
+package dispatcher
+
+import (
+	"slices"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+// trackAll gives every node not yet DOWN a full grace period to open a
+// session. Called with s.mu held.
+func (s *Server) trackAll(t *term, nodes []*api.Node) {
+	deadline := s.cfg.now().Add(s.grace())
+	for _, n := range nodes {
+		if n.GetStatus().GetState() != api.NodeStatusState_NODE_STATUS_STATE_DOWN && t.sessions[n.Id] == nil {
+			t.expiry.touch(n.Id, deadline)
+		}
+	}
+}
+
+// sweep marks nodes DOWN when their deadline passes, and refreshes the
+// managers list.
+func (s *Server) sweep(t *term) {
+	tick := time.NewTicker(s.cfg.sweepEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		s.refreshManagers(t)
+		s.expire(t)
+	}
+}
+
+// expire ends the sessions of nodes whose deadline passed and marks them
+// DOWN; a failed write is tried again at the next sweep.
+func (s *Server) expire(t *term) {
+	now := s.cfg.now()
+	msg := "heartbeat missed for " + s.grace().String()
+	s.mu.Lock()
+	ids := t.expiry.expired(now)
+	if len(ids) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	changes := make(map[string]nodeChange, len(ids))
+	for _, id := range ids {
+		if sess := t.sessions[id]; sess != nil {
+			sess.end(reason.Error(codes.NotFound, reason.NotFound,
+				"session %q expired: %s; open a new session", sess.id, msg))
+			delete(t.sessions, id)
+		}
+		changes[id] = nodeChange{state: api.NodeStatusState_NODE_STATUS_STATE_DOWN, message: msg, at: now}
+	}
+	done := t.nodes.add(changes)
+	s.mu.Unlock()
+	s.cfg.log.Info("nodes missed their heartbeats", "nodes", len(ids), "grace", s.grace())
+
+	select {
+	case err := <-done:
+		if err == nil {
+			return
+		}
+		s.cfg.log.Warn("mark nodes down", "nodes", len(ids), "err", err)
+		s.mu.Lock()
+		for _, id := range ids {
+			if t.sessions[id] == nil {
+				t.expiry.touch(id, now)
+			}
+		}
+		s.mu.Unlock()
+	case <-t.ctx.Done():
+	}
+}
+
+// refreshManagers sends every session the managers list when it changed.
+func (s *Server) refreshManagers(t *term) {
+	m := s.cfg.managers()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slices.Equal(m, t.managers) {
+		return
+	}
+	t.managers = m
+	for _, sess := range t.sessions {
+		sess.notify()
+	}
+}

@@ -1,0 +1,58 @@
+package membership
+
+import (
+	"context"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// RenewCertificate signs a fresh certificate for the calling node, named
+// by the certificate it called with (forwarded by a manager or not), with
+// the role the cluster holds for it now (Node.role, which the role
+// manager changes only once raft membership matches it). A manager's
+// answer carries its raft id, and every answer the managers, so that a
+// promoted worker can start its raft member and a worker finds them.
+//
+// An empty csr_pem only asks: the answer carries the role (and raft id and
+// members) but no certificate. Nodes poll that way, cheaply, to learn of a
+// promotion or demotion before their renewal is due.
+func (s *Server) RenewCertificate(ctx context.Context, req *api.RenewCertificateRequest) (*api.RenewCertificateResponse, error) {
+	id, ok := identity.FromContext(ctx)
+	if !ok || id.Kind != identity.Node || id.NodeID == "" {
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "only a node renews its certificate, with its certificate")
+	}
+	cluster, err := s.cluster()
+	if err != nil {
+		return nil, err
+	}
+	var node *api.Node
+	s.store.View(func(tx store.ReadTx) { node = tx.GetNode(id.NodeID) })
+	if node == nil {
+		return nil, reason.Error(codes.PermissionDenied, reason.NodeRemoved, "node %s is not in the cluster: it was removed", id.NodeID)
+	}
+	// Every node learns the managers: a manager to reach raft, a worker
+	// to find the dispatcher again.
+	resp := &api.RenewCertificateResponse{Role: node.Role, CaCertPem: cluster.CaCertPem, Members: s.raft.Members()}
+	role := certRole(node.Role)
+	if node.Role == api.NodeRole_NODE_ROLE_MANAGER {
+		resp.RaftId = node.RaftId
+	}
+	if len(req.CsrPem) == 0 {
+		return resp, nil
+	}
+	resp.CertPem, err = s.sign(cluster, req.CsrPem, node.Id, role)
+	if err != nil {
+		return nil, err
+	}
+	if id.Role != role {
+		s.log.Info("certificate reissued for a role change", "node_id", node.Id, "hostname", node.Hostname, "from", id.Role, "to", role)
+	} else {
+		s.log.Debug("certificate renewed", "node_id", node.Id, "hostname", node.Hostname, "role", role)
+	}
+	return resp, nil
+}

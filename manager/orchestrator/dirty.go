@@ -1,0 +1,83 @@
+package orchestrator
+
+import (
+	"maps"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/placement"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// dirty is the work the store's events have asked for since the last pass:
+// services to reconcile, and nodes whose change concerns the services
+// with tasks on them and every global service.
+type dirty struct {
+	services map[string]bool
+	nodes    map[string]bool
+	everyone bool
+}
+
+func newDirty() *dirty {
+	return &dirty{services: map[string]bool{}, nodes: map[string]bool{}, everyone: true}
+}
+
+// all marks every service; resolve does the reading.
+func (d *dirty) all(store.ReadTx) { d.everyone = true }
+
+func (d *dirty) note(e store.Event) {
+	switch obj := e.Object.(type) {
+	case *api.Service:
+		d.services[obj.GetId()] = true
+	case *api.Task:
+		d.services[obj.GetServiceId()] = true
+	case *api.Node:
+		if old, ok := e.Old.(*api.Node); !ok || nodeChanged(old, obj) {
+			d.nodes[obj.GetId()] = true
+		}
+	default:
+		if e.Kind == store.EventReset {
+			d.everyone = true
+		}
+	}
+}
+
+// nodeChanged: the change matters to placement or to node-down handling
+// (not, say, a new status timestamp).
+func nodeChanged(old, n *api.Node) bool {
+	return old.GetStatus().GetState() != n.GetStatus().GetState() ||
+		old.GetAvailability() != n.GetAvailability() ||
+		old.GetDrain().GetState() != n.GetDrain().GetState() ||
+		old.GetDrain().GetForce() != n.GetDrain().GetForce() ||
+		placement.Hostname(old) != placement.Hostname(n) ||
+		old.GetRole() != n.GetRole() ||
+		!maps.Equal(old.GetLabels(), n.GetLabels())
+}
+
+// resolve turns node marks (and a mark of everything) into services.
+func (d *dirty) resolve(tx store.ReadTx) {
+	if d.everyone {
+		for _, s := range tx.ListServices() {
+			d.services[s.GetId()] = true
+		}
+		for _, t := range tx.ListTasks() {
+			d.services[t.GetServiceId()] = true
+		}
+		d.everyone = false
+		clear(d.nodes)
+		return
+	}
+	if len(d.nodes) == 0 {
+		return
+	}
+	for _, s := range tx.ListServices() {
+		if s.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+			d.services[s.GetId()] = true
+		}
+	}
+	for id := range d.nodes {
+		for _, t := range tx.ListTasksByNode(id) {
+			d.services[t.GetServiceId()] = true
+		}
+	}
+	clear(d.nodes)
+}

@@ -1,0 +1,61 @@
+// Package orchestrator keeps the cluster's tasks in line with its services.
+// It runs on the leader only and meets the other subsystems in the store:
+// it writes tasks, the scheduler gives them a node, the dispatcher carries
+// desired states to the agents and writes back what they report.
+//
+// The contract, per service:
+//
+//   - Replicated services keep exactly spec.replicas occupied slots,
+//     numbered from 1. A slot is occupied while it holds a live task
+//     (desired RUNNING, status not terminal) or a finished one (desired
+//     COMPLETE: it ended and the restart policy forbids another attempt).
+//     Scaling up fills the lowest free slot numbers; scaling down empties
+//     slots, tasks not yet running first, then those on the most loaded
+//     nodes, then the highest slot numbers.
+//   - Global services keep one task (slot 0, node_id set) on every node
+//     that is READY, ACTIVE and matches the placement. A task is stopped
+//     when its node is drained, stops matching, is DOWN or is removed; a
+//     paused node keeps its task but gets no new one.
+//   - Every new task carries a copy of the service spec, its spec_version,
+//     desired RUNNING and status PENDING. Restarts also carry not_before
+//     (now + restart delay), which marks them as restart attempts.
+//   - Restart supervisor: a task that ends (COMPLETE, FAILED, REJECTED,
+//     SHUTDOWN) while desired RUNNING is replaced in its slot (or on its
+//     node) when spec.restart allows it (condition any | on-failure | none;
+//     max_attempts counts earlier restarts of the slot with the same
+//     spec_version whose not_before falls within window). The old task gets
+//     desired SHUTDOWN. When the policy says no, the task gets desired
+//     COMPLETE: the slot is finished and is not refilled until the spec
+//     changes.
+//   - Node DOWN or removed (never UNKNOWN): tasks on it that have not
+//     ended get status ORPHANED ("node down") and desired SHUTDOWN; a
+//     replicated slot whose task was live gets a replacement at once,
+//     which is not a restart attempt. When the node comes back its agent is
+//     told to stop them; nothing here makes them live again.
+//   - Drain (node availability DRAIN, drain state DRAINING): every live
+//     replicated task on the node gets a replacement in its slot
+//     (replaces = its id, placed elsewhere by the scheduler); the old task
+//     keeps running until the replacement is RUNNING, then gets desired
+//     SHUTDOWN (start-first). While the node stays DRAIN the two share the
+//     slot without counting twice. A pinned replica of a forced drain is
+//     stopped without replacement. Global tasks are dropped (above). The
+//     drainer (drain.go), run by Run, writes progress to Node.drain:
+//     moved/total, TIMED_OUT after replacement_timeout, DRAINED, and
+//     removes the node when the drain says remove. A cancelled drain
+//     (availability back) keeps the running old task over a replacement
+//     that has not run.
+//   - Spec updates roll (a task is outdated when its spec_version is older
+//     and its spec differs from the service's in more than replicas):
+//     tasks not yet running are replaced at once; then
+//     one running task at a time is stopped and replaced in its slot
+//     (stop-first), the next once no task of the new spec is on its way up.
+//   - A removed service's tasks get desired SHUTDOWN and are deleted once
+//     terminal, or at once if they never left PENDING. Terminal history is
+//     kept per slot (at least five tasks, more when max_attempts needs
+//     them); older history and the history of emptied slots are deleted.
+//
+// Every decision is a function of the store's content and the clock, so a
+// new leader's orchestrator picks up where the last one stopped. A pass
+// plans from one read and proposes its writes in batches (WithBatchSize);
+// a version conflict with another writer makes it read and plan again.
+package orchestrator

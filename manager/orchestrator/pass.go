@@ -1,0 +1,168 @@
+package orchestrator
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// pass works out what the orchestrator should write. It reads through
+// tx, which also checks every write as it is recorded and shows the pass
+// its own writes; the writes themselves are collected as a plan that
+// commit proposes in batches of a reasonable size (the tx is never
+// proposed as a whole).
+type pass struct {
+	tx    *store.Tx
+	now   time.Time
+	nodes map[string]*api.Node
+	load  map[string]int
+	// gone holds the ids of tasks this pass deleted.
+	gone map[string]bool
+	plan plan
+}
+
+func newPass(tx *store.Tx, now time.Time) *pass {
+	return &pass{tx: tx, now: now, nodes: map[string]*api.Node{}, load: map[string]int{},
+		gone: map[string]bool{}, plan: plan{byID: map[string]*op{}}}
+}
+
+func (p *pass) node(id string) *api.Node {
+	n, ok := p.nodes[id]
+	if !ok {
+		n = p.tx.GetNode(id)
+		p.nodes[id] = n
+	}
+	return n
+}
+
+// nodeDown: the node is DOWN or gone. UNKNOWN (a new leader has not heard
+// from it yet) is not down.
+func (p *pass) nodeDown(id string) bool {
+	n := p.node(id)
+	return n == nil || n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_DOWN
+}
+
+// lost: t has not ended but its node is down, so it never will by report.
+func (p *pass) lost(t *api.Task) bool {
+	return !terminal(state(t)) && t.GetNodeId() != "" && p.nodeDown(t.GetNodeId())
+}
+
+// nodeLoad is the number of live tasks on a node, of every service.
+func (p *pass) nodeLoad(id string) int {
+	if id == "" {
+		return 0
+	}
+	n, ok := p.load[id]
+	if !ok {
+		for _, t := range p.tx.ListTasksByNode(id) {
+			if live(t) {
+				n++
+			}
+		}
+		p.load[id] = n
+	}
+	return n
+}
+
+func (p *pass) create(t *api.Task, glued bool) error {
+	if err := p.tx.Create(t); err != nil {
+		return fmt.Errorf("create task %s of service %s slot %d: %w", t.GetId(), t.GetServiceId(), t.GetSlot(), err)
+	}
+	p.plan.record(opCreate, t, glued)
+	return nil
+}
+
+func (p *pass) update(t *api.Task) error {
+	if err := p.tx.Update(t); err != nil {
+		return fmt.Errorf("update task %s: %w", t.GetId(), err)
+	}
+	p.plan.record(opUpdate, t, false)
+	return nil
+}
+
+func (p *pass) delete(t *api.Task) error {
+	if p.gone[t.GetId()] {
+		return nil
+	}
+	if err := p.tx.Delete(t); err != nil {
+		return fmt.Errorf("delete task %s: %w", t.GetId(), err)
+	}
+	p.plan.record(opDelete, t, false)
+	p.gone[t.GetId()] = true
+	return nil
+}
+
+// origin says why a task is created.
+type origin int
+
+const (
+	// fresh: a slot, or an eligible node, has no task.
+	fresh origin = iota
+	// replacement: the task replaces one just stopped (node down, rolling
+	// update); it is no restart attempt.
+	replacement
+	// restart: the restart supervisor replaces a task that ended; it starts
+	// after the policy's delay.
+	restart
+)
+
+// spawn creates a task of svc in slot (on nodeID for global services).
+// A replacement is committed together with the write that stopped the
+// task it replaces.
+func (p *pass) spawn(svc *api.Service, slot uint64, nodeID string, why origin) (*api.Task, error) {
+	return p.spawnAs(svc, slot, nodeID, why, "")
+}
+
+// spawnAs is spawn for a task that takes over from the task replaces,
+// which keeps running meanwhile (a drain).
+func (p *pass) spawnAs(svc *api.Service, slot uint64, nodeID string, why origin, replaces string) (*api.Task, error) {
+	var notBefore *time.Time
+	if why == restart {
+		nb := p.now.Add(restartDelay(svc.GetSpec().GetRestart()))
+		notBefore = &nb
+	}
+	t, err := newTask(svc, slot, nodeID, p.now, notBefore)
+	if err != nil {
+		return nil, err
+	}
+	t.Replaces = replaces
+	return t, p.create(t, why != fresh)
+}
+
+// stop tells t to stop. A task no agent has heard of is deleted instead.
+func (p *pass) stop(t *api.Task) error {
+	if neverAssigned(t) {
+		return p.delete(t)
+	}
+	if !shutdown(t) {
+		return nil
+	}
+	return p.update(t)
+}
+
+// retire stops t and deletes it once terminal: its slot is being emptied,
+// so it is no history worth keeping.
+func (p *pass) retire(t *api.Task) error {
+	if terminal(state(t)) {
+		return p.delete(t)
+	}
+	return p.stop(t)
+}
+
+// orphan marks a task whose node is down: it will not report again. It
+// is told to stop, should its node come back.
+func (p *pass) orphan(t *api.Task) error {
+	t.DesiredState = api.TaskState_TASK_STATE_SHUTDOWN
+	t.Status = &api.TaskStatus{
+		State:     api.TaskState_TASK_STATE_ORPHANED,
+		Message:   "node down",
+		Reason:    "node_down",
+		Timestamp: timestamppb.New(p.now),
+		ExitCode:  t.GetStatus().GetExitCode(),
+	}
+	return p.update(t)
+}

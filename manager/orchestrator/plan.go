@@ -1,0 +1,100 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+type opKind int
+
+const (
+	opNone opKind = iota // cancelled: a task created and deleted by one pass
+	opCreate
+	opUpdate
+	opDelete
+)
+
+// op is the net write of one pass to one task.
+type op struct {
+	kind opKind
+	task *api.Task
+	// glued: commit in the same batch as the op before it (a replacement
+	// and the stop of the task it replaces).
+	glued bool
+}
+
+// plan is a pass's writes, one net op per task in the order first
+// touched, so it can be proposed in several batches: an op on a task that
+// existed carries the version the pass read, and no later batch touches
+// that task again.
+type plan struct {
+	ops  []*op
+	byID map[string]*op
+}
+
+func (pl *plan) record(kind opKind, t *api.Task, glued bool) {
+	prev := pl.byID[t.GetId()]
+	if prev == nil {
+		o := &op{kind: kind, task: t, glued: glued}
+		pl.ops = append(pl.ops, o)
+		pl.byID[t.GetId()] = o
+		return
+	}
+	switch {
+	case kind == opDelete && prev.kind == opCreate:
+		prev.kind = opNone
+	case kind == opDelete:
+		prev.kind, prev.task = opDelete, t
+	default: // an update of a task created or updated before
+		prev.task = t
+	}
+}
+
+// batches splits the plan into batches of about size ops, never between
+// glued ops.
+func (pl *plan) batches(size int) [][]*op {
+	var out [][]*op
+	var cur []*op
+	for _, o := range pl.ops {
+		if o.kind == opNone {
+			continue
+		}
+		if len(cur) >= size && !o.glued {
+			out = append(out, cur)
+			cur = nil
+		}
+		cur = append(cur, o)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// commit proposes one batch.
+func commit(ctx context.Context, st *store.Store, batch []*op) error {
+	err := st.Update(ctx, func(tx *store.Tx) error {
+		for _, o := range batch {
+			var err error
+			switch o.kind {
+			case opCreate:
+				err = tx.Create(o.task)
+			case opUpdate:
+				err = tx.Update(o.task)
+			case opDelete:
+				err = tx.Delete(o.task)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit %d task writes: %w", len(batch), err)
+	}
+	return nil
+}

@@ -1,0 +1,33 @@
+package orchestrator
+
+import "github.com/jaco-project/jaco/api"
+
+// reconcileService brings the tasks of service id in line with it, or
+// removes them when the service is gone.
+func (p *pass) reconcileService(id string) error {
+	svc := p.tx.GetService(id)
+	if svc == nil {
+		return p.reconcileRemoved(id)
+	}
+	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return p.reconcileGlobal(svc)
+	}
+	return p.reconcileReplicated(svc)
+}
+
+// reconcileRemoved stops every task of a removed service and deletes those
+// that are terminal (tasks on down nodes count as ended) or were never
+// assigned.
+func (p *pass) reconcileRemoved(id string) error {
+	for _, t := range p.tx.ListTasksByService(id) {
+		if p.lost(t) {
+			if err := p.orphan(t); err != nil {
+				return err
+			}
+		}
+		if err := p.retire(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}

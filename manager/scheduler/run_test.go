@@ -1,0 +1,164 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/state/store/storetest"
+)
+
+// startScheduler runs a scheduler on st until the test ends.
+func startScheduler(t *testing.T, st *store.Store, opts ...Option) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		New(st, append([]Option{WithBatchDelay(5 * time.Millisecond), WithLogger(slog.New(slog.DiscardHandler))}, opts...)...).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+func taskState(tx store.ReadTx, id string) (api.TaskState, string, string) {
+	task := tx.GetTask(id)
+	return task.GetStatus().GetState(), task.GetNodeId(), task.GetStatus().GetReason()
+}
+
+func TestRunAssignsAndExplainsPending(t *testing.T) {
+	st := storetest.New(t)
+	db := imageSpec("db")
+	web := imageSpec("web")
+	web.DependsOn = []string{"db"}
+	web.Placement.Spread = []string{"node.labels.zone"}
+	nowhere := imageSpec("nowhere")
+	nowhere.Placement.Constraints = []string{"node.labels.zone==mars"}
+	storetest.Create(t, st, readyNode("a1", "zone", "a"), readyNode("b1", "zone", "b"),
+		service(db), service(web), service(nowhere))
+	// Tasks present before the scheduler starts are found by its first pass.
+	storetest.Create(t, st, pendingTasks(nowhere, 1)[0])
+	startScheduler(t, st)
+
+	webTasks := pendingTasks(web, 4)
+	storetest.Create(t, st, webTasks[0], webTasks[1], webTasks[2], webTasks[3])
+	waitFor(t, st, "web waiting on db, nowhere without a node", func(tx store.ReadTx) bool {
+		s, _, r := taskState(tx, "web.004")
+		s2, _, r2 := taskState(tx, "nowhere.001")
+		return s == api.TaskState_TASK_STATE_PENDING && r == ReasonWaitingOnDependency &&
+			s2 == api.TaskState_TASK_STATE_PENDING && r2 == ReasonNoSuitableNode
+	}, describeTasks)
+	st.View(func(tx store.ReadTx) {
+		msg := tx.GetTask("nowhere.001").GetStatus().GetMessage()
+		if want := "no suitable node (2 nodes not satisfying the constraints)"; msg != want {
+			t.Errorf("nowhere.001 message %q, want %q", msg, want)
+		}
+	})
+
+	dbTask := pendingTasks(db, 1)[0]
+	storetest.Create(t, st, dbTask)
+	waitFor(t, st, "db assigned", func(tx store.ReadTx) bool {
+		s, _, _ := taskState(tx, "db.001")
+		return s == api.TaskState_TASK_STATE_ASSIGNED
+	}, describeTasks)
+	// The agent (simulated) reports db running: web follows, spread 2/2.
+	err := st.Update(context.Background(), func(tx *store.Tx) error {
+		task := tx.GetTask("db.001")
+		task.Status.State = api.TaskState_TASK_STATE_RUNNING
+		return tx.Update(task)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, st, "web assigned over both zones", func(tx store.ReadTx) bool {
+		per := map[string]int{}
+		for _, task := range tx.ListTasksByService("web") {
+			if task.GetStatus().GetState() != api.TaskState_TASK_STATE_ASSIGNED {
+				return false
+			}
+			per[task.GetNodeId()]++
+		}
+		return per["a1"] == 2 && per["b1"] == 2
+	}, describeTasks)
+	st.View(func(tx store.ReadTx) {
+		task := tx.GetTask("web.001")
+		if task.GetStatus().GetReason() != "" || task.GetStatus().GetTimestamp() == nil || task.GetStatus().GetMessage() == "" {
+			t.Errorf("assigned status %v: want no reason, a timestamp and a message", task.GetStatus())
+		}
+	})
+
+	// A node with the label arrives: the pending task is placed on it.
+	storetest.Create(t, st, readyNode("m1", "zone", "mars"))
+	waitFor(t, st, "nowhere.001 on m1", func(tx store.ReadTx) bool {
+		s, n, _ := taskState(tx, "nowhere.001")
+		return s == api.TaskState_TASK_STATE_ASSIGNED && n == "m1"
+	}, describeTasks)
+}
+
+// TestRunRetriesAfterVersionConflict: a writer that changes a task between
+// the scheduler's read and its proposal makes the whole proposal fail; the
+// scheduler reads the tasks again and places them all in a later batch.
+func TestRunRetriesAfterVersionConflict(t *testing.T) {
+	st, p := storetest.NewWithProposer(t)
+	spec := imageSpec("svc")
+	storetest.Create(t, st, readyNode("n1"), readyNode("n2"), service(spec))
+	tasks := pendingTasks(spec, 3)
+	storetest.Create(t, st, tasks[0], tasks[1], tasks[2])
+	interfered := false
+	p.SetHook(func(commit func([]*api.StoreAction) error) error {
+		if interfered {
+			return nil
+		}
+		interfered = true
+		var task *api.Task
+		st.View(func(tx store.ReadTx) { task = tx.GetTask("svc.002") })
+		task.Status.Message = "touched by another writer"
+		a := &api.StoreAction{Kind: api.StoreAction_KIND_UPDATE, Target: &api.StoreAction_Task{Task: task}}
+		if err := commit([]*api.StoreAction{a}); err != nil {
+			t.Errorf("interfering write: %v", err)
+		}
+		return nil
+	})
+	before := p.Proposals()
+	startScheduler(t, st)
+	waitFor(t, st, "all three assigned", func(tx store.ReadTx) bool {
+		for _, task := range tx.ListTasks() {
+			if task.GetStatus().GetState() != api.TaskState_TASK_STATE_ASSIGNED {
+				return false
+			}
+		}
+		return true
+	}, describeTasks)
+	if calls := p.Proposals() - before; calls < 2 {
+		t.Errorf("%d proposals; the refused batch was not retried", calls)
+	}
+	st.View(func(tx store.ReadTx) {
+		if n := len(tx.ListTasksByNode("n1")); n < 1 || n > 2 {
+			t.Errorf("n1 holds %d tasks; the retried batch did not see the first", n)
+		}
+	})
+}
+
+// TestRunChunksProposals: writes are split by the proposal limits.
+func TestRunChunksProposals(t *testing.T) {
+	st, p := storetest.NewWithProposer(t)
+	spec := imageSpec("svc")
+	storetest.Create(t, st, readyNode("n1"), service(spec))
+	var objs []store.Object
+	for _, task := range pendingTasks(spec, 25) {
+		objs = append(objs, task)
+	}
+	storetest.Create(t, st, objs...)
+	before := p.Proposals()
+	startScheduler(t, st, WithProposalLimits(10, 1<<20))
+	waitFor(t, st, "25 assigned", func(tx store.ReadTx) bool {
+		return len(tx.ListTasksByNode("n1")) == 25
+	}, describeTasks)
+	if n := p.Proposals() - before; n != 3 {
+		t.Errorf("%d proposals for 25 tasks at 10 per proposal, want 3", n)
+	}
+}

@@ -1,0 +1,77 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/jaco-project/jaco/manager/encryption"
+)
+
+// rekeyRequest asks the Ready loop to rewrite the log under a new key.
+type rekeyRequest struct {
+	sealer *encryption.Sealer
+	done   chan error
+}
+
+// Rekey rewrites this member's raft state on disk under sealer: a snapshot
+// of the applied state and the entries after it, everything older deleted
+// (storage.Rekey). It runs on the Ready loop between two Readys, so the log
+// does not move meanwhile. sealer must also open what the old key sealed
+// until Rekey returns; afterwards the old key is needed for nothing.
+//
+// A failure past the point where the old log is closed stops the member
+// (the daemon exits); the next open finishes or discards the rekey.
+func (n *Node) Rekey(ctx context.Context, sealer *encryption.Sealer) error {
+	req := rekeyRequest{sealer: sealer, done: make(chan error, 1)}
+	select {
+	case n.rekeyC <- req:
+	case <-n.done:
+		return ErrStopped
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+func (n *Node) rekey(sealer *encryption.Sealer) error {
+	snap, err := n.mem.Snapshot()
+	if err != nil {
+		return fmt.Errorf("rekey: read snapshot: %w", err)
+	}
+	if n.appliedIndex > snap.Metadata.Index {
+		data, err := n.snapshotData()
+		if err != nil {
+			return err
+		}
+		if snap, err = n.mem.CreateSnapshot(n.appliedIndex, &n.confState, data); err != nil {
+			return fmt.Errorf("rekey: create snapshot at %d: %w", n.appliedIndex, err)
+		}
+	}
+	last, err := n.mem.LastIndex()
+	if err != nil {
+		return fmt.Errorf("rekey: last index: %w", err)
+	}
+	var ents []raftpb.Entry
+	if last > snap.Metadata.Index {
+		if ents, err = n.mem.Entries(snap.Metadata.Index+1, last+1, math.MaxUint64); err != nil {
+			return fmt.Errorf("rekey: read entries: %w", err)
+		}
+	}
+	// Not the memory storage's hard state: that is the one it started
+	// with. A stale commit index would make the new log's snapshot look
+	// uncommitted, and it would be skipped at open.
+	if err := n.disk.Rekey(sealer, snap, n.hardState, ents); err != nil {
+		return fmt.Errorf("rekey: %w", err)
+	}
+	n.snapshotIndex = snap.Metadata.Index
+	n.cfg.Logger.Info("raft log rewritten under a new data key", "snapshot_index", snap.Metadata.Index, "entries", len(ents))
+	return nil
+}

@@ -1,0 +1,47 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// ErrNothingToForce: --force-new-cluster on a node that holds no manager
+// raft state.
+var ErrNothingToForce = errors.New("--force-new-cluster: this data dir holds no manager raft state")
+
+// forceNewCluster rewrites this manager's raft state, before it opens, as
+// a cluster with this manager its sole voter (cfg.ForceNewCluster). It is
+// for a majority lost for good: the other members are blacklisted and new
+// managers join with tokens. Done once; the marker it leaves makes the
+// flag harmless when left on.
+func (n *Node) forceNewCluster() error {
+	if !raft.Exists(n.cfg.raftDir()) && !raft.Exists(n.cfg.raftDir()+".forced") {
+		return ErrNothingToForce
+	}
+	sealer, err := n.dataSealer()
+	if err != nil {
+		return fmt.Errorf("force new cluster: %w", err)
+	}
+	replay := store.New(nil)
+	defer replay.Close()
+	f, err := raft.ForceNewCluster(n.cfg.raftDir(), sealer, replay, time.Now())
+	if err != nil {
+		return fmt.Errorf("force new cluster: %w", err)
+	}
+	if f.Skipped != "" {
+		n.log.Warn("--force-new-cluster: nothing rewritten; remove the flag", "why", f.Skipped)
+		return nil
+	}
+	for _, m := range f.Blacklisted {
+		n.log.Warn("--force-new-cluster: member removed for good", "raft_id", fmt.Sprintf("%x", m.RaftId), "node_id", m.NodeId, "address", m.Address)
+	}
+	n.log.Warn("--force-new-cluster: this manager is now the sole voter of a new cluster of its state; "+
+		"remove the flag, `jaco node remove --force` the lost managers and join new ones with tokens",
+		"raft_id", fmt.Sprintf("%x", f.Self.RaftId), "index", f.Index, "term", f.Term,
+		"entries_past_old_commit_adopted", f.Adopted, "members_removed", len(f.Blacklisted), "old_state", f.OldDir)
+	return nil
+}

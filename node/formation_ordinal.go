@@ -1,0 +1,207 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/internal/durable"
+)
+
+// Ordinal formation (docs/adr/0013-ordinal-formation.md): every replica
+// runs with the same flags; the join reconciler below makes each one a
+// voter at its current advertise address, whatever order they start in.
+// Ordinal 0 bootstraps the cluster, but only when it has no raft state
+// and no join address answers for an existing cluster.
+
+// Join reconciler backoff: doubling from the base, capped, each wait
+// jittered by ±50% so replicas that start together do not retry together.
+const (
+	joinRetryBase = 250 * time.Millisecond
+	joinRetryMax  = 5 * time.Second
+)
+
+// runOrdinalFormation is the join reconciler. It returns once this node is
+// a voter at its advertise address, or when ctx ends (the node stops).
+func (n *Node) runOrdinalFormation(ctx context.Context) {
+	log := n.log.With("component", "formation", "ordinal", n.cfg.formation.ordinal)
+	wait := joinRetryBase
+	for attempt := 1; ; attempt++ {
+		wasInit := n.initialized()
+		done, err := n.ordinalStep(ctx)
+		if done {
+			log.Info("formation complete: this node is a voter at its advertise address", "address", n.advertise, "attempts", attempt)
+			return
+		}
+		if err != nil {
+			log.Info("formation not complete yet; retrying", "attempt", attempt, "err", err)
+		}
+		if n.initialized() != wasInit {
+			wait = joinRetryBase // joined or bootstrapped: promotion is near
+		}
+		d := wait/2 + rand.N(wait)
+		wait = min(2*wait, joinRetryMax)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(d):
+		}
+	}
+}
+
+// errClusterSeen: a join address belongs to a cluster that did not admit
+// this node this time (no leader, refused): ordinal 0 must not bootstrap.
+var errClusterSeen = errors.New("a cluster answers at the join addresses")
+
+// ordinalStep takes one step towards "voter at the advertise address".
+func (n *Node) ordinalStep(ctx context.Context) (done bool, err error) {
+	if !n.initialized() {
+		err := n.formationJoin(ctx)
+		if err == nil || n.cfg.formation.ordinal != 0 || errors.Is(err, errClusterSeen) || ctx.Err() != nil {
+			return false, err
+		}
+		// Ordinal 0, no state, and no cluster answered: bootstrap.
+		n.log.Info("no cluster answers at the join addresses; ordinal 0 bootstraps one", "join_addr", strings.Join(n.cfg.JoinAddrs, ","), "last", err)
+		return false, n.bootstrapOrdinal(ctx)
+	}
+	if n.State() == api.NodeState_NODE_STATE_LOCKED {
+		return false, nil // autolock: nothing to check until `jaco node unlock`
+	}
+	m := n.Manager()
+	if m == nil {
+		return true, nil // a worker (demoted): nothing for formation to do
+	}
+	self := m.Raft.RaftID()
+	members := m.Raft.Members()
+	i := slices.IndexFunc(members, func(mem *api.RaftMember) bool { return mem.RaftId == self })
+	if i < 0 {
+		return false, nil // not in the configuration yet: the log is on its way
+	}
+	if addr := members[i].Address; addr != n.advertise {
+		n.log.Info("this member's address changed; asking to rewrite it", "from", addr, "to", n.advertise)
+		_, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, NodeId: m.Raft.NodeID()})
+		return false, err
+	}
+	return m.Raft.IsVoter(self), nil
+}
+
+// formationJoin asks each join address in turn to admit this node and
+// installs the first admission.
+func (n *Node) formationJoin(ctx context.Context) error {
+	keyPEM, csrPEM, err := ca.NewNodeKey("joining-node")
+	if err != nil {
+		return err
+	}
+	resp, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, CsrPem: csrPEM})
+	if err != nil {
+		return err
+	}
+	return n.installJoined(resp, keyPEM)
+}
+
+// eachJoinAddr sends req to every address the join addresses resolve to
+// now, until one admits it. Its error wraps errClusterSeen when one of
+// them answered as a member of a cluster.
+func (n *Node) eachJoinAddr(ctx context.Context, req *api.SecretJoinRequest) (*api.JoinResponse, error) {
+	targets, rerr := n.resolveJoinAddrs(ctx)
+	var errs []error
+	seen := false
+	for _, addr := range targets {
+		resp, err := n.secretJoin(ctx, addr, req)
+		if err == nil {
+			return resp, nil
+		}
+		switch {
+		case reason.Of(err) == reason.ClusterUninitialized, reason.Of(err) == reason.Unavailable,
+			reason.Of(err) == "" && status.Code(err) == codes.Unavailable:
+			// Nobody there, or nobody formed yet.
+		default:
+			seen = true
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", addr, describedError{err}))
+	}
+	if rerr != nil {
+		errs = append(errs, rerr)
+	}
+	if len(targets) == 0 && rerr == nil {
+		errs = append(errs, errors.New("the join addresses resolve to no address but this node's own"))
+	}
+	if seen {
+		errs = append(errs, errClusterSeen)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// resolveJoinAddrs resolves every --join-addr afresh (a service name may
+// stand for several replicas, and their addresses change), leaving out
+// this node's own advertise address.
+func (n *Node) resolveJoinAddrs(ctx context.Context) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, hp := range n.cfg.JoinAddrs {
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ips, err := net.DefaultResolver.LookupHost(ctx, host)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolve %s: %w", host, err))
+			continue
+		}
+		for _, ip := range ips {
+			if a := net.JoinHostPort(ip, port); a != n.advertise && !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	// A different order each attempt: one hung replica does not hold up
+	// every attempt at the same place.
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, errors.Join(errs...)
+}
+
+// bootstrapOrdinal initializes the cluster as `jaco cluster init` would
+// and leaves the operator token in the data dir.
+func (n *Node) bootstrapOrdinal(ctx context.Context) error {
+	resp, err := n.initCluster(ctx)
+	if err != nil {
+		return err
+	}
+	return n.saveOperatorToken(resp.OperatorToken)
+}
+
+// saveOperatorToken writes the operator token, which nobody was there to
+// be shown, to a file only root reads; the log says where, never what.
+func (n *Node) saveOperatorToken(token string) error {
+	path := n.cfg.dir().OperatorToken()
+	if err := durable.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("save operator token: %w", err)
+	}
+	n.log.Info("operator token written; move it somewhere safe and delete the file", "path", path)
+	return nil
+}
+
+// describedError reads as the CLI prints errors, "error: <reason>:
+// <sentence>", so a log line carries the stable reason word.
+type describedError struct{ err error }
+
+func (e describedError) Error() string {
+	if w := reason.Of(e.err); w != "" {
+		return "error: " + w + ": " + reason.Sentence(e.err)
+	}
+	return e.err.Error()
+}
+
+func (e describedError) Unwrap() error { return e.err }

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jaco-project/jaco/ca"
+)
+
+func TestParseOrdinal(t *testing.T) {
+	for name, want := range map[string]int{"jaco-0": 0, "jaco-1": 1, "my-set-12": 12, "a-7": 7} {
+		got, err := ParseOrdinal(name)
+		if err != nil || got != want {
+			t.Errorf("ParseOrdinal(%q) = %d, %v; want %d", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"jaco", "jaco-", "-1", "jaco-01", "jaco-x", "jaco--1", "jaco-1a", "jaco-1234567890"} {
+		if _, err := ParseOrdinal(name); err == nil || !strings.Contains(err.Error(), "ordinal") {
+			t.Errorf("ParseOrdinal(%q): %v, want an error naming the ordinal", name, err)
+		}
+	}
+}
+
+func TestParseInitialCluster(t *testing.T) {
+	got, err := ParseInitialCluster(" c=10.0.0.3:7000, a=10.0.0.1:7000,b=[fd00::2]:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := canonicalInitialCluster(got); s != "a=10.0.0.1:7000,b=[fd00::2]:7000,c=10.0.0.3:7000" {
+		t.Fatalf("canonical form %q", s)
+	}
+	for in, want := range map[string]string{
+		"":                                     "not name=host:port",
+		"a=10.0.0.1:7000,":                     "not name=host:port",
+		"a":                                    "not name=host:port",
+		"a=10.0.0.1":                           "missing port",
+		"a=:7000":                              "no host",
+		"a=10.0.0.1:0":                         "port",
+		"a=10.0.0.1:x":                         "port",
+		"a_b=10.0.0.1:7000":                    "DNS-style",
+		"=10.0.0.1:7000":                       "DNS-style",
+		"a=10.0.0.1:7000,a=10.0.0.2:7000":      "given twice",
+		"a=10.0.0.1:7000,b=10.0.0.1:7000":      "is given to a and b",
+		"a=10.0.0.1:7000,b=10.0.0.2:7000,c=d=": "c=d=",
+	} {
+		_, err := ParseInitialCluster(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseInitialCluster(%q): %v, want an error containing %q", in, err, want)
+		}
+	}
+}
+
+func writeSecret(t *testing.T, secret string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckFormationRefusesBadFlags(t *testing.T) {
+	secret := writeSecret(t, "0123456789abcdef0123456789abcdef\n")
+	short := writeSecret(t, "short")
+	for name, c := range map[string]Config{
+		"bootstrap without secret":   {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, NodeName: "jaco-0"},
+		"bootstrap without join":     {Bootstrap: true, JoinSecretFile: secret, NodeName: "jaco-0"},
+		"bootstrap without ordinal":  {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret, NodeName: "jaco"},
+		"bad join addr":              {Bootstrap: true, JoinAddrs: []string{"svc"}, JoinSecretFile: secret, NodeName: "jaco-1"},
+		"join addr alone":            {JoinAddrs: []string{"svc:7000"}, NodeName: "jaco-1"},
+		"short secret":               {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: short, NodeName: "jaco-1"},
+		"both modes":                 {Bootstrap: true, InitialCluster: "jaco-1=h:7000", JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret, NodeName: "jaco-1"},
+		"static without secret":      {InitialCluster: "a=h:7000", NodeName: "a"},
+		"static without this node":   {InitialCluster: "a=h:7000", JoinSecretFile: secret, NodeName: "b"},
+		"static bad list":            {InitialCluster: "a=h", JoinSecretFile: secret, NodeName: "a"},
+		"negative formation delay":   {InitialCluster: "a=h:7000", JoinSecretFile: secret, NodeName: "a", FormationDelay: -1},
+		"secret file that is absent": {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret + ".no", NodeName: "jaco-1"},
+	} {
+		c.DataDir = t.TempDir()
+		if err := c.setDefaults(); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	ok := Config{DataDir: t.TempDir(), Bootstrap: true, JoinAddrs: []string{"svc:7000", "10.0.0.2:7000"}, JoinSecretFile: secret, NodeName: "jaco-2"}
+	if err := ok.setDefaults(); err != nil || ok.formation.ordinal != 2 || ok.formation.secret == nil {
+		t.Fatalf("good ordinal flags: %v (ordinal %d)", err, ok.formation.ordinal)
+	}
+}
+
+func TestDeriveStaticAlikeOnEveryNode(t *testing.T) {
+	members, err := ParseInitialCluster("a=10.0.0.1:7000,b=10.0.0.2:7000,c=10.0.0.3:7000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reordered, _ := ParseInitialCluster("c=10.0.0.3:7000,a=10.0.0.1:7000,b=10.0.0.2:7000")
+	s1, _ := ca.NewJoinSecret([]byte("0123456789abcdef0123456789abcdef"))
+	s2, _ := ca.NewJoinSecret([]byte("0123456789abcdef0123456789abcdef\n"))
+	c1, m1, err := deriveStatic(s1, members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, m2, err := deriveStatic(s2, reordered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c1.ClusterID != c2.ClusterID || string(c1.CACertPEM) != string(c2.CACertPEM) {
+		t.Fatal("two nodes derived different clusters")
+	}
+	for i := range m1 {
+		if m1[i] != m2[i] {
+			t.Fatalf("member %d: %+v vs %+v", i, m1[i], m2[i])
+		}
+		if m1[i].raftID == 0 {
+			t.Fatalf("member %s has raft id 0", m1[i].name)
+		}
+	}
+	if m1[0].raftID == m1[1].raftID || m1[0].nodeID == m1[1].nodeID {
+		t.Fatal("two members share an id")
+	}
+	if _, _, err := ca.NewNodeKey(m1[0].nodeID); err != nil {
+		t.Fatalf("derived node id is not a valid node id: %v", err)
+	}
+}
+
+func TestResolveJoinAddrs(t *testing.T) {
+	n := &Node{advertise: "127.0.0.1:7000"}
+	n.cfg.JoinAddrs = []string{"127.0.0.1:7000", "127.0.0.2:7000", "localhost:7001", "127.0.0.2:7000"}
+	got, err := n.resolveJoinAddrs(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its own address left out, duplicates once, a name resolved to
+	// (at least) its loopback address.
+	if slices.Contains(got, "127.0.0.1:7000") || !slices.Contains(got, "127.0.0.2:7000") || !slices.Contains(got, "127.0.0.1:7001") {
+		t.Fatalf("resolved %q", got)
+	}
+	if len(got) != len(slices.Compact(slices.Sorted(slices.Values(got)))) {
+		t.Fatalf("duplicates in %q", got)
+	}
+	n.cfg.JoinAddrs = []string{"no-such-host.invalid:7000"}
+	if got, err := n.resolveJoinAddrs(t.Context()); err == nil || len(got) != 0 {
+		t.Fatalf("unresolvable name: %q, %v; want an error", got, err)
+	}
+}

@@ -1,0 +1,235 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/agent"
+	"github.com/jaco-project/jaco/agent/exec"
+	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
+	"github.com/jaco-project/jaco/agent/exec/hooks"
+	"github.com/jaco-project/jaco/agent/isolation"
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/internal/durable"
+	"github.com/jaco-project/jaco/manager"
+	"github.com/jaco-project/jaco/manager/dispatcher"
+	"github.com/jaco-project/jaco/manager/orchestrator"
+	"github.com/jaco-project/jaco/manager/scheduler"
+)
+
+// workSubsystems are the leader subsystems that turn services into
+// replicas on nodes; they meet in the store (DESIGN.md §6).
+func (n *Node) workSubsystems() []manager.Subsystem {
+	return []manager.Subsystem{
+		{Name: "dispatcher", Run: n.dispatcher.Run},
+		{Name: "scheduler", Run: scheduler.New(n.store, scheduler.WithLogger(n.log.With("component", "scheduler"))).Run},
+		{Name: "orchestrator", Run: orchestrator.New(n.store, orchestrator.WithLogger(n.log.With("component", "orchestrator")),
+			orchestrator.WithNodeRemover(n.members)).Run},
+	}
+}
+
+func (n *Node) newDispatcher() *dispatcher.Server {
+	opts := []dispatcher.Option{
+		dispatcher.WithLogger(n.log.With("component", "dispatcher")),
+		dispatcher.WithManagers(n.managerAddrs),
+	}
+	if n.cfg.HeartbeatPeriod > 0 {
+		opts = append(opts, dispatcher.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod))
+	}
+	return dispatcher.New(n.store, opts...)
+}
+
+// managerAddrs are the raft members' addresses, which agents keep to
+// find the cluster again.
+func (n *Node) managerAddrs() []string {
+	m := n.Manager()
+	if m == nil {
+		return nil
+	}
+	return memberAddrs(m.Raft.Members())
+}
+
+// memberAddrs are the raft members' addresses, in order.
+func memberAddrs(members []*api.RaftMember) []string {
+	var addrs []string
+	for _, m := range members {
+		addrs = append(addrs, m.Address)
+	}
+	return addrs
+}
+
+// startAgent starts this node's agent once it belongs to a cluster: every
+// node runs replicas. It runs until the node stops; replicas outlive it.
+func (n *Node) startAgent() error {
+	n.agentMu.Lock()
+	defer n.agentMu.Unlock()
+	if n.agent.Load() != nil {
+		return nil
+	}
+	_, certPEM, _, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+	if err != nil {
+		return fmt.Errorf("agent: node certificate: %w", err)
+	}
+	id, err := certIdentity(certPEM)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	runtimes, iso, err := n.runtimes(ctx, id.NodeID)
+	if err != nil {
+		cancel()
+		return err
+	}
+	managers, err := n.joinManagers()
+	if err != nil {
+		cancel()
+		return err
+	}
+	if n.Manager() != nil {
+		managers = append([]string{n.advertise}, managers...)
+	}
+	a, err := agent.New(agent.Config{
+		NodeID:   id.NodeID,
+		NodeName: n.cfg.NodeName,
+		Dir:      n.cfg.dir().Agent(),
+		Dial: func(_ context.Context, addr string) (*grpc.ClientConn, error) {
+			return n.dialPeer(addr)
+		},
+		Managers:    managers,
+		Runtimes:    runtimes,
+		Description: describe(runtimes, iso),
+		Logger:      n.log,
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	n.agent.Store(a)
+	n.agentStop = cancel
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := a.Run(ctx); err != nil && ctx.Err() == nil {
+			select {
+			case n.fatal <- fmt.Errorf("agent: %w", err):
+			default:
+			}
+		}
+	}()
+	return nil
+}
+
+// runtimes are hooks always, and containerd when an address is set. A
+// configured containerd that cannot be used is logged as an error and the
+// node runs without it: the node stays a member (it may be a manager the
+// cluster needs), and the scheduler, seeing no containerd runtime in its
+// description, says so for every image replica it cannot place. With
+// containerd comes the node's network isolation (nil without it).
+func (n *Node) runtimes(ctx context.Context, nodeID string) ([]exec.Runtime, *isolation.Ruleset, error) {
+	rts := []exec.Runtime{hooks.New(hooks.WithLogger(n.log.With("runtime", "hooks")))}
+	if n.cfg.ContainerdAddress == "" {
+		return rts, nil, nil
+	}
+	names, err := ctrd.NamesFor(nodeID, n.cfg.ContainerSubnet)
+	if err != nil {
+		n.log.Error("containerd runtime unavailable; this node runs hook bundles only", "err", err)
+		return rts, nil, nil
+	}
+	iso := n.loadIsolation(names)
+	rt, err := ctrd.New(ctx, n.cfg.ContainerdAddress,
+		ctrd.WithIsolation(iso),
+		ctrd.WithNodeID(nodeID),
+		ctrd.WithSubnet(n.cfg.ContainerSubnet),
+		ctrd.WithStateDir(n.cfg.dir().ContainerdState()),
+		ctrd.WithLogger(n.log),
+	)
+	if err != nil {
+		n.log.Error("containerd runtime unavailable; this node runs hook bundles only",
+			"containerd", n.cfg.ContainerdAddress, "err", err)
+		return rts, nil, nil
+	}
+	n.containerd = rt
+	return append(rts, rt), iso, nil
+}
+
+func (n *Node) managersPath() string { return n.cfg.dir().JoinManagers() }
+
+// saveJoinManagers keeps the managers a join named, for the agent's first
+// session; afterwards the agent keeps the dispatcher's newer lists itself.
+func (n *Node) saveJoinManagers(members []*api.RaftMember) error {
+	data, err := json.Marshal(memberAddrs(members))
+	if err != nil {
+		return err
+	}
+	return durable.WriteFile(n.managersPath(), data, 0o600)
+}
+
+func (n *Node) joinManagers() ([]string, error) {
+	data, err := os.ReadFile(n.managersPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read managers: %w", err)
+	}
+	var addrs []string
+	if err := json.Unmarshal(data, &addrs); err != nil {
+		return nil, fmt.Errorf("read managers %s: %w", n.managersPath(), err)
+	}
+	return addrs, nil
+}
+
+// stopAgent stops the agent's goroutines (not its replicas).
+func (n *Node) stopAgent() {
+	n.agentMu.Lock()
+	defer n.agentMu.Unlock()
+	if n.agentStop != nil {
+		n.agentStop()
+	}
+}
+
+// agentService serves AgentService through whatever agent runs now.
+type agentService struct {
+	api.UnimplementedAgentServiceServer
+	n *Node
+}
+
+func (s agentService) server() (*agent.Server, error) {
+	a := s.n.agent.Load()
+	if a == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
+	}
+	return a.Server(), nil
+}
+
+func (s agentService) Logs(req *api.LogsRequest, stream grpc.ServerStreamingServer[api.LogsMessage]) error {
+	srv, err := s.server()
+	if err != nil {
+		return err
+	}
+	return srv.Logs(req, stream)
+}
+
+func (s agentService) ListLocalReplicas(context.Context, *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
+	a := s.n.agent.Load()
+	if a == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
+	}
+	return &api.ListLocalReplicasResponse{Replicas: a.Replicas()}, nil
+}
+
+func (s agentService) LoadImage(stream grpc.ClientStreamingServer[api.LoadImageRequest, api.LoadImageResponse]) error {
+	srv, err := s.server()
+	if err != nil {
+		return err
+	}
+	return srv.LoadImage(stream)
+}

@@ -1,0 +1,43 @@
+# shellcheck shell=bash
+# Shared by the bench scripts: a scratch dir removed at exit (after the
+# running jaco-bench, whose pid is in bench_pid, is stopped), and the
+# binaries built from JACO_REV or the work tree.
+
+# bench_workdir PREFIX: sets work to a fresh scratch dir and the traps that
+# stop jaco-bench (SIGTERM: it stops what it started) and remove the dir.
+bench_workdir() {
+	work=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+	bench_pid=
+	trap bench_cleanup EXIT
+	trap 'exit 130' INT TERM
+}
+
+bench_cleanup() {
+	if [[ -n $bench_pid ]]; then
+		kill -TERM "$bench_pid" 2>/dev/null || true
+		wait "$bench_pid" 2>/dev/null || true
+	fi
+	rm -rf "$work"
+}
+
+# bench_build SCRIPT: builds jacod and jaco into $work/bin from JACO_REV
+# (a commit) or else the work tree, then jaco-bench from the work tree;
+# sets rev to what the daemons were built from. SCRIPT is the calling
+# script, whose own edits do not make the tree "uncommitted".
+bench_build() {
+	mkdir -p "$work/bin"
+	if [[ -n ${JACO_REV:-} ]]; then
+		rev=$(git rev-parse --short "$JACO_REV")
+		log "building jacod and jaco from $JACO_REV ($rev)"
+		mkdir -p "$work/src"
+		git archive "$rev" | tar -x -C "$work/src"
+		(cd "$work/src" && go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco)
+	else
+		rev=$(git rev-parse --short HEAD)
+		git diff --quiet HEAD -- . ':!cmd/jaco-bench' ":!$1" ':!docs' 2>/dev/null || rev="$rev+uncommitted changes"
+		log "building jacod and jaco from the work tree ($rev)"
+		go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco
+	fi
+	log "building jaco-bench"
+	go build -o "$work/bin/" ./cmd/jaco-bench
+}
