@@ -102,7 +102,14 @@ func (s *Signer) Sign(csrPEM []byte, nodeID, role, clusterID string, ttl time.Du
 	if ttl == 0 {
 		ttl = DefaultCertTTL
 	}
-	notAfter := time.Now().Add(ttl)
+	// The validity window is set here, not left to cfssl: its default
+	// backdate starts from the issue time rounded to the minute, which
+	// moves the start by up to 30 s and so RenewAt's idea of when the
+	// certificate was issued (a 30 s certificate issued at second 40
+	// would look due only at its expiry).
+	now := time.Now()
+	notBefore := now.Add(-CertBackdate)
+	notAfter := now.Add(ttl)
 	if notAfter.After(s.caCertNotAfter) {
 		notAfter = s.caCertNotAfter
 	}
@@ -113,7 +120,8 @@ func (s *Signer) Sign(csrPEM []byte, nodeID, role, clusterID string, ttl time.Du
 			CN:    nodeID,
 			Names: []csr.Name{{O: clusterID, OU: role}},
 		},
-		NotAfter: notAfter,
+		NotBefore: notBefore,
+		NotAfter:  notAfter,
 	}
 	certPEM, err = s.signer.Sign(req)
 	if err != nil {
