@@ -259,10 +259,7 @@ func TestRestoreKeepsAutolock(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "restored")
 	wantOK(t, runStdin(backupKey+"\n", "restore", file, "--data-dir", dir, "--node-name", "m", "--advertise-addr", m.addr))
-	r := &daemon{t: t, dir: dir, name: "m", addr: m.addr, logPath: filepath.Join(t.TempDir(), "jacod.log")}
-	t.Cleanup(r.dumpLogOnFailure)
-	t.Cleanup(r.cleanup)
-	r.start()
+	r := startDaemonAt(t, "m", dir, m.addr)
 	if s := r.status(); s.State != "ready" {
 		t.Fatalf("restored manager is %q at its first start, want ready (restore writes its keys in clear)", s.State)
 	}

@@ -187,10 +187,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 
 	t.Log("restore onto a fresh data dir at the old manager's address")
 	wantOK(t, restore(key+"\n", file, dir))
-	m2 := &daemon{t: t, dir: dir, name: "m", addr: m.addr, flags: m.flags, logPath: filepath.Join(t.TempDir(), "jacod.log")}
-	t.Cleanup(m2.dumpLogOnFailure)
-	t.Cleanup(m2.cleanup)
-	m2.start()
+	m2 := startDaemonAt(t, "m", dir, m.addr, m.flags...)
 
 	eventually(t, 30*time.Second, func() error {
 		after, err := viewCluster(m2)
@@ -258,10 +255,7 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 
 	dir := filepath.Join(t.TempDir(), "restored")
 	wantOK(t, runStdin(key, "restore", file, "--data-dir", dir, "--node-name", "m1", "--advertise-addr", ms[0].addr))
-	r := &daemon{t: t, dir: dir, name: "m1", addr: ms[0].addr, logPath: filepath.Join(t.TempDir(), "jacod.log")}
-	t.Cleanup(r.dumpLogOnFailure)
-	t.Cleanup(r.cleanup)
-	r.start()
+	r := startDaemonAt(t, "m1", dir, ms[0].addr)
 	eventually(t, 30*time.Second, func() error {
 		st, err := r.tryStatus()
 		if err == nil && len(st.Members) != 1 {

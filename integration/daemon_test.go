@@ -45,11 +45,18 @@ type daemon struct {
 // added to the ones the harness sets.
 func startDaemon(t *testing.T, name string, flags ...string) *daemon {
 	t.Helper()
+	return startDaemonAt(t, name, t.TempDir(), "127.0.0.1:0", flags...)
+}
+
+// startDaemonAt is startDaemon on data dir dir (one a restore wrote, say)
+// listening on addr.
+func startDaemonAt(t *testing.T, name, dir, addr string, flags ...string) *daemon {
+	t.Helper()
 	d := &daemon{
 		t:       t,
-		dir:     t.TempDir(),
+		dir:     dir,
 		name:    name,
-		addr:    "127.0.0.1:0",
+		addr:    addr,
 		flags:   flags,
 		logPath: filepath.Join(t.TempDir(), "jacod.log"),
 	}
