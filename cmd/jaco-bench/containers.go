@@ -70,7 +70,7 @@ type roundResult struct {
 	Round  int            `json:"round"`
 	Floors []*floorResult `json:"floors"`
 	Jaco   *jacoResult    `json:"jaco,omitempty"`
-	// LoadAvg is /proc/loadavg's 1-minute figure when the round began.
+	// LoadAvg is the load average (1, 5, 15 min) when the round began.
 	LoadAvg string `json:"loadavg_at_start"`
 }
 
@@ -200,7 +200,7 @@ func measureContainers(ctx context.Context, o containersOpts) error {
 
 	var runErr error
 	for r := 1; r <= o.rounds && runErr == nil; r++ {
-		rr := &roundResult{Round: r, LoadAvg: loadAvg()}
+		rr := &roundResult{Round: r, LoadAvg: loadAverage()}
 		run.Rounds = append(run.Rounds, rr)
 		for _, f := range o.floors {
 			log.Printf("containers: round %d: floor %s, %d containers", r, f, o.replicas)
@@ -224,7 +224,7 @@ func measureContainers(ctx context.Context, o containersOpts) error {
 		rr.Jaco = res
 		log.Printf("containers: round %d: jaco p50 %.0f ms p99 %.0f ms, all in %.1f s", r, res.FromCreate.P50, res.FromCreate.P99, res.TotalS)
 	}
-	run.Env["loadavg_after"] = loadAvg()
+	run.Env["loadavg_after"] = loadAverage()
 	if err := writeContainers(o.out, run); err != nil {
 		return errors.Join(runErr, err)
 	}
@@ -249,7 +249,7 @@ func machineEnv(o containersOpts) map[string]string {
 		"date":         time.Now().UTC().Format(time.RFC3339),
 		"nproc":        fmt.Sprint(runtime.NumCPU()),
 		"go":           runtime.Version(),
-		"loadavg_run":  loadAvg(),
+		"loadavg_run":  loadAverage(),
 		"loadavg_prev": o.loadBefore,
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
@@ -273,16 +273,4 @@ func machineEnv(o containersOpts) map[string]string {
 		}
 	}
 	return env
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
