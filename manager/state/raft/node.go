@@ -52,7 +52,6 @@ type Node struct {
 
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
-	hardState     raftpb.HardState // as last persisted
 	appliedIndex  uint64
 	snapshotIndex uint64
 	wasLeader     bool
@@ -125,7 +124,6 @@ func New(cfg Config) (*Node, error) {
 			return nil, err
 		}
 	}
-	n.hardState = st.HardState
 	if err := n.mem.SetHardState(st.HardState); err != nil {
 		disk.Close()
 		return nil, fmt.Errorf("load hard state: %w", err)
@@ -267,9 +265,6 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
 		return err
-	}
-	if !raft.IsEmptyHardState(rd.HardState) {
-		n.hardState = rd.HardState
 	}
 	if hasSnap {
 		if err := n.restoreSnapshot(rd.Snapshot); err != nil {

@@ -65,10 +65,7 @@ func (n *Node) rekey(sealer *encryption.Sealer) error {
 			return fmt.Errorf("rekey: read entries: %w", err)
 		}
 	}
-	// Not the memory storage's hard state: that is the one it started
-	// with. A stale commit index would make the new log's snapshot look
-	// uncommitted, and it would be skipped at open.
-	if err := n.disk.Rekey(sealer, snap, n.hardState, ents); err != nil {
+	if err := n.disk.Rekey(sealer, snap, ents); err != nil {
 		return fmt.Errorf("rekey: %w", err)
 	}
 	n.snapshotIndex = snap.Metadata.Index

@@ -27,7 +27,9 @@ func oldWALDir(walDir string) string     { return walDir + ".old" }
 
 // Rekey rewrites everything on disk under sealer: snap (taken at the
 // applied index by the caller) as the only snapshot, then a new WAL
-// holding that snapshot's record, hs and ents (the entries after it). The
+// holding that snapshot's record, the hard state last saved (not an older
+// one: a stale commit index would make the new snapshot look uncommitted,
+// and it would be skipped at open) and ents (the entries after it). The
 // old WAL segments and snapshot files, sealed with the data key being
 // retired, are deleted; afterwards nothing on disk needs that key.
 //
@@ -35,7 +37,7 @@ func oldWALDir(walDir string) string     { return walDir + ".old" }
 // everything before persisted) and must keep the retired key readable
 // until Rekey returns: a crash midway leaves either log, both readable
 // with a sealer holding both keys.
-func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, hs raftpb.HardState, ents []raftpb.Entry) error {
+func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, ents []raftpb.Entry) error {
 	s.sealer = sealer
 	snaps, err := listSorted(s.snapDir, ".snap")
 	if err != nil {
@@ -56,7 +58,7 @@ func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, hs raftpb
 	}
 	err = w.SaveSnapshot(walSnap)
 	if err == nil {
-		err = w.Save(hs, sealEntries(sealer, ents))
+		err = w.Save(s.hardState, sealEntries(sealer, ents))
 	}
 	if cerr := w.Close(); err == nil {
 		err = cerr

@@ -36,7 +36,7 @@ func benchRekey(b *testing.B, tasks int) {
 			key, _ := encryption.NewKey()
 			sealer, _ := encryption.NewSealer(key)
 			start := time.Now()
-			if err := s.Rekey(sealer, sn, hs, ents); err != nil {
+			if err := s.Rekey(sealer, sn, ents); err != nil {
 				b.Fatal(err)
 			}
 			lat = append(lat, time.Since(start))

@@ -44,7 +44,7 @@ func rekeyedLog(t *testing.T, oldKey, newKey encryption.Key) string {
 		t.Fatal(err)
 	}
 	both := sealerFor(t, newKey, oldKey)
-	if err := s.Rekey(both, snapAt(5), raftpb.HardState{Term: 1, Commit: 8}, entries(6, 8, 1)); err != nil {
+	if err := s.Rekey(both, snapAt(5), entries(6, 8, 1)); err != nil {
 		t.Fatal(err)
 	}
 	// The rekeyed log takes appends.

@@ -44,7 +44,8 @@ type Storage struct {
 	wal             *wal.WAL
 	snapshotter     *snap.Snapshotter
 	sealer          *encryption.Sealer
-	metadata        []byte // the WAL metadata record, copied into a rekeyed log
+	metadata        []byte           // the WAL metadata record, copied into a rekeyed log
+	hardState       raftpb.HardState // as last persisted, copied into a rekeyed log
 	keepOld         int
 	log             *slog.Logger
 }
@@ -172,7 +173,7 @@ func (s *Storage) openWAL(st *State) error {
 		meta, hs, ents, err := w.ReadAll()
 		if err == nil {
 			s.wal = w
-			s.metadata = meta
+			s.metadata, s.hardState = meta, hs
 			st.Metadata, st.HardState, st.Entries = meta, hs, ents
 			return nil
 		}
@@ -191,6 +192,9 @@ func (s *Storage) openWAL(st *State) error {
 func (s *Storage) Save(hs raftpb.HardState, ents []raftpb.Entry) error {
 	if err := s.wal.Save(hs, sealEntries(s.sealer, ents)); err != nil {
 		return fmt.Errorf("save to wal %s: %w", s.walDir, err)
+	}
+	if !raft.IsEmptyHardState(hs) {
+		s.hardState = hs
 	}
 	return nil
 }
