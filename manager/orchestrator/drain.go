@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -256,7 +257,9 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 	case len(stuck) > 0:
 		next.State = api.DrainState_DRAIN_STATE_TIMED_OUT
 		next.StuckTaskIds = stuck
-		next.Message = "pending: drain_timeout: " + strings.Join(why, "; ")
+		// The CLI trims this prefix (cmd/jaco trimReason) to print the
+		// drain_timeout error.
+		next.Message = "pending: " + reason.DrainTimeout + ": " + strings.Join(why, "; ")
 		w = time.Time{}
 	case unended == 0:
 		next.State = api.DrainState_DRAIN_STATE_DRAINED
