@@ -47,13 +47,12 @@ type jacoResult struct {
 
 // jacoNode is the single jacod under test.
 type jacoNode struct {
-	o      containersOpts
-	dir    string
-	p      *proc
-	m      *jacoMember
-	cl     *jclient.Client
-	ctrd   *client.Client // the node's containerd namespace, to see containers go
-	nodeID string
+	o    containersOpts
+	dir  string
+	p    *proc
+	m    *jacoMember
+	cl   *jclient.Client
+	ctrd *client.Client // the node's containerd namespace, to see containers go
 	// release lets the thread that started jacod end (after jacod).
 	release func()
 }
@@ -92,8 +91,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 	if err := c.init(ctx); err != nil {
 		return err
 	}
-	n.nodeID = n.m.nodeID
-	cl, err := jclient.New(jclient.WithSocket(n.socket()))
+	cl, err := jclient.New(jclient.WithSocket(node.SocketPath(n.dir)))
 	if err != nil {
 		return err
 	}
@@ -116,7 +114,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 			return err
 		}
 		for _, nd := range resp.GetNodes() {
-			if nd.GetId() == n.nodeID && nd.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_READY {
+			if nd.GetId() == n.m.nodeID && nd.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_READY {
 				return nil
 			}
 		}
@@ -125,15 +123,13 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 	if err != nil {
 		return err
 	}
-	names, err := ctrd.NamesFor(n.nodeID, jacoSubnet)
+	names, err := ctrd.NamesFor(n.m.nodeID, jacoSubnet)
 	if err != nil {
 		return err
 	}
 	n.ctrd, err = client.New(address, client.WithDefaultNamespace(names.Namespace))
 	return err
 }
-
-func (n *jacoNode) socket() string { return node.SocketPath(n.dir) }
 
 func (n *jacoNode) close() {
 	if n.cl != nil {
