@@ -51,8 +51,9 @@ func formationPolicy(method string, id identity.Identity) (handled bool, err err
 }
 
 func (n *Node) registerFormation(srv *grpc.Server) {
-	api.RegisterFormationServiceServer(srv, formationService{n: n})
-	api.RegisterAdmissionServiceServer(srv, api.NewRaftProxyAdmissionServiceServer(admissionService{m: n.members}, proxy.NewLeaderRouter(leader{n})))
+	admit := api.NewRaftProxyAdmissionServiceServer(admissionService{m: n.members}, proxy.NewLeaderRouter(leader{n}))
+	api.RegisterFormationServiceServer(srv, formationService{n: n, admit: admit})
+	api.RegisterAdmissionServiceServer(srv, admit)
 }
 
 type admissionService struct {
@@ -67,6 +68,9 @@ func (s admissionService) Admit(ctx context.Context, req *api.AdmitRequest) (*ap
 type formationService struct {
 	api.UnimplementedFormationServiceServer
 	n *Node
+	// admit is the AdmissionService this node serves: it admits on the
+	// leader and forwards to it elsewhere.
+	admit api.AdmissionServiceServer
 }
 
 // SecretJoin verifies the joiner's proof on the connection it arrived on,
@@ -90,8 +94,7 @@ func (s formationService) SecretJoin(ctx context.Context, req *api.SecretJoinReq
 	}
 	self := identity.Identity{Kind: identity.Node, NodeID: m.Raft.NodeID(), Role: ca.RoleManager}
 	actx := identity.NewContext(metadata.NewIncomingContext(ctx, metadata.MD{}), self)
-	resp, err := api.NewRaftProxyAdmissionServiceServer(admissionService{m: s.n.members}, proxy.NewLeaderRouter(leader{s.n})).
-		Admit(actx, &api.AdmitRequest{Hostname: req.Hostname, Address: req.Address, CsrPem: req.CsrPem, NodeId: req.NodeId})
+	resp, err := s.admit.Admit(actx, &api.AdmitRequest{Hostname: req.Hostname, Address: req.Address, CsrPem: req.CsrPem, NodeId: req.NodeId})
 	if err != nil {
 		return nil, err
 	}
