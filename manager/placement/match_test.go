@@ -32,7 +32,7 @@ func TestMatches(t *testing.T) {
 		{nil, "w2", false},
 	} {
 		p := &api.Placement{Constraints: tc.constraints, PinNode: tc.pin}
-		if got := Matches(p, n); got != tc.want {
+		if got := Matcher(p)(n); got != tc.want {
 			t.Errorf("constraints %q pin %q: match = %v, want %v", tc.constraints, tc.pin, got, tc.want)
 		}
 	}

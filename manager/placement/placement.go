@@ -141,14 +141,11 @@ func PinnedTo(p *api.Placement, n *api.Node) bool {
 	return p.GetPinNode() != "" && n != nil && PinAllows(p.GetPinNode(), n)
 }
 
-// Matches reports whether n meets p's pin and constraints, read as the
-// scheduler's filters read them. An unparsable constraint matches no node:
-// the control API refuses such specs, so one here is a bug elsewhere and
-// placing nothing is the safe reading.
-func Matches(p *api.Placement, n *api.Node) bool { return Matcher(p)(n) }
-
-// Matcher returns Matches(p, ·) with p parsed once, for checking one
-// placement against many nodes.
+// Matcher returns a function reporting whether a node meets p's pin and
+// constraints, read as the scheduler's filters read them, with p parsed
+// once for checking it against many nodes. An unparsable constraint
+// matches no node: the control API refuses such specs, so one here is a
+// bug elsewhere and placing nothing is the safe reading.
 func Matcher(p *api.Placement) func(n *api.Node) bool {
 	pin := p.GetPinNode()
 	cons, err := ParseConstraints(p.GetConstraints())
