@@ -14,13 +14,13 @@ import (
 
 // serviceView is the JSON shape of one service in `jaco service ls`.
 type serviceView struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Mode     string `json:"mode"`
-	Desired  uint64 `json:"desired"`
-	Running  uint64 `json:"running"`
-	Runs     string `json:"runs"`
-	Replaced uint64 `json:"spec_version"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Mode        string `json:"mode"`
+	Desired     uint64 `json:"desired"`
+	Running     uint64 `json:"running"`
+	Runs        string `json:"runs"`
+	SpecVersion uint64 `json:"spec_version"`
 }
 
 func serviceLsCmd(g *globals) *cobra.Command {
@@ -83,7 +83,7 @@ func serviceViews(svcs []*api.Service, tasks []*api.Task) []serviceView {
 	views := make([]serviceView, 0, len(svcs))
 	for _, s := range svcs {
 		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: word(s.Spec.Mode.String(), "SERVICE_MODE_"),
-			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, Replaced: s.SpecVersion}
+			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, SpecVersion: s.SpecVersion}
 		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
 			v.Desired = live[s.Id]
 		}
