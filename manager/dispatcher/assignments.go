@@ -33,9 +33,12 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	defer cancel() // ends the watch
 	set := newAssignmentSet(sess.nodeID)
 	var tasks []*api.Task
-	events := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) },
-		store.ObjectType[*api.Task](), onNode(sess.nodeID))
-	if err := stream.Send(&api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)}); err != nil {
+	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
+	sendComplete := func() error {
+		return stream.Send(&api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)})
+	}
+	events := s.st.ViewAndWatch(ctx, read, store.ObjectType[*api.Task](), onNode(sess.nodeID))
+	if err := sendComplete(); err != nil {
 		return err
 	}
 
@@ -51,10 +54,9 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 				}
 				return errNoLeader()
 			}
-			if e.Kind == store.EventReset {
-				s.st.View(func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) })
-				msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)}
-				if err := stream.Send(msg); err != nil {
+			if e.Kind == store.EventReset { // the store was restored: start over
+				s.st.View(read)
+				if err := sendComplete(); err != nil {
 					return err
 				}
 				continue

@@ -88,6 +88,31 @@ func TestAssignmentsStream(t *testing.T) {
 	}
 }
 
+// A store restore (a snapshot installed) replaces what the agent was told:
+// it gets a COMPLETE message of the restored state.
+func TestAssignmentsStartOverAfterRestore(t *testing.T) {
+	h := newHarness(t, workerNode("n1"))
+	h.create(task("t1", "n1", running, assignedS))
+	h.run()
+	c, _, sess := h.openSession("n1", nil)
+	as, err := c.Assignments(h.ctxFor("n1"), &api.AssignmentsRequest{SessionId: sess.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_COMPLETE, []string{"t1"}, nil)
+
+	snap := h.st.Save()
+	snap.Tasks = []*api.Task{task("t2", "n1", running, assignedS), task("t3", "n1", shutdown, shutdown)}
+	if err := h.st.Restore(snap, h.st.AppliedIndex()); err != nil {
+		t.Fatal(err)
+	}
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_COMPLETE, []string{"t2"}, nil)
+
+	// Changes after the restore stream as before.
+	h.change("t2", func(task *api.Task) { task.DesiredState = shutdown })
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_INCREMENTAL, []string{"t2"}, nil)
+}
+
 func TestUpdateTaskStatus(t *testing.T) {
 	h := newHarness(t, workerNode("n1"), workerNode("n2"))
 	h.create(task("t1", "n1", running, assignedS), task("theirs", "n2", running, assignedS))
