@@ -61,12 +61,14 @@ func TestRunEnvLogsAndRemove(t *testing.T) {
 		t.Errorf("netns %s after Remove: %v", st.Netns, err)
 	}
 	snaps := 0
-	_ = n.rt.Client().SnapshotService(Snapshotter).Walk(ctx, func(_ context.Context, i snapshots.Info) error {
+	if err := n.rt.Client().SnapshotService(Snapshotter).Walk(ctx, func(_ context.Context, i snapshots.Info) error {
 		if i.Name == "task-env-1" {
 			snaps++
 		}
 		return nil
-	})
+	}); err != nil {
+		t.Fatalf("walk snapshots: %v", err)
+	}
 	if snaps != 0 {
 		t.Errorf("snapshot task-env-1 left after Remove")
 	}
