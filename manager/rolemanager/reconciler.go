@@ -101,12 +101,20 @@ func cmpOr(d, def time.Duration) time.Duration {
 // retried at the next tick. Run returns when ctx is done and leaves no
 // goroutine behind.
 func (r *VoterReconciler) Run(ctx context.Context) {
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for ctx.Err() == nil {
+	every(ctx, r.interval, func() {
 		if _, err := r.Tick(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("voter reconciliation failed; retrying at the next tick", "err", err)
 		}
+	})
+}
+
+// every calls pass at once and then every interval until ctx ends; it
+// returns once ctx is done and pass has returned.
+func every(ctx context.Context, interval time.Duration, pass func()) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for ctx.Err() == nil {
+		pass()
 		select {
 		case <-ctx.Done():
 		case <-t.C:

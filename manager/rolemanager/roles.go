@@ -83,17 +83,11 @@ func NewRoleReconciler(cfg RoleConfig) *RoleReconciler {
 // Run reconciles every Interval until ctx ends (the leader runner cancels
 // it when leadership is lost). Errors are logged and retried.
 func (r *RoleReconciler) Run(ctx context.Context) {
-	t := time.NewTicker(r.cfg.Interval)
-	defer t.Stop()
-	for ctx.Err() == nil {
+	every(ctx, r.cfg.Interval, func() {
 		if err := r.Pass(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("role reconciliation failed; retrying", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // Pass reconciles every node whose role differs from its desired role,
