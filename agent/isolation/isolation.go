@@ -55,9 +55,6 @@ func New(name string, opts ...Option) *Ruleset {
 	return r
 }
 
-// Table is the nftables table's name.
-func (r *Ruleset) Table() string { return r.rs.table.Name }
-
 // Load loads the table into the kernel. Its error says why isolation is
 // unavailable; afterwards Usable returns the same error and Attach
 // refuses replicas.

@@ -1,7 +1,6 @@
 package isolation
 
 import (
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -44,34 +43,20 @@ func mayReach(from, to Member) bool {
 		slices.Contains(to.AllowFrom, from.Service)
 }
 
-// Pair is a source and destination address that may connect.
-type Pair struct{ From, To netip.Addr }
+// pair is a source and destination address that may connect.
+type pair struct{ From, To netip.Addr }
 
-// Policy is the content of the ruleset's sets for a set of members:
-// every member's address, and the pairs that may connect, both sorted.
-// Pairs from an address to itself are left out (that traffic never leaves
-// the replica).
-func Policy(members []Member) (addrs []netip.Addr, allowed []Pair) {
-	c := contentsOf(members)
-	addrs = slices.SortedFunc(maps.Keys(c.addrs), netip.Addr.Compare)
-	allowed = slices.SortedFunc(maps.Keys(c.pairs), func(a, b Pair) int {
-		if c := a.From.Compare(b.From); c != 0 {
-			return c
-		}
-		return a.To.Compare(b.To)
-	})
-	return addrs, allowed
-}
-
-// contents is what the two sets hold.
+// contents is what the two sets hold: every member's address, and the
+// pairs that may connect. Pairs from an address to itself are left out
+// (that traffic never leaves the replica).
 type contents struct {
 	addrs map[netip.Addr]bool
-	pairs map[Pair]bool
+	pairs map[pair]bool
 }
 
-// contentsOf is Policy as sets: what sync writes to the kernel.
+// contentsOf is what sync writes to the kernel for members.
 func contentsOf(members []Member) *contents {
-	c := &contents{addrs: map[netip.Addr]bool{}, pairs: map[Pair]bool{}}
+	c := &contents{addrs: map[netip.Addr]bool{}, pairs: map[pair]bool{}}
 	for _, from := range members {
 		if !from.Addr.Is4() {
 			continue
@@ -79,7 +64,7 @@ func contentsOf(members []Member) *contents {
 		c.addrs[from.Addr] = true
 		for _, to := range members {
 			if to.Addr.Is4() && from.Addr != to.Addr && mayReach(from, to) {
-				c.pairs[Pair{from.Addr, to.Addr}] = true
+				c.pairs[pair{from.Addr, to.Addr}] = true
 			}
 		}
 	}

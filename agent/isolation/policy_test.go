@@ -1,8 +1,8 @@
 package isolation
 
 import (
+	"maps"
 	"net/netip"
-	"slices"
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
@@ -37,13 +37,13 @@ func TestPolicyPairs(t *testing.T) {
 		{"allow_from names the source", cache, metrics, true},
 		{"allow_from names another service", web1, metrics, false},
 	}
-	addrs, pairs := Policy(all)
-	if len(addrs) != len(all) {
-		t.Fatalf("addresses = %v, want all %d members", addrs, len(all))
+	policy := contentsOf(all)
+	if len(policy.addrs) != len(all) {
+		t.Fatalf("addresses = %v, want all %d members", policy.addrs, len(all))
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := slices.Contains(pairs, Pair{c.from.Addr, c.to.Addr})
+			got := policy.pairs[pair{c.from.Addr, c.to.Addr}]
 			if got != c.want {
 				t.Errorf("%s (%s) -> %s (%s) allowed = %v, want %v", c.from.Service, c.from.Addr, c.to.Service, c.to.Addr, got, c.want)
 			}
@@ -57,19 +57,19 @@ func TestPolicyNoSelfPairsNoDuplicates(t *testing.T) {
 	// adoption racing a restart) must not double the pairs.
 	b := member("b", "198.18.0.130", "web", &api.ServiceSpec{})
 	c := member("c", "198.18.0.131", "web", &api.ServiceSpec{})
-	addrs, pairs := Policy([]Member{a, b, c})
-	if len(addrs) != 2 {
-		t.Errorf("addresses = %v, want 2 distinct", addrs)
+	got := contentsOf([]Member{a, b, c})
+	if len(got.addrs) != 2 {
+		t.Errorf("addresses = %v, want 2 distinct", got.addrs)
 	}
-	want := []Pair{{a.Addr, c.Addr}, {c.Addr, a.Addr}}
-	if !slices.Equal(pairs, want) {
-		t.Errorf("pairs = %v, want %v", pairs, want)
+	want := map[pair]bool{{a.Addr, c.Addr}: true, {c.Addr, a.Addr}: true}
+	if !maps.Equal(got.pairs, want) {
+		t.Errorf("pairs = %v, want %v", got.pairs, want)
 	}
 }
 
 func TestPolicyEmpty(t *testing.T) {
-	addrs, pairs := Policy(nil)
-	if len(addrs) != 0 || len(pairs) != 0 {
-		t.Errorf("Policy(nil) = %v, %v; want nothing", addrs, pairs)
+	got := contentsOf(nil)
+	if len(got.addrs) != 0 || len(got.pairs) != 0 {
+		t.Errorf("contentsOf(nil) = %v; want nothing", got)
 	}
 }

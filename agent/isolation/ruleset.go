@@ -100,7 +100,7 @@ func addrElement(a netip.Addr) nftables.SetElement {
 	return nftables.SetElement{Key: b[:]}
 }
 
-func pairElement(p Pair) nftables.SetElement {
+func pairElement(p pair) nftables.SetElement {
 	f, t := p.From.As4(), p.To.As4()
 	return nftables.SetElement{Key: append(f[:], t[:]...)}
 }
