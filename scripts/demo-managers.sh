@@ -48,21 +48,10 @@ start() {
 	mkdir -p "$base/m$i"
 	./bin/jacod --data-dir "$base/m$i" --listen-addr "127.0.0.1:${ports[i-1]}" --node-name "m$i" >>"$base/m$i.log" 2>&1 &
 	pids[i-1]=$!
-	for _ in $(seq 100); do
-		jaco "$i" --timeout 1s cluster status >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
+	wait_for 10 jaco "$i" --timeout 1s cluster status && return 0
 	log "jacod m$i did not come up; its log:"; cat "$base/m$i.log"; return 1
 }
 
-# wait_for N SECONDS CMD...: run CMD every 0.2 s until it succeeds.
-wait_for() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
-		sleep 0.2
-	done
-}
 voters() { [[ $(jaco "$1" cluster status --format json | grep -c '"suffrage": "VOTER"') == "$2" ]]; }
 # leader_name I: the hostname of the leader as manager I sees it.
 leader_name() {

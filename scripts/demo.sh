@@ -57,15 +57,6 @@ inns() { local n=$1; shift; ip netns exec "$tag-$n" "$@"; }
 daemon() { local n=$1; shift; exec nsenter --net="/run/netns/$tag-$n" "$@"; }
 addr() { echo "198.18.0.$(($1 + 1))"; }
 
-# wait_for SECONDS CMD...: run CMD every 0.3 s until it succeeds.
-wait_for() {
-	local deadline=$((SECONDS + $1)); shift
-	until "$@" >/dev/null 2>&1; do
-		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
-		sleep 0.3
-	done
-}
-
 log "network: a bridge in namespace $tag-hub, one namespace per host"
 ip netns add "$tag-hub"
 ip -n "$tag-hub" link add br0 type bridge

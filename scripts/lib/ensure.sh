@@ -1,10 +1,21 @@
 # shellcheck shell=bash
-# Helpers sourced by the scripts: install what jaco needs on a fresh Debian
-# machine (as root), and put a Go that can build it on PATH.
+# Helpers sourced by the scripts: log, wait for a condition, install what
+# jaco needs on a fresh Debian machine (as root), and put a Go that can
+# build it on PATH.
 
 JACO_GO_VERSION=1.26.8
 
 log() { printf '==> %s\n' "$*" >&2; }
+
+# wait_for SECONDS CMD...: run CMD every 0.2 s until it succeeds, or give
+# up (saying on what) after SECONDS.
+wait_for() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
+		sleep 0.2
+	done
+}
 
 apt_updated=
 # ensure_pkgs installs the Debian packages that are missing.
