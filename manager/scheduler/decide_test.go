@@ -30,6 +30,9 @@ func TestFilters(t *testing.T) {
 	noResources.Description.Resources = nil
 	manager := readyNode("bad")
 	manager.Role = api.NodeRole_NODE_ROLE_MANAGER
+	unisolated := readyNode("bad")
+	unisolated.Description.IsolationUnavailable = true
+	unisolated.Description.IsolationMessage = "network isolation unavailable: operation not permitted"
 
 	withSpec := func(f func(*api.ServiceSpec)) *api.ServiceSpec {
 		s := imageSpec("svc")
@@ -38,6 +41,7 @@ func TestFilters(t *testing.T) {
 		return s
 	}
 	plain := withSpec(func(*api.ServiceSpec) {})
+	hooks := withSpec(func(s *api.ServiceSpec) { s.Image, s.Bundle = "", &api.HookBundle{} })
 	for _, tc := range []struct {
 		name    string
 		bad     *api.Node
@@ -47,6 +51,9 @@ func TestFilters(t *testing.T) {
 		{"paused", paused, plain, "1 node not available for new tasks"},
 		{"drained", drained, plain, "1 node not available for new tasks"},
 		{"down", down, plain, "1 node not available for new tasks"},
+		// A node without network isolation runs replicas of neither runtime.
+		{"isolation", unisolated, plain, "1 node without network isolation"},
+		{"isolation, hooks runtime", unisolated, hooks, "1 node without network isolation"},
 		{"runtime", hooksOnly, plain, "1 node without the containerd runtime"},
 		{"memory", small, plain, "1 node with insufficient memory"},
 		{"cpu", fewCPU, plain, "1 node with insufficient CPU"},
