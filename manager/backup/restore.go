@@ -150,8 +150,10 @@ func planRestore(b *Backup, opts RestoreOptions) (*plan, error) {
 		return nil, err
 	}
 	snap := proto.Clone(b.Snapshot).(*api.RaftSnapshot)
-	old := append(slices.Clone(snap.Members), snap.RemovedMembers...)
-	raftID, err := freshRaftID(old)
+	// Every member of the old cluster, current or removed, is removed now.
+	removed := append(slices.Clone(snap.Members), snap.RemovedMembers...)
+	slices.SortFunc(removed, func(a, b *api.RaftMember) int { return cmp.Compare(a.RaftId, b.RaftId) })
+	raftID, err := freshRaftID(removed)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +165,6 @@ func planRestore(b *Backup, opts RestoreOptions) (*plan, error) {
 		self: &api.RaftMember{RaftId: raftID, NodeId: self.Id, Address: opts.AdvertiseAddr},
 		snap: snap,
 	}
-	removed := old
-	slices.SortFunc(removed, func(a, b *api.RaftMember) int { return cmp.Compare(a.RaftId, b.RaftId) })
 	for _, m := range removed {
 		p.blacklisted = append(p.blacklisted, m.RaftId)
 	}
