@@ -9,6 +9,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/containerd/containerd/v2/client"
@@ -122,8 +124,15 @@ func TestBuildDeterministic(t *testing.T) {
 }
 
 func TestBuildRejectsRelativeFile(t *testing.T) {
-	if err := Build(io.Discard, ref, WithFile("etc/x", nil, 0o644)); err == nil {
-		t.Fatal("relative file path accepted")
+	// Any file does as busybox here: the build must fail on the path, not
+	// on a missing binary.
+	bb := filepath.Join(t.TempDir(), "busybox")
+	if err := os.WriteFile(bb, []byte("not a binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := Build(io.Discard, ref, WithBusybox(bb), WithFile("etc/x", nil, 0o644))
+	if err == nil || !strings.Contains(err.Error(), `"etc/x"`) {
+		t.Fatalf("Build with a relative file path = %v, want an error naming it", err)
 	}
 }
 
