@@ -25,11 +25,7 @@ func TestIsolation(t *testing.T) {
 	t.Parallel()
 	c := newContainerCluster(t, 1)
 
-	nodes, err := decode[[]struct {
-		Hostname     string `json:"hostname"`
-		State        string `json:"state"`
-		StateMessage string `json:"state_message"`
-	}](c.manager.jaco("node", "ls", "--format", "json"))
+	nodes, err := c.nodeStates()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +61,19 @@ func TestIsolation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeLine is one node of `jaco node ls --format json`: its state, and
+// why when it cannot run replicas.
+type nodeLine struct {
+	Hostname     string `json:"hostname"`
+	State        string `json:"state"`
+	StateMessage string `json:"state_message"`
+}
+
+// nodeStates lists the nodes' states as the manager sees them.
+func (c *ccluster) nodeStates() ([]nodeLine, error) {
+	return decode[[]nodeLine](c.manager.jaco("node", "ls", "--format", "json"))
 }
 
 // replicaNet is where one replica's network lives.

@@ -22,13 +22,8 @@ func TestIsolationUnavailable(t *testing.T) {
 	t.Run("the node is a member and says why it runs nothing", func(t *testing.T) {
 		// Ready: its heartbeats arrive; it is not down, only unusable.
 		c.waitNodes(t, []*nsDaemon{good, bad}, "ready")
-		type nodeLine struct {
-			Hostname     string `json:"hostname"`
-			State        string `json:"state"`
-			StateMessage string `json:"state_message"`
-		}
 		eventually(t, replicaTimeout, func() error {
-			nodes, err := decode[[]nodeLine](c.manager.jaco("node", "ls", "--format", "json"))
+			nodes, err := c.nodeStates()
 			if err != nil {
 				return err
 			}
