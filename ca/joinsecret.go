@@ -48,11 +48,9 @@ func NewJoinSecret(secret []byte) (*JoinSecret, error) {
 	if len(raw) < MinJoinSecretLen {
 		return nil, fmt.Errorf("%w: %d bytes, want at least %d (e.g. `head -c 32 /dev/urandom | base64`)", ErrJoinSecret, len(raw), MinJoinSecretLen)
 	}
-	key, err := hkdf.Key(sha256.New, raw, nil, "jaco join secret v1 proof key", sha256.Size)
-	if err != nil {
-		return nil, fmt.Errorf("%w: derive proof key: %w", ErrJoinSecret, err)
-	}
-	return &JoinSecret{raw: bytes.Clone(raw), macKey: key}, nil
+	s := &JoinSecret{raw: bytes.Clone(raw)}
+	s.macKey = s.Derive("jaco join secret v1 proof key", sha256.Size)
+	return s, nil
 }
 
 // ReadJoinSecret reads a secret from a file that only its owner may read.
