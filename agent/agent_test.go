@@ -115,7 +115,7 @@ func imageTask(id string) *api.Task {
 // setup starts a dispatcher, a containerd-named fake runtime and an agent.
 func setup(t *testing.T) (*fakeDispatcher, *fakeRuntime, string) {
 	d := newFakeDispatcher(t)
-	rt := newFakeRuntime(RuntimeContainerd)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	startAgent(t, testConfig(dir, []string{d.addr}, rt))
 	waitFor(t, "a session", func() (bool, string) { return d.sessionCount() > 0, "no session" })
@@ -314,7 +314,7 @@ func TestShutdownDuringPrepare(t *testing.T) {
 // prepared until the first has started; then it is.
 func TestStartsBounded(t *testing.T) {
 	d := newFakeDispatcher(t)
-	rt := newFakeRuntime(RuntimeContainerd)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
 	cfg := testConfig(t.TempDir(), []string{d.addr}, rt)
 	cfg.MaxConcurrentStarts = 1
 	startAgent(t, cfg)

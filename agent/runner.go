@@ -26,12 +26,6 @@ const (
 	ReasonInvalidSpec   = reason.InvalidSpec
 )
 
-// Runtime names, as exec.Runtime.Name returns them.
-const (
-	RuntimeContainerd = exec.RuntimeContainerd
-	RuntimeHooks      = exec.RuntimeHooks
-)
-
 // taskRunner owns one replica on this node: one goroutine drives its
 // controller through prepare → start → monitor → stop → remove and
 // reports each step. Its status only moves forward.
@@ -188,9 +182,9 @@ func (r *taskRunner) controller() (exec.Controller, error) {
 	case spec.GetImage() != "" && spec.GetBundle() != nil:
 		return nil, &rejection{ReasonInvalidSpec, "spec has both an image and a bundle"}
 	case spec.GetImage() != "":
-		want = RuntimeContainerd
+		want = exec.RuntimeContainerd
 	case spec.GetBundle() != nil:
-		want = RuntimeHooks
+		want = exec.RuntimeHooks
 	default:
 		return nil, &rejection{ReasonInvalidSpec, "spec has neither an image nor a bundle"}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -211,15 +212,15 @@ type loadingRuntime struct {
 }
 
 func TestAgentServerLoadsImagesThroughItsRuntime(t *testing.T) {
-	rt := loadingRuntime{newFakeRuntime(RuntimeContainerd), &fakeLoader{}}
-	a, err := New(testConfig(t.TempDir(), nil, newFakeRuntime(RuntimeHooks), rt))
+	rt := loadingRuntime{newFakeRuntime(exec.RuntimeContainerd), &fakeLoader{}}
+	a, err := New(testConfig(t.TempDir(), nil, newFakeRuntime(exec.RuntimeHooks), rt))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := a.Server().loader; got != ImageLoader(rt) {
 		t.Fatalf("Server loads images with %v, want the runtime that can", got)
 	}
-	a, err = New(testConfig(t.TempDir(), nil, newFakeRuntime(RuntimeHooks)))
+	a, err = New(testConfig(t.TempDir(), nil, newFakeRuntime(exec.RuntimeHooks)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
 
 func TestRestartReadoptsWithoutStopping(t *testing.T) {
 	d := newFakeDispatcher(t)
-	rt := newFakeRuntime(RuntimeContainerd)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	first := startAgent(t, testConfig(dir, []string{d.addr}, rt))
 	d.assign(imageTask("t1"))
@@ -93,7 +93,7 @@ func TestRestartWithoutRunnableTasks(t *testing.T) {
 	done := imageTask("old")
 	done.Status = &api.TaskStatus{State: complete}
 	storeTasks(t, dir, done)
-	rt := newFakeRuntime(RuntimeContainerd)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
 	cfg := testConfig(dir, nil, rt)
 	a := startAgent(t, cfg)
 	time.Sleep(100 * time.Millisecond)
@@ -121,14 +121,14 @@ func TestLeaderLostReconnects(t *testing.T) {
 
 func TestTriesManagersInTurn(t *testing.T) {
 	d := newFakeDispatcher(t)
-	rt := newFakeRuntime(RuntimeContainerd)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(closedPort(t))))
-	startAgent(t, testConfig(t.TempDir(), []string{dead, d.addr}, rt, newFakeRuntime(RuntimeHooks)))
+	startAgent(t, testConfig(t.TempDir(), []string{dead, d.addr}, rt, newFakeRuntime(exec.RuntimeHooks)))
 	waitFor(t, "a session through the second manager", func() (bool, string) {
 		return d.sessionCount() > 0, "no session"
 	})
 	desc := d.description()
-	if !slices.Equal(desc.GetRuntimes(), []string{RuntimeContainerd, RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
+	if !slices.Equal(desc.GetRuntimes(), []string{exec.RuntimeContainerd, exec.RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
 		t.Fatalf("node description %v", desc)
 	}
 }
@@ -138,7 +138,7 @@ func TestStatusLostWithRestartIsSentAgain(t *testing.T) {
 	// cluster still thinks the replica runs.
 	d := newFakeDispatcher(t)
 	dir := t.TempDir()
-	cfg := testConfig(dir, []string{d.addr}, newFakeRuntime(RuntimeContainerd))
+	cfg := testConfig(dir, []string{d.addr}, newFakeRuntime(exec.RuntimeContainerd))
 	local := imageTask("t1")
 	local.Status = &api.TaskStatus{State: failedSt, Reason: ReasonExitCode, ExitCode: 2}
 	storeTasks(t, dir, local)
