@@ -124,12 +124,11 @@ func TestShimKilledOutright(t *testing.T) {
 
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		t.Fatal(err)
+	fields, err := statFields(pid)
+	if err != nil || len(fields) < 2 {
+		t.Fatalf("stat of pid %d: %q, %v", pid, fields, err)
 	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
-	ppid, err := strconv.Atoi(fields[1])
+	ppid, err := strconv.Atoi(fields[1]) // field 4
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,19 +103,27 @@ func recordOf(pid int) (procRecord, error) {
 	return procRecord{Pid: pid, StartTime: st}, nil
 }
 
+// statFields returns the fields of /proc/PID/stat from field 3 (state)
+// on. The command name (field 2) may hold spaces and parentheses; the
+// fields after it start behind the last ')'.
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return nil, fmt.Errorf("parse /proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(string(data[i+1:])), nil
+}
+
 // procStat reads the start time and state letter of pid from /proc.
 func procStat(pid int) (startTime uint64, state byte, err error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	fields, err := statFields(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	// The command name (field 2) may hold spaces and parentheses; the
-	// fields after it start behind the last ')'.
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("parse /proc/%d/stat: no command name", pid)
-	}
-	fields := strings.Fields(string(data[i+1:]))
 	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
 	if len(fields) < 20 {
 		return 0, 0, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(fields))
