@@ -216,14 +216,6 @@ func checkAssigned(b *testing.B, st *store.Store, service string, want int) {
 	}
 }
 
-func tasksAsObjects(tasks []*api.Task) []store.Object {
-	out := make([]store.Object, len(tasks))
-	for i, t := range tasks {
-		out[i] = t
-	}
-	return out
-}
-
 // createChunked creates objs in proposals of the scheduler's chunk size.
 func createChunked(b *testing.B, st *store.Store, objs []store.Object) {
 	b.Helper()

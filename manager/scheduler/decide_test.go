@@ -129,9 +129,7 @@ func TestSpreadOverZones(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := zonedNodes(tc.zones)
-			for _, task := range pendingTasks(spec, tc.replicas) {
-				objs = append(objs, task)
-			}
+			objs = append(objs, tasksAsObjects(pendingTasks(spec, tc.replicas))...)
 			got := decideOnce(t, testIndex(objs...))
 			if z := perZone(got); !maps.Equal(z, tc.want) {
 				t.Fatalf("per zone %v, want %v (%v)", z, tc.want, got)
@@ -154,9 +152,7 @@ func TestSpreadCountsExistingReplicasAndUnlabelledNodes(t *testing.T) {
 		readyNode("a0", "zone", "a"), readyNode("b0", "zone", "b"), readyNode("x0"),
 		runningTask("old1", spec, "a0"), runningTask("old2", spec, "a0"),
 	}
-	for _, task := range pendingTasks(spec, 4) {
-		objs = append(objs, task)
-	}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 4))...)
 	got := decideOnce(t, testIndex(objs...))
 	// a holds 2 already; 4 more make every group (a, b, unlabelled) 2.
 	if n := got.perNode(); n["a0"] != 0 || n["b0"] != 2 || n["x0"] != 2 {
@@ -172,9 +168,7 @@ func TestSpreadHierarchical(t *testing.T) {
 		readyNode("a-r2-1", "zone", "a", "rack", "r2"),
 		readyNode("b-r3-1", "zone", "b", "rack", "r3"),
 	}
-	for _, task := range pendingTasks(spec, 8) {
-		objs = append(objs, task)
-	}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 8))...)
 	got := decideOnce(t, testIndex(objs...)).perNode()
 	// zone a: 4 split over racks r1 (2 nodes) and r2 (1 node) 2/2; zone b: 4.
 	want := map[string]int{"a-r1-1": 1, "a-r1-2": 1, "a-r2-1": 2, "b-r3-1": 4}
@@ -190,9 +184,7 @@ func TestLeastLoaded(t *testing.T) {
 		readyNode("n1"), readyNode("n2"), readyNode("n3"),
 		runningTask("o1", other, "n1"), runningTask("o2", other, "n1"), runningTask("o3", other, "n2"),
 	}
-	for _, task := range pendingTasks(spec, 4) {
-		objs = append(objs, task)
-	}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 4))...)
 	got := decideOnce(t, testIndex(objs...))
 	// One each first, emptiest node first: n3 (0 tasks), n2 (1), n1 (2).
 	// Then every node has one replica of svc and the fewest tasks overall
@@ -229,9 +221,7 @@ func TestResourcesFill(t *testing.T) {
 	spec := imageSpec("svc")
 	spec.Reservations = &api.Resources{MemoryBytes: 1536 << 20} // 1.5 GiB: two per 4 GiB node
 	objs := []store.Object{readyNode("n1"), readyNode("n2")}
-	for _, task := range pendingTasks(spec, 5) {
-		objs = append(objs, task)
-	}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 5))...)
 	got := decideOnce(t, testIndex(objs...))
 	if n := got.perNode(); n["n1"] != 2 || n["n2"] != 2 {
 		t.Fatalf("placed %v, want two per node", got)
@@ -249,9 +239,7 @@ func TestContainerSlots(t *testing.T) {
 	n1.Description.ContainerSlots, n2.Description.ContainerSlots = 3, 2
 	hooks := &api.ServiceSpec{Name: "proc", Bundle: &api.HookBundle{}, Placement: &api.Placement{}}
 	objs := []store.Object{n1, n2, runningTask("old", spec, "n1"), runningTask("proc.1", hooks, "n2")}
-	for _, task := range pendingTasks(spec, 5) {
-		objs = append(objs, task)
-	}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 5))...)
 	got := decideOnce(t, testIndex(objs...))
 	if n := got.perNode(); n["n1"] != 2 || n["n2"] != 2 {
 		t.Fatalf("placed %v, want n1 filled to 3 containers and n2 to 2", got)
@@ -266,9 +254,7 @@ func TestPin(t *testing.T) {
 		spec := imageSpec("svc")
 		spec.Placement.PinNode = pin
 		objs := []store.Object{readyNode("n1"), readyNode("n2"), readyNode("n3")}
-		for _, task := range pendingTasks(spec, 3) {
-			objs = append(objs, task)
-		}
+		objs = append(objs, tasksAsObjects(pendingTasks(spec, 3))...)
 		got := decideOnce(t, testIndex(objs...))
 		if n := got.perNode(); n["n2"] != 3 {
 			t.Fatalf("pin %s: placed %v, want all on n2", pin, got)

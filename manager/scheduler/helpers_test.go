@@ -49,6 +49,16 @@ func pendingTasks(spec *api.ServiceSpec, n int) []*api.Task {
 	return out
 }
 
+// tasksAsObjects is tasks as store objects, for testIndex and
+// storetest.Create.
+func tasksAsObjects(tasks []*api.Task) []store.Object {
+	out := make([]store.Object, len(tasks))
+	for i, t := range tasks {
+		out[i] = t
+	}
+	return out
+}
+
 // runningTask is a RUNNING task of spec's service on node.
 func runningTask(id string, spec *api.ServiceSpec, node string) *api.Task {
 	t := pendingTasks(spec, 1)[0]

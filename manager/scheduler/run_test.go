@@ -44,8 +44,7 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 	storetest.Create(t, st, pendingTasks(nowhere, 1)[0])
 	startScheduler(t, st)
 
-	webTasks := pendingTasks(web, 4)
-	storetest.Create(t, st, webTasks[0], webTasks[1], webTasks[2], webTasks[3])
+	storetest.Create(t, st, tasksAsObjects(pendingTasks(web, 4))...)
 	waitFor(t, st, "web waiting on db, nowhere without a node", func(tx store.ReadTx) bool {
 		s, _, r := taskState(tx, "web.004")
 		s2, _, r2 := taskState(tx, "nowhere.001")
@@ -148,11 +147,7 @@ func TestRunChunksProposals(t *testing.T) {
 	st, p := storetest.NewWithProposer(t)
 	spec := imageSpec("svc")
 	storetest.Create(t, st, readyNode("n1"), service(spec))
-	var objs []store.Object
-	for _, task := range pendingTasks(spec, 25) {
-		objs = append(objs, task)
-	}
-	storetest.Create(t, st, objs...)
+	storetest.Create(t, st, tasksAsObjects(pendingTasks(spec, 25))...)
 	before := p.Proposals()
 	startScheduler(t, st, WithProposalLimits(10, 1<<20))
 	waitFor(t, st, "25 assigned", func(tx store.ReadTx) bool {
