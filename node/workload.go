@@ -202,34 +202,35 @@ type agentService struct {
 	n *Node
 }
 
-func (s agentService) server() (*agent.Server, error) {
+// running is the agent that runs now.
+func (s agentService) running() (*agent.Agent, error) {
 	a := s.n.agent.Load()
 	if a == nil {
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
 	}
-	return a.Server(), nil
+	return a, nil
 }
 
 func (s agentService) Logs(req *api.LogsRequest, stream grpc.ServerStreamingServer[api.LogsMessage]) error {
-	srv, err := s.server()
+	a, err := s.running()
 	if err != nil {
 		return err
 	}
-	return srv.Logs(req, stream)
+	return a.Server().Logs(req, stream)
 }
 
 func (s agentService) ListLocalReplicas(context.Context, *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
-	a := s.n.agent.Load()
-	if a == nil {
-		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
+	a, err := s.running()
+	if err != nil {
+		return nil, err
 	}
 	return &api.ListLocalReplicasResponse{Replicas: a.Replicas()}, nil
 }
 
 func (s agentService) LoadImage(stream grpc.ClientStreamingServer[api.LoadImageRequest, api.LoadImageResponse]) error {
-	srv, err := s.server()
+	a, err := s.running()
 	if err != nil {
 		return err
 	}
-	return srv.LoadImage(stream)
+	return a.Server().LoadImage(stream)
 }
