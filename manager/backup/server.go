@@ -2,16 +2,14 @@ package backup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc/codes"
-	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/controlapi"
 )
 
 var _ api.BackupServiceServer = (*Server)(nil)
@@ -58,9 +56,6 @@ func (s *Server) Take(ctx context.Context) (*Backup, error) {
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "this manager stopped leading; retry")
 	}
 	if err := s.raft.Barrier(ctx); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLostLeadership) {
-			return nil, reason.Error(codes.Unavailable, reason.NoLeader, "leadership changed while taking the backup; retry")
-		}
 		return nil, fmt.Errorf("commit a barrier before the backup: %w", err)
 	}
 	term := s.raft.Term()
@@ -82,14 +77,11 @@ func (s *Server) Take(ctx context.Context) (*Backup, error) {
 func (s *Server) Backup(_ *api.BackupRequest, stream api.BackupService_BackupServer) error {
 	b, err := s.Take(stream.Context())
 	if err != nil {
-		if _, ok := grpcstatus.FromError(err); ok {
-			return err
-		}
-		return grpcstatus.Error(codes.Internal, err.Error())
+		return controlapi.ToStatus(err)
 	}
 	data, err := b.Marshal()
 	if err != nil {
-		return grpcstatus.Error(codes.Internal, err.Error())
+		return controlapi.ToStatus(err)
 	}
 	for off := 0; off < len(data); off += ChunkSize {
 		end := min(off+ChunkSize, len(data))
