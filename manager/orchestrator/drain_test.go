@@ -36,27 +36,7 @@ func (h *harness) drainPass(d *drainer, nodeID string) (*api.NodeDrain, time.Tim
 	if err != nil {
 		h.t.Fatalf("drain pass: %v", err)
 	}
-	var n *api.Node
-	h.st.View(func(tx store.ReadTx) { n = tx.GetNode(nodeID) })
-	if n == nil {
-		return nil, wake
-	}
-	return n.GetDrain(), wake
-}
-
-func (h *harness) task(id string) (t *api.Task) {
-	h.st.View(func(tx store.ReadTx) { t = tx.GetTask(id) })
-	return t
-}
-
-// runningOn makes every live task of svc run on node.
-func (h *harness) runningOn(svcID, node string) []*api.Task {
-	h.t.Helper()
-	ts := h.liveTasks(svcID)
-	for _, t := range ts {
-		h.report(t.Id, node, sRunning, 0)
-	}
-	return h.liveTasks(svcID)
+	return h.node(nodeID).GetDrain(), wake
 }
 
 func replacementsOf(ts []*api.Task, old *api.Task) []*api.Task {
@@ -177,9 +157,7 @@ func TestDrainDropsGlobalReplicas(t *testing.T) {
 	h.setNode(readyNode("n2", nil))
 	h.createService(global("agent"))
 	h.step()
-	for _, task := range h.liveTasks("agent") {
-		h.report(task.Id, "", sRunning, 0)
-	}
+	h.runningOn("agent", "")
 	d := h.o.newDrainer()
 	h.startDrain("n1", 0, false, false)
 	h.step()
@@ -266,9 +244,7 @@ func TestDrainedNodeIsRemovedWhenAsked(t *testing.T) {
 	if got := rm.ids(); !slices.Equal(got, []string{"n1"}) {
 		t.Fatalf("removed %v, want n1 only", got)
 	}
-	var n2 *api.Node
-	h.st.View(func(tx store.ReadTx) { n2 = tx.GetNode("n2") })
-	wantDrain(t, h, n2.GetDrain(), api.DrainState_DRAIN_STATE_DRAINED, 0, 0)
+	wantDrain(t, h, h.node("n2").GetDrain(), api.DrainState_DRAIN_STATE_DRAINED, 0, 0)
 }
 
 func TestDrainWithoutRemoverDeletesWorkerOnly(t *testing.T) {
@@ -334,8 +310,7 @@ func TestFailedRemovalIsShownOnTheNodeAndRetried(t *testing.T) {
 	if _, err := d.pass(context.Background()); err == nil {
 		t.Fatal("a failed removal must fail the pass, so that it is retried")
 	}
-	var n *api.Node
-	h.st.View(func(tx store.ReadTx) { n = tx.GetNode("n1") })
+	n := h.node("n1")
 	if n.GetDrain().GetState() != api.DrainState_DRAIN_STATE_DRAINED || !strings.Contains(n.GetDrain().GetMessage(), "removal failed, retrying: ") || !strings.HasSuffix(n.GetDrain().GetMessage(), "no quorum") {
 		t.Fatalf("drain %v, want DRAINED saying the removal failed", n.GetDrain())
 	}

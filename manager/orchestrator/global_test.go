@@ -29,10 +29,8 @@ func TestGlobalFollowsNodes(t *testing.T) {
 	h.setNode(readyNode("other", map[string]string{"zone": "b"}))
 	h.createService(global("agent", "node.labels.zone==a"))
 	h.step()
-	ts := wantNodes(t, h, "agent", "n1", "n2", "n3")
-	for _, task := range ts {
-		h.report(task.Id, "", sRunning, 0)
-	}
+	wantNodes(t, h, "agent", "n1", "n2", "n3")
+	h.runningOn("agent", "")
 
 	h.setNode(readyNode("n4", map[string]string{"zone": "a"}))
 	h.step()
@@ -65,12 +63,12 @@ func TestGlobalFollowsNodes(t *testing.T) {
 		t.Fatalf("task on down n3: want one, ORPHANED and desired SHUTDOWN\n%s", h.dump())
 	}
 
-	// Back: a fresh task; the sOrphaned one stays stopped.
+	// Back: a fresh task; the orphaned one stays stopped.
 	h.changeNode("n3", func(n *api.Node) { n.Status.State = api.NodeStatusState_NODE_STATUS_STATE_READY })
 	h.step()
-	ts = wantNodes(t, h, "agent", "n2", "n3", "n4")
+	ts := wantNodes(t, h, "agent", "n2", "n3", "n4")
 	if ts[1].Id == onN3[0].Id {
-		t.Fatalf("sOrphaned task made live again")
+		t.Fatalf("orphaned task made live again")
 	}
 
 	// Labels change: n4 no longer matches.
@@ -99,9 +97,7 @@ func TestGlobalSpecUpdateRollsNodeByNode(t *testing.T) {
 	h.setNode(readyNode("n2", nil))
 	h.createService(global("agent"))
 	h.step()
-	for _, task := range h.liveTasks("agent") {
-		h.report(task.Id, "", sRunning, 0)
-	}
+	h.runningOn("agent", "")
 	h.changeService("agent", func(s *api.ServiceSpec) { s.Image = "img:2" })
 	h.step()
 	ts := wantNodes(t, h, "agent", "n1", "n2")

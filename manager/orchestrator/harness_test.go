@@ -134,6 +134,26 @@ func (h *harness) report(taskID, nodeID string, s api.TaskState, exitCode int32)
 	})
 }
 
+func (h *harness) task(id string) (t *api.Task) {
+	h.st.View(func(tx store.ReadTx) { t = tx.GetTask(id) })
+	return t
+}
+
+func (h *harness) node(id string) (n *api.Node) {
+	h.st.View(func(tx store.ReadTx) { n = tx.GetNode(id) })
+	return n
+}
+
+// runningOn makes every live task of svc run on node ("": the node each
+// task names already).
+func (h *harness) runningOn(svcID, node string) []*api.Task {
+	h.t.Helper()
+	for _, t := range h.liveTasks(svcID) {
+		h.report(t.Id, node, sRunning, 0)
+	}
+	return h.liveTasks(svcID)
+}
+
 func (h *harness) tasks(serviceID string) (ts []*api.Task) {
 	h.st.View(func(tx store.ReadTx) { ts = tx.ListTasksByService(serviceID) })
 	byAge(ts)

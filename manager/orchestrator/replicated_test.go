@@ -94,9 +94,7 @@ func TestSpecUpdateRollsOneSlotAtATime(t *testing.T) {
 	h.setNode(readyNode("n1", nil))
 	h.createService(replicated("web", 3))
 	h.step()
-	for _, task := range h.liveTasks("web") {
-		h.report(task.Id, "n1", sRunning, 0)
-	}
+	h.runningOn("web", "n1")
 	h.changeService("web", func(s *api.ServiceSpec) { s.Image = "img:2" })
 	for slot := uint64(1); slot <= 3; slot++ {
 		h.step()
