@@ -1,16 +1,19 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/agent/db"
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"google.golang.org/grpc"
 )
 
 func TestStaleSessionOpensNewOne(t *testing.T) {
@@ -30,14 +33,26 @@ func TestStaleSessionOpensNewOne(t *testing.T) {
 }
 
 func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
-	d, rt, _ := setup(t)
+	d := newFakeDispatcher(t)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
+	cfg := testConfig(t.TempDir(), []string{d.addr}, rt)
+	var dials atomic.Int32
+	cfg.Dial = func(ctx context.Context, addr string) (*grpc.ClientConn, error) {
+		dials.Add(1)
+		return dialInsecure(ctx, addr)
+	}
+	startAgent(t, cfg)
 	d.assign(imageTask("t1"))
 	waitFor(t, "RUNNING", d.lastIs("t1", running))
 	addr := d.addr
 	d.stop()
 
-	// Nothing is stopped while the managers are away; a change is kept.
-	time.Sleep(100 * time.Millisecond)
+	// Nothing is stopped while the managers are away: not when the session
+	// ends, nor when an attempt at a new one fails. A change is kept.
+	gone := dials.Load()
+	waitFor(t, "a failed attempt at a new session", func() (bool, string) {
+		return dials.Load() >= gone+2, fmt.Sprint("attempts since the dispatcher went: ", dials.Load()-gone)
+	})
 	if !rt.isRunning("t1") || rt.count("stop t1") != 0 {
 		t.Fatalf("replica disturbed by the dispatcher going away: %v", rt.callLog())
 	}
