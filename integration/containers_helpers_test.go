@@ -334,7 +334,7 @@ func (c *ccluster) waitGone(t *testing.T, name string, ids []string) {
 // in the namespace: Debian's static busybox wget crashes on the host, and
 // no other client is sure to be installed.
 func httpGet(from *host, addr, path string) (string, error) {
-	conn, err := dialIn(from.ns, addr)
+	conn, err := dialIn("/var/run/netns/"+from.ns, addr, 5*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -375,12 +375,13 @@ func holds(t *testing.T, d time.Duration, during string, cond func() error) {
 	}
 }
 
-// dialIn connects to addr over TCP from inside network namespace ns (a
-// socket keeps the namespace it was made in; inNetns moves the thread).
-func dialIn(ns, addr string) (net.Conn, error) {
+// dialIn connects to addr over TCP from inside the network namespace at
+// path, giving up after timeout (a socket keeps the namespace it was made
+// in; inNetns moves the thread).
+func dialIn(path, addr string, timeout time.Duration) (net.Conn, error) {
 	var conn net.Conn
-	err := inNetns("/var/run/netns/"+ns, func() (err error) {
-		conn, err = net.DialTimeout("tcp", addr, 5*time.Second)
+	err := inNetns(path, func() (err error) {
+		conn, err = net.DialTimeout("tcp", addr, timeout)
 		return err
 	})
 	if err != nil {

@@ -149,11 +149,7 @@ func (c *ccluster) replicaNet(svc string, r replica) (replicaNet, error) {
 // dialFromReplica opens (and closes) a TCP connection to addr from inside
 // the replica's network namespace; a dropped SYN fails it in 2 s.
 func dialFromReplica(from replicaNet, addr string) error {
-	var conn net.Conn
-	err := inNetns(from.netns, func() (err error) {
-		conn, err = net.DialTimeout("tcp", addr, 2*time.Second)
-		return err
-	})
+	conn, err := dialIn(from.netns, addr, 2*time.Second)
 	if err != nil {
 		return err
 	}
