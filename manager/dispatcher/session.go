@@ -137,7 +137,7 @@ func (s *Server) open(t *term, nodeID string, desc *api.NodeDescription) (*sessi
 	}
 	sess, err := newSession(nodeID)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, controlapi.ToStatus(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,7 +170,7 @@ func (s *Server) close(t *term, sess *session) {
 func (s *Server) waitWrite(ctx context.Context, t *term, sess *session, done <-chan error) error {
 	select {
 	case err := <-done:
-		return toStatus(err)
+		return controlapi.ToStatus(err)
 	case <-t.ctx.Done():
 		return errNoLeader()
 	case <-sess.done:
@@ -193,6 +193,3 @@ func (s *Server) Heartbeat(ctx context.Context, req *api.HeartbeatRequest) (*api
 	s.mu.Unlock()
 	return &api.HeartbeatResponse{Period: durationpb.New(s.cfg.period)}, nil
 }
-
-// toStatus turns an internal error into a gRPC status with a reason word.
-func toStatus(err error) error { return controlapi.ToStatus(err) }
