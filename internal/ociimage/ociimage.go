@@ -16,7 +16,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -225,9 +224,9 @@ func writeLayout(w io.Writer, ref string, c config, layer []byte, diffID digest.
 		data []byte
 	}{
 		{ocispec.ImageLayoutFile, layout},
-		{"blobs/sha256/" + digest.FromBytes(layer).Encoded(), layer},
-		{"blobs/sha256/" + digest.FromBytes(cfgBytes).Encoded(), cfgBytes},
-		{"blobs/sha256/" + digest.FromBytes(manBytes).Encoded(), manBytes},
+		{"blobs/sha256/" + manifest.Layers[0].Digest.Encoded(), layer},
+		{"blobs/sha256/" + manifest.Config.Digest.Encoded(), cfgBytes},
+		{"blobs/sha256/" + manDesc.Digest.Encoded(), manBytes},
 		{ocispec.ImageIndexFile, idxBytes},
 	}
 	for _, d := range []string{"blobs/", "blobs/sha256/"} {
@@ -250,10 +249,5 @@ func writeLayout(w io.Writer, ref string, c config, layer []byte, diffID digest.
 }
 
 func descriptor(mediaType string, data []byte) ocispec.Descriptor {
-	sum := sha256.Sum256(data)
-	return ocispec.Descriptor{
-		MediaType: mediaType,
-		Digest:    digest.NewDigestFromBytes(digest.SHA256, sum[:]),
-		Size:      int64(len(data)),
-	}
+	return ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
 }
