@@ -118,7 +118,7 @@ func setup(t *testing.T) (*fakeDispatcher, *fakeRuntime, string) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	startAgent(t, testConfig(dir, []string{d.addr}, rt))
-	waitFor(t, "a session", func() (bool, string) { return d.sessionCount() > 0, "no session" })
+	waitFor(t, "a session", d.sessionsReach(1))
 	return d, rt, dir
 }
 
@@ -318,7 +318,7 @@ func TestStartsBounded(t *testing.T) {
 	cfg := testConfig(t.TempDir(), []string{d.addr}, rt)
 	cfg.MaxConcurrentStarts = 1
 	startAgent(t, cfg)
-	waitFor(t, "a session", func() (bool, string) { return d.sessionCount() > 0, "no session" })
+	waitFor(t, "a session", d.sessionsReach(1))
 	releaseStart := rt.hold("start", "t1")
 	d.assign(imageTask("t1"))
 	waitFor(t, "t1 STARTING", d.lastIs("t1", starting))

@@ -260,6 +260,14 @@ func (d *fakeDispatcher) sessionCount() int {
 	return d.sessions
 }
 
+// sessionsReach holds once the dispatcher has opened n sessions in all.
+func (d *fakeDispatcher) sessionsReach(n int) func() (bool, string) {
+	return func() (bool, string) {
+		got := d.sessionCount()
+		return got >= n, fmt.Sprint("sessions: ", got)
+	}
+}
+
 func (d *fakeDispatcher) heartbeatCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()

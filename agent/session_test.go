@@ -21,9 +21,7 @@ func TestStaleSessionOpensNewOne(t *testing.T) {
 	d.assign(imageTask("t1"))
 	waitFor(t, "RUNNING", d.lastIs("t1", running))
 	d.expireSession()
-	waitFor(t, "a second session", func() (bool, string) {
-		return d.sessionCount() >= 2, fmt.Sprint("sessions: ", d.sessionCount())
-	})
+	waitFor(t, "a second session", d.sessionsReach(2))
 	rt.end("t1", exec.Exit{Code: 0})
 	waitFor(t, "COMPLETE through the new session", d.lastIs("t1", complete))
 	hb := d.heartbeatCount()
@@ -60,9 +58,7 @@ func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
 
 	sessions := d.sessionCount()
 	d.start(addr)
-	waitFor(t, "a new session", func() (bool, string) {
-		return d.sessionCount() > sessions, fmt.Sprint("sessions: ", d.sessionCount())
-	})
+	waitFor(t, "a new session", d.sessionsReach(sessions+1))
 	waitFor(t, "FAILED re-sent", d.lastIs("t1", failedSt))
 	if got := d.last("t1").GetExitCode(); got != 7 {
 		t.Fatalf("exit code %d, want 7", got)
@@ -123,9 +119,7 @@ func TestLeaderLostReconnects(t *testing.T) {
 	d.assign(imageTask("t1"))
 	waitFor(t, "RUNNING", d.lastIs("t1", running))
 	d.loseLeader()
-	waitFor(t, "a second session", func() (bool, string) {
-		return d.sessionCount() >= 2, fmt.Sprint("sessions: ", d.sessionCount())
-	})
+	waitFor(t, "a second session", d.sessionsReach(2))
 	if rt.count("stop t1") != 0 || rt.count("start t1") != 1 {
 		t.Fatalf("replica disturbed by a leader change: %v", rt.callLog())
 	}
@@ -139,9 +133,7 @@ func TestTriesManagersInTurn(t *testing.T) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(closedPort(t))))
 	startAgent(t, testConfig(t.TempDir(), []string{dead, d.addr}, rt, newFakeRuntime(exec.RuntimeHooks)))
-	waitFor(t, "a session through the second manager", func() (bool, string) {
-		return d.sessionCount() > 0, "no session"
-	})
+	waitFor(t, "a session through the second manager", d.sessionsReach(1))
 	desc := d.description()
 	if !slices.Equal(desc.GetRuntimes(), []string{exec.RuntimeContainerd, exec.RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
 		t.Fatalf("node description %v", desc)
