@@ -19,7 +19,7 @@ var ErrNothingToForce = errors.New("--force-new-cluster: this data dir holds no 
 // managers join with tokens. Done once; the marker it leaves makes the
 // flag harmless when left on.
 func (n *Node) forceNewCluster() error {
-	if !raft.Exists(n.cfg.raftDir()) && !raft.Exists(n.cfg.raftDir()+".forced") {
+	if !raft.HasStateToForce(n.cfg.raftDir()) {
 		return ErrNothingToForce
 	}
 	sealer, err := n.dataSealer()

@@ -26,6 +26,17 @@ var ErrNotAVoter = errors.New("this member is not in the raft configuration it h
 // flag is one-shot even when left on.
 const ForceNewMarker = "force-new-cluster"
 
+// forcedDir is where ForceNewCluster builds the new state; a swap cut
+// between its two renames leaves the state only there.
+func forcedDir(stateDir string) string { return stateDir + ".forced" }
+
+// HasStateToForce reports whether stateDir holds raft state that
+// ForceNewCluster can work on: a log, or the new state of a swap cut
+// short.
+func HasStateToForce(stateDir string) bool {
+	return storage.Exists(stateDir) || storage.Exists(forcedDir(stateDir))
+}
+
 // Forced describes what ForceNewCluster did.
 type Forced struct {
 	// Skipped says why nothing was rewritten ("" when it was).
@@ -59,7 +70,7 @@ type Forced struct {
 // state dir that already has the marker, or whose only voter is already
 // this member, is left as it is.
 func ForceNewCluster(stateDir string, sealer *encryption.Sealer, applier Applier, now time.Time) (*Forced, error) {
-	staged := stateDir + ".forced"
+	staged := forcedDir(stateDir)
 	if !storage.Exists(stateDir) && storage.Exists(staged) {
 		// A swap cut between its renames: the staged state is whole.
 		if err := os.Rename(staged, stateDir); err != nil {

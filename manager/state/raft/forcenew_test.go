@@ -163,3 +163,34 @@ func TestForceNewClusterRefusesANonMember(t *testing.T) {
 		t.Fatal("state dir touched by a refused force")
 	}
 }
+
+// A force cut between its two renames left the new state only in the
+// staging dir: it still counts as state to force, and the next force
+// installs it and, finding it already forced, changes nothing more.
+func TestForceNewClusterFinishesAnInterruptedSwap(t *testing.T) {
+	h := newHarness(t)
+	if err := os.RemoveAll(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	b := &api.RaftMember{RaftId: h.self.RaftId + 1, NodeId: "node-b", Address: "127.0.0.1:7001"}
+	c := &api.RaftMember{RaftId: h.self.RaftId + 2, NodeId: "node-c", Address: "127.0.0.1:7002"}
+	writeThreeVoterState(t, h, b, c)
+	if _, err := ForceNewCluster(h.dir, h.sealer, rafttest.NewKV(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(h.dir, forcedDir(h.dir)); err != nil {
+		t.Fatal(err)
+	}
+	if Exists(h.dir) || !HasStateToForce(h.dir) {
+		t.Fatalf("interrupted swap: Exists %v HasStateToForce %v, want false, true", Exists(h.dir), HasStateToForce(h.dir))
+	}
+	f, err := ForceNewCluster(h.dir, h.sealer, rafttest.NewKV(), time.Now())
+	if err != nil || f.Skipped == "" {
+		t.Fatalf("force after an interrupted swap: %+v %v, want skipped (already forced)", f, err)
+	}
+	kv := rafttest.NewKV()
+	n := h.start(kv, 0)
+	if v, _ := kv.Get("c"); v != "3" || !n.IsRemoved(b.RaftId) {
+		t.Fatalf("installed state: c = %q, %x removed %v; want the forced state", v, b.RaftId, n.IsRemoved(b.RaftId))
+	}
+}
