@@ -330,7 +330,18 @@ func TestHookDependencyAndStopLadder(t *testing.T) {
 		}
 		return nil
 	})
-	// db runs but is not healthy: it must not count yet.
+	// db runs but is not healthy: it counts as starting, not running, until
+	// its first check passes.
+	eventually(t, 30*time.Second, func() error {
+		rs, err := m.replicas("db")
+		if err != nil {
+			return err
+		}
+		if len(rs) != 1 || rs[0].State != "starting" || !alive(replicaPid(out, rs[0].ID)) {
+			return fmt.Errorf("db replicas %+v, want one starting, its process alive", rs)
+		}
+		return nil
+	})
 	if _, err := m.runningReplicas("db", 1); err == nil {
 		t.Fatal("db counts as running before its health check passes")
 	}
