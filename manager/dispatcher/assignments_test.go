@@ -52,15 +52,19 @@ func TestAssignmentsStream(t *testing.T) {
 	h.create(task("t2", "n1", running, assignedS))
 	nextAssignments(t, as, incremental, []string{"t2"}, nil)
 
-	// The agent's own status report is not echoed back; the next message
-	// is the desired-state change that follows it.
+	// The agent's own status report is not echoed back: the next message
+	// holds only the change that follows it, on another replica (were t1
+	// echoed, it would come first or share that message, whatever the
+	// timing).
 	if _, err := c.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: sess.SessionId,
 		Updates: []*api.TaskStatusUpdate{{TaskId: "t1", Status: &api.TaskStatus{State: running}}}}); err != nil {
 		t.Fatal(err)
 	}
+	h.change("t2", func(task *api.Task) { task.DesiredState = shutdown })
+	nextAssignments(t, as, incremental, []string{"t2"}, nil)
 	h.change("t1", func(task *api.Task) { task.DesiredState = shutdown })
 	if msg := nextAssignments(t, as, incremental, []string{"t1"}, nil); msg.Updated[0].DesiredState != shutdown {
-		t.Fatalf("the agent's status report was echoed back: %v", msg.Updated[0])
+		t.Fatalf("t1 sent as %v, want desired shutdown", msg.Updated[0])
 	}
 
 	h.change("pending", func(task *api.Task) { task.Status.State = assignedS })
