@@ -40,9 +40,9 @@ func WriteRestored(stateDir string, sealer *encryption.Sealer, clusterID string,
 	if err != nil {
 		return fmt.Errorf("encode restored snapshot: %w", err)
 	}
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID})
+	meta, err := walMetadata(clusterID, self, nil)
 	if err != nil {
-		return fmt.Errorf("encode wal metadata: %w", err)
+		return err
 	}
 	staging := stateDir + ".restore"
 	if err := os.RemoveAll(staging); err != nil {

@@ -57,11 +57,21 @@ func Bootstrap(stateDir string, sealer *encryption.Sealer, clusterID string, sel
 // answers until its own log names the members. The leader fills the log
 // (entries or a snapshot) once the member is in the configuration.
 func BootstrapJoin(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember, peers []*api.RaftMember) error {
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID, JoinPeers: peers})
+	meta, err := walMetadata(clusterID, self, peers)
 	if err != nil {
-		return fmt.Errorf("encode wal metadata: %w", err)
+		return err
 	}
 	return storage.Bootstrap(stateDir, sealer, meta, raftpb.HardState{}, nil)
+}
+
+// walMetadata encodes the WAL metadata record of member self of
+// clusterID; joinPeers only for a member that joins (BootstrapJoin).
+func walMetadata(clusterID string, self *api.RaftMember, joinPeers []*api.RaftMember) ([]byte, error) {
+	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID, JoinPeers: joinPeers})
+	if err != nil {
+		return nil, fmt.Errorf("encode wal metadata: %w", err)
+	}
+	return meta, nil
 }
 
 // Exists reports whether stateDir holds raft state.

@@ -19,9 +19,9 @@ import (
 // and the same first: raft holds committed entries to be identical on
 // every member, and here nothing but the identical inputs makes them so.
 func BootstrapStatic(stateDir string, sealer *encryption.Sealer, clusterID string, self *api.RaftMember, members []*api.RaftMember, first *api.InternalRaftRequest) error {
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: self.RaftId, NodeId: self.NodeId, ClusterId: clusterID})
+	meta, err := walMetadata(clusterID, self, nil)
 	if err != nil {
-		return fmt.Errorf("encode wal metadata: %w", err)
+		return err
 	}
 	det := proto.MarshalOptions{Deterministic: true}
 	var ents []raftpb.Entry

@@ -22,7 +22,7 @@ import (
 // appended at term 2 but not known committed here.
 func writeThreeVoterState(t *testing.T, h *harness, others ...*api.RaftMember) {
 	t.Helper()
-	meta, err := proto.Marshal(&api.WALMetadata{RaftId: h.self.RaftId, NodeId: h.self.NodeId, ClusterId: "cluster-1"})
+	meta, err := walMetadata("cluster-1", h.self, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
