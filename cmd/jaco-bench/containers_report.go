@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,12 +112,7 @@ var floorTitles = map[string]string{
 func containersMarkdown(run *containersRun) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Create → running, containerd + runc\n\n")
-	keys := make([]string, 0, len(run.Env))
-	for k := range run.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(run.Env)) {
 		fmt.Fprintf(&b, "* %s: %s\n", k, run.Env[k])
 	}
 	fmt.Fprintf(&b, "* options: %v\n\n", run.Opts)
@@ -151,13 +147,13 @@ func containersMarkdown(run *containersRun) string {
 	b.WriteString("| round | measurement | phase | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
 	for _, r := range run.Rounds {
 		for _, f := range r.Floors {
-			for _, k := range sortedKeys(f.Phases) {
+			for _, k := range slices.Sorted(maps.Keys(f.Phases)) {
 				s := f.Phases[k]
 				fmt.Fprintf(&b, "| %d | %s | %s | %.0f | %.0f | %.0f |\n", r.Round, f.Kind, k, s.P50, s.P99, s.Max)
 			}
 		}
 		if r.Jaco != nil {
-			for _, k := range sortedKeys(r.Jaco.Phases) {
+			for _, k := range slices.Sorted(maps.Keys(r.Jaco.Phases)) {
 				s := r.Jaco.Phases[k]
 				fmt.Fprintf(&b, "| %d | jaco | %s | %.0f | %.0f | %.0f |\n", r.Round, k, s.P50, s.P99, s.Max)
 			}
@@ -173,13 +169,4 @@ func containersMarkdown(run *containersRun) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-func sortedKeys(m map[string]latStats) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
