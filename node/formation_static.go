@@ -2,17 +2,16 @@ package node
 
 import (
 	"context"
-	"encoding/base32"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
@@ -43,7 +42,6 @@ func deriveStatic(secret *ca.JoinSecret, members []staticMember) (*ca.DerivedClu
 	if err != nil {
 		return nil, nil, err
 	}
-	enc := base32.StdEncoding.WithPadding(base32.NoPadding)
 	out := make([]derivedMember, len(members))
 	for i, m := range members {
 		purpose := func(what string) string {
@@ -55,7 +53,7 @@ func deriveStatic(secret *ca.JoinSecret, members []staticMember) (*ca.DerivedClu
 		}
 		out[i] = derivedMember{
 			name: m.Name, addr: m.Addr, raftID: raftID,
-			nodeID: strings.ToLower(enc.EncodeToString(secret.Derive(purpose("node id"), 16))),
+			nodeID: identity.NodeIDOf([16]byte(secret.Derive(purpose("node id"), 16))),
 		}
 	}
 	for i := range out {

@@ -99,12 +99,17 @@ func Forwarded(ctx context.Context) (Identity, bool, error) {
 	return id, true, err
 }
 
-// NewNodeID returns a fresh node id: 26 lowercase base32 characters (128
-// random bits), a valid DNS label as certificate names need.
+// NewNodeID returns a fresh node id, of 128 random bits (NodeIDOf).
 func NewNodeID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("read random node id: %w", err)
 	}
-	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
+	return NodeIDOf(b), nil
+}
+
+// NodeIDOf is the node id made of b: 26 lowercase base32 characters, a
+// valid DNS label as certificate names need.
+func NodeIDOf(b [16]byte) string {
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
