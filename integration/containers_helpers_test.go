@@ -183,23 +183,33 @@ type nodeState struct {
 	Availability string `json:"availability"`
 }
 
+// nodesIn checks that r, the answer of `jaco status --format json`, shows
+// every named node in status.
+func nodesIn(r result, status string, names ...string) error {
+	s, err := decode[struct {
+		Nodes []nodeState `json:"nodes"`
+	}](r)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		i := slices.IndexFunc(s.Nodes, func(n nodeState) bool { return n.Hostname == name })
+		if i < 0 || !strings.EqualFold(s.Nodes[i].Status, status) {
+			return fmt.Errorf("want %s %s; nodes: %+v", name, status, s.Nodes)
+		}
+	}
+	return nil
+}
+
 // waitNodes waits until the manager sees every one of ds in status.
 func (c *ccluster) waitNodes(t *testing.T, ds []*nsDaemon, status string) {
 	t.Helper()
+	var names []string
+	for _, d := range ds {
+		names = append(names, d.name)
+	}
 	eventually(t, replicaTimeout, func() error {
-		s, err := decode[struct {
-			Nodes []nodeState `json:"nodes"`
-		}](c.manager.jaco("status", "--format", "json"))
-		if err != nil {
-			return err
-		}
-		for _, d := range ds {
-			i := slices.IndexFunc(s.Nodes, func(n nodeState) bool { return n.Hostname == d.name })
-			if i < 0 || !strings.EqualFold(s.Nodes[i].Status, status) {
-				return fmt.Errorf("want %s %s; nodes: %+v", d.name, status, s.Nodes)
-			}
-		}
-		return nil
+		return nodesIn(c.manager.jaco("status", "--format", "json"), status, names...)
 	})
 }
 

@@ -67,27 +67,8 @@ func hookCluster(t *testing.T) (m, w1, w2 *daemon) {
 // session): a service created before then is placed on the others only.
 func waitReady(t *testing.T, m *daemon, names ...string) {
 	t.Helper()
-	type statusJSON struct {
-		Nodes []struct {
-			Hostname string `json:"hostname"`
-			Status   string `json:"status"`
-		} `json:"nodes"`
-	}
 	eventually(t, 30*time.Second, func() error {
-		st, err := decode[statusJSON](m.jaco("status", "--format", "json"))
-		if err != nil {
-			return err
-		}
-		ready := map[string]bool{}
-		for _, n := range st.Nodes {
-			ready[n.Hostname] = n.Status == "ready"
-		}
-		for _, name := range names {
-			if !ready[name] {
-				return fmt.Errorf("%s not ready yet: %+v", name, st.Nodes)
-			}
-		}
-		return nil
+		return nodesIn(m.jaco("status", "--format", "json"), "ready", names...)
 	})
 }
 
