@@ -223,10 +223,8 @@ func (r *taskRunner) wait(ctx context.Context, ctl exec.Controller) (exec.Exit, 
 			return exit, err
 		}
 		r.w.log.Warn("wait for replica", "task", r.id, "err", err)
-		select {
-		case <-ctx.Done():
+		if !r.w.cfg.pause(ctx, attempt) {
 			return exit, ctx.Err()
-		case <-time.After(r.w.cfg.backoff(attempt)):
 		}
 	}
 }
@@ -259,10 +257,8 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller) {
 				return
 			}
 			r.w.log.Warn("remove replica", "task", r.id, "err", err)
-			select {
-			case <-ctx.Done():
+			if !r.w.cfg.pause(ctx, attempt) {
 				return
-			case <-time.After(r.w.cfg.backoff(attempt)):
 			}
 		}
 	}

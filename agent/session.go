@@ -34,26 +34,30 @@ func (a *Agent) runSessions(ctx context.Context) {
 			failures = 0
 		}
 		a.log.Warn("dispatcher session ended", "manager", addr, "err", err)
-		delay := a.cfg.backoff(failures)
-		failures++
-		select {
-		case <-ctx.Done():
+		if !a.cfg.pause(ctx, failures) {
 			return
-		case <-time.After(delay):
 		}
+		failures++
 	}
 }
 
-// backoff is the delay before retry n+1 of a session, or of a runtime
-// call the agent keeps trying: exponential from ReconnectMin, capped at
+// pause waits before retry n+1 of a session, or of a runtime call the
+// agent keeps trying: exponential from ReconnectMin, capped at
 // ReconnectMax, with up to 50% jitter so that nodes cut off together do
-// not come back together.
-func (c *Config) backoff(n int) time.Duration {
+// not come back together. It returns false when ctx ends first.
+func (c *Config) pause(ctx context.Context, n int) bool {
 	d := c.ReconnectMin << min(n, 20)
 	if d <= 0 || d > c.ReconnectMax {
 		d = c.ReconnectMax
 	}
-	return d/2 + rand.N(d/2+1)
+	t := time.NewTimer(d/2 + rand.N(d/2+1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // nextManager returns the manager to try and moves the rotation on.
