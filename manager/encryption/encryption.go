@@ -49,65 +49,48 @@ func NewKey() (Key, error) {
 // the current key or an older one (a data key being rotated out). It is
 // safe for concurrent use.
 type Sealer struct {
-	aead  cipher.AEAD
-	older []cipher.AEAD
+	aeads []cipher.AEAD // the current key's first, then the older ones
 }
 
 // NewSealer returns a Sealer that seals with current and also opens what
 // older keys sealed.
 func NewSealer(current Key, older ...Key) (*Sealer, error) {
-	aead, err := newAEAD(current)
-	if err != nil {
-		return nil, err
-	}
-	s := &Sealer{aead: aead}
-	for _, k := range older {
-		a, err := newAEAD(k)
+	s := &Sealer{}
+	for _, k := range append([]Key{current}, older...) {
+		aead, err := chacha20poly1305.NewX(k[:])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("new xchacha20-poly1305: %w", err)
 		}
-		s.older = append(s.older, a)
+		s.aeads = append(s.aeads, aead)
 	}
 	return s, nil
 }
 
-func newAEAD(k Key) (cipher.AEAD, error) {
-	aead, err := chacha20poly1305.NewX(k[:])
-	if err != nil {
-		return nil, fmt.Errorf("new xchacha20-poly1305: %w", err)
-	}
-	return aead, nil
-}
-
 // Seal encrypts plaintext bound to ad: format byte, nonce, ciphertext.
 func (s *Sealer) Seal(plaintext, ad []byte) []byte {
-	ns := s.aead.NonceSize()
-	out := make([]byte, 1+ns, 1+ns+len(plaintext)+s.aead.Overhead())
+	aead := s.aeads[0]
+	ns := aead.NonceSize()
+	out := make([]byte, 1+ns, 1+ns+len(plaintext)+aead.Overhead())
 	out[0] = formatXChaCha
 	// crypto/rand.Read never fails on Linux (it panics rather than return
 	// short), so an unchecked read cannot leave a zero nonce.
 	_, _ = rand.Read(out[1 : 1+ns])
-	return s.aead.Seal(out, out[1:1+ns], plaintext, ad)
+	return aead.Seal(out, out[1:1+ns], plaintext, ad)
 }
 
 // Open reverses Seal for the same ad.
 func (s *Sealer) Open(sealed, ad []byte) ([]byte, error) {
-	ns := s.aead.NonceSize()
-	if len(sealed) < 1+ns+s.aead.Overhead() {
+	ns, overhead := s.aeads[0].NonceSize(), s.aeads[0].Overhead()
+	if len(sealed) < 1+ns+overhead {
 		return nil, fmt.Errorf("%w: %d bytes is too short", ErrOpen, len(sealed))
 	}
 	if sealed[0] != formatXChaCha {
 		return nil, fmt.Errorf("%w: unknown format %d", ErrOpen, sealed[0])
 	}
-	plain, err := s.aead.Open(nil, sealed[1:1+ns], sealed[1+ns:], ad)
-	for _, a := range s.older {
-		if err == nil {
-			break
+	for _, aead := range s.aeads {
+		if plain, err := aead.Open(nil, sealed[1:1+ns], sealed[1+ns:], ad); err == nil {
+			return plain, nil
 		}
-		plain, err = a.Open(nil, sealed[1:1+ns], sealed[1+ns:], ad)
 	}
-	if err != nil {
-		return nil, ErrOpen
-	}
-	return plain, nil
+	return nil, ErrOpen
 }
