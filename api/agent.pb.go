@@ -9,7 +9,6 @@ package api
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -89,11 +88,12 @@ func (x *LogsRequest) GetTail() int64 {
 type LogLine struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// stream is "stdout" or "stderr".
-	Stream        string                 `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
-	Data          []byte                 `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
-	Timestamp     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
-	NodeId        string                 `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// stream is "stdout" for a replica's output (its log file holds stdout
+	// and stderr interleaved) and "stderr" for the manager's own note that a
+	// node's logs could not be read.
+	Stream        string `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	NodeId        string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -145,13 +145,6 @@ func (x *LogLine) GetStream() string {
 func (x *LogLine) GetData() []byte {
 	if x != nil {
 		return x.Data
-	}
-	return nil
-}
-
-func (x *LogLine) GetTimestamp() *timestamppb.Timestamp {
-	if x != nil {
-		return x.Timestamp
 	}
 	return nil
 }
@@ -383,17 +376,16 @@ var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"T\n" +
+	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\"T\n" +
 	"\vLogsRequest\x12\x19\n" +
 	"\btask_ids\x18\x01 \x03(\tR\ataskIds\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
-	"\x04tail\x18\x03 \x01(\x03R\x04tail\"\xa1\x01\n" +
+	"\x04tail\x18\x03 \x01(\x03R\x04tail\"x\n" +
 	"\aLogLine\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
-	"\x04data\x18\x03 \x01(\fR\x04data\x128\n" +
-	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x17\n" +
-	"\anode_id\x18\x05 \x01(\tR\x06nodeId\"6\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x12\x17\n" +
+	"\anode_id\x18\x05 \x01(\tR\x06nodeIdJ\x04\b\x04\x10\x05R\ttimestamp\"6\n" +
 	"\vLogsMessage\x12'\n" +
 	"\x05lines\x18\x01 \x03(\v2\x11.jaco.api.LogLineR\x05lines\"(\n" +
 	"\x10LoadImageRequest\x12\x14\n" +
@@ -429,24 +421,22 @@ var file_api_agent_proto_goTypes = []any{
 	(*LoadImageResponse)(nil),         // 4: jaco.api.LoadImageResponse
 	(*ListLocalReplicasRequest)(nil),  // 5: jaco.api.ListLocalReplicasRequest
 	(*ListLocalReplicasResponse)(nil), // 6: jaco.api.ListLocalReplicasResponse
-	(*timestamppb.Timestamp)(nil),     // 7: google.protobuf.Timestamp
-	(*Task)(nil),                      // 8: jaco.api.Task
+	(*Task)(nil),                      // 7: jaco.api.Task
 }
 var file_api_agent_proto_depIdxs = []int32{
-	7, // 0: jaco.api.LogLine.timestamp:type_name -> google.protobuf.Timestamp
-	1, // 1: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
-	8, // 2: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
-	0, // 3: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
-	3, // 4: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
-	5, // 5: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
-	2, // 6: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
-	4, // 7: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
-	6, // 8: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	1, // 0: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
+	7, // 1: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
+	0, // 2: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
+	3, // 3: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
+	5, // 4: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
+	2, // 5: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
+	4, // 6: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
+	6, // 7: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
+	5, // [5:8] is the sub-list for method output_type
+	2, // [2:5] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_proto_init() }
