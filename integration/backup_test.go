@@ -212,16 +212,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	t.Log("a second manager joins the restored cluster, which keeps taking writes")
 	m3 := startDaemon(t, "m3", "--heartbeat-period", "500ms")
 	wantOK(t, m3.jaco("node", "join", "--peer", m2.addr, "--token", m2.joinToken("manager")))
-	eventually(t, 30*time.Second, func() error {
-		st, err := m3.tryStatus()
-		if err != nil {
-			return err
-		}
-		if len(st.Members) != 2 {
-			return fmt.Errorf("members %+v, want 2", st.Members)
-		}
-		return nil
-	})
+	waitVoters(t, m3, 2, 1)
 	wantOK(t, m3.jaco("service", "create", "--name", "after", "--replicas", "0", "--bundle", bundle))
 	wantOK(t, m2.jaco("service", "inspect", "after"))
 }
@@ -236,13 +227,7 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 	for _, d := range ms[1:] {
 		wantOK(t, d.jaco("node", "join", "--peer", ms[0].addr, "--token", ms[0].joinToken("manager")))
 	}
-	eventually(t, 30*time.Second, func() error {
-		st, err := ms[0].tryStatus()
-		if err == nil && len(st.Members) != 3 {
-			err = fmt.Errorf("members %+v", st.Members)
-		}
-		return err
-	})
+	waitVoters(t, ms[0], 3, 3)
 	leader, followers := splitLeader(t, ms)
 	bundle := writeBundle(t, t.TempDir(), "exec sleep 3600")
 	wantOK(t, leader.jaco("service", "create", "--name", "kept", "--replicas", "0", "--bundle", bundle))
@@ -256,13 +241,7 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "restored")
 	wantOK(t, runStdin(key, "restore", file, "--data-dir", dir, "--node-name", "m1", "--advertise-addr", ms[0].addr))
 	r := startDaemonAt(t, "m1", dir, ms[0].addr)
-	eventually(t, 30*time.Second, func() error {
-		st, err := r.tryStatus()
-		if err == nil && len(st.Members) != 1 {
-			err = fmt.Errorf("members %+v, want only the restored one", st.Members)
-		}
-		return err
-	})
+	waitVoters(t, r, 1, 1)
 	wantOK(t, r.jaco("service", "inspect", "kept"))
 
 	// An old manager started on its old data dir is blacklisted: the
@@ -285,12 +264,6 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 		fresh := startDaemon(t, name)
 		wantOK(t, fresh.jaco("node", "join", "--peer", r.addr, "--token", r.joinToken("manager")))
 	}
-	eventually(t, 30*time.Second, func() error {
-		st, err := r.tryStatus()
-		if err == nil && len(st.Members) != 3 {
-			err = fmt.Errorf("members %+v, want 3", st.Members)
-		}
-		return err
-	})
+	waitVoters(t, r, 3, 3)
 	wantOK(t, r.jaco("service", "create", "--name", "after", "--replicas", "0", "--bundle", bundle))
 }
