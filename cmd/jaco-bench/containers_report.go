@@ -101,6 +101,7 @@ func writeContainers(out string, run *containersRun) error {
 	return os.WriteFile(filepath.Join(out, "results.md"), []byte(containersMarkdown(run)), 0o644)
 }
 
+// floorTitles names every floor; a floor not in it is refused.
 var floorTitles = map[string]string{
 	"ctr":               "floor: `ctr run -d`, one at a time (no CNI)",
 	"client":            "floor: Go client + CNI, one at a time",
