@@ -60,6 +60,18 @@ func TestMissingFileWithoutFollow(t *testing.T) {
 	}
 }
 
+// TestFollowMissingFile: a follower does not fail on a file that does not
+// exist yet (it waits for it) and returns nil once its context ends.
+// TestFollow cannot pin this: its file may exist before Read opens it.
+func TestFollowMissingFile(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := Read(ctx, filepath.Join(t.TempDir(), "none.log"), Options{Follow: true, Poll: time.Millisecond}, func([]byte) error { return nil })
+	if err != nil {
+		t.Fatalf("following a missing file: %v, want nil once ctx ends", err)
+	}
+}
+
 // lines collects what a following Read passes, for polling from the test.
 type lines struct {
 	mu  sync.Mutex
@@ -105,7 +117,7 @@ func TestFollow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var l lines
 	done := make(chan error, 1)
-	// The file does not exist yet: a follower waits for it.
+	// The file may not exist yet: a follower waits for it.
 	go func() { done <- Read(ctx, path, Options{Tail: 1, Follow: true, Poll: 5 * time.Millisecond}, l.add) }()
 
 	appendTo("first\n")
