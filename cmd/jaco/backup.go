@@ -33,7 +33,7 @@ cannot be restored, and with it the file opens the cluster CA.`,
 				return errors.New("-o FILE is required")
 			}
 			if _, err := os.Lstat(out); err == nil {
-				return daemonError{fmt.Errorf("%s already exists; backups never overwrite a file", out)}
+				return failure{fmt.Errorf("%s already exists; backups never overwrite a file", out)}
 			}
 			var key backup.Key
 			var err error
@@ -43,22 +43,22 @@ cannot be restored, and with it the file opens the cluster CA.`,
 				key, err = backup.NewKey()
 			}
 			if err != nil {
-				return daemonError{err}
+				return failure{err}
 			}
 			payload, err := fetchBackup(cmd.Context(), g)
 			if err != nil {
-				return err // a daemonError already (g.call)
+				return err // a failure already (g.call)
 			}
 			b, err := backup.Unmarshal(payload)
 			if err != nil {
-				return daemonError{fmt.Errorf("the leader sent an unusable backup: %w", err)}
+				return failure{fmt.Errorf("the leader sent an unusable backup: %w", err)}
 			}
 			sealed, err := backup.Seal(payload, key)
 			if err != nil {
-				return daemonError{err}
+				return failure{err}
 			}
 			if err := durable.WriteFile(out, sealed, 0o600); err != nil {
-				return daemonError{fmt.Errorf("write backup: %w", err)}
+				return failure{fmt.Errorf("write backup: %w", err)}
 			}
 			w := cmd.OutOrStdout()
 			if quiet || keyStdin {
@@ -126,23 +126,23 @@ not members; start other managers empty and join them with tokens.`,
 			}
 			file, err := os.ReadFile(args[0])
 			if err != nil {
-				return daemonError{fmt.Errorf("read backup: %w", err)}
+				return failure{fmt.Errorf("read backup: %w", err)}
 			}
 			key, err := readKey(cmd.InOrStdin(), cmd.ErrOrStderr())
 			if err != nil {
-				return daemonError{err}
+				return failure{err}
 			}
 			b, err := backup.Decode(file, key)
 			if err != nil {
-				return daemonError{fmt.Errorf("%s: %w", args[0], err)}
+				return failure{fmt.Errorf("%s: %w", args[0], err)}
 			}
 			dir, err := filepath.Abs(g.dataDir)
 			if err != nil {
-				return daemonError{err}
+				return failure{err}
 			}
 			res, err := backup.Restore(b, backup.RestoreOptions{DataDir: dir, NodeName: nodeName, AdvertiseAddr: advertise})
 			if err != nil {
-				return daemonError{err}
+				return failure{err}
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Cluster %s restored into %s at raft index %d (term %d, backed up %s).\n",

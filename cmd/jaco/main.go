@@ -49,9 +49,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	var de daemonError
-	if errors.As(err, &de) {
-		fmt.Fprintf(stderr, "error: %s\n", describe(de.error))
+	var f failure
+	if errors.As(err, &f) {
+		fmt.Fprintf(stderr, "error: %s\n", describe(f.error))
 		return 1
 	}
 	// Everything else is how the command was called: unknown commands and
@@ -60,8 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// daemonError is a call to the daemon that failed.
-type daemonError struct{ error }
+// failure is an error of what a command did, not of how it was called:
+// a call the daemon refused or that failed, a file that could not be read
+// or written. It exits 1; every other error is a usage mistake (2).
+type failure struct{ error }
 
 // describe renders "<reason>: <sentence>".
 func describe(err error) string {
@@ -109,7 +111,7 @@ func (g *globals) stream(ctx context.Context, fn func(ctx context.Context, c *cl
 	}
 	defer c.Close()
 	if err := fn(ctx, c); err != nil {
-		return daemonError{err}
+		return failure{err}
 	}
 	return nil
 }
