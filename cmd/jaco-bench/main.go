@@ -3,7 +3,10 @@
 // at fixed offered rates (open loop), time from a leader's SIGKILL to the
 // first acknowledged write, and time from `jaco node join` to VOTER.
 // scripts/bench-cluster.sh installs what it needs and runs it; the results
-// go to docs/bench/cluster/ (see docs/bench/cluster.md).
+// go to docs/bench/cluster/ (see docs/bench/cluster.md). `jaco-bench
+// containers` measures create → running of replicas under containerd
+// instead (containers.go, scripts/bench-containers.sh,
+// docs/bench/containers.md).
 //
 // Every server it starts is its own process group with SIGKILL as parent
 // death signal, and is stopped when the run ends or is interrupted. Every
