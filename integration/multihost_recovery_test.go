@@ -421,22 +421,7 @@ func TestMultihostForceNewCluster(t *testing.T) {
 		d.kill(t)
 	}
 	// Two of five voters: no leader, and writes are refused, not hung.
-	for _, d := range []*nsDaemon{keep, down} {
-		eventually(t, electionTimeout, func() error {
-			s, err := d.tryStatus()
-			if err != nil {
-				return err
-			}
-			if s.Leader != "" {
-				return fmt.Errorf("survivor %s still names leader %s", d.name, s.Leader)
-			}
-			return nil
-		})
-		r := d.jaco("--timeout", "2s", "node", "issue-join-token", "--role", "worker")
-		if w := reasonOf(r); w != "no_leader" && w != "quorum_lost" {
-			t.Errorf("write through survivor %s without quorum: exit %d, stderr %q; want no_leader or quorum_lost", d.name, r.code, r.stderr)
-		}
-	}
+	wantLeaderless(t, []*nsDaemon{keep, down}, "survivor")
 
 	down.stop(t)
 	keep.flags = append(keep.flags, "--force-new-cluster")

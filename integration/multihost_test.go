@@ -271,6 +271,30 @@ func firstWrite(t *testing.T, start time.Time, through []*nsDaemon) time.Duratio
 	return took
 }
 
+// wantLeaderless waits until each of ds (what: how the test calls them)
+// names no leader, and requires a write through it to fail with no_leader
+// or quorum_lost rather than be acknowledged by a group that cannot commit
+// it.
+func wantLeaderless(t *testing.T, ds []*nsDaemon, what string) {
+	t.Helper()
+	for _, d := range ds {
+		eventually(t, electionTimeout, func() error {
+			s, err := d.tryStatus()
+			if err != nil {
+				return err
+			}
+			if s.Leader != "" {
+				return fmt.Errorf("%s %s still names leader %s", what, d.name, s.Leader)
+			}
+			return nil
+		})
+		r := d.jaco("--timeout", "2s", "node", "issue-join-token", "--role", "worker")
+		if w := reasonOf(r); w != "no_leader" && w != "quorum_lost" {
+			t.Errorf("write through %s %s: exit %d, stderr %q; want no_leader or quorum_lost", what, d.name, r.code, r.stderr)
+		}
+	}
+}
+
 // wantWritesThrough requires a write through each of ds to be acknowledged.
 func wantWritesThrough(t *testing.T, ds []*nsDaemon) {
 	t.Helper()
@@ -498,24 +522,8 @@ func TestMultihostMinorityPartition(t *testing.T) {
 	wantWritesThrough(t, majority)
 
 	// The cut-off side must not pretend: the old leader steps down (check
-	// quorum), neither names a leader, and a write through it fails rather
-	// than being acknowledged by a group that cannot commit it.
-	for _, d := range minority {
-		eventually(t, electionTimeout, func() error {
-			s, err := d.tryStatus()
-			if err != nil {
-				return err
-			}
-			if s.Leader != "" {
-				return fmt.Errorf("cut-off %s still names leader %s", d.name, s.Leader)
-			}
-			return nil
-		})
-		r := d.jaco("--timeout", "2s", "node", "issue-join-token")
-		if !slices.Contains([]string{"no_leader", "quorum_lost"}, reasonOf(r)) {
-			t.Errorf("write through cut-off %s: exit %d, stderr %q; want no_leader or quorum_lost", d.name, r.code, r.stderr)
-		}
-	}
+	// quorum) and neither names a leader.
+	wantLeaderless(t, minority, "cut-off")
 
 	t.Run("minority says quorum_lost", func(t *testing.T) {
 		type quorumStatus struct {
