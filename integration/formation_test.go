@@ -321,7 +321,7 @@ func TestStaticFormation(t *testing.T) {
 	beforeFiles := listFiles(t, d.dir)
 	delete(beforeFiles, lock)
 	args := append([]string{jacodBin, "--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name}, d.flags...)
-	r := d.host.exec(testEnv(), args...)
+	r := d.host.exec(nil, args...)
 	if r.code == 0 || !strings.Contains(r.stderr, "error: already_initialized:") {
 		t.Fatalf("jacod with --initial-cluster on a node with raft state: exit %d, stderr %q; want a refusal naming already_initialized", r.code, r.stderr)
 	}
