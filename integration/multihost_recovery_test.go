@@ -479,12 +479,7 @@ func TestMultihostForceNewCluster(t *testing.T) {
 	lead := nc.leader(t, nc.managers)
 	down.start(t)
 	down.allowExit() // told it was removed, it may shut down by itself
-	eventually(t, convergeTimeout, func() error {
-		if !strings.Contains(down.logSince(), "says this one was removed from the cluster") {
-			return fmt.Errorf("old survivor %s has not logged that it was removed", down.name)
-		}
-		return nil
-	})
+	waitLogged(t, down, "says this one was removed from the cluster")
 	if v := nc.waitConverged(t, nc.managers); v.status.Leader != nc.ids[lead] {
 		t.Errorf("the old survivor's return moved leadership from %s to %s", lead.name, v.status.Leader)
 	}
