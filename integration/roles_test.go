@@ -79,8 +79,9 @@ func ackWrite(t *testing.T, d *daemon, step string) {
 	})
 }
 
-// oldCert keeps a copy of d's node certificate files.
-func oldCert(t *testing.T, d *daemon) (caPEM, certPEM, keyPEM []byte) {
+// nodeCert reads d's node certificate files as they are now (callers
+// keep the copy to compare or to dial with after a change).
+func nodeCert(t *testing.T, d *daemon) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(datadir.Dir(d.dir).Node())
 	if err != nil {
@@ -128,7 +129,7 @@ func TestPromoteDemote(t *testing.T) {
 	ackWrite(t, w2, "promote-w2")
 
 	leader, rest := splitLeader(t, all)
-	caPEM, certPEM, keyPEM := oldCert(t, leader)
+	caPEM, certPEM, keyPEM := nodeCert(t, leader)
 	// Raft id 1 is nobody's: NotFound means the call got past the gate.
 	if err := raftCall(caPEM, certPEM, keyPEM, rest[0].addr); status.Code(err) != codes.NotFound {
 		t.Fatalf("the leader's manager certificate on raft before its demotion: %v, want not found (past the gate)", err)
@@ -206,8 +207,8 @@ func TestCertificateRenewal(t *testing.T) {
 	t.Parallel()
 	m, ws := roleCluster(t, 1, "--heartbeat-period", "500ms", "--cert-lifetime", "30s")
 	w := ws[0]
-	_, firstM, _ := oldCert(t, m)
-	_, firstW, _ := oldCert(t, w)
+	_, firstM, _ := nodeCert(t, m)
+	_, firstW, _ := nodeCert(t, w)
 	_, expiry, err := ca.CertValidity(firstW)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestCertificateRenewal(t *testing.T) {
 		d     *daemon
 		first []byte
 	}{{m, firstM}, {w, firstW}} {
-		_, now, _ := oldCert(t, c.d)
+		_, now, _ := nodeCert(t, c.d)
 		if string(now) == string(c.first) {
 			t.Fatalf("%s still has its first certificate", c.d.name)
 		}
