@@ -74,7 +74,8 @@ build: ## build jacod and jaco into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/jacod ./cmd/jaco
 
 .PHONY: lint
-lint: tools ## gofmt, go vet, staticcheck
+lint: tools ## gofmt, go vet, staticcheck, no binary or large file tracked
+	./scripts/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
