@@ -9,7 +9,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/apierror"
 )
 
 var _ api.BackupServiceServer = (*Server)(nil)
@@ -77,11 +77,11 @@ func (s *Server) Take(ctx context.Context) (*Backup, error) {
 func (s *Server) Backup(_ *api.BackupRequest, stream api.BackupService_BackupServer) error {
 	b, err := s.Take(stream.Context())
 	if err != nil {
-		return controlapi.ToStatus(err)
+		return apierror.ToStatus(err)
 	}
 	data, err := b.Marshal()
 	if err != nil {
-		return controlapi.ToStatus(err)
+		return apierror.ToStatus(err)
 	}
 	for off := 0; off < len(data); off += ChunkSize {
 		end := min(off+ChunkSize, len(data))

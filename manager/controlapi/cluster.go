@@ -7,6 +7,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -63,7 +64,7 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 		return tx.Update(c)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return resp, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/jointoken"
 )
 
@@ -16,7 +17,7 @@ func (s *Server) IssueJoinToken(ctx context.Context, req *api.IssueJoinTokenRequ
 	}
 	text, jt, err := jointoken.Issue(ctx, s.store, req.Role, ttl, time.Now())
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return &api.IssueJoinTokenResponse{Token: text, ExpiresAt: jt.ExpiresAt}, nil
 }

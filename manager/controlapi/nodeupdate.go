@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/orchestrator"
 	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -67,7 +68,7 @@ func (s *Server) UpdateNode(ctx context.Context, req *api.UpdateNodeRequest) (*a
 		return tx.Update(n)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	var n *api.Node
 	s.store.View(func(tx store.ReadTx) { n = tx.GetNode(id) })

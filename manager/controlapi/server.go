@@ -13,6 +13,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -109,13 +110,13 @@ func (s *Server) RemoveNode(ctx context.Context, req *api.RemoveNodeRequest) (*a
 		return tx.Update(n)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	if draining {
 		return &api.RemoveNodeResponse{Draining: true}, nil
 	}
 	if err := s.remover.RemoveNode(ctx, n); err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return &api.RemoveNodeResponse{}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 	}
 	id, err := identity.NewNodeID()
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	svc := &api.Service{Id: id, Meta: &api.Meta{}, Spec: req.Spec, SpecVersion: 1}
 	err = s.update(ctx, func(tx *store.Tx) error {
@@ -35,7 +36,7 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 		return tx.Create(svc)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return &api.CreateServiceResponse{Service: s.service(svc.Id)}, nil
 }
@@ -73,7 +74,7 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 		return tx.Update(svc)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return &api.UpdateServiceResponse{Service: s.service(id)}, nil
 }
@@ -107,7 +108,7 @@ func (s *Server) RemoveService(ctx context.Context, req *api.RemoveServiceReques
 		return tx.Delete(svc)
 	})
 	if err != nil {
-		return nil, ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return &api.RemoveServiceResponse{}, nil
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -137,7 +137,7 @@ func (s *Server) open(t *term, nodeID string, desc *api.NodeDescription) (*sessi
 	}
 	sess, err := newSession(nodeID)
 	if err != nil {
-		return nil, controlapi.ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,7 +170,7 @@ func (s *Server) close(t *term, sess *session) {
 func (s *Server) waitWrite(ctx context.Context, t *term, sess *session, done <-chan error) error {
 	select {
 	case err := <-done:
-		return controlapi.ToStatus(err)
+		return apierror.ToStatus(err)
 	case <-t.ctx.Done():
 		return errNoLeader()
 	case <-sess.done:

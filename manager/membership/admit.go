@@ -11,7 +11,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -69,7 +69,7 @@ func (s *Server) readdress(ctx context.Context, cluster *api.Cluster, node *api.
 		if m.RaftId == node.RaftId && m.Address != address {
 			upd := &api.RaftMember{RaftId: m.RaftId, NodeId: m.NodeId, Address: address}
 			if err := s.raft.UpdateMember(ctx, upd); err != nil {
-				return nil, controlapi.ToStatus(fmt.Errorf("rewrite the raft address of %s: %w", node.Hostname, err))
+				return nil, apierror.ToStatus(fmt.Errorf("rewrite the raft address of %s: %w", node.Hostname, err))
 			}
 			s.log.Info("raft member address rewritten", "hostname", node.Hostname, "from", m.Address, "to", address)
 		}
@@ -85,7 +85,7 @@ func (s *Server) readdress(ctx context.Context, cluster *api.Cluster, node *api.
 			return tx.Update(cur)
 		})
 		if err != nil {
-			return nil, controlapi.ToStatus(fmt.Errorf("record the address of %s: %w", node.Hostname, err))
+			return nil, apierror.ToStatus(fmt.Errorf("record the address of %s: %w", node.Hostname, err))
 		}
 	}
 	return &api.JoinResponse{ClusterId: cluster.Id, NodeId: node.Id, Role: node.Role, CaCertPem: cluster.CaCertPem,

@@ -20,7 +20,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -84,7 +84,7 @@ func (s *Server) Join(ctx context.Context, req *api.JoinRequest) (*api.JoinRespo
 	}
 	jt, err := jointoken.Redeem(ctx, s.store, req.Token, s.now())
 	if err != nil {
-		return nil, controlapi.ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	return s.admit(ctx, cluster, req.Hostname, req.Address, req.CsrPem, jt.Role, "node joined")
 }
@@ -94,7 +94,7 @@ func (s *Server) Join(ctx context.Context, req *api.JoinRequest) (*api.JoinRespo
 func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, address string, csrPEM []byte, role api.NodeRole, msg string) (*api.JoinResponse, error) {
 	nodeID, err := identity.NewNodeID()
 	if err != nil {
-		return nil, controlapi.ToStatus(err)
+		return nil, apierror.ToStatus(err)
 	}
 	certPEM, err := s.sign(cluster, csrPEM, nodeID, certRole(role))
 	if err != nil {
@@ -107,11 +107,11 @@ func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, addr
 	if role == api.NodeRole_NODE_ROLE_MANAGER {
 		raftID, err := s.newRaftID()
 		if err != nil {
-			return nil, controlapi.ToStatus(err)
+			return nil, apierror.ToStatus(err)
 		}
 		member := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: address}
 		if err := s.raft.AddLearner(ctx, member); err != nil {
-			return nil, controlapi.ToStatus(fmt.Errorf("add %s to raft: %w", hostname, err))
+			return nil, apierror.ToStatus(fmt.Errorf("add %s to raft: %w", hostname, err))
 		}
 		resp.RaftId = raftID
 	}
@@ -124,7 +124,7 @@ func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, addr
 		Hostname: hostname, Address: address, Role: role, RaftId: resp.RaftId,
 	}
 	if err := s.store.Update(ctx, func(tx *store.Tx) error { return tx.Create(node) }); err != nil {
-		return nil, controlapi.ToStatus(fmt.Errorf("record node %s: %w", hostname, err))
+		return nil, apierror.ToStatus(fmt.Errorf("record node %s: %w", hostname, err))
 	}
 	s.log.Info(msg, "hostname", hostname, "node_id", nodeID, "role", certRole(role), "address", address)
 	return resp, nil
@@ -165,7 +165,7 @@ func certRole(r api.NodeRole) string {
 func (s *Server) sign(cluster *api.Cluster, csrPEM []byte, nodeID, role string) ([]byte, error) {
 	signer, err := ca.NewSigner(cluster.CaCertPem, cluster.CaKeyPem)
 	if err != nil {
-		return nil, controlapi.ToStatus(fmt.Errorf("cluster CA: %w", err))
+		return nil, apierror.ToStatus(fmt.Errorf("cluster CA: %w", err))
 	}
 	certPEM, err := signer.Sign(csrPEM, nodeID, role, cluster.Id, s.certTTL)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -34,7 +34,7 @@ func (s *Server) RemoveNode(ctx context.Context, node *api.Node) error {
 		return tx.Delete(cur)
 	})
 	if err != nil {
-		return controlapi.ToStatus(fmt.Errorf("delete node %s: %w", node.Hostname, err))
+		return apierror.ToStatus(fmt.Errorf("delete node %s: %w", node.Hostname, err))
 	}
 	s.log.Info("node removed", "hostname", node.Hostname, "node_id", node.Id)
 	return nil
@@ -51,7 +51,7 @@ func (s *Server) leaveRaft(ctx context.Context, node *api.Node) error {
 	case errors.Is(err, rolemanager.ErrNotLeading):
 		return reason.Error(codes.Unavailable, reason.NoLeader, "leadership changed during the removal; retrying reaches the new leader")
 	}
-	return controlapi.ToStatus(err)
+	return apierror.ToStatus(err)
 }
 
 // handOverTimeout bounds a leadership handover: a promotion plus a few
@@ -71,7 +71,7 @@ func (s *Server) handOver(ctx context.Context, node *api.Node) error {
 		return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
 			"%s is the last manager; a cluster cannot remove its last manager", node.Hostname)
 	case err != nil:
-		return controlapi.ToStatus(fmt.Errorf("hand leadership over before removing %s: %w", node.Hostname, err))
+		return apierror.ToStatus(fmt.Errorf("hand leadership over before removing %s: %w", node.Hostname, err))
 	}
 	return reason.Error(codes.Unavailable, reason.NoLeader,
 		"leadership moved away from %s, which is being removed; retrying reaches the new leader", node.Hostname)

@@ -1,4 +1,10 @@
-package controlapi
+// Package apierror turns the errors the manager's state layers return —
+// the store's, raft's and the join tokens' sentinels — into the gRPC
+// statuses with reason words that clients act on. It is a leaf: the
+// Control API, the dispatcher, membership and backup all answer with it,
+// and none of them may import another (see internal/importrules), so the
+// mapping cannot live in any one of them.
+package apierror
 
 import (
 	"errors"
