@@ -5,6 +5,9 @@
 // the context. The raftproxy wrappers carry it to the leader in metadata;
 // the leader trusts that metadata only when the direct caller is itself a
 // manager (checked by the node, see FromForwarded).
+//
+// It also mints ids (NewID): a node's id is the name its certificate
+// proves, and services and tasks get ids of the same form.
 package identity
 
 import (
@@ -99,14 +102,19 @@ func Forwarded(ctx context.Context) (Identity, bool, error) {
 	return id, true, err
 }
 
-// NewNodeID returns a fresh node id, of 128 random bits (NodeIDOf).
-func NewNodeID() (string, error) {
+// NewID returns a fresh id for a stored object (node, service, task): 128
+// random bits in the encoding of NodeIDOf, so that every id reads alike.
+func NewID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("read random node id: %w", err)
+		return "", fmt.Errorf("read random id: %w", err)
 	}
 	return NodeIDOf(b), nil
 }
+
+// NewNodeID returns a fresh node id. Any NewID is one: its encoding is
+// already the DNS label a certificate name needs.
+func NewNodeID() (string, error) { return NewID() }
 
 // NodeIDOf is the node id made of b: 26 lowercase base32 characters, a
 // valid DNS label as certificate names need.
