@@ -11,7 +11,6 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager/orchestrator"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
@@ -102,7 +101,7 @@ func TestRemoveNodeDrainsFirstAndRemovesAnEmptyNodeAtOnce(t *testing.T) {
 	d := n.GetDrain()
 	if len(rm.removed) != 1 || n.Availability != api.NodeAvailability_NODE_AVAILABILITY_DRAIN ||
 		d.GetState() != api.DrainState_DRAIN_STATE_DRAINING || !d.Remove || !d.Force ||
-		d.ReplacementTimeout.AsDuration() != orchestrator.DefaultDrainTimeout {
+		d.ReplacementTimeout.AsDuration() != api.DefaultDrainTimeout {
 		t.Fatalf("w1 with replicas: node %v, removed %v; want a forced removing drain with the default timeout and no removal yet", n, rm.removed)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
-	"github.com/jaco-project/jaco/manager/orchestrator"
 	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -96,7 +95,7 @@ func startDrain(tx store.ReadTx, n *api.Node, timeout *durationpb.Duration, forc
 		}
 	}
 	if timeout == nil || timeout.AsDuration() == 0 {
-		timeout = durationpb.New(orchestrator.DefaultDrainTimeout)
+		timeout = durationpb.New(api.DefaultDrainTimeout)
 	}
 	d := &api.NodeDrain{
 		State:              api.DrainState_DRAIN_STATE_DRAINING,

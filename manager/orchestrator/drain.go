@@ -15,10 +15,6 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// DefaultDrainTimeout bounds each replacement of a drain whose request
-// sets no timeout.
-const DefaultDrainTimeout = 5 * time.Minute
-
 // NodeRemover takes a node out of the cluster: out of raft first when it
 // is a manager (with the voter rules), then its Node object.
 // membership.Server implements it.
@@ -188,7 +184,7 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 	dr := n.GetDrain()
 	timeout := dr.GetReplacementTimeout().AsDuration()
 	if timeout <= 0 {
-		timeout = DefaultDrainTimeout
+		timeout = api.DefaultDrainTimeout
 	}
 	var waiting, unended int
 	var stuck, why []string

@@ -80,7 +80,7 @@ func TestDrainReplacesStartFirstAndStopsOldOnlyOnceReplacementRuns(t *testing.T)
 	}
 	dr, wake := h.drainPass(d, "n1")
 	wantDrain(t, h, dr, api.DrainState_DRAIN_STATE_DRAINING, 0, 2)
-	if !wake.Equal(epoch.Add(DefaultDrainTimeout)) {
+	if !wake.Equal(epoch.Add(api.DefaultDrainTimeout)) {
 		t.Errorf("wake = %v, want the default timeout after the first sight", wake)
 	}
 
