@@ -16,8 +16,7 @@ import (
 // or on no node yet (replicated ones). A non-nil notBefore marks a restart
 // attempt.
 func newTask(svc *api.Service, slot uint64, nodeID string, now time.Time, notBefore *time.Time) (*api.Task, error) {
-	// Task ids have the form of node ids (as service ids do).
-	id, err := identity.NewNodeID()
+	id, err := identity.NewID()
 	if err != nil {
 		return nil, err
 	}
