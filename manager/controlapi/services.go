@@ -21,7 +21,7 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 	if err := validateSpec(req.Spec); err != nil {
 		return nil, err
 	}
-	id, err := identity.NewNodeID()
+	id, err := identity.NewID()
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
