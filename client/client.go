@@ -3,7 +3,7 @@
 // the operator token, whose embedded CA fingerprint authenticates the
 // server before anything is sent.
 //
-//	c, err := client.New(client.WithSocket(node.SocketPath(dir)))
+//	c, err := client.New(client.WithSocket(datadir.Dir(dir).Socket()))
 //	c, err := client.New(client.WithServer("10.0.0.1:7000", token))
 package client
 

@@ -75,7 +75,7 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Default values.
 const (
-	DefaultDataDir          = "/var/lib/jaco"
+	DefaultDataDir          = datadir.Default
 	DefaultListenAddr       = ":7000"
 	DefaultQuorumLossWindow = 10 * time.Second
 	// DefaultRoleCheckInterval: a promotion or demotion reaches the node

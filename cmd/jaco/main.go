@@ -15,7 +15,7 @@ import (
 
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/client"
-	"github.com/jaco-project/jaco/node"
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // globals are the flags every command takes.
@@ -38,7 +38,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		SilenceUsage:  true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", node.DefaultDataDir), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
+	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", datadir.Default), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
 	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then)")
 	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
@@ -103,7 +103,7 @@ func (g *globals) stream(ctx context.Context, fn func(ctx context.Context, c *cl
 	if g.server != "" {
 		opt = client.WithServer(g.server, os.Getenv("JACO_TOKEN"))
 	} else {
-		opt = client.WithSocket(node.SocketPath(g.dataDir))
+		opt = client.WithSocket(datadir.Dir(g.dataDir).Socket())
 	}
 	c, err := client.New(opt)
 	if err != nil {

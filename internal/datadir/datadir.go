@@ -6,6 +6,10 @@ package datadir
 
 import "path/filepath"
 
+// Default is the data dir of a jacod started without --data-dir or
+// $JACO_DATA_DIR, and so the one whose socket jaco dials by default.
+const Default = "/var/lib/jaco"
+
 // Dir is a data dir.
 type Dir string
 
