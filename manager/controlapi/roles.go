@@ -2,8 +2,8 @@ package controlapi
 
 import (
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // setDesiredRole records the operator's promote or demote of n (role nil:
@@ -17,7 +17,7 @@ func setDesiredRole(tx *store.Tx, n *api.Node, role *api.NodeRole) error {
 	switch *role {
 	case api.NodeRole_NODE_ROLE_MANAGER:
 	case api.NodeRole_NODE_ROLE_WORKER:
-		if err := rolemanager.CheckDemotion(tx.ListNodes(), n); err != nil {
+		if err := voterset.CheckDemotion(tx.ListNodes(), n); err != nil {
 			return invalid("cannot demote %s: %v", n.Hostname, err)
 		}
 	default:

@@ -34,8 +34,10 @@ type Raft interface {
 	UpdateMember(ctx context.Context, m *api.RaftMember) error
 	Members() []*api.RaftMember
 	IsRemoved(raftID uint64) bool
-	// RemoveMember and HandOver are rolemanager's voter-safe removal and
-	// leadership handover.
+	// RemoveMember and HandOver are the role manager's voter-safe removal
+	// and leadership handover; they refuse with the voterset errors
+	// (ErrNoSuchMember, ErrNotLeading, ErrLastManager), which RemoveNode
+	// turns into what the operator sees.
 	RemoveMember(ctx context.Context, raftID uint64) error
 	HandOver(ctx context.Context) (uint64, error)
 }

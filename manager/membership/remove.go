@@ -11,14 +11,14 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
-	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // RemoveNode takes node out of the cluster: a manager leaves raft first —
-// by the voter-safe path of rolemanager.RemoveMember, or, when it is this
-// leader, by handing leadership over and letting the new leader finish —
-// and then its Node object goes. Running it again after a partial failure
+// by the voter-safe path of the role manager's RemoveMember, or, when it
+// is this leader, by handing leadership over and letting the new leader
+// finish — and then its Node object goes. Running it again after a partial failure
 // finishes the job.
 func (s *Server) RemoveNode(ctx context.Context, node *api.Node) error {
 	if node.RaftId != 0 {
@@ -46,9 +46,9 @@ func (s *Server) leaveRaft(ctx context.Context, node *api.Node) error {
 	}
 	err := s.raft.RemoveMember(ctx, node.RaftId)
 	switch {
-	case err == nil, errors.Is(err, rolemanager.ErrNoSuchMember):
+	case err == nil, errors.Is(err, voterset.ErrNoSuchMember):
 		return nil // gone from raft, now or by an earlier attempt
-	case errors.Is(err, rolemanager.ErrNotLeading):
+	case errors.Is(err, voterset.ErrNotLeading):
 		return reason.Error(codes.Unavailable, reason.NoLeader, "leadership changed during the removal; retrying reaches the new leader")
 	}
 	return apierror.ToStatus(err)
@@ -67,7 +67,7 @@ func (s *Server) handOver(ctx context.Context, node *api.Node) error {
 	defer cancel()
 	_, err := s.raft.HandOver(ctx)
 	switch {
-	case errors.Is(err, rolemanager.ErrLastManager):
+	case errors.Is(err, voterset.ErrLastManager):
 		return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
 			"%s is the last manager; a cluster cannot remove its last manager", node.Hostname)
 	case err != nil:

@@ -45,6 +45,9 @@
 //
 // Decide is the whole policy as a pure function; VoterReconciler feeds it
 // from raft's status and member list and carries out its decision. The
+// table above (voterset.TargetVoters), the demotion check and the errors
+// of a removal live in manager/voterset, because the Control API and
+// membership apply them too and must not import this package. The
 // policy scenarios are written as data in testdata/*.txt (see
 // scenario_test.go for the script language).
 package rolemanager

@@ -6,26 +6,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jaco-project/jaco/manager/voterset"
 )
-
-// MaxVoters caps the voter set: seven voters survive three failures.
-const MaxVoters = 7
-
-// TargetVoters is the number of voters wanted among managers raft members
-// (voters and nonvoters): the largest odd number not above managers, capped
-// at MaxVoters. It is 0 when there are no managers.
-func TargetVoters(managers int) int {
-	switch {
-	case managers <= 0:
-		return 0
-	case managers >= MaxVoters:
-		return MaxVoters
-	case managers%2 == 0:
-		return managers - 1
-	default:
-		return managers
-	}
-}
 
 // Member is one raft member as the policy sees it.
 //
@@ -80,9 +63,9 @@ type Decision struct {
 }
 
 // Decide returns the one suffrage change that moves members toward
-// TargetVoters, or NoAction. leader is the leader's raft id; it is never
-// demoted. now and promoteAfter decide which nonvoters have been in the
-// configuration long enough.
+// voterset.TargetVoters, or NoAction. leader is the leader's raft id; it
+// is never demoted. now and promoteAfter decide which nonvoters have been
+// in the configuration long enough.
 //
 // When there are too few voters it promotes the first nonvoter in node id
 // order that is eligible (caught up and in the configuration for at least
@@ -102,7 +85,7 @@ func Decide(members []Member, leader uint64, now time.Time, promoteAfter time.Du
 		}
 	}
 	managers := len(voters) + len(learners)
-	target := TargetVoters(managers)
+	target := voterset.TargetVoters(managers)
 	counts := fmt.Sprintf("voters %d, target %d for %d managers", len(voters), target, managers)
 
 	switch {

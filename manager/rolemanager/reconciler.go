@@ -47,7 +47,8 @@ type Config struct {
 	Now          func() time.Time
 }
 
-// VoterReconciler keeps the voter set at TargetVoters, one change per tick.
+// VoterReconciler keeps the voter set at voterset.TargetVoters, one change
+// per tick.
 // It acts only while its member leads. Ticks are serialized, so a change
 // is applied before the next one is decided.
 type VoterReconciler struct {

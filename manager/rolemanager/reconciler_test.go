@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/internal/testclock"
 	jacoraft "github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // The manager's raft member is what the reconciler drives.
@@ -87,7 +88,7 @@ func TestReconcilerGrow(t *testing.T) {
 			}
 		}
 		voters := len(f.voterNames())
-		if want := TargetVoters(n); voters != want {
+		if want := voterset.TargetVoters(n); voters != want {
 			t.Fatalf("%d managers: stable at %d voters %v, want %d", n, voters, f.voterNames(), want)
 		}
 		if n%2 == 1 && changes != 2 || n%2 == 0 && changes != 0 {

@@ -3,51 +3,40 @@ package rolemanager
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 
 	"go.etcd.io/raft/v3"
-)
 
-// Why RemoveMember refused.
-var (
-	// ErrRemoveLeader: leadership must move before the leader can go.
-	ErrRemoveLeader = errors.New("the leader cannot remove itself; leadership must move first")
-	// ErrNotLeading: only the leader changes the membership.
-	ErrNotLeading = errors.New("this manager is not the leader")
-	// ErrNoSuchMember: the raft id is not in the group.
-	ErrNoSuchMember = errors.New("no such raft member")
-	// ErrLastManager: there is no other member to lead.
-	ErrLastManager = errors.New("no other manager could take over as leader")
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // RemoveMember takes raftID out of the raft group without the voters ever
 // outnumbering what the remaining members can afford (cluster-lifecycle
 // "Graceful remove"): the leaver is demoted first, then — one change at a
 // time, lexicographically-last non-leader voter first, as Decide would —
-// voters beyond TargetVoters of the members that stay, and only then is
-// the leaver removed. It holds the tick lock throughout, so no promotion
-// interleaves and brings the leaver back.
+// voters beyond voterset.TargetVoters of the members that stay, and only
+// then is the leaver removed. It holds the tick lock throughout, so no
+// promotion interleaves and brings the leaver back.
 func (r *VoterReconciler) RemoveMember(ctx context.Context, raftID uint64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	self := r.raft.RaftID()
 	if raftID == self {
-		return ErrRemoveLeader
+		return voterset.ErrRemoveLeader
 	}
 	if r.raft.Status().Lead != self {
-		return ErrNotLeading
+		return voterset.ErrNotLeading
 	}
 	names := map[uint64]string{}
 	for _, m := range r.raft.Members() {
 		names[m.RaftId] = m.NodeId
 	}
 	if _, ok := names[raftID]; !ok {
-		return fmt.Errorf("%w: %x", ErrNoSuchMember, raftID)
+		return fmt.Errorf("%w: %x", voterset.ErrNoSuchMember, raftID)
 	}
-	target := TargetVoters(len(names) - 1)
+	target := voterset.TargetVoters(len(names) - 1)
 	for {
 		voters := r.raft.Status().Config.Voters.IDs()
 		var next uint64
@@ -83,11 +72,11 @@ func (r *VoterReconciler) HandOver(ctx context.Context) (uint64, error) {
 	self := r.raft.RaftID()
 	st := r.raft.Status()
 	if st.Lead != self {
-		return 0, ErrNotLeading
+		return 0, voterset.ErrNotLeading
 	}
 	to, voter := mostCaughtUp(st, self)
 	if to == 0 {
-		return 0, ErrLastManager
+		return 0, voterset.ErrLastManager
 	}
 	if !voter {
 		if err := r.raft.Promote(ctx, to); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // group builds a fake group led by "a" with the given voters and
@@ -68,14 +70,14 @@ func TestRemoveMemberRefusals(t *testing.T) {
 	f := group(t, []string{"a", "b", "c"}, nil)
 	r, _, _ := newTestReconciler(f)
 	ctx := context.Background()
-	if err := r.RemoveMember(ctx, raftIDOf("a")); !errors.Is(err, ErrRemoveLeader) {
+	if err := r.RemoveMember(ctx, raftIDOf("a")); !errors.Is(err, voterset.ErrRemoveLeader) {
 		t.Errorf("removing the leader: %v, want ErrRemoveLeader", err)
 	}
-	if err := r.RemoveMember(ctx, raftIDOf("zz")); !errors.Is(err, ErrNoSuchMember) {
+	if err := r.RemoveMember(ctx, raftIDOf("zz")); !errors.Is(err, voterset.ErrNoSuchMember) {
 		t.Errorf("removing a stranger: %v, want ErrNoSuchMember", err)
 	}
 	f.set(func(f *fakeRaft) { f.lead = raftIDOf("b") })
-	if err := r.RemoveMember(ctx, raftIDOf("c")); !errors.Is(err, ErrNotLeading) {
+	if err := r.RemoveMember(ctx, raftIDOf("c")); !errors.Is(err, voterset.ErrNotLeading) {
 		t.Errorf("removing on a follower: %v, want ErrNotLeading", err)
 	}
 	if got := f.voterNames(); !slices.Equal(got, []string{"a", "b", "c"}) {
@@ -110,7 +112,7 @@ func TestHandOver(t *testing.T) {
 	// Alone: nobody to hand over to.
 	f = group(t, []string{"a"}, nil)
 	r, _, _ = newTestReconciler(f)
-	if _, err := r.HandOver(ctx); !errors.Is(err, ErrLastManager) {
+	if _, err := r.HandOver(ctx); !errors.Is(err, voterset.ErrLastManager) {
 		t.Fatalf("HandOver alone: %v, want ErrLastManager", err)
 	}
 }

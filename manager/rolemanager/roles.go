@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	jraft "github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // RoleRaft is the leader's raft member as the role reconciler needs it
@@ -59,9 +60,10 @@ type RoleConfig struct {
 //     group. When the node to demote is this leader, leadership is handed
 //     over first and the new leader's reconciler finishes the demotion.
 //
-// The operator's request is checked when it is made (CheckDemotion); a
-// pass also re-checks it and leaves a demotion that became unsafe
-// pending, logged, until it is safe again or the operator changes it.
+// The operator's request is checked when it is made
+// (voterset.CheckDemotion); a pass also re-checks it and leaves a demotion
+// that became unsafe pending, logged, until it is safe again or the
+// operator changes it.
 type RoleReconciler struct {
 	cfg RoleConfig
 	log *slog.Logger
@@ -148,7 +150,7 @@ func (r *RoleReconciler) promote(ctx context.Context, n *api.Node) error {
 func (r *RoleReconciler) demote(ctx context.Context, n *api.Node, all []*api.Node) error {
 	inRaft := n.RaftId != 0 && memberRaftID(r.cfg.Raft.Members(), n.Id) == n.RaftId
 	if inRaft {
-		if err := CheckDemotion(all, n); err != nil {
+		if err := voterset.CheckDemotion(all, n); err != nil {
 			return fmt.Errorf("demotion waits: %w", err)
 		}
 		if n.RaftId == r.cfg.Raft.RaftID() {
@@ -161,7 +163,7 @@ func (r *RoleReconciler) demote(ctx context.Context, n *api.Node, all []*api.Nod
 			return errHandedOver
 		}
 		err := r.cfg.Members.RemoveMember(ctx, n.RaftId)
-		if err != nil && !errors.Is(err, ErrNoSuchMember) {
+		if err != nil && !errors.Is(err, voterset.ErrNoSuchMember) {
 			return fmt.Errorf("leave raft: %w", err)
 		}
 		r.log.Info("demotion: left raft", "node_id", n.Id, "hostname", n.Hostname, "raft_id", fmt.Sprintf("%x", n.RaftId))

@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 // roleFake is the leader's raft member and membership as the role
@@ -57,7 +58,7 @@ func (f *roleFake) RemoveMember(_ context.Context, id uint64) error {
 			return nil
 		}
 	}
-	return ErrNoSuchMember
+	return voterset.ErrNoSuchMember
 }
 func (f *roleFake) HandOver(context.Context) (uint64, error) {
 	f.mu.Lock()
@@ -186,8 +187,8 @@ func TestDemotionThatBecameUnsafeWaits(t *testing.T) {
 	updateNode(t, st, m1)
 	updateNode(t, st, desire(getNode(st, "m2"), api.NodeRole_NODE_ROLE_WORKER))
 	err := r.Pass(context.Background())
-	if !errors.Is(err, ErrDemoteCostsQuorum) {
-		t.Errorf("pass: %v, want %v", err, ErrDemoteCostsQuorum)
+	if !errors.Is(err, voterset.ErrDemoteCostsQuorum) {
+		t.Errorf("pass: %v, want %v", err, voterset.ErrDemoteCostsQuorum)
 	}
 	if len(f.calls) != 0 {
 		t.Errorf("calls %q, want none", f.calls)
@@ -199,40 +200,6 @@ func TestNothingUnlessLeading(t *testing.T) {
 	f.lead = 2
 	if err := r.Pass(context.Background()); err != nil || len(f.calls) != 0 {
 		t.Errorf("pass on a follower: err %v, calls %q", err, f.calls)
-	}
-}
-
-func TestCheckDemotion(t *testing.T) {
-	down := func(n *api.Node) *api.Node {
-		n.Status = &api.NodeStatus{State: api.NodeStatusState_NODE_STATUS_STATE_DOWN}
-		return n
-	}
-	for _, tc := range []struct {
-		name   string
-		nodes  []*api.Node
-		target string
-		want   error
-	}{
-		{"last manager", []*api.Node{manager("a", 1), worker("w")}, "a", ErrDemoteLastManager},
-		{"the other is being demoted", []*api.Node{manager("a", 1), desire(manager("b", 2), api.NodeRole_NODE_ROLE_WORKER)}, "a", ErrDemoteLastManager},
-		{"a worker headed for manager does not count yet", []*api.Node{manager("a", 1), desire(worker("w"), api.NodeRole_NODE_ROLE_MANAGER)}, "a", ErrDemoteLastManager},
-		{"two of three, both up", []*api.Node{manager("a", 1), manager("b", 2), manager("c", 3)}, "a", nil},
-		{"two stay, one down: 1 voter, quorum 1", []*api.Node{manager("a", 1), down(manager("b", 2)), manager("c", 3)}, "a", nil},
-		{"three stay, two down", []*api.Node{manager("a", 1), down(manager("b", 2)), down(manager("c", 3)), manager("d", 4)}, "a", ErrDemoteCostsQuorum},
-		{"five: four stay, one down", []*api.Node{manager("a", 1), down(manager("b", 2)), manager("c", 3), manager("d", 4), manager("e", 5)}, "a", nil},
-		{"a worker is no demotion", []*api.Node{manager("a", 1), worker("w")}, "w", nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var target *api.Node
-			for _, n := range tc.nodes {
-				if n.Id == tc.target {
-					target = n
-				}
-			}
-			if err := CheckDemotion(tc.nodes, target); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-				t.Errorf("CheckDemotion = %v, want %v", err, tc.want)
-			}
-		})
 	}
 }
 

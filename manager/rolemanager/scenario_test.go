@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/manager/voterset"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected output in testdata/*.txt")
@@ -385,5 +387,5 @@ func (s *scenario) status() string {
 		return strings.Join(names, " ")
 	}
 	return fmt.Sprintf("voters %s; nonvoters %s; target %d of %d", list(voters), list(learners),
-		TargetVoters(managers), managers)
+		voterset.TargetVoters(managers), managers)
 }

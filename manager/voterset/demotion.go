@@ -1,4 +1,4 @@
-package rolemanager
+package voterset
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ var (
 	ErrDemoteCostsQuorum = errors.New("the managers that would stay and are up could not form a quorum")
 )
 
-// EffectiveRole is the role a node is headed for: its desired role when
+// effectiveRole is the role a node is headed for: its desired role when
 // one is set, else its role.
-func EffectiveRole(n *api.Node) api.NodeRole {
+func effectiveRole(n *api.Node) api.NodeRole {
 	if n.DesiredRole != api.NodeRole_NODE_ROLE_UNSPECIFIED {
 		return n.DesiredRole
 	}
@@ -36,7 +36,7 @@ func CheckDemotion(nodes []*api.Node, target *api.Node) error {
 	}
 	var stay, up int
 	for _, n := range nodes {
-		if n.Id == target.Id || n.Role != api.NodeRole_NODE_ROLE_MANAGER || EffectiveRole(n) != api.NodeRole_NODE_ROLE_MANAGER {
+		if n.Id == target.Id || n.Role != api.NodeRole_NODE_ROLE_MANAGER || effectiveRole(n) != api.NodeRole_NODE_ROLE_MANAGER {
 			continue
 		}
 		stay++
