@@ -1,5 +1,5 @@
 // Package agent is what every node runs to execute the replicas assigned
-// to it (DESIGN.md §7).
+// to it (docs/design.md §9).
 //
 // The contract:
 //

@@ -117,7 +117,7 @@ type Controller interface {
 	Exec(ctx context.Context, argv []string) (int, error)
 }
 
-// Stop ladder defaults (DESIGN.md §7).
+// Stop ladder defaults (docs/design.md §9).
 const (
 	DefaultStopGracePeriod  = 2 * time.Minute
 	DefaultAbortGracePeriod = 30 * time.Second

@@ -28,7 +28,7 @@ type Stoppable interface {
 	WaitGone(ctx context.Context, d time.Duration) (bool, error)
 }
 
-// Ladder is the stop ladder of DESIGN.md §7 for one replica.
+// Ladder is the stop ladder of docs/design.md §9 for one replica.
 type Ladder struct {
 	StopGrace, AbortGrace time.Duration
 	// KillWait bounds the wait for the end after SIGKILL (a process in

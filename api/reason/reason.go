@@ -19,7 +19,7 @@ import (
 // Domain is the ErrorInfo domain of every jaco reason.
 const Domain = "jaco"
 
-// The reason words of DESIGN.md §8.
+// The reason words of docs/design.md §11.
 const (
 	ClusterUninitialized    = "cluster_uninitialized"
 	Locked                  = "locked"

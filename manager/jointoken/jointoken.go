@@ -1,5 +1,5 @@
 // Package jointoken issues and redeems the single-use tokens that let a
-// node join the cluster (DESIGN.md §3).
+// node join the cluster (docs/design.md §4).
 //
 // Only a token's hash is stored, in a JoinToken object with its role,
 // expiry and consumed_at, through raft like any other write. Redeeming

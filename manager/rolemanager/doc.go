@@ -1,5 +1,5 @@
 // Package rolemanager runs on the leader and shapes the raft voter set
-// (DESIGN.md §3, "Voter-set policy"). Managers join as nonvoters; the
+// (docs/design.md §4, "Voter-set policy"). Managers join as nonvoters; the
 // VoterReconciler promotes and demotes them so that the number of voters
 // follows the number of managers:
 //

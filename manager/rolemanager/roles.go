@@ -46,8 +46,8 @@ type RoleConfig struct {
 	Logger    *slog.Logger
 }
 
-// RoleReconciler moves each node's role to its desired role (DESIGN.md
-// §3, issue 5 "Roles"), on the leader, one node at a time:
+// RoleReconciler moves each node's role to its desired role
+// (docs/design.md §4, issue 5 "Roles"), on the leader, one node at a time:
 //
 //   - Promotion: the worker joins raft as a nonvoter at its address, with
 //     a fresh raft id; then Node.role becomes manager and Node.raft_id is

@@ -118,7 +118,7 @@ func (p *needs) check(ni *nodeInfo) exclusion {
 	}
 	n := ni.node
 	// A node that could not load its isolation ruleset runs no replicas
-	// of any runtime (DESIGN.md §2, isolation_unavailable).
+	// of any runtime (docs/design.md §9, isolation_unavailable).
 	if n.GetDescription().GetIsolationUnavailable() {
 		return exIsolation
 	}
