@@ -228,5 +228,5 @@ func (w *logWatch) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// socket is the daemon's trusted local socket, where DESIGN.md §9 puts it.
+// socket is the daemon's trusted local socket, where docs/design.md §12 puts it.
 func (d *daemon) socket() string { return filepath.Join(d.dir, "jaco.sock") }

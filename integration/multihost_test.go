@@ -1,6 +1,6 @@
 package integration
 
-// Multi-host tests of the manager group (issue 3, DESIGN.md §3–§5): real
+// Multi-host tests of the manager group (issue 3, docs/design.md §4–§6): real
 // jacod processes, one per network namespace (netns_test.go), formed from
 // join tokens and then grown, killed, paused and partitioned the way a
 // production cluster is. Every assertion is one an operator relies on; every
@@ -29,7 +29,7 @@ const (
 	writeTimeout    = 5 * time.Second // one CLI write, retried on no_leader
 )
 
-// voterTarget is the voter-set policy of DESIGN.md §3: how many of the
+// voterTarget is the voter-set policy of docs/design.md §4: how many of the
 // managers are voters.
 func voterTarget(managers int) int {
 	table := []int{0, 1, 1, 3, 3, 5, 5, 7} // index: manager count

@@ -1,6 +1,6 @@
 package integration
 
-// The multi-host harness (DESIGN.md §11): every jacod runs in its own
+// The multi-host harness (docs/design.md §14): every jacod runs in its own
 // network namespace, a "host", whose veth pair ends on a Linux bridge in a
 // per-test "hub" namespace. Test hosts get addresses from 198.18.0.0/24, a
 // range reserved for benchmarking and never routed, and are dialled only

@@ -6,7 +6,7 @@ import (
 )
 
 // TestLocalSocketIsOwnerOnly: the unix socket is trusted without a token
-// (DESIGN.md §9), so whoever can connect to it administers the cluster.
+// (docs/design.md §10), so whoever can connect to it administers the cluster.
 // Only the daemon's user may, before and after init and across restarts
 // (each start makes the socket anew).
 func TestLocalSocketIsOwnerOnly(t *testing.T) {
