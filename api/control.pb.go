@@ -23,7 +23,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// NodeState is a daemon's lifecycle state (DESIGN.md §2).
+// NodeState is a daemon's lifecycle state (docs/design.md §3).
 type NodeState int32
 
 const (
