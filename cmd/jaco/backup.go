@@ -13,7 +13,8 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/durable"
-	"github.com/jaco-project/jaco/manager/backup"
+	"github.com/jaco-project/jaco/manager/backup/backupfile"
+	"github.com/jaco-project/jaco/manager/backup/restore"
 )
 
 func backupCmd(g *globals) *cobra.Command {
@@ -35,12 +36,12 @@ cannot be restored, and with it the file opens the cluster CA.`,
 			if _, err := os.Lstat(out); err == nil {
 				return failure{fmt.Errorf("%s already exists; backups never overwrite a file", out)}
 			}
-			var key backup.Key
+			var key backupfile.Key
 			var err error
 			if keyStdin {
 				key, err = readKey(cmd.InOrStdin(), cmd.ErrOrStderr())
 			} else {
-				key, err = backup.NewKey()
+				key, err = backupfile.NewKey()
 			}
 			if err != nil {
 				return failure{err}
@@ -49,11 +50,11 @@ cannot be restored, and with it the file opens the cluster CA.`,
 			if err != nil {
 				return err // a failure already (g.call)
 			}
-			b, err := backup.Unmarshal(payload)
+			b, err := backupfile.Unmarshal(payload)
 			if err != nil {
 				return failure{fmt.Errorf("the leader sent an unusable backup: %w", err)}
 			}
-			sealed, err := backup.Seal(payload, key)
+			sealed, err := backupfile.Seal(payload, key)
 			if err != nil {
 				return failure{err}
 			}
@@ -132,7 +133,7 @@ not members; start other managers empty and join them with tokens.`,
 			if err != nil {
 				return failure{err}
 			}
-			b, err := backup.Decode(file, key)
+			b, err := backupfile.Decode(file, key)
 			if err != nil {
 				return failure{fmt.Errorf("%s: %w", args[0], err)}
 			}
@@ -140,7 +141,7 @@ not members; start other managers empty and join them with tokens.`,
 			if err != nil {
 				return failure{err}
 			}
-			res, err := backup.Restore(b, backup.RestoreOptions{DataDir: dir, NodeName: nodeName, AdvertiseAddr: advertise})
+			res, err := restore.Restore(b, restore.Options{DataDir: dir, NodeName: nodeName, AdvertiseAddr: advertise})
 			if err != nil {
 				return failure{err}
 			}
@@ -161,13 +162,13 @@ not members; start other managers empty and join them with tokens.`,
 
 // readKey reads a backup key from r (readSecret). Never from a flag,
 // which would land in shell history and process listings.
-func readKey(r io.Reader, prompt io.Writer) (backup.Key, error) {
+func readKey(r io.Reader, prompt io.Writer) (backupfile.Key, error) {
 	line, err := readSecret(r, prompt, "Backup key: ")
 	if err != nil && !errors.Is(err, io.EOF) {
-		return backup.Key{}, fmt.Errorf("read backup key: %w", err)
+		return backupfile.Key{}, fmt.Errorf("read backup key: %w", err)
 	}
 	if line == "" {
-		return backup.Key{}, errors.New("no backup key on stdin (give the key printed by jaco backup)")
+		return backupfile.Key{}, errors.New("no backup key on stdin (give the key printed by jaco backup)")
 	}
-	return backup.ParseKey(line)
+	return backupfile.ParseKey(line)
 }

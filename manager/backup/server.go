@@ -10,6 +10,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/backup/backupfile"
 )
 
 var _ api.BackupServiceServer = (*Server)(nil)
@@ -51,7 +52,7 @@ func NewServer(r Raft, st Store) *Server {
 // Take reads a consistent backup: it commits a barrier first, so every
 // write acknowledged before the call is in it, then reads the store at
 // one applied index.
-func (s *Server) Take(ctx context.Context) (*Backup, error) {
+func (s *Server) Take(ctx context.Context) (*backupfile.Backup, error) {
 	if !s.raft.IsLeader() {
 		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "this manager stopped leading; retry")
 	}
@@ -60,7 +61,7 @@ func (s *Server) Take(ctx context.Context) (*Backup, error) {
 	}
 	term := s.raft.Term()
 	st, index := s.store.SaveWithIndex()
-	return &Backup{
+	return &backupfile.Backup{
 		ClusterID: s.raft.ClusterID(),
 		Index:     index,
 		Term:      term,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/backup/backupfile"
+	"github.com/jaco-project/jaco/manager/backup/internal/backuptest"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
@@ -51,7 +53,7 @@ func (s *chunkStream) Send(c *api.BackupChunk) error {
 }
 
 func TestServerStreamsAFreshBackupInChunks(t *testing.T) {
-	want := testBackup(t)
+	want := backuptest.Backup(t)
 	// A store big enough for several chunks.
 	want.Snapshot.Store.Clusters[0].OperatorTokenHash = bytes.Repeat([]byte{7}, 3*ChunkSize)
 	r := &fakeRaft{leader: true}
@@ -71,7 +73,7 @@ func TestServerStreamsAFreshBackupInChunks(t *testing.T) {
 			t.Errorf("chunk %d is %d bytes, over %d", i, len(c), ChunkSize)
 		}
 	}
-	got, err := Unmarshal(bytes.Join(stream.chunks, nil))
+	got, err := backupfile.Unmarshal(bytes.Join(stream.chunks, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +87,7 @@ func TestServerStreamsAFreshBackupInChunks(t *testing.T) {
 
 func TestServerRefusesWithoutLeadership(t *testing.T) {
 	for _, r := range []*fakeRaft{{leader: false}, {leader: true, barrier: raft.ErrLostLeadership}} {
-		s := NewServer(r, fakeStore{snap: testBackup(t).Snapshot.Store})
+		s := NewServer(r, fakeStore{snap: backuptest.Backup(t).Snapshot.Store})
 		stream := &chunkStream{ctx: context.Background()}
 		err := s.Backup(&api.BackupRequest{}, stream)
 		if reason.Of(err) != reason.NoLeader {

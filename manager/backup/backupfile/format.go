@@ -1,4 +1,12 @@
-package backup
+// Package backupfile is the format of a jaco backup: the payload the
+// leader streams (Backup, Marshal, Unmarshal) and the file the CLI seals
+// it into with a backup key printed once (Key, Seal, Open, Decode). The
+// store holds the cluster CA key and every token hash, so a file never
+// holds them in clear. The CLI links this package, so it stays free of
+// raft and the store.
+//
+// See docs/adr/0010-backup.md for the format and key handling.
+package backupfile
 
 import (
 	"bytes"

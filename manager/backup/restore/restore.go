@@ -1,4 +1,7 @@
-package backup
+// Package restore turns a backup into the data dir of a stopped, empty
+// node that starts as the sole manager of the backed-up cluster: it
+// writes the node's certificate, a data key and raft state, offline.
+package restore
 
 import (
 	"cmp"
@@ -16,6 +19,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/manager/backup/backupfile"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
@@ -23,8 +27,8 @@ import (
 // ErrNotEmpty is returned by Restore for a data dir that holds anything.
 var ErrNotEmpty = errors.New("data dir is not empty")
 
-// RestoreOptions say where and as whom a backup is restored.
-type RestoreOptions struct {
+// Options say where and as whom a backup is restored.
+type Options struct {
 	// DataDir is the stopped node's data dir; it must be empty or absent.
 	DataDir string
 	// NodeName is this node's hostname in the cluster. A node of that name
@@ -55,7 +59,7 @@ type Restored struct {
 // the backup's index and term whose only voter is this node. Every member
 // of the old cluster is blacklisted. On error the data dir is left as it
 // was found (empty).
-func Restore(b *Backup, opts RestoreOptions) (_ *Restored, err error) {
+func Restore(b *backupfile.Backup, opts Options) (_ *Restored, err error) {
 	if opts.DataDir == "" || opts.NodeName == "" || opts.AdvertiseAddr == "" {
 		return nil, errors.New("restore: a data dir, a node name and an advertise address are required")
 	}
@@ -144,7 +148,7 @@ type plan struct {
 	dek                     encryption.Key
 }
 
-func planRestore(b *Backup, opts RestoreOptions) (*plan, error) {
+func planRestore(b *backupfile.Backup, opts Options) (*plan, error) {
 	cluster, err := b.Cluster()
 	if err != nil {
 		return nil, err
@@ -196,7 +200,7 @@ func freshRaftID(old []*api.RaftMember) (uint64, error) {
 // makeSelf makes this node, in st, a manager with raftID at the advertise
 // address: the node named opts.NodeName if the backup has one, else a new
 // node. Its version becomes the backup's index, the write that made it so.
-func makeSelf(st *api.StoreSnapshot, opts RestoreOptions, raftID, index uint64) (*api.Node, error) {
+func makeSelf(st *api.StoreSnapshot, opts Options, raftID, index uint64) (*api.Node, error) {
 	now := timestamppb.Now()
 	for _, n := range st.Nodes {
 		if n.Hostname != opts.NodeName {

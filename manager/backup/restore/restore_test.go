@@ -1,4 +1,4 @@
-package backup
+package restore
 
 import (
 	"context"
@@ -17,12 +17,13 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/manager/backup/internal/backuptest"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-var restoreOpts = RestoreOptions{NodeName: "mgr-1", AdvertiseAddr: "127.0.0.1:5555"}
+var restoreOpts = Options{NodeName: "mgr-1", AdvertiseAddr: "127.0.0.1:5555"}
 
 // startRestored opens the restored raft state as jacod would and waits
 // until the member leads.
@@ -57,7 +58,7 @@ func startRestored(t *testing.T, dataDir string) (*raft.Node, *store.Store) {
 }
 
 func TestRestoreStartsASoleManagerWithTheBackedUpState(t *testing.T) {
-	b := testBackup(t)
+	b := backuptest.Backup(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	if _, err := Restore(b, restoreOpts); err == nil {
 		t.Fatal("Restore without a data dir succeeded")
@@ -129,7 +130,7 @@ func TestRestoreStartsASoleManagerWithTheBackedUpState(t *testing.T) {
 func TestRestoreAddsANodeWhenTheNameIsNew(t *testing.T) {
 	opts := restoreOpts
 	opts.DataDir, opts.NodeName = t.TempDir(), "fresh-host"
-	res, err := Restore(testBackup(t), opts)
+	res, err := Restore(backuptest.Backup(t), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +152,14 @@ func TestRestoreRefusesAndWritesNothing(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(opts.DataDir, "keep"), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := Restore(testBackup(t), opts)
+		_, err := Restore(backuptest.Backup(t), opts)
 		if !errors.Is(err, ErrNotEmpty) {
 			t.Fatalf("Restore = %v, want ErrNotEmpty", err)
 		}
 		assertEntries(t, opts.DataDir, "keep")
 	})
 	t.Run("unusable CA", func(t *testing.T) {
-		b := testBackup(t)
+		b := backuptest.Backup(t)
 		b.Snapshot.Store.Clusters[0].CaKeyPem = []byte("not a key")
 		opts := restoreOpts
 		opts.DataDir = t.TempDir()
@@ -173,7 +174,7 @@ func TestRestoreRefusesAndWritesNothing(t *testing.T) {
 		// A file where the raft state goes appears after the emptiness
 		// check: simulate by restoring a backup whose term is zero, which
 		// WriteRestored refuses after the node files are written.
-		b := testBackup(t)
+		b := backuptest.Backup(t)
 		b.Term = 0
 		if _, err := Restore(b, opts); err == nil {
 			t.Fatal("Restore with term 0 succeeded")
