@@ -376,7 +376,7 @@ var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\"T\n" +
+	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"T\n" +
 	"\vLogsRequest\x12\x19\n" +
 	"\btask_ids\x18\x01 \x03(\tR\ataskIds\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
@@ -394,11 +394,14 @@ const file_api_agent_proto_rawDesc = "" +
 	"\x06images\x18\x01 \x03(\tR\x06images\"\x1a\n" +
 	"\x18ListLocalReplicasRequest\"G\n" +
 	"\x19ListLocalReplicasResponse\x12*\n" +
-	"\breplicas\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\breplicas2\xec\x01\n" +
-	"\fAgentService\x126\n" +
-	"\x04Logs\x12\x15.jaco.api.LogsRequest\x1a\x15.jaco.api.LogsMessage0\x01\x12F\n" +
-	"\tLoadImage\x12\x1a.jaco.api.LoadImageRequest\x1a\x1b.jaco.api.LoadImageResponse(\x01\x12\\\n" +
-	"\x11ListLocalReplicas\x12\".jaco.api.ListLocalReplicasRequest\x1a#.jaco.api.ListLocalReplicasResponseB\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\breplicas\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\breplicas2\xb0\x03\n" +
+	"\fAgentService\x12q\n" +
+	"\x04Logs\x12\x15.jaco.api.LogsRequest\x1a\x15.jaco.api.LogsMessage\"9\xda\xf3\x185\n" +
+	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators0\x01\x12\x92\x01\n" +
+	"\tLoadImage\x12\x1a.jaco.api.LoadImageRequest\x1a\x1b.jaco.api.LoadImageResponse\"J\xda\xf3\x18F\n" +
+	"\x01\x02\x12\x01\x03\x1a>images are loaded on the node itself, through its local socket(\x01\x12\x97\x01\n" +
+	"\x11ListLocalReplicas\x12\".jaco.api.ListLocalReplicasRequest\x1a#.jaco.api.ListLocalReplicasResponse\"9\xda\xf3\x185\n" +
+	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operatorsB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_agent_proto_rawDescOnce sync.Once
@@ -445,6 +448,7 @@ func file_api_agent_proto_init() {
 		return
 	}
 	file_api_objects_proto_init()
+	file_api_options_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

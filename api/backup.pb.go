@@ -111,9 +111,10 @@ const file_api_backup_proto_rawDesc = "" +
 	"\x10api/backup.proto\x12\bjaco.api\x1a\x11api/options.proto\"\x0f\n" +
 	"\rBackupRequest\"!\n" +
 	"\vBackupChunk\x12\x12\n" +
-	"\x04data\x18\x01 \x01(\fR\x04data2Q\n" +
-	"\rBackupService\x12:\n" +
-	"\x06Backup\x12\x17.jaco.api.BackupRequest\x1a\x15.jaco.api.BackupChunk0\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x04data\x18\x01 \x01(\fR\x04data2\xa3\x01\n" +
+	"\rBackupService\x12\x8b\x01\n" +
+	"\x06Backup\x12\x17.jaco.api.BackupRequest\x1a\x15.jaco.api.BackupChunk\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_backup_proto_rawDescOnce sync.Once

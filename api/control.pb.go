@@ -2106,31 +2106,49 @@ const file_api_control_proto_rawDesc = "" +
 	"\fMemberStatus\x12\x1d\n" +
 	"\x19MEMBER_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MEMBER_STATUS_READY\x10\x01\x12\x1d\n" +
-	"\x19MEMBER_STATUS_UNREACHABLE\x10\x022\xe5\x01\n" +
-	"\x0eClusterService\x12C\n" +
-	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\x12C\n" +
-	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\x12I\n" +
-	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse2R\n" +
-	"\vNodeService\x12C\n" +
-	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse2\xe2\b\n" +
-	"\x0eControlService\x12P\n" +
-	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\x12M\n" +
-	"\fGetUnlockKey\x12\x1d.jaco.api.GetUnlockKeyRequest\x1a\x1e.jaco.api.GetUnlockKeyResponse\x12J\n" +
-	"\tListNodes\x12\x1a.jaco.api.ListNodesRequest\x1a\x1b.jaco.api.ListNodesResponse\"\x04\xd0\xf3\x18\x01\x12D\n" +
-	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
-	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\x12G\n" +
+	"\x19MEMBER_STATUS_UNREACHABLE\x10\x022\xc1\x02\n" +
+	"\x0eClusterService\x12\x83\x01\n" +
+	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\">\xda\xf3\x18:\n" +
+	"\x01\x02\x12\x02\x01\x03\x1a1cluster init is accepted only on the local socket\x12P\n" +
+	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\"\v\xda\xf3\x18\a\n" +
+	"\x01\x01\x12\x02\x01\x03\x12W\n" +
+	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse\"\f\xda\xf3\x18\b\n" +
+	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
+	"\vNodeService\x12\xc3\x01\n" +
+	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xd2\x11\n" +
+	"\x0eControlService\x12\xa1\x01\n" +
+	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fGetUnlockKey\x12\x1d.jaco.api.GetUnlockKeyRequest\x1a\x1e.jaco.api.GetUnlockKeyResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\tListNodes\x12\x1a.jaco.api.ListNodesRequest\x1a\x1b.jaco.api.ListNodesResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x93\x01\n" +
+	"\aGetNode\x12\x18.jaco.api.GetNodeRequest\x1a\x19.jaco.api.GetNodeResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa4\x01\n" +
+	"\x0eIssueJoinToken\x12\x1f.jaco.api.IssueJoinTokenRequest\x1a .jaco.api.IssueJoinTokenResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x98\x01\n" +
 	"\n" +
-	"RemoveNode\x12\x1b.jaco.api.RemoveNodeRequest\x1a\x1c.jaco.api.RemoveNodeResponse\x12G\n" +
+	"RemoveNode\x12\x1b.jaco.api.RemoveNodeRequest\x1a\x1c.jaco.api.RemoveNodeResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x98\x01\n" +
 	"\n" +
-	"UpdateNode\x12\x1b.jaco.api.UpdateNodeRequest\x1a\x1c.jaco.api.UpdateNodeResponse\x12P\n" +
-	"\rCreateService\x12\x1e.jaco.api.CreateServiceRequest\x1a\x1f.jaco.api.CreateServiceResponse\x12P\n" +
-	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\x12P\n" +
-	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\x12M\n" +
+	"UpdateNode\x12\x1b.jaco.api.UpdateNodeRequest\x1a\x1c.jaco.api.UpdateNodeResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
+	"\rCreateService\x12\x1e.jaco.api.CreateServiceRequest\x1a\x1f.jaco.api.CreateServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
+	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
+	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9c\x01\n" +
 	"\n" +
-	"GetService\x12\x1b.jaco.api.GetServiceRequest\x1a\x1c.jaco.api.GetServiceResponse\"\x04\xd0\xf3\x18\x01\x12S\n" +
-	"\fListServices\x12\x1d.jaco.api.ListServicesRequest\x1a\x1e.jaco.api.ListServicesResponse\"\x04\xd0\xf3\x18\x01\x12J\n" +
-	"\tListTasks\x12\x1a.jaco.api.ListTasksRequest\x1a\x1b.jaco.api.ListTasksResponse\"\x04\xd0\xf3\x18\x01\x12J\n" +
-	"\vServiceLogs\x12\x1c.jaco.api.ServiceLogsRequest\x1a\x15.jaco.api.LogsMessage\"\x04\xd0\xf3\x18\x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"GetService\x12\x1b.jaco.api.GetServiceRequest\x1a\x1c.jaco.api.GetServiceResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa2\x01\n" +
+	"\fListServices\x12\x1d.jaco.api.ListServicesRequest\x1a\x1e.jaco.api.ListServicesResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\tListTasks\x12\x1a.jaco.api.ListTasksRequest\x1a\x1b.jaco.api.ListTasksResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\vServiceLogs\x12\x1c.jaco.api.ServiceLogsRequest\x1a\x15.jaco.api.LogsMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_control_proto_rawDescOnce sync.Once

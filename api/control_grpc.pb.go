@@ -29,9 +29,11 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Cluster is what a daemon answers about itself. It is served by the node,
-// in every lifecycle state, and never forwarded.
+// before and after it joins a cluster, and never forwarded.
 type ClusterServiceClient interface {
 	Init(ctx context.Context, in *InitClusterRequest, opts ...grpc.CallOption) (*InitClusterResponse, error)
+	// Join is open to anyone (docs/adr/0002-node-access.md): the join token
+	// it carries is the proof, checked by the cluster it names.
 	Join(ctx context.Context, in *JoinClusterRequest, opts ...grpc.CallOption) (*JoinClusterResponse, error)
 	Status(ctx context.Context, in *ClusterStatusRequest, opts ...grpc.CallOption) (*ClusterStatusResponse, error)
 }
@@ -79,9 +81,11 @@ func (c *clusterServiceClient) Status(ctx context.Context, in *ClusterStatusRequ
 // for forward compatibility.
 //
 // Cluster is what a daemon answers about itself. It is served by the node,
-// in every lifecycle state, and never forwarded.
+// before and after it joins a cluster, and never forwarded.
 type ClusterServiceServer interface {
 	Init(context.Context, *InitClusterRequest) (*InitClusterResponse, error)
+	// Join is open to anyone (docs/adr/0002-node-access.md): the join token
+	// it carries is the proof, checked by the cluster it names.
 	Join(context.Context, *JoinClusterRequest) (*JoinClusterResponse, error)
 	Status(context.Context, *ClusterStatusRequest) (*ClusterStatusResponse, error)
 	mustEmbedUnimplementedClusterServiceServer()
@@ -211,7 +215,7 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Node is what a daemon does to itself. Served on the local socket only,
-// in every lifecycle state, never forwarded.
+// never forwarded.
 type NodeServiceClient interface {
 	// Unlock gives a locked manager its unlock key; it opens its data keys
 	// and TLS key and starts. A wrong key is refused (permission_denied),
@@ -242,7 +246,7 @@ func (c *nodeServiceClient) Unlock(ctx context.Context, in *UnlockNodeRequest, o
 // for forward compatibility.
 //
 // Node is what a daemon does to itself. Served on the local socket only,
-// in every lifecycle state, never forwarded.
+// never forwarded.
 type NodeServiceServer interface {
 	// Unlock gives a locked manager its unlock key; it opens its data keys
 	// and TLS key and starts. A wrong key is refused (permission_denied),

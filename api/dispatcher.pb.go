@@ -560,12 +560,16 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
 	"\aupdates\x18\x02 \x03(\v2\x1a.jaco.api.TaskStatusUpdateR\aupdates\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse2\xc8\x02\n" +
-	"\x11DispatcherService\x12?\n" +
-	"\aSession\x12\x18.jaco.api.SessionRequest\x1a\x18.jaco.api.SessionMessage0\x01\x12D\n" +
-	"\tHeartbeat\x12\x1a.jaco.api.HeartbeatRequest\x1a\x1b.jaco.api.HeartbeatResponse\x12K\n" +
-	"\vAssignments\x12\x1c.jaco.api.AssignmentsRequest\x1a\x1c.jaco.api.AssignmentsMessage0\x01\x12Y\n" +
-	"\x10UpdateTaskStatus\x12!.jaco.api.UpdateTaskStatusRequest\x1a\".jaco.api.UpdateTaskStatusResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x18UpdateTaskStatusResponse2\xec\x04\n" +
+	"\x11DispatcherService\x12\x87\x01\n" +
+	"\aSession\x12\x18.jaco.api.SessionRequest\x1a\x18.jaco.api.SessionMessage\"F\xda\xf3\x18B\n" +
+	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only0\x01\x12\x8c\x01\n" +
+	"\tHeartbeat\x12\x1a.jaco.api.HeartbeatRequest\x1a\x1b.jaco.api.HeartbeatResponse\"F\xda\xf3\x18B\n" +
+	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only\x12\x93\x01\n" +
+	"\vAssignments\x12\x1c.jaco.api.AssignmentsRequest\x1a\x1c.jaco.api.AssignmentsMessage\"F\xda\xf3\x18B\n" +
+	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only0\x01\x12\xa1\x01\n" +
+	"\x10UpdateTaskStatus\x12!.jaco.api.UpdateTaskStatusRequest\x1a\".jaco.api.UpdateTaskStatusResponse\"F\xda\xf3\x18B\n" +
+	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_dispatcher_proto_rawDescOnce sync.Once

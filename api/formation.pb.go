@@ -245,12 +245,14 @@ const file_api_formation_proto_rawDesc = "" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x17\n" +
 	"\acsr_pem\x18\x03 \x01(\fR\x06csrPem\x12\x17\n" +
-	"\anode_id\x18\x04 \x01(\tR\x06nodeId2[\n" +
-	"\x10FormationService\x12G\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId2d\n" +
+	"\x10FormationService\x12P\n" +
 	"\n" +
-	"SecretJoin\x12\x1b.jaco.api.SecretJoinRequest\x1a\x1c.jaco.api.SecretJoinResponse2Q\n" +
-	"\x10AdmissionService\x127\n" +
-	"\x05Admit\x12\x16.jaco.api.AdmitRequest\x1a\x16.jaco.api.JoinResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"SecretJoin\x12\x1b.jaco.api.SecretJoinRequest\x1a\x1c.jaco.api.SecretJoinResponse\"\a\xda\xf3\x18\x03\n" +
+	"\x01\x012\x83\x01\n" +
+	"\x10AdmissionService\x12i\n" +
+	"\x05Admit\x12\x16.jaco.api.AdmitRequest\x1a\x16.jaco.api.JoinResponse\"0\xda\xf3\x18,\n" +
+	"\x01\x05\x1a'formation admissions come from managers\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_formation_proto_rawDescOnce sync.Once

@@ -30,6 +30,7 @@ const (
 // on the node the joiner reached: the proof is bound to that connection, so
 // it is never forwarded. The node then asks the leader (AdmissionService).
 type FormationServiceClient interface {
+	// SecretJoin is open to anyone: the handler checks the joiner's proof.
 	SecretJoin(ctx context.Context, in *SecretJoinRequest, opts ...grpc.CallOption) (*SecretJoinResponse, error)
 }
 
@@ -59,6 +60,7 @@ func (c *formationServiceClient) SecretJoin(ctx context.Context, in *SecretJoinR
 // on the node the joiner reached: the proof is bound to that connection, so
 // it is never forwarded. The node then asks the leader (AdmissionService).
 type FormationServiceServer interface {
+	// SecretJoin is open to anyone: the handler checks the joiner's proof.
 	SecretJoin(context.Context, *SecretJoinRequest) (*SecretJoinResponse, error)
 	mustEmbedUnimplementedFormationServiceServer()
 }

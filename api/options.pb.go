@@ -11,6 +11,7 @@ import (
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	descriptorpb "google.golang.org/protobuf/types/descriptorpb"
 	reflect "reflect"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -20,6 +21,222 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// Caller is a kind of caller, as the node establishes it (api/identity).
+// The values are short because they are scoped in AccessPolicy.
+type AccessPolicy_Caller int32
+
+const (
+	// CALLER_UNSPECIFIED is never valid: protoc-gen-access refuses it.
+	AccessPolicy_CALLER_UNSPECIFIED AccessPolicy_Caller = 0
+	// ANYONE is every caller, anonymous ones too: the request carries its
+	// own proof (a join token) or reveals nothing. It stands alone in allow.
+	AccessPolicy_ANYONE AccessPolicy_Caller = 1
+	// LOCAL is a caller on the node's unix socket.
+	AccessPolicy_LOCAL AccessPolicy_Caller = 2
+	// OPERATOR is a TCP caller that presented the operator token.
+	AccessPolicy_OPERATOR AccessPolicy_Caller = 3
+	// NODE is a node of this cluster, by its certificate, whatever its role
+	// (managers included).
+	AccessPolicy_NODE AccessPolicy_Caller = 4
+	// MANAGER is a node of this cluster whose certificate says manager.
+	AccessPolicy_MANAGER AccessPolicy_Caller = 5
+)
+
+// Enum value maps for AccessPolicy_Caller.
+var (
+	AccessPolicy_Caller_name = map[int32]string{
+		0: "CALLER_UNSPECIFIED",
+		1: "ANYONE",
+		2: "LOCAL",
+		3: "OPERATOR",
+		4: "NODE",
+		5: "MANAGER",
+	}
+	AccessPolicy_Caller_value = map[string]int32{
+		"CALLER_UNSPECIFIED": 0,
+		"ANYONE":             1,
+		"LOCAL":              2,
+		"OPERATOR":           3,
+		"NODE":               4,
+		"MANAGER":            5,
+	}
+)
+
+func (x AccessPolicy_Caller) Enum() *AccessPolicy_Caller {
+	p := new(AccessPolicy_Caller)
+	*p = x
+	return p
+}
+
+func (x AccessPolicy_Caller) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AccessPolicy_Caller) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_options_proto_enumTypes[0].Descriptor()
+}
+
+func (AccessPolicy_Caller) Type() protoreflect.EnumType {
+	return &file_api_options_proto_enumTypes[0]
+}
+
+func (x AccessPolicy_Caller) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AccessPolicy_Caller.Descriptor instead.
+func (AccessPolicy_Caller) EnumDescriptor() ([]byte, []int) {
+	return file_api_options_proto_rawDescGZIP(), []int{0, 0}
+}
+
+// State is a lifecycle state of the serving node other than a running
+// manager, which serves every rpc.
+type AccessPolicy_State int32
+
+const (
+	// STATE_UNSPECIFIED is never valid: protoc-gen-access refuses it.
+	AccessPolicy_STATE_UNSPECIFIED AccessPolicy_State = 0
+	// UNINITIALIZED: the node is not part of a cluster yet.
+	AccessPolicy_UNINITIALIZED AccessPolicy_State = 1
+	// LOCKED: a manager restarted with autolock on and waits for its
+	// unlock key.
+	AccessPolicy_LOCKED AccessPolicy_State = 2
+	// WORKER: the node is part of a cluster and runs no manager.
+	AccessPolicy_WORKER AccessPolicy_State = 3
+)
+
+// Enum value maps for AccessPolicy_State.
+var (
+	AccessPolicy_State_name = map[int32]string{
+		0: "STATE_UNSPECIFIED",
+		1: "UNINITIALIZED",
+		2: "LOCKED",
+		3: "WORKER",
+	}
+	AccessPolicy_State_value = map[string]int32{
+		"STATE_UNSPECIFIED": 0,
+		"UNINITIALIZED":     1,
+		"LOCKED":            2,
+		"WORKER":            3,
+	}
+)
+
+func (x AccessPolicy_State) Enum() *AccessPolicy_State {
+	p := new(AccessPolicy_State)
+	*p = x
+	return p
+}
+
+func (x AccessPolicy_State) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AccessPolicy_State) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_options_proto_enumTypes[1].Descriptor()
+}
+
+func (AccessPolicy_State) Type() protoreflect.EnumType {
+	return &file_api_options_proto_enumTypes[1]
+}
+
+func (x AccessPolicy_State) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AccessPolicy_State.Descriptor instead.
+func (AccessPolicy_State) EnumDescriptor() ([]byte, []int) {
+	return file_api_options_proto_rawDescGZIP(), []int{0, 1}
+}
+
+// AccessPolicy is one rpc's access rule, written in the .proto as
+//
+//	option (jaco.api.access) = {
+//	  allow: [LOCAL, OPERATOR]
+//	  also_served: [WORKER]
+//	  refusal: "what a caller outside allow is told"
+//	};
+//
+// A node checks, in this order: that its lifecycle state serves the rpc
+// (refusing with cluster_uninitialized, locked or not_a_manager), then who
+// the caller is, then that the caller is in allow (refusing with
+// permission_denied and the refusal sentence).
+type AccessPolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// allow lists the callers that may call the rpc; any of them will do.
+	// It is never empty.
+	Allow []AccessPolicy_Caller `protobuf:"varint,1,rep,packed,name=allow,proto3,enum=jaco.api.AccessPolicy_Caller" json:"allow,omitempty"`
+	// also_served lists the states besides a running manager in which the
+	// node serves the rpc; empty means only a running manager serves it.
+	AlsoServed []AccessPolicy_State `protobuf:"varint,2,rep,packed,name=also_served,json=alsoServed,proto3,enum=jaco.api.AccessPolicy_State" json:"also_served,omitempty"`
+	// refusal is the sentence a caller outside allow gets, naming what it
+	// lacks. Required unless allow is [ANYONE], which refuses nobody.
+	Refusal string `protobuf:"bytes,3,opt,name=refusal,proto3" json:"refusal,omitempty"`
+	// unauthenticated refuses with the gRPC code Unauthenticated instead of
+	// PermissionDenied: the caller proved too little (no operator token)
+	// rather than being the wrong kind of caller.
+	Unauthenticated bool `protobuf:"varint,4,opt,name=unauthenticated,proto3" json:"unauthenticated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *AccessPolicy) Reset() {
+	*x = AccessPolicy{}
+	mi := &file_api_options_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccessPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccessPolicy) ProtoMessage() {}
+
+func (x *AccessPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_options_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccessPolicy.ProtoReflect.Descriptor instead.
+func (*AccessPolicy) Descriptor() ([]byte, []int) {
+	return file_api_options_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *AccessPolicy) GetAllow() []AccessPolicy_Caller {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
+func (x *AccessPolicy) GetAlsoServed() []AccessPolicy_State {
+	if x != nil {
+		return x.AlsoServed
+	}
+	return nil
+}
+
+func (x *AccessPolicy) GetRefusal() string {
+	if x != nil {
+		return x.Refusal
+	}
+	return ""
+}
+
+func (x *AccessPolicy) GetUnauthenticated() bool {
+	if x != nil {
+		return x.Unauthenticated
+	}
+	return false
+}
 
 var file_api_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
@@ -36,6 +253,14 @@ var file_api_options_proto_extTypes = []protoimpl.ExtensionInfo{
 		Field:         51002,
 		Name:          "jaco.api.local_read",
 		Tag:           "varint,51002,opt,name=local_read",
+		Filename:      "api/options.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
+		ExtensionType: (*AccessPolicy)(nil),
+		Field:         51003,
+		Name:          "jaco.api.access",
+		Tag:           "bytes,51003,opt,name=access",
 		Filename:      "api/options.proto",
 	},
 }
@@ -56,29 +281,79 @@ var (
 	//
 	// optional bool local_read = 51002;
 	E_LocalRead = &file_api_options_proto_extTypes[1]
+	// access is who may call the rpc and when the node serves it. Every rpc
+	// declares it: protoc-gen-access (protobuf/plugin/access) fails on an rpc
+	// without one and registers the rest with package api/access, which the
+	// node's interceptors ask (docs/adr/0015-access-in-protos.md).
+	//
+	// optional jaco.api.AccessPolicy access = 51003;
+	E_Access = &file_api_options_proto_extTypes[2]
 )
 
 var File_api_options_proto protoreflect.FileDescriptor
 
 const file_api_options_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/options.proto\x12\bjaco.api\x1a google/protobuf/descriptor.proto:?\n" +
+	"\x11api/options.proto\x12\bjaco.api\x1a google/protobuf/descriptor.proto\"\xef\x02\n" +
+	"\fAccessPolicy\x123\n" +
+	"\x05allow\x18\x01 \x03(\x0e2\x1d.jaco.api.AccessPolicy.CallerR\x05allow\x12=\n" +
+	"\valso_served\x18\x02 \x03(\x0e2\x1c.jaco.api.AccessPolicy.StateR\n" +
+	"alsoServed\x12\x18\n" +
+	"\arefusal\x18\x03 \x01(\tR\arefusal\x12(\n" +
+	"\x0funauthenticated\x18\x04 \x01(\bR\x0funauthenticated\"\\\n" +
+	"\x06Caller\x12\x16\n" +
+	"\x12CALLER_UNSPECIFIED\x10\x00\x12\n" +
+	"\n" +
+	"\x06ANYONE\x10\x01\x12\t\n" +
+	"\x05LOCAL\x10\x02\x12\f\n" +
+	"\bOPERATOR\x10\x03\x12\b\n" +
+	"\x04NODE\x10\x04\x12\v\n" +
+	"\aMANAGER\x10\x05\"I\n" +
+	"\x05State\x12\x15\n" +
+	"\x11STATE_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rUNINITIALIZED\x10\x01\x12\n" +
+	"\n" +
+	"\x06LOCKED\x10\x02\x12\n" +
+	"\n" +
+	"\x06WORKER\x10\x03:?\n" +
 	"\traftproxy\x12\x1f.google.protobuf.ServiceOptions\x18\xb9\x8e\x03 \x01(\bR\traftproxy:?\n" +
 	"\n" +
-	"local_read\x12\x1e.google.protobuf.MethodOptions\x18\xba\x8e\x03 \x01(\bR\tlocalReadB\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"local_read\x12\x1e.google.protobuf.MethodOptions\x18\xba\x8e\x03 \x01(\bR\tlocalRead:P\n" +
+	"\x06access\x12\x1e.google.protobuf.MethodOptions\x18\xbb\x8e\x03 \x01(\v2\x16.jaco.api.AccessPolicyR\x06accessB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
+var (
+	file_api_options_proto_rawDescOnce sync.Once
+	file_api_options_proto_rawDescData []byte
+)
+
+func file_api_options_proto_rawDescGZIP() []byte {
+	file_api_options_proto_rawDescOnce.Do(func() {
+		file_api_options_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_api_options_proto_rawDesc), len(file_api_options_proto_rawDesc)))
+	})
+	return file_api_options_proto_rawDescData
+}
+
+var file_api_options_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_api_options_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_api_options_proto_goTypes = []any{
-	(*descriptorpb.ServiceOptions)(nil), // 0: google.protobuf.ServiceOptions
-	(*descriptorpb.MethodOptions)(nil),  // 1: google.protobuf.MethodOptions
+	(AccessPolicy_Caller)(0),            // 0: jaco.api.AccessPolicy.Caller
+	(AccessPolicy_State)(0),             // 1: jaco.api.AccessPolicy.State
+	(*AccessPolicy)(nil),                // 2: jaco.api.AccessPolicy
+	(*descriptorpb.ServiceOptions)(nil), // 3: google.protobuf.ServiceOptions
+	(*descriptorpb.MethodOptions)(nil),  // 4: google.protobuf.MethodOptions
 }
 var file_api_options_proto_depIdxs = []int32{
-	0, // 0: jaco.api.raftproxy:extendee -> google.protobuf.ServiceOptions
-	1, // 1: jaco.api.local_read:extendee -> google.protobuf.MethodOptions
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	0, // [0:2] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: jaco.api.AccessPolicy.allow:type_name -> jaco.api.AccessPolicy.Caller
+	1, // 1: jaco.api.AccessPolicy.also_served:type_name -> jaco.api.AccessPolicy.State
+	3, // 2: jaco.api.raftproxy:extendee -> google.protobuf.ServiceOptions
+	4, // 3: jaco.api.local_read:extendee -> google.protobuf.MethodOptions
+	4, // 4: jaco.api.access:extendee -> google.protobuf.MethodOptions
+	2, // 5: jaco.api.access:type_name -> jaco.api.AccessPolicy
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	5, // [5:6] is the sub-list for extension type_name
+	2, // [2:5] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_api_options_proto_init() }
@@ -91,13 +366,15 @@ func file_api_options_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_options_proto_rawDesc), len(file_api_options_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   0,
-			NumExtensions: 2,
+			NumEnums:      2,
+			NumMessages:   1,
+			NumExtensions: 3,
 			NumServices:   0,
 		},
 		GoTypes:           file_api_options_proto_goTypes,
 		DependencyIndexes: file_api_options_proto_depIdxs,
+		EnumInfos:         file_api_options_proto_enumTypes,
+		MessageInfos:      file_api_options_proto_msgTypes,
 		ExtensionInfos:    file_api_options_proto_extTypes,
 	}.Build()
 	File_api_options_proto = out.File

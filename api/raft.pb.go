@@ -1160,14 +1160,19 @@ const file_api_raft_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\x02 \x01(\fR\tcaCertPem\x12&\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x17\n" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
-	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xa3\x02\n" +
-	"\vRaftService\x12_\n" +
-	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\x12^\n" +
-	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse(\x01\x12S\n" +
-	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse2\xab\x01\n" +
-	"\x11MembershipService\x125\n" +
-	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\x12Y\n" +
-	"\x10RenewCertificate\x12!.jaco.api.RenewCertificateRequest\x1a\".jaco.api.RenewCertificateResponse\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
+	"\vRaftService\x12\xa5\x01\n" +
+	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\"D\xda\xf3\x18@\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster\x12\xa4\x01\n" +
+	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse\"D\xda\xf3\x18@\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster(\x01\x12\x99\x01\n" +
+	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse\"D\xda\xf3\x18@\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster2\xf2\x01\n" +
+	"\x11MembershipService\x12>\n" +
+	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\"\a\xda\xf3\x18\x03\n" +
+	"\x01\x01\x12\x96\x01\n" +
+	"\x10RenewCertificate\x12!.jaco.api.RenewCertificateRequest\x1a\".jaco.api.RenewCertificateResponse\";\xda\xf3\x187\n" +
+	"\x01\x04\x1a2a node renews its certificate with its certificate\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_raft_proto_rawDescOnce sync.Once

@@ -29,7 +29,9 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Raft carries raft traffic between managers. It is never wrapped by
-// raftproxy: the leader must be able to reach followers.
+// raftproxy: the leader must be able to reach followers. Beyond its access
+// policy, the node refuses a manager certificate of a node the store holds
+// as no manager any more (a demoted node, until its certificate expires).
 type RaftServiceClient interface {
 	ProcessRaftMessage(ctx context.Context, in *ProcessRaftMessageRequest, opts ...grpc.CallOption) (*ProcessRaftMessageResponse, error)
 	StreamRaftMessage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse], error)
@@ -82,7 +84,9 @@ func (c *raftServiceClient) ResolveAddress(ctx context.Context, in *ResolveAddre
 // for forward compatibility.
 //
 // Raft carries raft traffic between managers. It is never wrapped by
-// raftproxy: the leader must be able to reach followers.
+// raftproxy: the leader must be able to reach followers. Beyond its access
+// policy, the node refuses a manager certificate of a node the store holds
+// as no manager any more (a demoted node, until its certificate expires).
 type RaftServiceServer interface {
 	ProcessRaftMessage(context.Context, *ProcessRaftMessageRequest) (*ProcessRaftMessageResponse, error)
 	StreamRaftMessage(grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]) error
@@ -208,6 +212,7 @@ const (
 // MembershipService changes who is in the cluster. Its calls run on the
 // leader; any manager accepts them and forwards.
 type MembershipServiceClient interface {
+	// Join is open to anyone: the join token is the proof.
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
@@ -249,6 +254,7 @@ func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *Rene
 // MembershipService changes who is in the cluster. Its calls run on the
 // leader; any manager accepts them and forwards.
 type MembershipServiceServer interface {
+	// Join is open to anyone: the join token is the proof.
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
