@@ -1,0 +1,218 @@
+// Package importrules holds only a test: it checks the import rules the
+// layering depends on against what `go list` says the module's packages
+// import, so that a change breaking them fails `make test` instead of
+// waiting for a reviewer to notice.
+//
+//   - The leader subsystems never reach each other: each one is started
+//     and stopped on its own by the manager, and what two of them share
+//     lives in a leaf package below both (manager/apierror,
+//     manager/voterset, api).
+//   - The store does not reach raft: the store proposes through its
+//     Proposer interface and raft applies through its Applier, so the store
+//     is tested without a raft group and raft without the store's tables.
+//   - The agent does not reach the manager: a worker runs the agent alone
+//     and must not link, or depend on the internals of, the manager.
+package importrules
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// leaderSubsystems are the packages the leader starts and stops; none may
+// import another, directly or through any other package.
+var leaderSubsystems = []string{
+	"manager/dispatcher",
+	"manager/scheduler",
+	"manager/orchestrator",
+	"manager/rolemanager",
+	"manager/membership",
+	"manager/backup",
+	"manager/controlapi",
+}
+
+// rule forbids every package matched by from to reach, through any chain
+// of imports, a package matched by to. A pattern is a path relative to
+// the module, or such a path followed by "/..." for it and everything
+// below it.
+type rule struct {
+	from, to string
+}
+
+func rules() []rule {
+	r := []rule{
+		{from: "manager/state/store/...", to: "manager/state/raft/..."},
+		{from: "agent/...", to: "manager/..."},
+	}
+	for _, from := range leaderSubsystems {
+		for _, to := range leaderSubsystems {
+			if from != to {
+				r = append(r, rule{from: from, to: to})
+			}
+		}
+	}
+	return r
+}
+
+func TestImportRules(t *testing.T) {
+	g := loadGraph(t)
+	for _, pkg := range append([]string{"manager/state/store", "manager/state/raft", "agent"}, leaderSubsystems...) {
+		if _, ok := g.imports[g.module+"/"+pkg]; !ok {
+			t.Errorf("package %s is not in the module: a rule naming it would pass without checking anything; update the rules", pkg)
+		}
+	}
+	for _, r := range rules() {
+		for _, from := range g.matching(r.from) {
+			if chain := g.path(from, func(p string) bool { return g.matches(r.to, p) }); chain != nil {
+				t.Errorf("%s must not reach %s; it does through %s", g.short(from), r.to, strings.Join(chain, " -> "))
+			}
+		}
+	}
+}
+
+// graph is the module's packages and the packages each imports directly
+// (test files excluded: the rules are about what a binary links).
+type graph struct {
+	module  string
+	imports map[string][]string
+}
+
+func loadGraph(t *testing.T) *graph {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the imports: %v", err)
+	}
+	modFile := goOutput(t, goCmd, "", "env", "GOMOD")
+	if modFile == "" || modFile == os.DevNull {
+		t.Fatalf("go env GOMOD = %q: not inside the module", modFile)
+	}
+	root := filepath.Dir(modFile)
+	g := &graph{module: goOutput(t, goCmd, root, "list", "-m"), imports: map[string][]string{}}
+	out := goOutput(t, goCmd, root, "list", "-json=ImportPath,Dir,Imports", "./...")
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var p struct {
+			ImportPath, Dir string
+			Imports         []string
+		}
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		g.imports[p.ImportPath] = p.Imports
+		// go test caches a passing result keyed on what the test itself
+		// read; listing each package's directory makes an edited or
+		// added file there rerun the test instead of replaying a pass.
+		if _, err := os.ReadDir(p.Dir); err != nil {
+			t.Fatalf("read %s: %v", p.Dir, err)
+		}
+	}
+	return g
+}
+
+// goOutput runs the go command in dir and returns its trimmed output.
+func goOutput(t *testing.T, goCmd, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(goCmd, args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// matches says whether the package path p (full import path) matches
+// pattern (relative to the module).
+func (g *graph) matches(pattern, p string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		full := g.module + "/" + base
+		return p == full || strings.HasPrefix(p, full+"/")
+	}
+	return p == g.module+"/"+pattern
+}
+
+// matching are the module's packages that match pattern, sorted.
+func (g *graph) matching(pattern string) []string {
+	var ps []string
+	for p := range g.imports {
+		if g.matches(pattern, p) {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// path returns the shortest chain of imports from `from` to a package
+// for which bad holds, as module-relative paths, or nil when there is
+// none. Only the module's packages are followed: nothing outside it
+// imports it back.
+func (g *graph) path(from string, bad func(string) bool) []string {
+	parent := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, next := range g.imports[p] {
+			if _, seen := parent[next]; seen {
+				continue
+			}
+			if _, inModule := g.imports[next]; !inModule {
+				continue
+			}
+			parent[next] = p
+			if bad(next) {
+				var chain []string
+				for q := next; q != ""; q = parent[q] {
+					chain = append(chain, g.short(q))
+				}
+				slices.Reverse(chain)
+				return chain
+			}
+			queue = append(queue, next)
+		}
+	}
+	return nil
+}
+
+// short is p relative to the module, as the rules name packages.
+func (g *graph) short(p string) string {
+	return strings.TrimPrefix(p, g.module+"/")
+}
+
+// TestPathNamesTheChain checks the walk itself on a small graph: a rule
+// that never found anything would pass every time.
+func TestPathNamesTheChain(t *testing.T) {
+	g := &graph{module: "m", imports: map[string][]string{
+		"m/a":         {"fmt", "m/b", "m/c"},
+		"m/b":         {"m/d"},
+		"m/c":         {"m/b"},
+		"m/d":         {"m/manager/x"},
+		"m/manager/x": nil,
+		"m/e":         {"m/a"},
+	}}
+	got := fmt.Sprint(g.path("m/a", func(p string) bool { return g.matches("manager/...", p) }))
+	if want := "[a b d manager/x]"; got != want {
+		t.Errorf("path a -> manager/... = %s, want %s", got, want)
+	}
+	if chain := g.path("m/d", func(p string) bool { return g.matches("a", p) }); chain != nil {
+		t.Errorf("path d -> a = %v, want none (imports are one-way)", chain)
+	}
+	if got := g.matching("manager/..."); !slices.Equal(got, []string{"m/manager/x"}) {
+		t.Errorf("matching manager/... = %v", got)
+	}
+}
