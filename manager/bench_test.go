@@ -79,7 +79,7 @@ func benchCommittedWrites(b *testing.B, writers int) {
 				}
 				task := &api.Task{Id: ids[i], ServiceId: "bench-service", Meta: &api.Meta{}}
 				t0 := time.Now()
-				err := m.Store.Update(ctx, func(tx *store.Tx) error { return tx.Create(task) })
+				err := m.store.Update(ctx, func(tx *store.Tx) error { return tx.Create(task) })
 				lat[i] = time.Since(t0)
 				if err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("write %d: %w", i, err) })
@@ -97,7 +97,7 @@ func benchCommittedWrites(b *testing.B, writers int) {
 	}
 
 	var n int
-	m.Store.View(func(tx store.ReadTx) { n = len(tx.ListTasks()) })
+	m.store.View(func(tx store.ReadTx) { n = len(tx.ListTasks()) })
 	if n != b.N {
 		b.Fatalf("store holds %d tasks after %d committed writes", n, b.N)
 	}
@@ -191,16 +191,10 @@ func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, first); err != nil {
 		b.Fatal(err)
 	}
-	st := store.New(nil)
-	m, err := Open(Config{
-		RaftDir: dir,
-		Store:   st,
-		Sealer:  sealer,
-		Logger:  slog.New(slog.DiscardHandler),
-		// A short tick only shortens the first election; a lone member
-		// sends no heartbeats, so it costs the Ready loop next to nothing.
-		TickInterval: 10 * time.Millisecond,
-	})
+	// A short tick only shortens the first election; a lone member sends
+	// no heartbeats, so it costs the Ready loop next to nothing.
+	m, err := Open(dir, sealer, nil, WithLogger(slog.New(slog.DiscardHandler)),
+		WithTickInterval(10*time.Millisecond), coreOnly())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -208,7 +202,6 @@ func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 		if err := m.Stop(); err != nil {
 			b.Errorf("stop manager: %v", err)
 		}
-		st.Close()
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -217,3 +210,7 @@ func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	}
 	return m, sealer, tmp
 }
+
+// coreOnly leaves the subsystems that turn services into replicas out of
+// a manager under test: the benchmarks' tasks belong to no real service.
+func coreOnly() Option { return func(o *options) { o.coreOnly = true } }

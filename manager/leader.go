@@ -31,8 +31,8 @@ func (r *leaderRunner) loop() {
 	defer close(r.done)
 	defer r.stopAll()
 	for {
-		lead, changed := r.m.Raft.Leader()
-		if lead == r.m.Raft.RaftID() {
+		lead, changed := r.m.raft.Leader()
+		if lead == r.m.raft.RaftID() {
 			if r.cancel == nil {
 				r.startAll()
 			}
@@ -43,7 +43,7 @@ func (r *leaderRunner) loop() {
 		case <-changed:
 		case <-r.stop:
 			return
-		case <-r.m.Raft.Done():
+		case <-r.m.raft.Done():
 			return
 		}
 	}
@@ -54,7 +54,7 @@ func (r *leaderRunner) startAll() {
 	// Subsystems decide from the store: first let it hold everything
 	// committed before this term. Should leadership go meanwhile, the next
 	// change of leader brings the loop back here.
-	if err := r.m.Raft.Barrier(ctx); err != nil {
+	if err := r.m.raft.Barrier(ctx); err != nil {
 		r.m.log.Warn("leader barrier", "err", err)
 		cancel()
 		return

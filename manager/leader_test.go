@@ -20,7 +20,7 @@ func TestLeaderRunnerStartsAfterBarrierAndStops(t *testing.T) {
 		m: m,
 		subsystems: []Subsystem{{Name: "probe", Run: func(ctx context.Context) {
 			var svc *api.Service
-			m.Store.View(func(tx store.ReadTx) { svc = tx.GetService("bench-service") })
+			m.store.View(func(tx store.ReadTx) { svc = tx.GetService("bench-service") })
 			started <- svc != nil
 			<-ctx.Done()
 			close(stopped)

@@ -1,11 +1,13 @@
-// Package manager composes what a manager runs: the store, the raft member
-// that replicates it, and the services that read and write it.
+// Package manager is the composition root of everything a manager runs
+// (docs/design.md §2): the store, the raft member that replicates it and
+// its transport, the gRPC services the daemon serves for it (services.go),
+// and the leader subsystems (subsystems.go), which the leader runner
+// (leader.go) starts when this member becomes leader and stops when it
+// stops being one; they meet in the store and never call each other.
 //
-// Leader-only subsystems (voter reconciler, join-token sweeper, and those
-// the node passes in: dispatcher, scheduler, orchestrator, role
-// reconciler) run under the leader runner (leader.go):
-// started when this member becomes leader, stopped when it stops being
-// one; they meet in the store and never call each other.
+// The daemon (package node) opens a Manager when it has manager raft state
+// and an open data key, and stops it at demotion or shutdown; a worker
+// builds none.
 package manager
 
 import (
@@ -16,47 +18,35 @@ import (
 	"time"
 
 	etcdraft "go.etcd.io/raft/v3"
+	"google.golang.org/grpc"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/manager/encryption"
-	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/raft/transport"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// Config configures a Manager.
-type Config struct {
-	// RaftDir holds the raft log and snapshots.
-	RaftDir string
-	// Store is the (empty) store to rebuild; the node creates it first so
-	// that services can be registered before the manager exists.
-	Store  *store.Store
-	Sealer *encryption.Sealer
-	Logger *slog.Logger
-	// SnapshotInterval and TickInterval pass to the raft member; zero means
-	// the raft package's default.
-	SnapshotInterval uint64
-	TickInterval     time.Duration
-	// Dial opens a connection to another manager (mutual TLS).
-	Dial transport.Dialer
-	// Subsystems run while this member leads, after the built-in ones
-	// (voter reconciler, join-token sweeper).
-	Subsystems []Subsystem
-}
+// Dialer opens a lazy mutual-TLS connection to another node (grpc.NewClient:
+// it must not block, the raft transport dials from the Ready loop).
+type Dialer func(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error)
 
 // Manager is a running manager.
 type Manager struct {
-	Store *store.Store
-	Raft  *raft.Node
-	// Voters is the voter-set reconciler; it acts only while this member
-	// leads, and serves removals then too.
-	Voters    *rolemanager.VoterReconciler
+	store     *store.Store
+	raft      *raft.Node
+	voters    *rolemanager.VoterReconciler
 	transport *transport.Transport
 	leader    *leaderRunner
+	services  map[string]any
+	admission api.AdmissionServiceServer
 	log       *slog.Logger
-	dial      transport.Dialer
+	dial      Dialer
+	// forward holds the connections calls are forwarded to the leader on.
+	forward          *connpool.Pool
+	quorumLossWindow time.Duration
 
 	removed     chan struct{} // closed when a peer says this member was removed
 	removedOnce sync.Once
@@ -64,53 +54,48 @@ type Manager struct {
 	probeDone   chan struct{}
 }
 
-// Open opens the raft state in cfg.RaftDir, rebuilds the store from it and
-// starts the raft member.
-func Open(cfg Config) (*Manager, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+// Open opens the raft state in raftDir with sealer, rebuilds the store from
+// it, and starts the raft member. dial reaches the other managers and, for
+// replica logs, the other nodes.
+func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option) (*Manager, error) {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
 	}
-	st := cfg.Store
+	st := store.New(nil)
+	m := &Manager{store: st, log: o.logger, dial: dial, quorumLossWindow: o.quorumLossWindow,
+		removed: make(chan struct{}), probeStop: make(chan struct{}), probeDone: make(chan struct{})}
+	m.forward = connpool.New(m.dialLeader)
 	// The transport reports to the raft member, which needs the transport
 	// to exist first: the reporter is filled in once the member is.
 	reporter := &raftReporter{}
-	m := &Manager{Store: st, log: cfg.Logger, dial: cfg.Dial, removed: make(chan struct{}),
-		probeStop: make(chan struct{}), probeDone: make(chan struct{})}
 	tr := transport.New(transport.Config{
 		Raft:      reporter,
-		Dial:      cfg.Dial,
-		Logger:    cfg.Logger,
+		Dial:      func(addr string) (*grpc.ClientConn, error) { return dial(addr) },
+		Logger:    o.logger,
 		OnRemoved: m.markRemoved,
 	})
 	n, err := raft.New(raft.Config{
-		StateDir:         cfg.RaftDir,
-		Sealer:           cfg.Sealer,
+		StateDir:         raftDir,
+		Sealer:           sealer,
 		Applier:          st,
 		Transport:        tr,
-		Logger:           cfg.Logger,
-		SnapshotInterval: cfg.SnapshotInterval,
-		TickInterval:     cfg.TickInterval,
+		Logger:           o.logger,
+		SnapshotInterval: o.snapshotInterval,
+		TickInterval:     o.tickInterval,
 	})
 	if err != nil {
 		tr.Stop()
+		st.Close()
 		return nil, fmt.Errorf("open raft member: %w", err)
 	}
 	reporter.set(n)
 	st.SetProposer(n)
 	n.Start()
-	voters := rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: cfg.Logger.With("component", "voter-reconciler")})
-	m.Raft, m.Voters, m.transport = n, voters, tr
-	m.leader = &leaderRunner{
-		m: m,
-		subsystems: append([]Subsystem{
-			{Name: "voter-reconciler", Run: voters.Run},
-			{Name: "join-token-sweeper", Run: func(ctx context.Context) {
-				jointoken.RunSweeper(ctx, st, time.Minute, cfg.Logger.With("component", "join-token-sweeper"))
-			}},
-		}, cfg.Subsystems...),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
-	}
+	m.raft, m.transport = n, tr
+	m.voters = rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: o.logger.With("component", "voter-reconciler")})
+	subsystems := m.assemble(o)
+	m.leader = &leaderRunner{m: m, subsystems: subsystems, stop: make(chan struct{}), done: make(chan struct{})}
 	go m.leader.loop()
 	go func() {
 		defer close(m.probeDone)
@@ -122,27 +107,36 @@ func Open(cfg Config) (*Manager, error) {
 // WaitReady returns once a leader is known and, when this member leads,
 // everything committed before is applied to the store.
 func (m *Manager) WaitReady(ctx context.Context) error {
-	lead, err := m.Raft.WaitForLeader(ctx)
+	lead, err := m.raft.WaitForLeader(ctx)
 	if err != nil {
 		return err
 	}
-	if lead == m.Raft.RaftID() {
-		return m.Raft.Barrier(ctx)
+	if lead == m.raft.RaftID() {
+		return m.raft.Barrier(ctx)
 	}
 	return nil
 }
 
-// Stop stops the raft member and its transport. The store belongs to the
-// caller.
+// Stop stops the leader subsystems, the raft member and its transport,
+// closes the connections to the leader and the store's watches.
 func (m *Manager) Stop() error {
 	close(m.leader.stop)
 	<-m.leader.done
 	close(m.probeStop)
 	<-m.probeDone
-	err := m.Raft.Stop()
+	err := m.raft.Stop()
 	m.transport.Stop()
+	m.forward.CloseAll()
+	m.store.Close()
 	return err
 }
+
+// Done is closed when the raft member stops: Stop, a failure, or this
+// member applying its own removal (Err is then raft.ErrRemoved).
+func (m *Manager) Done() <-chan struct{} { return m.raft.Done() }
+
+// Err is why the raft member stopped, once Done is closed.
+func (m *Manager) Err() error { return m.raft.Err() }
 
 // raftReporter hands the transport's delivery reports to the raft member
 // once it exists; reports before that have no one to inform.
@@ -186,10 +180,3 @@ func (m *Manager) markRemoved() {
 // traffic because it was removed from the cluster. (A member that applies
 // its own removal stops with raft.ErrRemoved instead.)
 func (m *Manager) Removed() <-chan struct{} { return m.removed }
-
-// Cluster returns the cluster object, nil before ClusterInit is applied.
-func (m *Manager) Cluster() *api.Cluster {
-	var c *api.Cluster
-	m.Store.View(func(tx store.ReadTx) { c = tx.Cluster() })
-	return c
-}

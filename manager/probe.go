@@ -27,15 +27,15 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case <-m.Raft.Done():
+		case <-m.raft.Done():
 			return
 		case <-ticker.C:
 		}
-		if m.Raft.SinceLeaderContact() < probeAfter || m.dial == nil {
+		if m.raft.SinceLeaderContact() < probeAfter || m.dial == nil {
 			continue
 		}
-		for _, peer := range m.Raft.Members() {
-			if peer.RaftId == m.Raft.RaftID() {
+		for _, peer := range m.raft.Members() {
+			if peer.RaftId == m.raft.RaftID() {
 				continue
 			}
 			if m.askPeer(peer.Address) {
@@ -55,6 +55,6 @@ func (m *Manager) askPeer(addr string) bool {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), probeCallLimit)
 	defer cancel()
-	_, err = api.NewRaftServiceClient(conn).ResolveAddress(ctx, &api.ResolveAddressRequest{RaftId: m.Raft.RaftID()})
+	_, err = api.NewRaftServiceClient(conn).ResolveAddress(ctx, &api.ResolveAddressRequest{RaftId: m.raft.RaftID()})
 	return reason.Of(err) == reason.NodeRemoved
 }

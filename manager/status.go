@@ -10,11 +10,11 @@ import (
 // only on the leader (raft progress); elsewhere only the leader and this
 // member are known to be up.
 func (m *Manager) Members() (members []*api.Member, leaderNodeID string) {
-	st := m.Raft.Status()
+	st := m.raft.Status()
 	lead := st.Lead
-	isLeader := lead == m.Raft.RaftID()
+	isLeader := lead == m.raft.RaftID()
 	var nodes map[uint64]*api.Node
-	m.Store.View(func(tx store.ReadTx) {
+	m.store.View(func(tx store.ReadTx) {
 		nodes = make(map[uint64]*api.Node)
 		for _, n := range tx.ListNodes() {
 			if n.RaftId != 0 {
@@ -22,13 +22,13 @@ func (m *Manager) Members() (members []*api.Member, leaderNodeID string) {
 			}
 		}
 	})
-	for _, rm := range m.Raft.Members() {
+	for _, rm := range m.raft.Members() {
 		mem := &api.Member{NodeId: rm.NodeId, Address: rm.Address, RaftId: rm.RaftId, Leader: rm.RaftId == lead}
 		if n, ok := nodes[rm.RaftId]; ok {
 			mem.Hostname = n.Hostname
 		}
 		switch {
-		case rm.RaftId == m.Raft.RaftID() || mem.Leader:
+		case rm.RaftId == m.raft.RaftID() || mem.Leader:
 			mem.Status = api.MemberStatus_MEMBER_STATUS_READY
 		case isLeader:
 			mem.Status = api.MemberStatus_MEMBER_STATUS_UNREACHABLE

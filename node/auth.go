@@ -14,7 +14,6 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Full method names the policy below names.
@@ -42,6 +41,16 @@ const (
 	methodLoadImage = agentPrefix + "LoadImage"
 	// methodUnlock gives a locked manager its unlock key.
 	methodUnlock = "/jaco.api.NodeService/Unlock"
+)
+
+// The lifecycle gate's refusals.
+var (
+	errUninitialized = reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
+		"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
+	errLocked = reason.Error(codes.FailedPrecondition, reason.Locked,
+		"this manager is locked: autolock is on and it restarted; run 'jaco node unlock' on it")
+	errWorker = reason.Error(codes.FailedPrecondition, reason.NotAManager,
+		"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
 )
 
 // identifyFunc establishes who is calling.
@@ -113,16 +122,13 @@ func (n *Node) authorize(ctx context.Context, method string, identify identifyFu
 		return ctx, nil
 	}
 	if !n.initialized() && method != methodInit && method != methodJoin && method != methodStatus {
-		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
-			"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
+		return nil, errUninitialized
 	}
 	if n.State() == api.NodeState_NODE_STATE_LOCKED && method != methodStatus && method != methodUnlock {
-		return nil, reason.Error(codes.FailedPrecondition, reason.Locked,
-			"this manager is locked: autolock is on and it restarted; run 'jaco node unlock' on it")
+		return nil, errLocked
 	}
 	if n.initialized() && n.Manager() == nil && method != methodUnlock && !strings.HasPrefix(method, clusterPrefix) && !strings.HasPrefix(method, agentPrefix) {
-		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager,
-			"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
+		return nil, errWorker
 	}
 	id, err := identify(ctx)
 	if err != nil {
@@ -195,14 +201,12 @@ func (n *Node) raftPeerRefused(nodeID string) string {
 	if m == nil {
 		return "" // raftService answers not_a_manager
 	}
-	if m.Raft.IsRemovedNode(nodeID) {
+	if m.IsRemovedNode(nodeID) {
 		// The raft service answers node_removed, which tells a removed
 		// member to stop.
 		return ""
 	}
-	var node *api.Node
-	n.store.View(func(tx store.ReadTx) { node = tx.GetNode(nodeID) })
-	if node != nil && node.Role != api.NodeRole_NODE_ROLE_MANAGER {
+	if node := m.Node(nodeID); node != nil && node.Role != api.NodeRole_NODE_ROLE_MANAGER {
 		return "node " + nodeID + " is not a manager any more"
 	}
 	return ""

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/encryption"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Autolock on a manager (docs/adr/0012). The cluster object says whether
@@ -84,13 +84,27 @@ func (n *Node) startUnlocked() error {
 	return n.startAgent()
 }
 
-// runAutolockLoop reconciles this node's files with the cluster's autolock
-// setting whenever the cluster object changes, and every RoleCheckInterval
-// (a manager just started, a failed attempt to retry).
+// runAutolockLoop reconciles the files of the manager of now with the
+// cluster's autolock setting: at once when a manager starts (startManager
+// kicks it), whenever the cluster object changes, and every
+// RoleCheckInterval (a failed attempt to retry). It waits while the node
+// runs no manager.
 func (n *Node) runAutolockLoop(ctx context.Context) {
-	events := n.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
-	n.runLoop(ctx, loop{interval: n.cfg.RoleCheckInterval, kick: n.autolockKick, wake: events,
-		failMsg: "autolock: bringing this manager's keys in line failed; retrying", step: n.reconcileAutolock})
+	for ctx.Err() == nil {
+		m := n.Manager()
+		if m == nil {
+			select {
+			case <-ctx.Done():
+			case <-n.autolockKick:
+			}
+			continue
+		}
+		n.kickAutolock() // a manager new to this loop: reconcile now
+		// Returns when ctx ends or m stops (its watch closes).
+		n.runLoop(ctx, loop{interval: n.cfg.RoleCheckInterval, kick: n.autolockKick, wake: m.WatchCluster(ctx),
+			failMsg: "autolock: bringing this manager's keys in line failed; retrying",
+			step:    func(ctx context.Context) error { return n.reconcileAutolock(ctx, m) }})
+	}
 }
 
 func (n *Node) kickAutolock() { kick(n.autolockKick) }
@@ -104,16 +118,15 @@ func (n *Node) kickAutolock() { kick(n.autolockKick) }
 //
 //  1. data keys {new, old} written under the unlock key;
 //  2. TLS key sealed with the new data key;
-//  3. raft state rewritten under the new data key (raft.Node.Rekey);
+//  3. raft state rewritten under the new data key (Manager.Rekey);
 //  4. data keys {new} written: the old key is gone.
 //
 // A node found with two data keys (a rotation cut short) resumes at 2.
-func (n *Node) reconcileAutolock(ctx context.Context) error {
+func (n *Node) reconcileAutolock(ctx context.Context, m *manager.Manager) error {
 	n.initMu.Lock()
 	defer n.initMu.Unlock()
-	m := n.Manager()
-	if m == nil || n.State() == api.NodeState_NODE_STATE_LOCKED {
-		return nil
+	if n.Manager() != m || n.State() == api.NodeState_NODE_STATE_LOCKED {
+		return nil // m stopped meanwhile (demotion, shutdown)
 	}
 	c := m.Cluster()
 	if c == nil {
@@ -163,7 +176,7 @@ func (n *Node) reconcileAutolock(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := m.Raft.Rekey(ctx, sealer); err != nil {
+		if err := m.Rekey(ctx, sealer); err != nil {
 			return fmt.Errorf("rewrite raft state under the new data key: %w", err)
 		}
 		keys.Previous = nil

@@ -29,7 +29,8 @@ type Config struct {
 	SnapshotInterval uint64
 	TickInterval     time.Duration
 	// QuorumLossWindow is how long a manager may be without a leader
-	// before it reports quorum_lost instead of no_leader.
+	// before it reports quorum_lost instead of no_leader (0:
+	// manager.DefaultQuorumLossWindow).
 	QuorumLossWindow time.Duration
 
 	// ContainerdAddress is the containerd socket image replicas run
@@ -75,9 +76,8 @@ var ErrInvalidConfig = errors.New("invalid configuration")
 
 // Default values.
 const (
-	DefaultDataDir          = datadir.Default
-	DefaultListenAddr       = ":7000"
-	DefaultQuorumLossWindow = 10 * time.Second
+	DefaultDataDir    = datadir.Default
+	DefaultListenAddr = ":7000"
 	// DefaultRoleCheckInterval: a promotion or demotion reaches the node
 	// within this after the leader carried out its part.
 	DefaultRoleCheckInterval = 2 * time.Second
@@ -112,9 +112,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.QuorumLossWindow <= 0 {
-		c.QuorumLossWindow = DefaultQuorumLossWindow
 	}
 	if c.CertLifetime < 0 {
 		return fmt.Errorf("%w: negative certificate lifetime %s", ErrInvalidConfig, c.CertLifetime)

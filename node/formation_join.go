@@ -18,10 +18,8 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
-	"github.com/jaco-project/jaco/api/proxy"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/membership"
 )
 
 // Formation joins (docs/adr/0013-ordinal-formation.md). The joiner dials
@@ -50,27 +48,9 @@ func formationPolicy(method string, id identity.Identity) (handled bool, err err
 	return false, nil
 }
 
-func (n *Node) registerFormation(srv *grpc.Server) {
-	admit := api.NewRaftProxyAdmissionServiceServer(admissionService{m: n.members}, proxy.NewLeaderRouter(leader{n}))
-	api.RegisterFormationServiceServer(srv, formationService{n: n, admit: admit})
-	api.RegisterAdmissionServiceServer(srv, admit)
-}
-
-type admissionService struct {
-	api.UnimplementedAdmissionServiceServer
-	m *membership.Server
-}
-
-func (s admissionService) Admit(ctx context.Context, req *api.AdmitRequest) (*api.JoinResponse, error) {
-	return s.m.Admit(ctx, req)
-}
-
 type formationService struct {
 	api.UnimplementedFormationServiceServer
 	n *Node
-	// admit is the AdmissionService this node serves: it admits on the
-	// leader and forwards to it elsewhere.
-	admit api.AdmissionServiceServer
 }
 
 // SecretJoin verifies the joiner's proof on the connection it arrived on,
@@ -82,7 +62,7 @@ func (s formationService) SecretJoin(ctx context.Context, req *api.SecretJoinReq
 	}
 	m := s.n.Manager()
 	if m == nil {
-		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
+		return nil, errWorker
 	}
 	cs, ok := connState(ctx)
 	if !ok {
@@ -92,9 +72,11 @@ func (s formationService) SecretJoin(ctx context.Context, req *api.SecretJoinReq
 		s.n.log.Warn("formation join refused", "hostname", req.Hostname, "address", req.Address, "err", err)
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "join secret: the proof does not verify")
 	}
-	self := identity.Identity{Kind: identity.Node, NodeID: m.Raft.NodeID(), Role: ca.RoleManager}
+	self := identity.Identity{Kind: identity.Node, NodeID: m.NodeID(), Role: ca.RoleManager}
 	actx := identity.NewContext(metadata.NewIncomingContext(ctx, metadata.MD{}), self)
-	resp, err := s.admit.Admit(actx, &api.AdmitRequest{Hostname: req.Hostname, Address: req.Address, CsrPem: req.CsrPem, NodeId: req.NodeId})
+	// The manager's AdmissionService admits on the leader and forwards to
+	// it from other managers.
+	resp, err := m.Admission().Admit(actx, &api.AdmitRequest{Hostname: req.Hostname, Address: req.Address, CsrPem: req.CsrPem, NodeId: req.NodeId})
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +177,4 @@ func (n *Node) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
 	}
 	n.log.Info("joined cluster with the join secret", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "raft_id", fmt.Sprintf("%x", resp.RaftId))
 	return nil
-}
-
-func (r managerRaft) UpdateMember(ctx context.Context, mem *api.RaftMember) error {
-	rn, err := r.member()
-	if err != nil {
-		return err
-	}
-	return rn.UpdateMember(ctx, mem)
 }

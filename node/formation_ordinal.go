@@ -82,18 +82,18 @@ func (n *Node) ordinalStep(ctx context.Context) (done bool, err error) {
 	if m == nil {
 		return true, nil // a worker (demoted): nothing for formation to do
 	}
-	self := m.Raft.RaftID()
-	members := m.Raft.Members()
+	self := m.RaftID()
+	members := m.RaftMembers()
 	i := slices.IndexFunc(members, func(mem *api.RaftMember) bool { return mem.RaftId == self })
 	if i < 0 {
 		return false, nil // not in the configuration yet: the log is on its way
 	}
 	if addr := members[i].Address; addr != n.advertise {
 		n.log.Info("this member's address changed; asking to rewrite it", "from", addr, "to", n.advertise)
-		_, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, NodeId: m.Raft.NodeID()})
+		_, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, NodeId: m.NodeID()})
 		return false, err
 	}
-	return m.Raft.IsVoter(self), nil
+	return m.IsVoter(), nil
 }
 
 // formationJoin asks each join address in turn to admit this node and

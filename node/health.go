@@ -89,8 +89,7 @@ func (h healthService) Watch(req *healthpb.HealthCheckRequest, stream healthpb.H
 // holds a session with the leader's dispatcher.
 func (n *Node) seesLeader() bool {
 	if m := n.Manager(); m != nil {
-		lead, _ := m.Raft.Leader()
-		return lead != 0
+		return m.HasLeader()
 	}
 	a := n.agent.Load()
 	return a != nil && a.InSession()

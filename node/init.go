@@ -30,7 +30,8 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	n.initMu.Lock()
 	defer n.initMu.Unlock()
 	if n.initialized() {
-		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", n.Manager().Raft.ClusterID())
+		cid, _ := n.clusterID.Load().(string)
+		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", cid)
 	}
 	clusterID := uuid.NewString()
 	nodeID, err := identity.NewNodeID()

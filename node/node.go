@@ -1,7 +1,11 @@
-// Package node composes the jacod daemon: its data dir, lifecycle state,
-// listeners, and the manager it runs once the cluster is initialized.
+// Package node is the jacod daemon: its data dir and lock, lifecycle state,
+// TLS and listeners, formation and join, the keys autolock seals, and the
+// agent. What a manager runs is package manager's: the daemon opens a
+// Manager when it holds manager raft state (after init, join, unlock or a
+// promotion), stops it at demotion, and routes the manager's gRPC services
+// to it (services.go). A worker runs no manager.
 //
-// A daemon is in one lifecycle state (DESIGN.md §2). It starts
+// A daemon is in one lifecycle state (docs/design.md §3). It starts
 // uninitialized when its data dir has no raft state and ready when it has;
 // Init moves it from the first to the second. The state gates which RPCs
 // are served (see auth.go).
@@ -28,23 +32,19 @@ import (
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/api/proxy"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/internal/connpool"
+	"github.com/jaco-project/jaco/internal/latebind"
 	"github.com/jaco-project/jaco/manager"
-	"github.com/jaco-project/jaco/manager/controlapi"
-	"github.com/jaco-project/jaco/manager/dispatcher"
 	"github.com/jaco-project/jaco/manager/encryption"
-	"github.com/jaco-project/jaco/manager/membership"
 	"github.com/jaco-project/jaco/manager/state/raft"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Node is a running jacod.
 type Node struct {
-	cfg   Config
-	log   *slog.Logger
-	lock  *dirLock
-	store *store.Store
+	cfg  Config
+	log  *slog.Logger
+	lock *dirLock
 
 	// initMu serializes Init against itself and Stop.
 	initMu sync.Mutex
@@ -66,10 +66,6 @@ type Node struct {
 	autolockKick  chan struct{}
 	failedUnlocks atomic.Uint32
 
-	dispatcher *dispatcher.Server
-	// members serves joins, renewals and removals; the drain machine
-	// removes drained nodes through it too.
-	members    *membership.Server
 	agent      atomic.Pointer[agent.Agent]
 	agentMu    sync.Mutex // guards starting and stopping the agent
 	agentStop  context.CancelFunc
@@ -78,7 +74,10 @@ type Node struct {
 	unixLis, tcpLis net.Listener
 	unixSrv, tcpSrv *grpc.Server
 	advertise       string
-	leaderConns     leaderConns
+	// renewConns are the connections the role and certificate loop asks
+	// managers on; they carry this node's identity of when they were
+	// opened, so they are closed when its role changes.
+	renewConns *connpool.Pool
 
 	// The role and certificate loop (roles.go) runs under loopCtx; Stop
 	// ends it before anything else, since it takes initMu.
@@ -118,16 +117,15 @@ func New(cfg Config) (_ *Node, err error) {
 		lock.release()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, store: store.New(nil), fatal: make(chan error, 1),
+	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1),
 		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1)}
+	n.renewConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			n.Stop()
 		}
 	}()
-	n.dispatcher = n.newDispatcher()
-	n.members = membership.New(n.store, managerRaft{n}, n.log, membership.WithCertLifetime(n.cfg.CertLifetime))
 	n.state.Store(int32(api.NodeState_NODE_STATE_UNINITIALIZED))
 	locked, err := n.dataKeysSealed()
 	if err != nil {
@@ -208,29 +206,27 @@ func (n *Node) startManager() error {
 	if err != nil {
 		return err
 	}
-	m, err := manager.Open(manager.Config{
-		RaftDir:          n.cfg.raftDir(),
-		Store:            n.store,
-		Sealer:           sealer,
-		Logger:           n.log,
-		SnapshotInterval: n.cfg.SnapshotInterval,
-		TickInterval:     n.cfg.TickInterval,
-		Dial:             func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) },
-		Subsystems:       append(n.workSubsystems(), n.roleSubsystem()),
-	})
+	m, err := manager.Open(n.cfg.raftDir(), sealer, n.dialPeer,
+		manager.WithLogger(n.log),
+		manager.WithSnapshotInterval(n.cfg.SnapshotInterval),
+		manager.WithTickInterval(n.cfg.TickInterval),
+		manager.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod),
+		manager.WithCertLifetime(n.cfg.CertLifetime),
+		manager.WithQuorumLossWindow(n.cfg.QuorumLossWindow))
 	if err != nil {
 		return err
 	}
 	n.keysSettled.Store(false)
 	n.mgr.Store(m)
 	n.state.Store(int32(api.NodeState_NODE_STATE_READY))
+	n.kickAutolock()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		var err error
 		select {
-		case <-m.Raft.Done():
-			err = m.Raft.Err()
+		case <-m.Done():
+			err = m.Err()
 			if errors.Is(err, raft.ErrRemoved) {
 				err = ErrRemoved
 			} else if err != nil {
@@ -304,17 +300,13 @@ func (n *Node) listen() error {
 
 func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
-	control := controlapi.New(n.store, controlapi.WithNodeRemover(n.members),
-		controlapi.WithNodeDialer(func(_ context.Context, addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) }))
-	api.RegisterControlServiceServer(srv, api.NewRaftProxyControlServiceServer(control, proxy.NewLeaderRouter(leader{n})))
-	api.RegisterRaftServiceServer(srv, raftService{n: n})
-	api.RegisterMembershipServiceServer(srv, api.NewRaftProxyMembershipServiceServer(n.members, proxy.NewLeaderRouter(leader{n})))
-	api.RegisterDispatcherServiceServer(srv, api.NewRaftProxyDispatcherServiceServer(n.dispatcher, proxy.NewLeaderRouter(leader{n})))
-	api.RegisterAgentServiceServer(srv, agentService{n: n})
 	api.RegisterNodeServiceServer(srv, nodeService{n: n})
-	api.RegisterBackupServiceServer(srv, api.NewRaftProxyBackupServiceServer(backupService{n: n}, proxy.NewLeaderRouter(leader{n})))
+	api.RegisterAgentServiceServer(srv, agentService{n: n})
+	api.RegisterFormationServiceServer(srv, formationService{n: n})
 	healthpb.RegisterHealthServer(srv, healthService{n: n})
-	n.registerFormation(srv)
+	for _, desc := range manager.ServiceDescs {
+		latebind.Register(srv, desc, func() (any, error) { return n.managerService(desc.ServiceName) })
+	}
 }
 
 // Run serves until ctx ends or the raft member fails, then stops.
@@ -376,12 +368,11 @@ func (n *Node) Stop() error {
 		if m := n.mgr.Load(); m != nil {
 			n.stopErr = m.Stop()
 		}
-		n.leaderConns.closeAll()
+		n.renewConns.CloseAll()
 		n.wg.Wait()
 		if n.containerd != nil {
 			n.containerd.Close()
 		}
-		n.store.Close()
 		if err := n.lock.release(); err != nil && n.stopErr == nil {
 			n.stopErr = err
 		}

@@ -1,19 +1,14 @@
 package node
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/status"
 
-	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 )
 
@@ -68,96 +63,4 @@ func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn,
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
 	return conn, nil
-}
-
-// dialLeader opens a connection for forwarding calls to the leader. A
-// leader that cannot be reached is, to the caller, no leader: its
-// Unavailable errors become the retryable no_leader, so the CLI waits for
-// the election instead of giving up.
-func (n *Node) dialLeader(addr string) (*grpc.ClientConn, error) {
-	return n.dialPeer(addr, grpc.WithChainUnaryInterceptor(unreachableLeaderIsNoLeader(addr)))
-}
-
-func unreachableLeaderIsNoLeader(addr string) grpc.UnaryClientInterceptor {
-	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		err := invoker(ctx, method, req, reply, cc, opts...)
-		if status.Code(err) == codes.Unavailable && reason.Of(err) == "" {
-			return reason.Error(codes.Unavailable, reason.NoLeader, "the leader at %s is unreachable: %s", addr, status.Convert(err).Message())
-		}
-		return err
-	}
-}
-
-// leaderConns keeps one connection per manager address for forwarding
-// calls to the leader (raftproxy). Connections are lazy and cheap; they
-// are closed when the node stops.
-type leaderConns struct {
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
-}
-
-func (c *leaderConns) get(addr string, dial func(string) (*grpc.ClientConn, error)) (*grpc.ClientConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if conn, ok := c.conns[addr]; ok {
-		return conn, nil
-	}
-	conn, err := dial(addr)
-	if err != nil {
-		return nil, err
-	}
-	if c.conns == nil {
-		c.conns = make(map[string]*grpc.ClientConn)
-	}
-	c.conns[addr] = conn
-	return conn, nil
-}
-
-func (c *leaderConns) closeAll() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
-}
-
-// leader tells the raftproxy wrappers where the leader is.
-type leader struct{ n *Node }
-
-func (l leader) IsLeader() bool {
-	m := l.n.Manager()
-	return m != nil && m.Raft.IsLeader()
-}
-
-// LeaderConn returns a connection to the current leader.
-func (l leader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
-	m := l.n.Manager()
-	if m == nil {
-		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node is not a manager")
-	}
-	lead, _ := m.Raft.Leader()
-	if lead == 0 {
-		if l.n.quorumLost() {
-			return nil, reason.Error(codes.Unavailable, reason.QuorumLost,
-				"this manager has had no leader for %s: it cannot reach a majority of the managers", m.Raft.LeaderlessFor().Round(time.Second))
-		}
-		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the cluster has no leader right now")
-	}
-	addr, ok := m.Raft.ResolveAddress(lead)
-	if !ok {
-		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "the leader's address is not known here yet")
-	}
-	conn, err := l.n.leaderConns.get(addr, l.n.dialLeader)
-	if err != nil {
-		return nil, reason.Error(codes.Unavailable, reason.NoLeader, "connect to the leader at %s: %v", addr, err)
-	}
-	return conn, nil
-}
-
-// quorumLost reports whether this manager has been leaderless for longer
-// than the quorum-loss window.
-func (n *Node) quorumLost() bool {
-	m := n.Manager()
-	return m != nil && m.Raft.LeaderlessFor() > n.cfg.QuorumLossWindow
 }

@@ -134,9 +134,10 @@ func (n *Node) installCert(ctx context.Context, resp *api.RenewCertificateRespon
 	m := n.Manager()
 	if (id.Role == ca.RoleManager) != (m != nil) {
 		// Connections to managers carry the identity of the certificate
-		// they were opened with: forwarding needs a manager's, and a
-		// demoted node must not keep one. Open new ones.
-		defer n.leaderConns.closeAll()
+		// they were opened with: a demoted node must not keep a manager's.
+		// Open new ones. (The manager's own forwarding connections go with
+		// it.)
+		defer n.renewConns.CloseAll()
 	}
 	switch {
 	case id.Role == ca.RoleManager && m == nil:
@@ -172,11 +173,6 @@ func (n *Node) becomeManager(resp *api.RenewCertificateResponse, keyPEM []byte, 
 	}
 	if err := n.saveCert(resp, keyPEM); err != nil {
 		return fmt.Errorf("promotion: %w", err)
-	}
-	// The store is rebuilt from raft: forget what an earlier term as a
-	// manager left in it.
-	if err := n.store.Restore(&api.StoreSnapshot{}, 0); err != nil {
-		return fmt.Errorf("promotion: reset store: %w", err)
 	}
 	if err := n.startManager(); err != nil {
 		return fmt.Errorf("promotion: %w", err)
@@ -214,7 +210,7 @@ func (n *Node) rememberManagers(members []*api.RaftMember) {
 	if n.Manager() != nil || len(members) == 0 {
 		return
 	}
-	if old, err := n.joinManagers(); err == nil && slices.Equal(old, memberAddrs(members)) {
+	if old, err := n.joinManagers(); err == nil && slices.Equal(old, manager.MemberAddrs(members)) {
 		return
 	}
 	if err := n.saveJoinManagers(members); err != nil {
@@ -227,7 +223,7 @@ func (n *Node) rememberManagers(members []*api.RaftMember) {
 func (n *Node) renewTargets() []string {
 	var addrs []string
 	if m := n.Manager(); m != nil {
-		for _, mem := range m.Raft.Members() {
+		for _, mem := range m.RaftMembers() {
 			if mem.Address != n.advertise {
 				addrs = append(addrs, mem.Address)
 			}
@@ -254,7 +250,7 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte) (*api.RenewCertific
 	}
 	var errs []error
 	for _, addr := range addrs {
-		conn, err := n.leaderConns.get(addr, n.dialLeader)
+		conn, err := n.renewConns.Get(addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -4,15 +4,24 @@ import (
 	"context"
 	"time"
 
-	etcdraft "go.etcd.io/raft/v3"
-	"google.golang.org/grpc/codes"
-
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/manager"
-	"github.com/jaco-project/jaco/manager/rolemanager"
-	"github.com/jaco-project/jaco/manager/state/raft"
 )
+
+// managerService is the implementation of now of one of the manager's
+// services (manager.ServiceDescs), or the refusal a daemon without a
+// manager answers with: the same the lifecycle gate (auth.go) gives.
+func (n *Node) managerService(name string) (any, error) {
+	if m := n.Manager(); m != nil {
+		return m.Service(name), nil
+	}
+	switch n.State() {
+	case api.NodeState_NODE_STATE_UNINITIALIZED:
+		return nil, errUninitialized
+	case api.NodeState_NODE_STATE_LOCKED:
+		return nil, errLocked
+	}
+	return nil, errWorker
+}
 
 // clusterService answers for this daemon in every lifecycle state.
 type clusterService struct {
@@ -36,11 +45,11 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 		resp.ClusterId, _ = s.n.clusterID.Load().(string)
 		return resp, nil
 	}
-	resp.ClusterId = m.Raft.ClusterID()
-	resp.NodeId = m.Raft.NodeID()
+	resp.ClusterId = m.ClusterID()
+	resp.NodeId = m.NodeID()
 	resp.Members, resp.LeaderNodeId = m.Members()
-	resp.QuorumLost = s.n.quorumLost()
-	if !m.Raft.IsLeader() && resp.LeaderNodeId != "" {
+	resp.QuorumLost = m.QuorumLost()
+	if !m.IsLeader() && resp.LeaderNodeId != "" {
 		s.reachabilityFromLeader(ctx, resp.Members)
 	}
 	return resp, nil
@@ -50,7 +59,11 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 // other members answer it. Best effort, briefly: the local view stands
 // when the leader cannot say.
 func (s *clusterService) reachabilityFromLeader(ctx context.Context, members []*api.Member) {
-	conn, err := leader{s.n}.LeaderConn(ctx)
+	m := s.n.Manager()
+	if m == nil {
+		return
+	}
+	conn, err := m.LeaderConn(ctx)
 	if err != nil {
 		return
 	}
@@ -69,120 +82,4 @@ func (s *clusterService) reachabilityFromLeader(ctx context.Context, members []*
 			m.Status = st
 		}
 	}
-}
-
-// raftService hands raft traffic to the manager's member; the auth gate
-// refuses it before init, so the manager is there when it is reached.
-type raftService struct {
-	api.UnimplementedRaftServiceServer
-	n *Node
-}
-
-func (s raftService) member() (*raft.Service, error) {
-	m := s.n.Manager()
-	if m == nil {
-		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
-	}
-	return raft.NewService(m.Raft), nil
-}
-
-func (s raftService) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
-	svc, err := s.member()
-	if err != nil {
-		return nil, err
-	}
-	return svc.ProcessRaftMessage(ctx, req)
-}
-
-func (s raftService) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServer) error {
-	svc, err := s.member()
-	if err != nil {
-		return err
-	}
-	return svc.StreamRaftMessage(stream)
-}
-
-func (s raftService) ResolveAddress(ctx context.Context, req *api.ResolveAddressRequest) (*api.ResolveAddressResponse, error) {
-	svc, err := s.member()
-	if err != nil {
-		return nil, err
-	}
-	return svc.ResolveAddress(ctx, req)
-}
-
-// managerRaft gives the membership server the raft member of whatever
-// manager runs now; the auth gate keeps calls out until there is one.
-type managerRaft struct{ n *Node }
-
-func (r managerRaft) member() (*raft.Node, error) {
-	m := r.n.Manager()
-	if m == nil {
-		return nil, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
-	}
-	return m.Raft, nil
-}
-
-func (r managerRaft) AddLearner(ctx context.Context, mem *api.RaftMember) error {
-	rn, err := r.member()
-	if err != nil {
-		return err
-	}
-	return rn.AddLearner(ctx, mem)
-}
-
-func (r managerRaft) Members() []*api.RaftMember {
-	rn, err := r.member()
-	if err != nil {
-		return nil
-	}
-	return rn.Members()
-}
-
-func (r managerRaft) IsRemoved(raftID uint64) bool {
-	rn, err := r.member()
-	return err == nil && rn.IsRemoved(raftID)
-}
-
-func (r managerRaft) RaftID() uint64 {
-	rn, err := r.member()
-	if err != nil {
-		return 0
-	}
-	return rn.RaftID()
-}
-
-func (r managerRaft) RemoveMember(ctx context.Context, raftID uint64) error {
-	m := r.n.Manager()
-	if m == nil {
-		return reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
-	}
-	return m.Voters.RemoveMember(ctx, raftID)
-}
-
-func (r managerRaft) HandOver(ctx context.Context) (uint64, error) {
-	m := r.n.Manager()
-	if m == nil {
-		return 0, reason.Error(codes.FailedPrecondition, reason.NotAManager, "this node runs no raft member")
-	}
-	return m.Voters.HandOver(ctx)
-}
-
-func (r managerRaft) Status() etcdraft.Status {
-	rn, err := r.member()
-	if err != nil {
-		return etcdraft.Status{}
-	}
-	return rn.Status()
-}
-
-// roleSubsystem is the leader's role reconciler (promote / demote).
-func (n *Node) roleSubsystem() manager.Subsystem {
-	r := rolemanager.NewRoleReconciler(rolemanager.RoleConfig{
-		Store:     n.store,
-		Raft:      managerRaft{n},
-		Members:   managerRaft{n},
-		NewRaftID: raft.NewRaftID,
-		Logger:    n.log.With("component", "role-reconciler"),
-	})
-	return manager.Subsystem{Name: "role-reconciler", Run: r.Run}
 }

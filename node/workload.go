@@ -20,51 +20,7 @@ import (
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/durable"
 	"github.com/jaco-project/jaco/manager"
-	"github.com/jaco-project/jaco/manager/dispatcher"
-	"github.com/jaco-project/jaco/manager/orchestrator"
-	"github.com/jaco-project/jaco/manager/scheduler"
 )
-
-// workSubsystems are the leader subsystems that turn services into
-// replicas on nodes; they meet in the store (DESIGN.md §6).
-func (n *Node) workSubsystems() []manager.Subsystem {
-	return []manager.Subsystem{
-		{Name: "dispatcher", Run: n.dispatcher.Run},
-		{Name: "scheduler", Run: scheduler.New(n.store, scheduler.WithLogger(n.log.With("component", "scheduler"))).Run},
-		{Name: "orchestrator", Run: orchestrator.New(n.store, orchestrator.WithLogger(n.log.With("component", "orchestrator")),
-			orchestrator.WithNodeRemover(n.members)).Run},
-	}
-}
-
-func (n *Node) newDispatcher() *dispatcher.Server {
-	opts := []dispatcher.Option{
-		dispatcher.WithLogger(n.log.With("component", "dispatcher")),
-		dispatcher.WithManagers(n.managerAddrs),
-	}
-	if n.cfg.HeartbeatPeriod > 0 {
-		opts = append(opts, dispatcher.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod))
-	}
-	return dispatcher.New(n.store, opts...)
-}
-
-// managerAddrs are the raft members' addresses, which agents keep to
-// find the cluster again.
-func (n *Node) managerAddrs() []string {
-	m := n.Manager()
-	if m == nil {
-		return nil
-	}
-	return memberAddrs(m.Raft.Members())
-}
-
-// memberAddrs are the raft members' addresses, in order.
-func memberAddrs(members []*api.RaftMember) []string {
-	var addrs []string
-	for _, m := range members {
-		addrs = append(addrs, m.Address)
-	}
-	return addrs
-}
 
 // startAgent starts this node's agent once it belongs to a cluster: every
 // node runs replicas. It runs until the node stops; replicas outlive it.
@@ -165,7 +121,7 @@ func (n *Node) managersPath() string { return n.cfg.dir().JoinManagers() }
 // saveJoinManagers keeps the managers a join named, for the agent's first
 // session; afterwards the agent keeps the dispatcher's newer lists itself.
 func (n *Node) saveJoinManagers(members []*api.RaftMember) error {
-	data, err := json.Marshal(memberAddrs(members))
+	data, err := json.Marshal(manager.MemberAddrs(members))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,116 @@
+package manager
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/proxy"
+	"github.com/jaco-project/jaco/manager/backup"
+	"github.com/jaco-project/jaco/manager/controlapi"
+	"github.com/jaco-project/jaco/manager/dispatcher"
+	"github.com/jaco-project/jaco/manager/jointoken"
+	"github.com/jaco-project/jaco/manager/membership"
+	"github.com/jaco-project/jaco/manager/orchestrator"
+	"github.com/jaco-project/jaco/manager/rolemanager"
+	"github.com/jaco-project/jaco/manager/scheduler"
+	"github.com/jaco-project/jaco/manager/state/raft"
+)
+
+// joinTokenSweepInterval is how often the leader deletes spent join tokens.
+const joinTokenSweepInterval = time.Minute
+
+// assemble builds the manager's services (m.services) and returns its
+// leader subsystems, in start order. Each part gets the narrow view of the
+// raft member and of the other parts it needs, and nothing else: the
+// subsystems meet in the store (docs/design.md §6).
+func (m *Manager) assemble(o options) []Subsystem {
+	st, log := m.store, o.logger
+	members := membership.New(st, raftMembership{Node: m.raft, voters: m.voters}, log.With("component", "membership"),
+		membership.WithCertLifetime(o.certLifetime))
+	dispOpts := []dispatcher.Option{
+		dispatcher.WithLogger(log.With("component", "dispatcher")),
+		dispatcher.WithManagers(m.managerAddrs),
+	}
+	if o.heartbeatPeriod > 0 {
+		dispOpts = append(dispOpts, dispatcher.WithHeartbeatPeriod(o.heartbeatPeriod))
+	}
+	disp := dispatcher.New(st, dispOpts...)
+	control := controlapi.New(st, controlapi.WithNodeRemover(members),
+		controlapi.WithNodeDialer(func(_ context.Context, addr string) (*grpc.ClientConn, error) { return m.dial(addr) }))
+
+	router := proxy.NewLeaderRouter(m)
+	m.admission = api.NewRaftProxyAdmissionServiceServer(admissionService{members: members}, router)
+	m.services = map[string]any{
+		api.ControlService_ServiceDesc.ServiceName:    api.NewRaftProxyControlServiceServer(control, router),
+		api.RaftService_ServiceDesc.ServiceName:       raft.NewService(m.raft),
+		api.MembershipService_ServiceDesc.ServiceName: api.NewRaftProxyMembershipServiceServer(members, router),
+		api.DispatcherService_ServiceDesc.ServiceName: api.NewRaftProxyDispatcherServiceServer(disp, router),
+		api.BackupService_ServiceDesc.ServiceName:     api.NewRaftProxyBackupServiceServer(backup.NewServer(m.raft, st), router),
+		api.AdmissionService_ServiceDesc.ServiceName:  m.admission,
+	}
+
+	subsystems := []Subsystem{
+		{Name: "voter-reconciler", Run: m.voters.Run},
+		{Name: "join-token-sweeper", Run: func(ctx context.Context) {
+			jointoken.RunSweeper(ctx, st, joinTokenSweepInterval, log.With("component", "join-token-sweeper"))
+		}},
+	}
+	if o.coreOnly {
+		return subsystems
+	}
+	roles := rolemanager.NewRoleReconciler(rolemanager.RoleConfig{
+		Store:     st,
+		Raft:      m.raft,
+		Members:   m.voters,
+		NewRaftID: raft.NewRaftID,
+		Logger:    log.With("component", "role-reconciler"),
+	})
+	return append(subsystems,
+		Subsystem{Name: "dispatcher", Run: disp.Run},
+		Subsystem{Name: "scheduler", Run: scheduler.New(st, scheduler.WithLogger(log.With("component", "scheduler"))).Run},
+		Subsystem{Name: "orchestrator", Run: orchestrator.New(st, orchestrator.WithLogger(log.With("component", "orchestrator")),
+			orchestrator.WithNodeRemover(members)).Run},
+		Subsystem{Name: "role-reconciler", Run: roles.Run},
+	)
+}
+
+// raftMembership is the raft member as membership needs it: joins add
+// learners directly, removals and handovers go through the voter
+// reconciler, which keeps the voter set safe.
+type raftMembership struct {
+	*raft.Node
+	voters *rolemanager.VoterReconciler
+}
+
+func (r raftMembership) RemoveMember(ctx context.Context, raftID uint64) error {
+	return r.voters.RemoveMember(ctx, raftID)
+}
+
+func (r raftMembership) HandOver(ctx context.Context) (uint64, error) { return r.voters.HandOver(ctx) }
+
+// admissionService serves formation admissions (AdmissionService) through
+// membership, on the leader.
+type admissionService struct {
+	api.UnimplementedAdmissionServiceServer
+	members *membership.Server
+}
+
+func (s admissionService) Admit(ctx context.Context, req *api.AdmitRequest) (*api.JoinResponse, error) {
+	return s.members.Admit(ctx, req)
+}
+
+// managerAddrs are the raft members' addresses, which agents keep to find
+// the cluster again.
+func (m *Manager) managerAddrs() []string { return MemberAddrs(m.raft.Members()) }
+
+// MemberAddrs are the addresses of members, in order.
+func MemberAddrs(members []*api.RaftMember) []string {
+	addrs := make([]string, 0, len(members))
+	for _, mem := range members {
+		addrs = append(addrs, mem.Address)
+	}
+	return addrs
+}

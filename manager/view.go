@@ -1,0 +1,65 @@
+package manager
+
+import (
+	"context"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// What the daemon reads of its manager: who this member is, who leads,
+// the cluster object, and the raft members. The raft member and the store
+// themselves stay inside the manager.
+
+// ClusterID is the id of this member's cluster.
+func (m *Manager) ClusterID() string { return m.raft.ClusterID() }
+
+// NodeID is the node id of this member.
+func (m *Manager) NodeID() string { return m.raft.NodeID() }
+
+// RaftID is this member's raft id.
+func (m *Manager) RaftID() uint64 { return m.raft.RaftID() }
+
+// RaftMembers are the raft group's members, sorted by raft id.
+func (m *Manager) RaftMembers() []*api.RaftMember { return m.raft.Members() }
+
+// HasLeader reports whether this member knows a leader now.
+func (m *Manager) HasLeader() bool {
+	lead, _ := m.raft.Leader()
+	return lead != 0
+}
+
+// IsVoter reports whether this member is a voter.
+func (m *Manager) IsVoter() bool { return m.raft.IsVoter(m.raft.RaftID()) }
+
+// IsRemovedNode reports whether the node's raft member was removed from
+// the group (its raft traffic is refused with node_removed).
+func (m *Manager) IsRemovedNode(nodeID string) bool { return m.raft.IsRemovedNode(nodeID) }
+
+// Rekey rewrites the raft log and snapshots under sealer's current key
+// (autolock turned on: the data key that lay in clear is retired).
+func (m *Manager) Rekey(ctx context.Context, sealer *encryption.Sealer) error {
+	return m.raft.Rekey(ctx, sealer)
+}
+
+// Cluster returns the cluster object, nil before ClusterInit is applied.
+func (m *Manager) Cluster() *api.Cluster {
+	var c *api.Cluster
+	m.store.View(func(tx store.ReadTx) { c = tx.Cluster() })
+	return c
+}
+
+// Node returns the node with id, nil when the store holds none.
+func (m *Manager) Node(id string) *api.Node {
+	var n *api.Node
+	m.store.View(func(tx store.ReadTx) { n = tx.GetNode(id) })
+	return n
+}
+
+// WatchCluster sends an event each time the cluster object changes or the
+// store is reset from a snapshot, until ctx ends or the manager stops
+// (then the channel is closed).
+func (m *Manager) WatchCluster(ctx context.Context) <-chan store.Event {
+	return m.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
+}
