@@ -18,37 +18,45 @@ help: ## list the targets
 # Code generation (docs/adr/0001-protobuf.md)
 #
 # Generated code is committed. protoc-gen-go and protoc-gen-go-grpc are pinned
-# in vendor-tools/go.mod; protoc-gen-raftproxy is built from this module.
+# in vendor-tools/go.mod; protoc-gen-raftproxy and protoc-gen-access are built
+# from this module.
 # ---------------------------------------------------------------------------
 
 RAFTPROXY    := protobuf/plugin/raftproxy
 ECHOTEST     := $(RAFTPROXY)/internal/echotest
 GOLDEN       := $(RAFTPROXY)/testdata
+ACCESS        := protobuf/plugin/access
+ACCESS_GOLDEN := $(ACCESS)/testdata
 # .proto files are named from the repository root (import "api/objects.proto"),
 # which keeps their names unique in the process-wide protobuf registry.
 PROTOC_INCLUDES := -I . -I $(PROTO_INCLUDE)
 PROTOC_PLUGINS  := \
 	--plugin=protoc-gen-go=$(BIN)/protoc-gen-go \
 	--plugin=protoc-gen-go-grpc=$(BIN)/protoc-gen-go-grpc \
-	--plugin=protoc-gen-raftproxy=$(BIN)/protoc-gen-raftproxy
+	--plugin=protoc-gen-raftproxy=$(BIN)/protoc-gen-raftproxy \
+	--plugin=protoc-gen-access=$(BIN)/protoc-gen-access
 # Every output lands next to its .proto.
 PROTOC_GO := $(PROTOC) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
 	--go_out=. --go_opt=paths=source_relative \
 	--go-grpc_out=. --go-grpc_opt=paths=source_relative \
 	--raftproxy_out=. --raftproxy_opt=paths=source_relative
+# api/*.proto also declare each rpc's access policy (docs/adr/0015); the
+# plugin fails on an rpc without one.
+PROTOC_API := $(PROTOC_GO) --access_out=. --access_opt=paths=source_relative
 
 .PHONY: tools
 tools: ## build the protoc plugins (and staticcheck) into ./bin
 	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	cd vendor-tools && $(GO) build -o $(BIN)/protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc
 	$(GO) build -o $(BIN)/protoc-gen-raftproxy ./$(RAFTPROXY)/cmd/protoc-gen-raftproxy
+	$(GO) build -o $(BIN)/protoc-gen-access ./$(ACCESS)/cmd/protoc-gen-access
 	cd vendor-tools && $(GO) build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 
 # Outputs are overwritten, never deleted first: a failed run must not lose
 # committed code. Whoever deletes a .proto deletes its outputs too.
 .PHONY: generate
-generate: tools ## regenerate all protobuf code (api/, raftproxy test inputs)
-	$(PROTOC_GO) api/*.proto
+generate: tools ## regenerate all protobuf code (api/, plugin test inputs)
+	$(PROTOC_API) api/*.proto
 	$(PROTOC_GO) $(ECHOTEST)/*.proto
 	@# The golden test reads this descriptor set, so `go test` needs no
 	@# protoc; the golden is the plugin's output for it. The file is named
@@ -56,6 +64,10 @@ generate: tools ## regenerate all protobuf code (api/, raftproxy test inputs)
 	$(PROTOC) -I $(GOLDEN) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
 		--include_imports --include_source_info --descriptor_set_out=$(GOLDEN)/raftproxytest.pb \
 		--raftproxy_out=$(GOLDEN) --raftproxy_opt=paths=source_relative $(GOLDEN)/raftproxytest.proto
+	@# The same for protoc-gen-access's golden test.
+	$(PROTOC) -I $(ACCESS_GOLDEN) $(PROTOC_INCLUDES) $(PROTOC_PLUGINS) \
+		--include_imports --include_source_info --descriptor_set_out=$(ACCESS_GOLDEN)/accesstest.pb \
+		--access_out=$(ACCESS_GOLDEN) --access_opt=paths=source_relative $(ACCESS_GOLDEN)/accesstest.proto
 
 .PHONY: check-generated
 check-generated: generate ## fail when committed generated code is stale
