@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 )
 
@@ -14,10 +15,23 @@ type Subsystem struct {
 	Run  func(ctx context.Context)
 }
 
+// leadership is what the leader runner needs of the raft member.
+type leadership interface {
+	RaftID() uint64
+	// Leader is the leader's raft id (0: none) and a channel closed at the
+	// next change.
+	Leader() (uint64, <-chan struct{})
+	// Barrier returns once everything committed before it is applied.
+	Barrier(ctx context.Context) error
+	// Done is closed when the member stops.
+	Done() <-chan struct{}
+}
+
 // leaderRunner starts the subsystems each time this member becomes leader
 // and cancels them when it stops being leader.
 type leaderRunner struct {
-	m          *Manager
+	raft       leadership
+	log        *slog.Logger
 	subsystems []Subsystem
 	stop       chan struct{}
 	done       chan struct{}
@@ -31,8 +45,8 @@ func (r *leaderRunner) loop() {
 	defer close(r.done)
 	defer r.stopAll()
 	for {
-		lead, changed := r.m.raft.Leader()
-		if lead == r.m.raft.RaftID() {
+		lead, changed := r.raft.Leader()
+		if lead == r.raft.RaftID() {
 			if r.cancel == nil {
 				r.startAll()
 			}
@@ -43,7 +57,7 @@ func (r *leaderRunner) loop() {
 		case <-changed:
 		case <-r.stop:
 			return
-		case <-r.m.raft.Done():
+		case <-r.raft.Done():
 			return
 		}
 	}
@@ -54,8 +68,8 @@ func (r *leaderRunner) startAll() {
 	// Subsystems decide from the store: first let it hold everything
 	// committed before this term. Should leadership go meanwhile, the next
 	// change of leader brings the loop back here.
-	if err := r.m.raft.Barrier(ctx); err != nil {
-		r.m.log.Warn("leader barrier", "err", err)
+	if err := r.raft.Barrier(ctx); err != nil {
+		r.log.Warn("leader barrier", "err", err)
 		cancel()
 		return
 	}
@@ -69,7 +83,7 @@ func (r *leaderRunner) startAll() {
 		}()
 		names = append(names, s.Name)
 	}
-	r.m.log.Info("leader subsystems started", "subsystems", names)
+	r.log.Info("leader subsystems started", "subsystems", names)
 }
 
 func (r *leaderRunner) stopAll() {
@@ -79,5 +93,5 @@ func (r *leaderRunner) stopAll() {
 	r.cancel()
 	r.wg.Wait()
 	r.cancel = nil
-	r.m.log.Info("leader subsystems stopped")
+	r.log.Info("leader subsystems stopped")
 }

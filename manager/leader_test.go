@@ -17,7 +17,8 @@ func TestLeaderRunnerStartsAfterBarrierAndStops(t *testing.T) {
 	started := make(chan bool, 1)
 	stopped := make(chan struct{})
 	r := &leaderRunner{
-		m: m,
+		raft: m.raft,
+		log:  m.log,
 		subsystems: []Subsystem{{Name: "probe", Run: func(ctx context.Context) {
 			var svc *api.Service
 			m.store.View(func(tx store.ReadTx) { svc = tx.GetService("bench-service") })

@@ -95,7 +95,7 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	m.raft, m.transport = n, tr
 	m.voters = rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: o.logger.With("component", "voter-reconciler")})
 	subsystems := m.assemble(o)
-	m.leader = &leaderRunner{m: m, subsystems: subsystems, stop: make(chan struct{}), done: make(chan struct{})}
+	m.leader = &leaderRunner{raft: n, log: o.logger, subsystems: subsystems, stop: make(chan struct{}), done: make(chan struct{})}
 	go m.leader.loop()
 	go func() {
 		defer close(m.probeDone)
