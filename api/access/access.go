@@ -137,17 +137,27 @@ func Gate(method string, state State) error {
 	if !ok {
 		return undeclared(method)
 	}
-	if state == Managing || slices.Contains(p.AlsoServed, state) {
+	if slices.Contains(p.AlsoServed, state) {
 		return nil
 	}
+	return NotServed(state)
+}
+
+// NotServed is what a node in state answers for a method only a managing
+// node serves: cluster_uninitialized, locked or not_a_manager; nil for
+// Managing. The node gives the same answer for a call that passed the gate
+// while its manager was running and finds it gone.
+func NotServed(state State) error {
 	switch state {
+	case Managing:
+		return nil
 	case Uninitialized:
 		return reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
 			"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
 	case Locked:
 		return reason.Error(codes.FailedPrecondition, reason.Locked,
 			"this manager is locked: autolock is on and it restarted; run 'jaco node unlock' on it")
-	default:
+	default: // Worker; a State out of range fails closed too
 		return reason.Error(codes.FailedPrecondition, reason.NotAManager,
 			"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
 	}

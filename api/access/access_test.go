@@ -107,6 +107,20 @@ func TestGateServesEachMethodInTodaysStates(t *testing.T) {
 	}
 }
 
+func TestNotServedIsTheGatesRefusal(t *testing.T) {
+	for state, want := range gateRefusals {
+		if got := refusalOf(access.NotServed(state)); got != want {
+			t.Errorf("state %d: got %+v, want %+v", state, got, want)
+		}
+	}
+	if err := access.NotServed(access.Managing); err != nil {
+		t.Errorf("a managing node refuses with %v, want nothing", err)
+	}
+	if err := access.Gate("/jaco.api.ControlService/CreateService", access.State(99)); err == nil {
+		t.Error("a State out of range serves a manager's method")
+	}
+}
+
 // A caller rule of today's node/auth.go: who may call, and what the rest
 // are told.
 type rule struct {
