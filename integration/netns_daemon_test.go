@@ -1,0 +1,365 @@
+package integration
+
+// A jacod process on a host of the multi-host harness (netns_test.go):
+// starting it inside the host's namespace and checking the pid is jacod's
+// there, the signals the tests send (kill, pause, resume, stop), the exits
+// they expect, and its log.
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// nsDaemon is a jacod running inside a host's namespace, listening on
+// 198.18.0.<n>:7000 and advertising it. Like the loopback harness's daemon
+// it survives kill and restart with the same data dir and address, so it
+// is the same node to its cluster. Methods that can fail the test take the
+// *testing.T of the caller, since subtests share daemons.
+type nsDaemon struct {
+	host    *host
+	name    string // --node-name
+	dir     string // data dir
+	flags   []string
+	logPath string
+	starts  int
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd has been waited for
+	waitErr error         // cmd.Wait's error, set before exited is closed
+	paused  bool
+	// ended is set when the test ends the process (kill, stop) or lets
+	// it exit (allowExit, expectExit). A daemon that exits otherwise has
+	// crashed, and its test fails even if no assertion touched it.
+	ended bool
+	// dropNetAdmin starts jacod without CAP_NET_ADMIN (bounding and
+	// inheritable sets, so no exec regains it): a node that cannot load
+	// its nftables ruleset. Set between newJacod and start.
+	dropNetAdmin bool
+}
+
+// startJacod starts jacod named name on hs with a fresh data dir; it is
+// stopped when t ends.
+func (hs *host) startJacod(t *testing.T, name string, flags ...string) *nsDaemon {
+	t.Helper()
+	d := hs.newJacod(t, name, flags...)
+	d.start(t)
+	return d
+}
+
+// newJacod is startJacod without the start, for a test that sets up the
+// daemon's process (dropNetAdmin) first.
+func (hs *host) newJacod(t *testing.T, name string, flags ...string) *nsDaemon {
+	t.Helper()
+	d := &nsDaemon{
+		host:    hs,
+		name:    name,
+		dir:     t.TempDir(),
+		flags:   flags,
+		logPath: filepath.Join(t.TempDir(), "jacod.log"),
+	}
+	// Last registered runs first: stop the process, then show its log if
+	// anything failed; both before the namespaces are deleted.
+	t.Cleanup(func() { d.dumpLogOnFailure(t) })
+	t.Cleanup(func() { d.cleanup(t) })
+	return d
+}
+
+// addr is the address the daemon listens on and advertises.
+func (d *nsDaemon) addr() string { return d.host.addr() }
+
+func (d *nsDaemon) start(t *testing.T) {
+	t.Helper()
+	d.starts++
+	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(logf, "=== integration: start %d of jacod %s in %s at %s\n", d.starts, d.name, d.host.ns, time.Now().Format(time.RFC3339Nano))
+	w := &logWatch{file: logf, addr: make(chan string, 1)}
+	// nsenter --net, not `ip netns exec`: the latter also gives jacod a
+	// mount namespace of its own, and the network namespaces the containerd
+	// runtime bind-mounts for replicas must be visible to containerd and
+	// runc in the machine's.
+	args := []string{"--net=/var/run/netns/" + d.host.ns}
+	if d.dropNetAdmin {
+		// util-linux's setpriv, which execs jacod in turn: root keeps
+		// every other capability across the exec, this one it cannot.
+		args = append(args, "setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", "--")
+	}
+	args = append(append(args, jacodBin,
+		"--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name), d.flags...)
+	cmd := exec.Command("nsenter", args...)
+	cmd.Env = testEnv()
+	cmd.Stdout, cmd.Stderr = w, w
+	// If this test process dies without its cleanups (a -timeout panic),
+	// the kernel kills the daemon rather than leaving it to run forever.
+	// nsenter execs jacod, and the setting survives the exec.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("start jacod %s: %v", d.name, err)
+	}
+	d.cmd, d.exited, d.paused, d.ended = cmd, make(chan struct{}), false, false
+	go func(exited chan struct{}) {
+		d.waitErr = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}(d.exited)
+
+	select {
+	case addr := <-w.addr:
+		if addr != d.addr() {
+			t.Fatalf("jacod %s listens on %s, asked for %s", d.name, addr, d.addr())
+		}
+	case <-d.exited:
+		t.Fatalf("jacod %s exited before serving: %v\n%s", d.name, d.waitErr, d.log())
+	case <-time.After(startTimeout):
+		t.Fatalf("jacod %s did not log %q within %v\n%s", d.name, "jacod serving", startTimeout, d.log())
+	}
+	// The signals the tests send go to this pid: it must be jacod itself
+	// (nsenter exec'd it), in the host's namespace.
+	if err := d.checkProcess(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkProcess verifies that the pid we hold is jacod, running in the
+// host's network namespace.
+func (d *nsDaemon) checkProcess() error {
+	pid := d.cmd.Process.Pid
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return fmt.Errorf("jacod %s: %v", d.name, err)
+	}
+	want, err := filepath.EvalSymlinks(jacodBin)
+	if err != nil {
+		return err
+	}
+	if exe != want {
+		return fmt.Errorf("pid %d of jacod %s runs %s, want %s (did `ip netns exec` not exec?)", pid, d.name, exe, want)
+	}
+	var got, ns syscall.Stat_t
+	if err := syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &got); err != nil {
+		return err
+	}
+	if err := syscall.Stat("/var/run/netns/"+d.host.ns, &ns); err != nil {
+		return err
+	}
+	if got.Ino != ns.Ino || got.Dev != ns.Dev {
+		return fmt.Errorf("jacod %s (pid %d) is not in network namespace %s", d.name, pid, d.host.ns)
+	}
+	if d.dropNetAdmin {
+		has, err := hasCapability(pid, unix.CAP_NET_ADMIN)
+		if err != nil {
+			return err
+		}
+		if has {
+			return fmt.Errorf("jacod %s (pid %d) has CAP_NET_ADMIN, started without it", d.name, pid)
+		}
+	}
+	return nil
+}
+
+// hasCapability reports whether capability bit c is in pid's effective set.
+func hasCapability(pid, c int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			set, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return false, fmt.Errorf("CapEff of pid %d: %w", pid, err)
+			}
+			return set&(1<<c) != 0, nil
+		}
+	}
+	return false, fmt.Errorf("/proc/%d/status has no CapEff line", pid)
+}
+
+// running reports whether the process has not exited yet.
+func (d *nsDaemon) running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill SIGKILLs the daemon, as a crash or power loss would stop it.
+func (d *nsDaemon) kill(t *testing.T) {
+	t.Helper()
+	if !d.running() {
+		t.Fatalf("kill: jacod %s is not running", d.name)
+	}
+	d.ended = true
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	d.paused = false
+}
+
+// pause SIGSTOPs the daemon: it keeps its sockets, so peers see a member
+// that accepts connections and never answers, like a hung machine.
+func (d *nsDaemon) pause(t *testing.T) {
+	t.Helper()
+	d.signalAndWait(t, syscall.SIGSTOP, func(state byte) bool { return state == 'T' })
+	d.paused = true
+}
+
+// resume SIGCONTs a paused daemon.
+func (d *nsDaemon) resume(t *testing.T) {
+	t.Helper()
+	d.signalAndWait(t, syscall.SIGCONT, func(state byte) bool { return state != 'T' })
+	d.paused = false
+}
+
+// signalAndWait sends sig and waits until the kernel shows the process in a
+// state ok accepts, so the test goes on only once the signal has acted.
+func (d *nsDaemon) signalAndWait(t *testing.T, sig syscall.Signal, ok func(state byte) bool) {
+	t.Helper()
+	if !d.running() {
+		t.Fatalf("%v: jacod %s is not running", sig, d.name)
+	}
+	if err := d.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("%v jacod %s: %v", sig, d.name, err)
+	}
+	eventually(t, 5*time.Second, func() error {
+		state, err := procState(d.cmd.Process.Pid)
+		if err != nil {
+			return err
+		}
+		if !ok(state) {
+			return fmt.Errorf("jacod %s is in state %c after %v", d.name, state, sig)
+		}
+		return nil
+	})
+}
+
+// procState returns the state letter of /proc/pid/stat (R, S, T, ...).
+func procState(pid int) (byte, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// "pid (comm) S ...": comm may hold spaces, so look after the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, b)
+	}
+	return b[i+2], nil
+}
+
+// stop SIGTERMs the daemon (resuming it first if paused) and requires a
+// clean exit in time; after stopTimeout it is SIGKILLed and t fails.
+func (d *nsDaemon) stop(t *testing.T) {
+	t.Helper()
+	if !d.running() {
+		if !d.ended {
+			d.ended = true // report it once
+			t.Errorf("jacod %s exited by itself (%v); see its log", d.name, d.waitErr)
+		}
+		return
+	}
+	allowed := d.ended // allowExit: the daemon may be exiting with an error
+	d.ended = true
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	if d.paused {
+		// A stopped process keeps SIGTERM pending until it runs again.
+		_ = d.cmd.Process.Signal(syscall.SIGCONT)
+		d.paused = false
+	}
+	select {
+	case <-d.exited:
+		if d.waitErr != nil && !allowed {
+			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, d.waitErr)
+		}
+	case <-time.After(stopTimeout):
+		_ = d.cmd.Process.Signal(syscall.SIGKILL)
+		<-d.exited
+		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed", d.name, stopTimeout)
+	}
+}
+
+// allowExit tells the harness that the daemon may exit by itself from now
+// on, cleanly or not, without that counting as a crash.
+func (d *nsDaemon) allowExit() { d.ended = true }
+
+// expectExit waits up to timeout for the daemon to exit by itself, as the
+// test expects, and returns how it exited.
+func (d *nsDaemon) expectExit(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	d.ended = true
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-d.exited:
+		return d.waitErr
+	case <-timer.C:
+		t.Fatalf("jacod %s still runs %v later; want it to exit", d.name, timeout)
+		return nil
+	}
+}
+
+// restart starts a killed or stopped daemon again on its data dir and
+// address.
+func (d *nsDaemon) restart(t *testing.T) {
+	t.Helper()
+	d.stop(t)
+	d.start(t)
+}
+
+func (d *nsDaemon) cleanup(t *testing.T) {
+	d.stop(t)
+	if strings.Contains(d.log(), raceReport) {
+		t.Errorf("jacod %s reported a data race", d.name)
+	}
+}
+
+func (d *nsDaemon) log() string {
+	b, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return string(b)
+}
+
+// logTailLines bounds what a failed test prints of each daemon's log: a
+// seven-manager test would otherwise print tens of thousands of lines.
+const logTailLines = 150
+
+func (d *nsDaemon) dumpLogOnFailure(t *testing.T) {
+	if !t.Failed() {
+		return
+	}
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(d.log()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > logTailLines {
+		lines = append([]string{fmt.Sprintf("(... %d earlier lines)", len(lines)-logTailLines)}, lines[len(lines)-logTailLines:]...)
+	}
+	t.Logf("jacod %s (%s, %s, data dir %s) log:\n%s", d.name, d.host.ns, d.addr(), d.dir, strings.Join(lines, "\n"))
+}
+
+// logSince returns what the daemon logged since its latest start.
+func (d *nsDaemon) logSince() string {
+	l := d.log()
+	if i := strings.LastIndex(l, "=== integration: start "); i >= 0 {
+		return l[i:]
+	}
+	return l
+}
