@@ -14,7 +14,7 @@ import (
 
 // The manager is the raftproxy wrappers' view of leadership
 // (proxy.Leader): calls run here while this member leads and are forwarded
-// to the leader otherwise (docs/design.md §5).
+// to the leader otherwise (docs/design.md §6).
 var _ proxy.Leader = (*Manager)(nil)
 
 // IsLeader reports whether this member leads now.

@@ -1,5 +1,5 @@
 // Package manager is the composition root of everything a manager runs
-// (docs/design.md §2): the store, the raft member that replicates it and
+// (docs/design.md §8): the store, the raft member that replicates it and
 // its transport, the gRPC services the daemon serves for it (services.go),
 // and the leader subsystems (subsystems.go), which the leader runner
 // (leader.go) starts when this member becomes leader and stops when it

@@ -25,7 +25,7 @@ const joinTokenSweepInterval = time.Minute
 // assemble builds the manager's services (m.services) and returns its
 // leader subsystems, in start order. Each part gets the narrow view of the
 // raft member and of the other parts it needs, and nothing else: the
-// subsystems meet in the store (docs/design.md §6).
+// subsystems meet in the store (docs/design.md §8).
 func (m *Manager) assemble(o options) []Subsystem {
 	st, log := m.store, o.logger
 	members := membership.New(st, raftMembership{Node: m.raft, voters: m.voters}, log.With("component", "membership"),

@@ -11,46 +11,10 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/access"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-)
-
-// Full method names the policy below names.
-const (
-	methodInit   = "/jaco.api.ClusterService/Init"
-	methodJoin   = "/jaco.api.ClusterService/Join"
-	methodStatus = "/jaco.api.ClusterService/Status"
-	// methodAdmit is the leader side of a join; the token is the proof.
-	methodAdmit = "/jaco.api.MembershipService/Join"
-	// methodRenew is a node renewing its own certificate.
-	methodRenew = "/jaco.api.MembershipService/RenewCertificate"
-	raftPrefix  = "/jaco.api.RaftService/"
-	// clusterPrefix is the daemon's own service, served in every state.
-	clusterPrefix = "/jaco.api.ClusterService/"
-	// dispatcherPrefix is the agents' side of the cluster: nodes only.
-	dispatcherPrefix = "/jaco.api.DispatcherService/"
-	// agentPrefix is every node's own agent, workers' too.
-	agentPrefix = "/jaco.api.AgentService/"
-	methodLogs  = agentPrefix + "Logs"
-	// methodLocalReplicas lists what this node's agent runs.
-	methodLocalReplicas = agentPrefix + "ListLocalReplicas"
-	// healthPrefix is grpc.health.v1, open to anyone in every state:
-	// supervisors probe without credentials (node/health.go).
-	healthPrefix    = "/grpc.health.v1.Health/"
-	methodLoadImage = agentPrefix + "LoadImage"
-	// methodUnlock gives a locked manager its unlock key.
-	methodUnlock = "/jaco.api.NodeService/Unlock"
-)
-
-// The lifecycle gate's refusals.
-var (
-	errUninitialized = reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized,
-		"this node is not part of a cluster yet: run 'jaco cluster init' or 'jaco node join'")
-	errLocked = reason.Error(codes.FailedPrecondition, reason.Locked,
-		"this manager is locked: autolock is on and it restarted; run 'jaco node unlock' on it")
-	errWorker = reason.Error(codes.FailedPrecondition, reason.NotAManager,
-		"this node is a worker; ask a manager (jaco --server MANAGER:7000)")
 )
 
 // identifyFunc establishes who is calling.
@@ -116,77 +80,47 @@ func bearerToken(ctx context.Context) string {
 	return ""
 }
 
-// authorize applies the lifecycle gate, then the per-method policy.
+// raftPrefix names the raft traffic between managers, which the caller
+// policy admits from managers' certificates and raftPeerRefused narrows.
+const raftPrefix = "/jaco.api.RaftService/"
+
+// authorize applies the access policy each rpc declares in its .proto
+// (api/access, docs/design.md §10): the lifecycle gate before the caller
+// is identified, then who may call. Raft traffic is refused besides from a
+// manager certificate whose node the cluster no longer holds as one.
 func (n *Node) authorize(ctx context.Context, method string, identify identifyFunc) (context.Context, error) {
-	if strings.HasPrefix(method, healthPrefix) {
+	if access.Open(method) {
 		return ctx, nil
 	}
-	if !n.initialized() && method != methodInit && method != methodJoin && method != methodStatus {
-		return nil, errUninitialized
-	}
-	if n.State() == api.NodeState_NODE_STATE_LOCKED && method != methodStatus && method != methodUnlock {
-		return nil, errLocked
-	}
-	if n.initialized() && n.Manager() == nil && method != methodUnlock && !strings.HasPrefix(method, clusterPrefix) && !strings.HasPrefix(method, agentPrefix) {
-		return nil, errWorker
+	if err := access.Gate(method, n.accessState()); err != nil {
+		return nil, err
 	}
 	id, err := identify(ctx)
 	if err != nil {
 		return nil, err
 	}
-	ctx = identity.NewContext(ctx, id)
-	if handled, err := formationPolicy(method, id); handled {
-		return ctx, err
+	if err := access.Authorize(method, id); err != nil {
+		return nil, err
 	}
+	if strings.HasPrefix(method, raftPrefix) {
+		if why := n.raftPeerRefused(id.NodeID); why != "" {
+			return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic refused: %s", why)
+		}
+	}
+	return identity.NewContext(ctx, id), nil
+}
+
+// accessState is the daemon's lifecycle state as the access policy knows it.
+func (n *Node) accessState() access.State {
 	switch {
-	case method == methodStatus, method == methodJoin, method == methodAdmit:
-		return ctx, nil // anyone may ask; a join proves itself with its token
-	case method == methodInit:
-		if id.Kind == identity.Local {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "cluster init is accepted only on the local socket")
-	case method == methodRenew:
-		if id.Kind == identity.Node {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "a node renews its certificate with its certificate")
-	case strings.HasPrefix(method, raftPrefix):
-		if id.Kind == identity.Node && id.Role == ca.RoleManager {
-			if why := n.raftPeerRefused(id.NodeID); why != "" {
-				return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic refused: %s", why)
-			}
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "raft traffic is accepted only from managers of this cluster")
-	case strings.HasPrefix(method, dispatcherPrefix):
-		if id.Kind == identity.Node {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "the dispatcher serves the agents of this cluster's nodes only")
-	case method == methodLogs, method == methodLocalReplicas:
-		// Managers fetch replica logs for `jaco service logs`.
-		if id.Kind == identity.Local || id.Kind == identity.Operator || (id.Kind == identity.Node && id.Role == ca.RoleManager) {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "replica logs are for managers and operators")
-	case method == methodUnlock:
-		if id.Kind == identity.Local {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied,
-			"a node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is")
-	case method == methodLoadImage:
-		if id.Kind == identity.Local {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "images are loaded on the node itself, through its local socket")
-	default:
-		if id.Kind == identity.Local || id.Kind == identity.Operator {
-			return ctx, nil
-		}
-		return nil, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "this call needs the operator token (JACO_TOKEN) or the local socket")
+	case !n.initialized():
+		return access.Uninitialized
+	case n.State() == api.NodeState_NODE_STATE_LOCKED:
+		return access.Locked
+	case n.Manager() == nil:
+		return access.Worker
 	}
+	return access.Managing
 }
 
 // raftPeerRefused says why a caller with a manager certificate may not

@@ -122,7 +122,7 @@ func (c *Config) setDefaults() error {
 	return c.checkFormation()
 }
 
-// Paths under the data dir (DESIGN.md §9).
+// Paths under the data dir (docs/design.md §12).
 func (c *Config) dir() datadir.Dir   { return datadir.Dir(c.DataDir) }
 func (c *Config) socketPath() string { return c.dir().Socket() }
 func (c *Config) nodeDir() string    { return c.dir().Node() }

@@ -28,26 +28,6 @@ import (
 // first, the server only once the joiner's proof held, and the joiner
 // trusts the CA in the answer only once the server's proof holds.
 
-const (
-	methodSecretJoin = "/jaco.api.FormationService/SecretJoin"
-	methodAdmitted   = "/jaco.api.AdmissionService/Admit"
-)
-
-// formationPolicy is authorize's word on the formation methods; handled
-// is false for every other method.
-func formationPolicy(method string, id identity.Identity) (handled bool, err error) {
-	switch method {
-	case methodSecretJoin:
-		return true, nil // the handler checks the proof
-	case methodAdmitted:
-		if id.Kind == identity.Node && id.Role == ca.RoleManager {
-			return true, nil
-		}
-		return true, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "formation admissions come from managers")
-	}
-	return false, nil
-}
-
 type formationService struct {
 	api.UnimplementedFormationServiceServer
 	n *Node
@@ -62,7 +42,7 @@ func (s formationService) SecretJoin(ctx context.Context, req *api.SecretJoinReq
 	}
 	m := s.n.Manager()
 	if m == nil {
-		return nil, errWorker
+		return nil, s.n.noManager()
 	}
 	cs, ok := connState(ctx)
 	if !ok {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/access"
 )
 
 // managerService is the implementation of now of one of the manager's
@@ -14,13 +15,16 @@ func (n *Node) managerService(name string) (any, error) {
 	if m := n.Manager(); m != nil {
 		return m.Service(name), nil
 	}
-	switch n.State() {
-	case api.NodeState_NODE_STATE_UNINITIALIZED:
-		return nil, errUninitialized
-	case api.NodeState_NODE_STATE_LOCKED:
-		return nil, errLocked
+	return nil, n.noManager()
+}
+
+// noManager refuses a call that needs the manager this daemon does not
+// run, with the lifecycle gate's words for its state.
+func (n *Node) noManager() error {
+	if err := access.NotServed(n.accessState()); err != nil {
+		return err
 	}
-	return nil, errWorker
+	return access.NotServed(access.Worker) // it stopped meanwhile: a demotion
 }
 
 // clusterService answers for this daemon in every lifecycle state.
