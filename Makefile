@@ -86,7 +86,7 @@ build: ## build jacod and jaco into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/jacod ./cmd/jaco
 
 .PHONY: lint
-lint: tools ## gofmt, go vet, staticcheck, no binary or large file tracked
+lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over 500 lines tracked
 	./scripts/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
