@@ -86,8 +86,9 @@ const raftPrefix = "/jaco.api.RaftService/"
 
 // authorize applies the access policy each rpc declares in its .proto
 // (api/access, docs/design.md §10): the lifecycle gate before the caller
-// is identified, then who may call. Raft traffic is refused besides from a
-// manager certificate whose node the cluster no longer holds as one.
+// is identified, then who may call. Raft traffic, which the policy admits
+// from manager certificates, is refused too when the cluster no longer
+// holds the certificate's node as a manager (raftPeerRefused).
 func (n *Node) authorize(ctx context.Context, method string, identify identifyFunc) (context.Context, error) {
 	if access.Open(method) {
 		return ctx, nil
@@ -133,7 +134,7 @@ func (n *Node) accessState() access.State {
 func (n *Node) raftPeerRefused(nodeID string) string {
 	m := n.Manager()
 	if m == nil {
-		return "" // raftService answers not_a_manager
+		return "" // the raft service is not served: not_a_manager
 	}
 	if m.IsRemovedNode(nodeID) {
 		// The raft service answers node_removed, which tells a removed
