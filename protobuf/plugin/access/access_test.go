@@ -1,13 +1,10 @@
 package access
 
 import (
-	"flag"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -15,9 +12,9 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/pluginpb"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden file in testdata")
+	"github.com/jaco-project/jaco/protobuf/plugin/internal/plugintest"
+)
 
 // The golden test's input: testdata/accesstest.proto compiled by protoc
 // (make generate) into a descriptor set, so the test needs no protoc.
@@ -29,50 +26,22 @@ const (
 
 func descriptors(t *testing.T) *descriptorpb.FileDescriptorSet {
 	t.Helper()
-	b, err := os.ReadFile(descriptorSet)
-	if err != nil {
-		t.Fatalf("read descriptor set (make generate writes it): %v", err)
-	}
-	var set descriptorpb.FileDescriptorSet
-	if err := proto.Unmarshal(b, &set); err != nil {
-		t.Fatalf("parse %s: %v", descriptorSet, err)
-	}
-	return &set
+	return plugintest.Descriptors(t, descriptorSet)
 }
 
 // run generates in-process, as protoc-gen-access would, for set.
 func run(t *testing.T, set *descriptorpb.FileDescriptorSet) (*pluginpb.CodeGeneratorResponse, error) {
 	t.Helper()
-	gen, err := protogen.Options{}.New(&pluginpb.CodeGeneratorRequest{
-		FileToGenerate: []string{goldenProto},
-		Parameter:      proto.String("paths=source_relative"),
-		ProtoFile:      set.File,
-	})
-	if err != nil {
-		t.Fatalf("protogen: %v", err)
-	}
-	if err := Generate(gen); err != nil {
-		return nil, err
-	}
-	resp := gen.Response()
-	if resp.Error != nil {
-		t.Fatalf("response error: %s", resp.GetError())
-	}
-	return resp, nil
+	return plugintest.Run(t, set, goldenProto, Generate)
 }
 
 // rpc returns the descriptor of service.name in the golden proto of set.
 func rpc(t *testing.T, set *descriptorpb.FileDescriptorSet, service, name string) *descriptorpb.MethodDescriptorProto {
 	t.Helper()
-	for _, f := range set.File {
-		if f.GetName() != goldenProto {
-			continue
-		}
-		for _, s := range f.Service {
-			for _, m := range s.Method {
-				if s.GetName() == service && m.GetName() == name {
-					return m
-				}
+	for _, s := range plugintest.File(t, set, goldenProto).Service {
+		for _, m := range s.Method {
+			if s.GetName() == service && m.GetName() == name {
+				return m
 			}
 		}
 	}
@@ -115,27 +84,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if len(resp.File) != 1 || resp.File[0].GetName() != filepath.Base(goldenOutput) {
-		var names []string
-		for _, f := range resp.File {
-			names = append(names, f.GetName())
-		}
-		t.Fatalf("generated %v, want only %s", names, filepath.Base(goldenOutput))
-	}
-	got := resp.File[0].GetContent()
-	if *update {
-		if err := os.WriteFile(goldenOutput, []byte(got), 0o644); err != nil {
-			t.Fatalf("update golden: %v", err)
-		}
-		return
-	}
-	want, err := os.ReadFile(goldenOutput)
-	if err != nil {
-		t.Fatalf("read golden: %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("generated code differs from %s (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", goldenOutput, got, want)
-	}
+	plugintest.Golden(t, resp, goldenOutput)
 }
 
 // TestRoundTrip checks the test's own encoding of a policy: the golden
@@ -159,11 +108,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestNoOutputWithoutServices(t *testing.T) {
 	set := descriptors(t)
-	for _, f := range set.File {
-		if f.GetName() == goldenProto {
-			f.Service = nil
-		}
-	}
+	plugintest.File(t, set, goldenProto).Service = nil
 	resp, err := run(t, set)
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
