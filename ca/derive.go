@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // Validity of a derived CA certificate. It must be the same on every node,
@@ -27,7 +29,7 @@ type DerivedCluster struct {
 	CACertPEM []byte
 	CAKeyPEM  []byte
 	// OperatorToken is the cluster's first operator token.
-	OperatorToken Token
+	OperatorToken token.Token
 }
 
 // DeriveCluster derives a cluster id, a CA key and a byte-identical CA
@@ -70,9 +72,13 @@ func DeriveCluster(secret *JoinSecret, config string) (*DerivedCluster, error) {
 		return nil, fmt.Errorf("encode derived CA key: %w", err)
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: pemTypeCertificate, Bytes: der})
-	tok := Token{
-		CAFingerprint: fingerprintDER(der),
-		Secret:        secretEncoding.EncodeToString(secret.Derive(purpose("operator token"), tokenSecretBytes)),
+	fp, err := token.Fingerprint(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("derive operator token: %w", err)
+	}
+	tok, err := token.FromSecret(fp, secret.Derive(purpose("operator token"), token.SecretBytes))
+	if err != nil {
+		return nil, fmt.Errorf("derive operator token: %w", err)
 	}
 	return &DerivedCluster{
 		ClusterID:     clusterID,

@@ -1,6 +1,7 @@
 // Package ca is the cluster's certificate authority: the root CA, node keys
-// and certificates, the TLS configurations built from them, and the join and
-// operator tokens.
+// and certificates, and the TLS configurations built from them. The join and
+// operator tokens, and the TLS configuration of a client that has only a
+// token, are package ca/token.
 //
 // Trust model:
 //
@@ -15,7 +16,7 @@
 //     joiner cannot choose its own identity.
 //   - Nodes talk mutual TLS (ServerTLSConfig, ClientTLSConfig). Operators and
 //     joiners have no certificate yet: they pin the CA by the SHA-256
-//     fingerprint carried in their token (PinnedTLSConfig) and prove
+//     fingerprint carried in their token (token.PinnedTLSConfig) and prove
 //     themselves with the token's secret, of which the cluster stores only
 //     a hash.
 //

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 const testSecret = "0123456789abcdef0123456789abcdef"
@@ -140,10 +142,10 @@ func TestDeriveClusterDeterministic(t *testing.T) {
 		!bytes.Equal(one.CAKeyPEM, two.CAKeyPEM) || one.OperatorToken != two.OperatorToken {
 		t.Fatal("two derivations from the same secret and configuration differ")
 	}
-	if _, err := ParseToken(one.OperatorToken.String()); err != nil {
+	if _, err := token.Parse(one.OperatorToken.String()); err != nil {
 		t.Fatalf("derived operator token: %v", err)
 	}
-	fp, _ := Fingerprint(one.CACertPEM)
+	fp, _ := token.Fingerprint(one.CACertPEM)
 	if fp != one.OperatorToken.CAFingerprint {
 		t.Fatal("operator token does not name the derived CA")
 	}

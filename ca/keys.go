@@ -4,9 +4,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -35,20 +33,6 @@ func NewNodeKey(nodeID string) (keyPEM, csrPEM []byte, err error) {
 		return nil, nil, fmt.Errorf("generate CSR for node %s: %w", nodeID, err)
 	}
 	return keyPEM, csrPEM, nil
-}
-
-// Fingerprint is the lowercase hex SHA-256 of the CA certificate's DER.
-func Fingerprint(caCertPEM []byte) (string, error) {
-	cert, err := parseCertPEM(caCertPEM)
-	if err != nil {
-		return "", fmt.Errorf("fingerprint: %w", err)
-	}
-	return fingerprintDER(cert.Raw), nil
-}
-
-func fingerprintDER(der []byte) string {
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:])
 }
 
 // newKey generates an Ed25519 key and its PKCS #8 PEM encoding. (cfssl's own

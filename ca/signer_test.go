@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cloudflare/cfssl/csr"
+
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 const testCluster = "3f1c2b7e-0000-4000-8000-000000000001"
@@ -263,23 +265,24 @@ func TestIdentityFromCert(t *testing.T) {
 func TestFingerprint(t *testing.T) {
 	a := newTestCA(t, testCluster)
 	b := newTestCA(t, testCluster)
-	fa, err := Fingerprint(a.certPEM)
+	fa, err := token.Fingerprint(a.certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := Fingerprint(a.certPEM); again != fa {
+	if again, _ := token.Fingerprint(a.certPEM); again != fa {
 		t.Errorf("fingerprint not stable: %s then %s", fa, again)
 	}
-	if err := checkFingerprint(fa); err != nil {
-		t.Errorf("fingerprint %q: %v", fa, err)
+	// A token pins the CA by it.
+	if tok, err := token.New(fa); err != nil || tok.CAFingerprint != fa {
+		t.Errorf("token for fingerprint %q: %+v, %v", fa, tok, err)
 	}
-	if fb, _ := Fingerprint(b.certPEM); fb == fa {
+	if fb, _ := token.Fingerprint(b.certPEM); fb == fa {
 		t.Error("two CAs share a fingerprint")
 	}
-	if _, err := Fingerprint([]byte("not PEM")); err == nil {
+	if _, err := token.Fingerprint([]byte("not PEM")); err == nil {
 		t.Error("Fingerprint accepted garbage")
 	}
-	if _, err := Fingerprint(a.keyPEM); err == nil {
+	if _, err := token.Fingerprint(a.keyPEM); err == nil {
 		t.Error("Fingerprint accepted a key")
 	}
 }

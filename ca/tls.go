@@ -9,7 +9,7 @@ import (
 
 // ServerTLSConfig is the config of a node's listener. It presents the node
 // certificate followed by the CA certificate (so a client that knows only
-// the CA fingerprint can verify it, see PinnedTLSConfig). It requests a
+// the CA fingerprint can verify it, see token.PinnedTLSConfig). It requests a
 // client certificate but does not require one, since operators come with a
 // token instead; a client certificate that is given must verify against the
 // CA. The caller reads the client's identity with IdentityFromCert from
@@ -58,38 +58,6 @@ func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 			return verifyServer(cs, pool, cs.ServerName)
 		},
 	}, nil
-}
-
-// PinnedTLSConfig is the config of a client that has no CA certificate yet
-// but knows the CA's fingerprint from a token (the operator CLI, a joining
-// node). It accepts a server only if the chain it presents contains a CA
-// certificate whose Fingerprint is fp and the server's certificate verifies
-// against that CA. Any node of that cluster is accepted: the client knows
-// the cluster, not which node answers at the address it dialled. It presents
-// no client certificate.
-func PinnedTLSConfig(fp string) *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		// Verified in VerifyConnection against the pinned CA.
-		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyPinned(cs, fp)
-		},
-	}
-}
-
-func verifyPinned(cs tls.ConnectionState, fp string) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("server presented no certificate")
-	}
-	for _, c := range cs.PeerCertificates[1:] {
-		if fingerprintDER(c.Raw) == fp {
-			pool := x509.NewCertPool()
-			pool.AddCert(c)
-			return verifyServer(cs, pool, "")
-		}
-	}
-	return fmt.Errorf("server's chain holds no CA certificate with fingerprint %s", fp)
 }
 
 // verifyServer verifies the server's chain against roots, for server auth

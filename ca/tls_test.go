@@ -8,6 +8,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // handshake runs one TLS connection over loopback and returns the server's
@@ -179,25 +181,25 @@ func TestPinnedTLS(t *testing.T) {
 	c := newTestCA(t, testCluster)
 	other := newTestCA(t, testCluster)
 	srv := newTestNode(t, c, "manager-1", RoleManager)
-	fp, err := Fingerprint(c.certPEM)
+	fp, err := token.Fingerprint(c.certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherFP, err := Fingerprint(other.certPEM)
+	otherFP, err := token.Fingerprint(other.certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	if _, serverErr, clientErr := handshake(t, srv.server(t), PinnedTLSConfig(fp)); serverErr != nil || clientErr != nil {
+	if _, serverErr, clientErr := handshake(t, srv.server(t), token.PinnedTLSConfig(fp)); serverErr != nil || clientErr != nil {
 		t.Errorf("right fingerprint: server: %v, client: %v", serverErr, clientErr)
 	}
 	// The host name the client dialled does not matter: the pin does.
-	named := PinnedTLSConfig(fp)
+	named := token.PinnedTLSConfig(fp)
 	named.ServerName = "manager.example"
 	if _, serverErr, clientErr := handshake(t, srv.server(t), named); serverErr != nil || clientErr != nil {
 		t.Errorf("right fingerprint, dialled by name: server: %v, client: %v", serverErr, clientErr)
 	}
-	if _, _, clientErr := handshake(t, srv.server(t), PinnedTLSConfig(otherFP)); clientErr == nil {
+	if _, _, clientErr := handshake(t, srv.server(t), token.PinnedTLSConfig(otherFP)); clientErr == nil {
 		t.Error("client accepted a server whose CA has another fingerprint")
 	}
 
@@ -207,14 +209,14 @@ func TestPinnedTLS(t *testing.T) {
 	cfg := impostor.server(t)
 	caDER := mustParseCert(t, c.certPEM).Raw
 	cfg.Certificates[0].Certificate = append(cfg.Certificates[0].Certificate, caDER)
-	if _, _, clientErr := handshake(t, cfg, PinnedTLSConfig(fp)); clientErr == nil {
+	if _, _, clientErr := handshake(t, cfg, token.PinnedTLSConfig(fp)); clientErr == nil {
 		t.Error("client accepted a server that only relays the pinned CA certificate")
 	}
 
 	// A server that does not send its CA certificate cannot be pinned.
 	bare := srv.server(t)
 	bare.Certificates[0].Certificate = bare.Certificates[0].Certificate[:1]
-	if _, _, clientErr := handshake(t, bare, PinnedTLSConfig(fp)); clientErr == nil {
+	if _, _, clientErr := handshake(t, bare, token.PinnedTLSConfig(fp)); clientErr == nil {
 		t.Error("client accepted a server that sent no CA certificate")
 	}
 }

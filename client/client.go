@@ -20,7 +20,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // Client is a connection to one jacod.
@@ -80,13 +80,13 @@ func New(opts ...Option) (*Client, error) {
 		if o.token == "" {
 			return nil, errors.New("a server address needs the operator token (JACO_TOKEN)")
 		}
-		tok, err := ca.ParseToken(o.token)
+		tok, err := token.Parse(o.token)
 		if err != nil {
 			return nil, fmt.Errorf("operator token: %w", err)
 		}
 		target = "dns:///" + o.server
 		dialOpts = append(dialOpts,
-			grpc.WithTransportCredentials(credentials.NewTLS(ca.PinnedTLSConfig(tok.CAFingerprint))),
+			grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))),
 			// The parsed form: text around the token (a trailing newline
 			// from a secret file) must not reach the header.
 			grpc.WithPerRPCCredentials(bearer(tok.String())))

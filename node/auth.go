@@ -15,6 +15,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // identifyFunc establishes who is calling.
@@ -62,9 +63,9 @@ func (n *Node) tcpIdentity(ctx context.Context) (identity.Identity, error) {
 		// state here): what is left is open to anyone, or gated below.
 		return anonymous, nil
 	}
-	t, err := ca.ParseToken(tok)
+	t, err := token.Parse(tok)
 	c := m.Cluster()
-	if err != nil || c == nil || !ca.HashMatches(c.OperatorTokenHash, t) {
+	if err != nil || c == nil || !token.HashMatches(c.OperatorTokenHash, t) {
 		return anonymous, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "operator token is not valid for this cluster")
 	}
 	return identity.Identity{Kind: identity.Operator}, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // Formation joins (docs/adr/0013-ordinal-formation.md). The joiner dials
@@ -139,7 +140,7 @@ func (n *Node) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
 	if n.initialized() {
 		return errors.New("initialized meanwhile")
 	}
-	fp, err := ca.Fingerprint(resp.CaCertPem)
+	fp, err := token.Fingerprint(resp.CaCertPem)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/state/raft"
 
 	"github.com/google/uuid"
@@ -54,11 +55,11 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	if err != nil {
 		return nil, internalError(err)
 	}
-	fp, err := ca.Fingerprint(caCert)
+	fp, err := token.Fingerprint(caCert)
 	if err != nil {
 		return nil, internalError(err)
 	}
-	token, err := ca.NewToken(fp)
+	tok, err := token.New(fp)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -74,7 +75,7 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	meta := func() *api.Meta { return &api.Meta{CreatedAt: now, UpdatedAt: now} }
 	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{
 		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Cluster{Cluster: &api.Cluster{
-			Id: clusterID, Meta: meta(), CaCertPem: caCert, CaKeyPem: caKey, OperatorTokenHash: token.Hash(),
+			Id: clusterID, Meta: meta(), CaCertPem: caCert, CaKeyPem: caKey, OperatorTokenHash: tok.Hash(),
 		}}},
 		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Node{Node: &api.Node{
 			Id: nodeID, Meta: meta(), Hostname: n.cfg.NodeName, Address: n.advertise,
@@ -100,7 +101,7 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 		return nil, internalError(err)
 	}
 	n.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
-	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: token.String()}, nil
+	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: tok.String()}, nil
 }
 
 // internalError reports a failure of this daemon, not of the request.

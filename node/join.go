@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
@@ -28,7 +29,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if n.initialized() {
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of a cluster")
 	}
-	tok, err := ca.ParseToken(req.Token)
+	tok, err := token.Parse(req.Token)
 	if err != nil {
 		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "%v", err)
 	}
@@ -36,7 +37,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if err != nil {
 		return nil, internalError(err)
 	}
-	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(ca.PinnedTLSConfig(tok.CAFingerprint))))
+	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))))
 	if err != nil {
 		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", req.Peer, err)
 	}
@@ -109,7 +110,7 @@ func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, mem
 // checkJoinResponse makes sure the leader returned a certificate of the CA
 // the token named.
 func checkJoinResponse(resp *api.JoinResponse, wantFP string) error {
-	fp, err := ca.Fingerprint(resp.CaCertPem)
+	fp, err := token.Fingerprint(resp.CaCertPem)
 	if err != nil {
 		return fmt.Errorf("join response CA: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/client"
 )
 
@@ -94,11 +94,11 @@ func TestInitPersistsAndSealsSecrets(t *testing.T) {
 	if cluster == nil || cluster.Id != resp.ClusterId || len(cluster.CaKeyPem) == 0 {
 		t.Fatalf("cluster object after init: %v", cluster)
 	}
-	tok, err := ca.ParseToken(resp.OperatorToken)
+	tok, err := token.Parse(resp.OperatorToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ca.HashMatches(cluster.OperatorTokenHash, tok) {
+	if !token.HashMatches(cluster.OperatorTokenHash, tok) {
 		t.Fatal("stored hash does not match the printed token")
 	}
 	stop()
@@ -139,15 +139,15 @@ func TestInitPersistsAndSealsSecrets(t *testing.T) {
 	}
 }
 
-// tcpCall dials the node over TLS, pinning the CA named in token, as the
-// CLI does; the caller adds metadata per call.
-func tcpCall(t *testing.T, n *Node, token string) *grpc.ClientConn {
+// tcpCall dials the node over TLS, pinning the CA named in operatorToken,
+// as the CLI does; the caller adds metadata per call.
+func tcpCall(t *testing.T, n *Node, operatorToken string) *grpc.ClientConn {
 	t.Helper()
-	tok, err := ca.ParseToken(token)
+	tok, err := token.Parse(operatorToken)
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(n.TCPAddr().String(), grpc.WithTransportCredentials(credentials.NewTLS(ca.PinnedTLSConfig(tok.CAFingerprint))))
+	conn, err := grpc.NewClient(n.TCPAddr().String(), grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -55,7 +55,7 @@ func Issue(ctx context.Context, st *store.Store, role api.NodeRole, ttl time.Dur
 	if err != nil {
 		return "", nil, err
 	}
-	tok, err := ca.NewToken(fp)
+	tok, err := token.New(fp)
 	if err != nil {
 		return "", nil, err
 	}
@@ -79,7 +79,7 @@ func Issue(ctx context.Context, st *store.Store, role api.NodeRole, ttl time.Dur
 // Redeem checks text against the stored tokens and consumes it. It
 // returns the consumed token (its role says what the joiner becomes).
 func Redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*api.JoinToken, error) {
-	tok, err := ca.ParseToken(text)
+	tok, err := token.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
@@ -136,7 +136,7 @@ func caFingerprint(st *store.Store) (string, error) {
 	if c == nil {
 		return "", ErrNoCluster
 	}
-	return ca.Fingerprint(c.CaCertPem)
+	return token.Fingerprint(c.CaCertPem)
 }
 
 func newID() (string, error) {

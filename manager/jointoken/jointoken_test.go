@@ -9,6 +9,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
@@ -67,9 +68,9 @@ func TestRedeemRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _ := ca.ParseToken(text)
-	other, _ := ca.NewToken(tok.CAFingerprint)
-	foreign, _ := ca.NewToken(strings.Repeat("ab", 32))
+	tok, _ := token.Parse(text)
+	other, _ := token.New(tok.CAFingerprint)
+	foreign, _ := token.New(strings.Repeat("ab", 32))
 	for _, tc := range []struct {
 		name string
 		text string

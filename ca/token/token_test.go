@@ -1,4 +1,4 @@
-package ca
+package token
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 const testFP = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestTokenRoundTrip(t *testing.T) {
-	tok, err := NewToken(testFP)
+	tok, err := New(testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -17,14 +17,14 @@ func TestTokenRoundTrip(t *testing.T) {
 	if !strings.HasPrefix(text, "JACO1-"+testFP+"-") || len(tok.Secret) != 52 {
 		t.Errorf("token text %q", text)
 	}
-	parsed, err := ParseToken(" " + text + "\n")
+	parsed, err := Parse(" " + text + "\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if parsed != tok {
 		t.Errorf("parsed %+v, want %+v", parsed, tok)
 	}
-	other, err := NewToken(testFP)
+	other, err := New(testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,31 +33,16 @@ func TestTokenRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTokenFromCA(t *testing.T) {
-	c := newTestCA(t, testCluster)
-	fp, err := Fingerprint(c.certPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := NewToken(fp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tok.CAFingerprint != fp {
-		t.Errorf("fingerprint %q, want %q", tok.CAFingerprint, fp)
-	}
-}
-
-func TestNewTokenRefusesBadFingerprint(t *testing.T) {
+func TestNewRefusesBadFingerprint(t *testing.T) {
 	for _, fp := range []string{"", "abc", strings.ToUpper(testFP), testFP[:63] + "g", testFP + "00"} {
-		if _, err := NewToken(fp); !errors.Is(err, ErrMalformedToken) {
-			t.Errorf("NewToken(%q): err = %v, want ErrMalformedToken", fp, err)
+		if _, err := New(fp); !errors.Is(err, ErrMalformed) {
+			t.Errorf("New(%q): err = %v, want ErrMalformed", fp, err)
 		}
 	}
 }
 
-func TestParseTokenRefusesMalformed(t *testing.T) {
-	tok, err := NewToken(testFP)
+func TestParseRefusesMalformed(t *testing.T) {
+	tok, err := New(testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +67,9 @@ func TestParseTokenRefusesMalformed(t *testing.T) {
 		"non-canonical": "JACO1-" + testFP + "-" + s[:51] + "b",
 		"inner space":   "JACO1-" + testFP + "- " + s,
 	} {
-		_, err := ParseToken(text)
-		if !errors.Is(err, ErrMalformedToken) {
-			t.Errorf("%s: err = %v, want ErrMalformedToken", name, err)
+		_, err := Parse(text)
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 			continue
 		}
 		if strings.Contains(err.Error(), s) {
@@ -94,7 +79,7 @@ func TestParseTokenRefusesMalformed(t *testing.T) {
 }
 
 func TestHashMatches(t *testing.T) {
-	tok, err := NewToken(testFP)
+	tok, err := New(testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,14 +87,14 @@ func TestHashMatches(t *testing.T) {
 	if len(hash) != 32 {
 		t.Fatalf("hash length %d", len(hash))
 	}
-	parsed, err := ParseToken(tok.String())
+	parsed, err := Parse(tok.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !HashMatches(hash, parsed) {
 		t.Error("HashMatches(hash, same token) = false")
 	}
-	other, err := NewToken(testFP)
+	other, err := New(testFP)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,5 +103,23 @@ func TestHashMatches(t *testing.T) {
 	}
 	if HashMatches(hash[:31], parsed) || HashMatches(nil, parsed) {
 		t.Error("HashMatches accepted a truncated hash")
+	}
+}
+
+func TestFromSecret(t *testing.T) {
+	secret := []byte(strings.Repeat("k", SecretBytes))
+	tok, err := FromSecret(testFP, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := FromSecret(testFP, secret)
+	if err != nil || again != tok {
+		t.Errorf("the same secret made %+v, then %+v (%v)", tok, again, err)
+	}
+	if parsed, err := Parse(tok.String()); err != nil || parsed != tok {
+		t.Errorf("Parse of a token from a secret: %+v, %v", parsed, err)
+	}
+	if _, err := FromSecret(testFP, secret[1:]); !errors.Is(err, ErrMalformed) {
+		t.Errorf("FromSecret of %d bytes: err = %v, want ErrMalformed", SecretBytes-1, err)
 	}
 }

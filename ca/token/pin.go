@@ -1,0 +1,77 @@
+package token
+
+import (
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+)
+
+// Fingerprint is the lowercase hex SHA-256 of the CA certificate's DER:
+// what a token pins.
+func Fingerprint(caCertPEM []byte) (string, error) {
+	block, _ := pem.Decode(caCertPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return "", errors.New("fingerprint: no PEM CERTIFICATE block found")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: parse certificate: %w", err)
+	}
+	return fingerprintDER(cert.Raw), nil
+}
+
+func fingerprintDER(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+// PinnedTLSConfig is the config of a client that has no CA certificate yet
+// but knows the CA's fingerprint from a token (the operator CLI, a joining
+// node). It accepts a server only if the chain it presents contains a CA
+// certificate whose Fingerprint is fp and the server's certificate verifies
+// against that CA. Any node of that cluster is accepted: the client knows
+// the cluster, not which node answers at the address it dialled. It presents
+// no client certificate.
+func PinnedTLSConfig(fp string) *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		// Verified in VerifyConnection against the pinned CA.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyPinned(cs, fp)
+		},
+	}
+}
+
+func verifyPinned(cs tls.ConnectionState, fp string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	leaf, chain := cs.PeerCertificates[0], cs.PeerCertificates[1:]
+	for _, c := range chain {
+		if fingerprintDER(c.Raw) != fp {
+			continue
+		}
+		roots := x509.NewCertPool()
+		roots.AddCert(c)
+		intermediates := x509.NewCertPool()
+		for _, i := range chain {
+			intermediates.AddCert(i)
+		}
+		// No name: the pin names the cluster, any of its nodes may answer.
+		_, err := leaf.Verify(x509.VerifyOptions{
+			Roots:         roots,
+			Intermediates: intermediates,
+			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		})
+		if err != nil {
+			return fmt.Errorf("verify server certificate %q: %w", leaf.Subject.CommonName, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("server's chain holds no CA certificate with fingerprint %s", fp)
+}
