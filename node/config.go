@@ -129,9 +129,6 @@ func (c *Config) nodeDir() string    { return c.dir().Node() }
 func (c *Config) raftDir() string    { return c.dir().Raft() }
 func (c *Config) dekPath() string    { return c.dir().DataKeys() }
 
-// SocketPath is the trusted local socket of a data dir.
-func SocketPath(dataDir string) string { return datadir.Dir(dataDir).Socket() }
-
 // advertiseAddr picks the address to advertise for a TCP listener bound
 // at bound: the configured one, else the bound host when it is specific,
 // else the first global unicast IPv4 address of this host, else loopback.

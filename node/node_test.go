@@ -20,6 +20,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/client"
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // startNode runs a daemon on dir until the test ends or stop is called.
@@ -54,7 +55,7 @@ func startNode(t *testing.T, dir string) (n *Node, stop func()) {
 
 func localClient(t *testing.T, dir string) *client.Client {
 	t.Helper()
-	c, err := client.New(client.WithSocket(SocketPath(dir)), client.WithoutRetry())
+	c, err := client.New(client.WithSocket(datadir.Dir(dir).Socket()), client.WithoutRetry())
 	if err != nil {
 		t.Fatal(err)
 	}

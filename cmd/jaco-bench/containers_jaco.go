@@ -19,7 +19,7 @@ import (
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/api"
 	jclient "github.com/jaco-project/jaco/client"
-	"github.com/jaco-project/jaco/node"
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // jacoSubnet is the node's container subnet: the upper half of the /24
@@ -91,7 +91,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 	if err := c.init(ctx); err != nil {
 		return err
 	}
-	cl, err := jclient.New(jclient.WithSocket(node.SocketPath(n.dir)))
+	cl, err := jclient.New(jclient.WithSocket(datadir.Dir(n.dir).Socket()))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
-	"github.com/jaco-project/jaco/node"
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // jacoBins are the binaries the jaco clusters run.
@@ -169,7 +169,7 @@ func (c *jacoCluster) waitUp(ctx context.Context, m *jacoMember) error {
 // socketClient is a client of m's unix socket with no retry of its own:
 // the benchmarks count every attempt.
 func socketClient(m *jacoMember) (*client.Client, error) {
-	return client.New(client.WithSocket(node.SocketPath(m.dir)), client.WithoutRetry())
+	return client.New(client.WithSocket(datadir.Dir(m.dir).Socket()), client.WithoutRetry())
 }
 
 // withJaco calls fn with a fresh client of m's socket (a fresh connection

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
-	"github.com/jaco-project/jaco/node"
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // joinResult is one third manager joining a two-manager cluster.
@@ -95,7 +95,7 @@ func runJoin(ctx context.Context, env *env, root string, o joinOpts) (*joinResul
 		return nil, err
 	}
 	r.JoinCmdMS = ms(time.Since(start))
-	cl, err := client.New(client.WithSocket(node.SocketPath(m1.dir)), client.WithoutRetry())
+	cl, err := client.New(client.WithSocket(datadir.Dir(m1.dir).Socket()), client.WithoutRetry())
 	if err != nil {
 		return nil, err
 	}
