@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/state/raft"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // ErrNothingToForce: --force-new-cluster on a node that holds no manager
@@ -26,9 +26,7 @@ func (n *Node) forceNewCluster() error {
 	if err != nil {
 		return fmt.Errorf("force new cluster: %w", err)
 	}
-	replay := store.New(nil)
-	defer replay.Close()
-	f, err := raft.ForceNewCluster(n.cfg.raftDir(), sealer, replay, time.Now())
+	f, err := manager.ForceNewCluster(n.cfg.raftDir(), sealer, time.Now())
 	if err != nil {
 		return fmt.Errorf("force new cluster: %w", err)
 	}
