@@ -77,6 +77,10 @@ func run(args []string) int {
 	f.StringVar(&joinAddr, "join-addr", os.Getenv("JACO_JOIN_ADDR"), "with --bootstrap: host:port of the replicas (a name resolving to several addresses, e.g. a headless service) or a comma-separated list of host:port ($JACO_JOIN_ADDR)")
 	f.StringVar(&cfg.InitialCluster, "initial-cluster", os.Getenv("JACO_INITIAL_CLUSTER"), "static formation: name=host:port,... of every manager, the same on each; each initializes the same cluster after --formation-delay; refused once the node has raft state ($JACO_INITIAL_CLUSTER)")
 	f.DurationVar(&cfg.FormationDelay, "formation-delay", node.DefaultFormationDelay, "with --initial-cluster: how long to wait after start before initializing")
+	// The daemon and its offline restore; no generated completion
+	// command beside them.
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.AddCommand(restoreCmd())
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {
@@ -85,7 +89,8 @@ func run(args []string) int {
 	var re runError
 	switch {
 	case !errors.As(err, &re), errors.Is(err, node.ErrInvalidConfig):
-		// Flags, arguments, and values the daemon refused to start with.
+		// Flags, arguments, and values the daemon (or restore) refused
+		// to start with.
 		fmt.Fprintf(os.Stderr, "jacod: error: usage: %v\n", err)
 		return 2
 	case errors.Is(err, node.ErrDataDirInUse):
@@ -100,7 +105,8 @@ func run(args []string) int {
 	return 1
 }
 
-// runError is a failure of the daemon itself, as opposed to its usage.
+// runError is a failure of the daemon (or of restore) itself, as opposed
+// to its usage.
 type runError struct{ error }
 
 func (e runError) Unwrap() error { return e.error }
