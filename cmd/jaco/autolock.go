@@ -1,19 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
+	"github.com/jaco-project/jaco/internal/secretinput"
 )
 
 func clusterUpdateCmd(g *globals) *cobra.Command {
@@ -107,7 +104,7 @@ func nodeUnlockCmd(g *globals) *cobra.Command {
 			"It is sent over the local socket only.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			key, err := readSecret(cmd.InOrStdin(), cmd.ErrOrStderr(), "Unlock key: ")
+			key, err := secretinput.Line(cmd.InOrStdin(), cmd.ErrOrStderr(), "Unlock key: ")
 			if err != nil {
 				return fmt.Errorf("read the unlock key: %w", err)
 			}
@@ -121,29 +118,4 @@ func nodeUnlockCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-}
-
-// readSecret reads one line, trimmed: from the terminal with echo off,
-// after label, when in is one, otherwise from in as it is (a pipe, a
-// file). A last line without its newline counts; no line at all is
-// io.EOF.
-func readSecret(in io.Reader, prompt io.Writer, label string) (string, error) {
-	if f, ok := in.(*os.File); ok {
-		if t, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-			fmt.Fprint(prompt, label)
-			quiet := *t
-			quiet.Lflag &^= unix.ECHO
-			if err := unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, &quiet); err == nil {
-				defer func() {
-					_ = unix.IoctlSetTermios(int(f.Fd()), unix.TCSETS, t)
-					fmt.Fprintln(prompt)
-				}()
-			}
-		}
-	}
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
-		return "", err
-	}
-	return strings.TrimSpace(line), nil
 }

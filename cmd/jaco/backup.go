@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/durable"
+	"github.com/jaco-project/jaco/internal/secretinput"
 	"github.com/jaco-project/jaco/manager/backup/backupfile"
-	"github.com/jaco-project/jaco/manager/backup/restore"
 )
 
 func backupCmd(g *globals) *cobra.Command {
@@ -39,7 +38,7 @@ cannot be restored, and with it the file opens the cluster CA.`,
 			var key backupfile.Key
 			var err error
 			if keyStdin {
-				key, err = readKey(cmd.InOrStdin(), cmd.ErrOrStderr())
+				key, err = secretinput.BackupKey(cmd.InOrStdin(), cmd.ErrOrStderr())
 			} else {
 				key, err = backupfile.NewKey()
 			}
@@ -101,74 +100,4 @@ func fetchBackup(ctx context.Context, g *globals) ([]byte, error) {
 		}
 	})
 	return data, err
-}
-
-func restoreCmd(g *globals) *cobra.Command {
-	var nodeName, advertise string
-	cmd := &cobra.Command{
-		Use:   "restore FILE --data-dir DIR --advertise-addr HOST:PORT [--node-name NAME]",
-		Short: "Turn a backup into the data dir of a stopped node, the sole manager of the restored cluster",
-		Long: `Restore a backup, offline, into the empty data dir of a stopped node. The
-backup key is read from stdin, or asked for when stdin is a terminal. Start
-jacod on DIR afterwards (listening at --advertise-addr): it elects itself
-and serves everything the backup holds. The old cluster's managers are
-not members; start other managers empty and join them with tokens.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if advertise == "" {
-				return errors.New("--advertise-addr is required: the address other nodes will dial")
-			}
-			if nodeName == "" {
-				h, err := os.Hostname()
-				if err != nil {
-					return fmt.Errorf("no --node-name and no hostname: %w", err)
-				}
-				nodeName = h
-			}
-			file, err := os.ReadFile(args[0])
-			if err != nil {
-				return failure{fmt.Errorf("read backup: %w", err)}
-			}
-			key, err := readKey(cmd.InOrStdin(), cmd.ErrOrStderr())
-			if err != nil {
-				return failure{err}
-			}
-			b, err := backupfile.Decode(file, key)
-			if err != nil {
-				return failure{fmt.Errorf("%s: %w", args[0], err)}
-			}
-			dir, err := filepath.Abs(g.dataDir)
-			if err != nil {
-				return failure{err}
-			}
-			res, err := restore.Restore(b, restore.Options{DataDir: dir, NodeName: nodeName, AdvertiseAddr: advertise})
-			if err != nil {
-				return failure{err}
-			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "Cluster %s restored into %s at raft index %d (term %d, backed up %s).\n",
-				res.ClusterID, dir, res.Index, res.Term, b.TakenAt.Format("2006-01-02 15:04:05 MST"))
-			fmt.Fprintf(w, "This node is %s (%s), sole manager, raft id %x, at %s.\n", res.NodeID, nodeName, res.RaftID, advertise)
-			fmt.Fprintf(w, "The old cluster's %d raft members are refused from now on; start other managers empty and join them with tokens.\n", len(res.Blacklisted))
-			fmt.Fprintf(w, "Start it with: jacod --data-dir %s --node-name %s --advertise-addr %s\n", dir, nodeName, advertise)
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&nodeName, "node-name", "", "this node's name in the cluster (default: the hostname); a node of that name in the backup becomes this node")
-	f.StringVar(&advertise, "advertise-addr", "", "HOST:PORT other nodes will dial this node at")
-	return cmd
-}
-
-// readKey reads a backup key from r (readSecret). Never from a flag,
-// which would land in shell history and process listings.
-func readKey(r io.Reader, prompt io.Writer) (backupfile.Key, error) {
-	line, err := readSecret(r, prompt, "Backup key: ")
-	if err != nil && !errors.Is(err, io.EOF) {
-		return backupfile.Key{}, fmt.Errorf("read backup key: %w", err)
-	}
-	if line == "" {
-		return backupfile.Key{}, errors.New("no backup key on stdin (give the key printed by jaco backup)")
-	}
-	return backupfile.ParseKey(line)
 }

@@ -26,10 +26,10 @@ type globals struct {
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
 	root := &cobra.Command{
 		Use:           "jaco",
@@ -43,11 +43,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then)")
 	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
 		return 0
+	}
+	var code exitStatus
+	if errors.As(err, &code) {
+		return int(code)
 	}
 	var f failure
 	if errors.As(err, &f) {
@@ -64,6 +69,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 // a call the daemon refused or that failed, a file that could not be read
 // or written. It exits 1; every other error is a usage mistake (2).
 type failure struct{ error }
+
+// exitStatus is the exit status of a program a command ran (jacod
+// restore), which said why itself: jaco exits with it and adds nothing.
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
 // describe renders "<reason>: <sentence>".
 func describe(err error) string {
