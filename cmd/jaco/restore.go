@@ -19,13 +19,9 @@ func restoreCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "restore FILE --data-dir DIR --advertise-addr HOST:PORT [--node-name NAME]",
 		Short: "Turn a backup into the data dir of a stopped node, the sole manager of the restored cluster",
-		Long: `Restore a backup, offline, into the empty data dir of a stopped node. The
-backup key is read from stdin, or asked for when stdin is a terminal. Start
-jacod on DIR afterwards (listening at --advertise-addr): it elects itself
-and serves everything the backup holds. The old cluster's managers are
-not members; start other managers empty and join them with tokens.
-The restore is done by jacod restore, with the same arguments: the jacod
-next to jaco, or else the one in PATH.`,
+		Long: `Restore a backup, offline, into the empty data dir of a stopped node: this
+runs jacod restore with the same arguments (the jacod next to jaco, or else
+the one in PATH), which says more in jacod restore --help.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bin, err := jacodPath()
