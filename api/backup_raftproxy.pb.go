@@ -11,7 +11,8 @@ import (
 
 // NewRaftProxyBackupServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyBackupServiceServer(local BackupServiceServer, router proxy.Router) BackupServiceServer {
 	return &raftProxyBackupServiceServer{local: local, router: router}
 }

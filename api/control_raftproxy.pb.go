@@ -11,7 +11,8 @@ import (
 
 // NewRaftProxyControlServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyControlServiceServer(local ControlServiceServer, router proxy.Router) ControlServiceServer {
 	return &raftProxyControlServiceServer{local: local, router: router}
 }
@@ -48,10 +49,16 @@ func (p *raftProxyControlServiceServer) GetUnlockKey(ctx context.Context, r *Get
 }
 
 func (p *raftProxyControlServiceServer) ListNodes(ctx context.Context, r *ListNodesRequest) (*ListNodesResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.ListNodes(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) GetNode(ctx context.Context, r *GetNodeRequest) (*GetNodeResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.GetNode(ctx, r) // local_read: never forwarded
 }
 
@@ -122,17 +129,29 @@ func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *Re
 }
 
 func (p *raftProxyControlServiceServer) GetService(ctx context.Context, r *GetServiceRequest) (*GetServiceResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.GetService(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ListServices(ctx context.Context, r *ListServicesRequest) (*ListServicesResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.ListServices(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ListTasks(ctx context.Context, r *ListTasksRequest) (*ListTasksResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.ListTasks(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ServiceLogs(r *ServiceLogsRequest, stream grpc.ServerStreamingServer[LogsMessage]) error {
+	if err := p.router.LocalRead(stream.Context()); err != nil {
+		return err
+	}
 	return p.local.ServiceLogs(r, stream) // local_read: never forwarded
 }

@@ -11,7 +11,8 @@ import (
 
 // NewRaftProxyDispatcherServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyDispatcherServiceServer(local DispatcherServiceServer, router proxy.Router) DispatcherServiceServer {
 	return &raftProxyDispatcherServiceServer{local: local, router: router}
 }

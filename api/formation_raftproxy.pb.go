@@ -10,7 +10,8 @@ import (
 
 // NewRaftProxyAdmissionServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyAdmissionServiceServer(local AdmissionServiceServer, router proxy.Router) AdmissionServiceServer {
 	return &raftProxyAdmissionServiceServer{local: local, router: router}
 }

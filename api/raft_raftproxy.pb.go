@@ -10,7 +10,8 @@ import (
 
 // NewRaftProxyMembershipServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyMembershipServiceServer(local MembershipServiceServer, router proxy.Router) MembershipServiceServer {
 	return &raftProxyMembershipServiceServer{local: local, router: router}
 }

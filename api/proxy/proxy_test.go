@@ -23,6 +23,8 @@ type fakeLeader struct {
 
 func (f *fakeLeader) IsLeader() bool { return f.leader }
 
+func (f *fakeLeader) LocalRead(context.Context) error { return nil }
+
 func (f *fakeLeader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	f.dials++
 	return f.conn, f.err

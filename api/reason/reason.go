@@ -41,10 +41,17 @@ const (
 	NotFound = "not_found"
 	// Unavailable is a daemon the client could not reach.
 	Unavailable = "unavailable"
+	// NotReady is a manager that restarted and has not yet applied what
+	// its log held as committed: its store would answer reads with an
+	// older state than it served before. It is a matter of moments.
+	NotReady = "not_ready"
+	// InvalidPageToken is a page token the server did not give (a list
+	// call's page_token); the listing starts again with an empty one.
+	InvalidPageToken = "invalid_page_token"
 )
 
 // retryable lists the reasons a client may retry unchanged.
-var retryable = map[string]bool{NoLeader: true, Unavailable: true}
+var retryable = map[string]bool{NoLeader: true, Unavailable: true, NotReady: true}
 
 // Error returns a gRPC status error carrying word as its reason.
 func Error(code codes.Code, word, format string, args ...any) error {

@@ -38,8 +38,23 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 			n.appliedConfChanges = append(n.appliedConfChanges, v1.ID)
 		}
 	}
-	n.appliedIndex = e.Index
+	n.setApplied(e.Index)
 	return nil
+}
+
+// setApplied records that the applier holds everything up to index.
+func (n *Node) setApplied(index uint64) {
+	n.appliedIndex = index
+	n.applied.Store(index)
+}
+
+// Replayed reports whether the applier holds everything the log held as
+// committed when this member opened, with the applied index and that
+// commit index. Until then the store is behind what this member may have
+// answered before it stopped: reads would go backwards.
+func (n *Node) Replayed() (applied, openCommit uint64, ok bool) {
+	applied = n.applied.Load()
+	return applied, n.openCommit, applied >= n.openCommit
 }
 
 // applyConfChange hands cc to raft and mirrors it in the member list. The

@@ -70,6 +70,12 @@ type Node struct {
 	leaderlessSince time.Time
 	// leaderContact is when a leader's message last arrived (unix nanos).
 	leaderContact atomic.Int64
+	// openCommit is the commit index the log held when the member opened;
+	// applied mirrors appliedIndex for readers outside the Ready loop.
+	// Until applied reaches openCommit the applier is behind what this
+	// member may have served before it stopped (Replayed).
+	openCommit uint64
+	applied    atomic.Uint64
 
 	// confMu keeps one membership change in flight: raft silently drops a
 	// second one proposed before the first is applied.
@@ -110,6 +116,7 @@ func New(cfg Config) (*Node, error) {
 		members:         newMembership(),
 		leaderChanged:   make(chan struct{}),
 		leaderlessSince: time.Now(),
+		openCommit:      st.HardState.Commit,
 		stop:            make(chan struct{}),
 		rekeyC:          make(chan rekeyRequest),
 		done:            make(chan struct{}),
@@ -167,7 +174,7 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 		return fmt.Errorf("apply snapshot %d to raft log: %w", snap.Metadata.Index, err)
 	}
 	n.confState = snap.Metadata.ConfState
-	n.appliedIndex = snap.Metadata.Index
+	n.setApplied(snap.Metadata.Index)
 	n.snapshotIndex = snap.Metadata.Index
 	return nil
 }

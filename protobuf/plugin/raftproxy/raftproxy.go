@@ -8,7 +8,8 @@
 // The returned server asks router (package github.com/jaco-project/jaco/api/proxy)
 // where each call runs: served by local on the leader, forwarded to the
 // leader elsewhere. Methods marked (jaco.api.local_read) = true are always
-// served by local.
+// served by local, once router.LocalRead says this node's store may answer
+// them.
 //
 // Only unary and server-streaming methods can be wrapped. Forwarding a
 // client stream would mean buffering or relaying it in both directions, and
@@ -112,7 +113,8 @@ func generateService(g *protogen.GeneratedFile, s service) {
 	g.P()
 	g.P("// NewRaftProxy", server, " wraps local: calls are served by local on")
 	g.P("// the leader and forwarded to the leader from any other node, as router")
-	g.P("// decides. Local reads are always served by local.")
+	g.P("// decides. Local reads are always served by local, once router.LocalRead")
+	g.P("// allows them.")
 	g.P("func NewRaftProxy", server, "(local ", server, ", router ", router, ") ", server, " {")
 	g.P("return &", impl, "{local: local, router: router}")
 	g.P("}")
@@ -139,6 +141,9 @@ func generateUnary(g *protogen.GeneratedFile, s service, m *protogen.Method) {
 	g.P("func (p *raftProxy", s.GoName, "Server) ", m.GoName, "(ctx ", g.QualifiedGoIdent(contextPackage.Ident("Context")),
 		", r *", g.QualifiedGoIdent(m.Input.GoIdent), ") (*", g.QualifiedGoIdent(m.Output.GoIdent), ", error) {")
 	if s.localRead[m] {
+		g.P("if err := p.router.LocalRead(ctx); err != nil {")
+		g.P("return nil, err")
+		g.P("}")
 		g.P("return p.local.", m.GoName, "(ctx, r) // local_read: never forwarded")
 		g.P("}")
 		return
@@ -159,6 +164,9 @@ func generateServerStream(g *protogen.GeneratedFile, s service, m *protogen.Meth
 	g.P("func (p *raftProxy", s.GoName, "Server) ", m.GoName, "(r *", g.QualifiedGoIdent(m.Input.GoIdent),
 		", stream ", g.QualifiedGoIdent(grpcPackage.Ident("ServerStreamingServer")), "[", out, "]) error {")
 	if s.localRead[m] {
+		g.P("if err := p.router.LocalRead(stream.Context()); err != nil {")
+		g.P("return err")
+		g.P("}")
 		g.P("return p.local.", m.GoName, "(r, stream) // local_read: never forwarded")
 		g.P("}")
 		return

@@ -12,7 +12,8 @@ import (
 
 // NewRaftProxyItemServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyItemServiceServer(local ItemServiceServer, router proxy.Router) ItemServiceServer {
 	return &raftProxyItemServiceServer{local: local, router: router}
 }
@@ -38,6 +39,9 @@ func (p *raftProxyItemServiceServer) Put(ctx context.Context, r *Item) (*emptypb
 }
 
 func (p *raftProxyItemServiceServer) Get(ctx context.Context, r *GetItemRequest) (*Item, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.Get(ctx, r) // local_read: never forwarded
 }
 

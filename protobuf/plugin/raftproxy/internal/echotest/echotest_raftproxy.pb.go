@@ -11,7 +11,8 @@ import (
 
 // NewRaftProxyEchoServiceServer wraps local: calls are served by local on
 // the leader and forwarded to the leader from any other node, as router
-// decides. Local reads are always served by local.
+// decides. Local reads are always served by local, once router.LocalRead
+// allows them.
 func NewRaftProxyEchoServiceServer(local EchoServiceServer, router proxy.Router) EchoServiceServer {
 	return &raftProxyEchoServiceServer{local: local, router: router}
 }
@@ -37,6 +38,9 @@ func (p *raftProxyEchoServiceServer) Write(ctx context.Context, r *EchoRequest) 
 }
 
 func (p *raftProxyEchoServiceServer) Read(ctx context.Context, r *EchoRequest) (*EchoResponse, error) {
+	if err := p.router.LocalRead(ctx); err != nil {
+		return nil, err
+	}
 	return p.local.Read(ctx, r) // local_read: never forwarded
 }
 

@@ -108,13 +108,17 @@ func (e *echo) Stream(r *EchoRequest, stream grpc.ServerStreamingServer[EchoResp
 	return nil
 }
 
-// fakeLeader is a node's fixed view of leadership.
+// fakeLeader is a node's fixed view of leadership and of its store.
 type fakeLeader struct {
 	leader bool
 	conn   grpc.ClientConnInterface
+	// readErr refuses local reads (a store still replaying its log).
+	readErr error
 }
 
 func (f fakeLeader) IsLeader() bool { return f.leader }
+
+func (f fakeLeader) LocalRead(context.Context) error { return f.readErr }
 
 func (f fakeLeader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	return f.conn, nil
@@ -212,6 +216,21 @@ func TestLocalReadOnFollowerIsServedByFollower(t *testing.T) {
 	checkAnswer(t, resp, "follower")
 	if got := c.served(); got != [3]int32{0, 1, 0} {
 		t.Errorf("served (leader, follower, stale) = %v, want only the follower", got)
+	}
+}
+
+// TestLocalReadWaitsForTheStore: a node whose store may not answer yet
+// (a manager replaying its log after a restart) refuses local reads with
+// the leader view's error instead of answering from an old state.
+func TestLocalReadWaitsForTheStore(t *testing.T) {
+	notReady := reason.Error(codes.Unavailable, reason.NotReady, "still replaying")
+	n := startNode(t, "restarting", fakeLeader{leader: true, readErr: notReady})
+	_, err := n.client.Read(asCaller(t), &EchoRequest{Text: "hi"})
+	if reason.Of(err) != reason.NotReady || status.Code(err) != codes.Unavailable {
+		t.Fatalf("Read on a node not ready for reads = %v, want Unavailable %s", err, reason.NotReady)
+	}
+	if got := n.impl.served.Load(); got != 0 {
+		t.Errorf("the implementation answered %d reads, want none", got)
 	}
 }
 
