@@ -38,6 +38,16 @@ type ReadTx interface {
 
 	GetJoinToken(id string) *api.JoinToken
 	ListJoinTokens() []*api.JoinToken
+
+	// ScanNodes, ScanServices and ScanTasks call fn with a clone of each
+	// object whose id sorts after after ("" for the first), in id order,
+	// until fn returns false: a page of a listing clones what it sends,
+	// not the rest of the table.
+	ScanNodes(after string, fn func(*api.Node) bool)
+	ScanServices(after string, fn func(*api.Service) bool)
+	// ScanTasks visits only serviceID's tasks when it is set, and only
+	// nodeID's when that is set.
+	ScanTasks(after, serviceID, nodeID string, fn func(*api.Task) bool)
 }
 
 // readTx implements ReadTx over a memdb transaction.
@@ -99,6 +109,52 @@ func (r readTx) GetJoinToken(id string) *api.JoinToken {
 }
 func (r readTx) ListJoinTokens() []*api.JoinToken {
 	return list[*api.JoinToken](r.txn, tableJoinToken, indexID)
+}
+
+func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {
+	scan(r.txn, tableNode, indexID, nil, after, nil, fn)
+}
+func (r readTx) ScanServices(after string, fn func(*api.Service) bool) {
+	scan(r.txn, tableService, indexID, nil, after, nil, fn)
+}
+func (r readTx) ScanTasks(after, serviceID, nodeID string, fn func(*api.Task) bool) {
+	onNode := func(t *api.Task) bool { return nodeID == "" || t.GetNodeId() == nodeID }
+	switch {
+	case serviceID != "":
+		scan(r.txn, tableTask, indexServiceID, []any{serviceID}, after, onNode, fn)
+	case nodeID != "":
+		scan(r.txn, tableTask, indexNodeID, []any{nodeID}, after, nil, fn)
+	default:
+		scan(r.txn, tableTask, indexID, nil, after, nil, fn)
+	}
+}
+
+// scan calls fn with clones of the objects of table after the id after,
+// in id order, that keep (when set) accepts, until fn returns false.
+// Without args it seeks to after on the id index. With args it walks the
+// objects matching them on a non-unique index, whose entries go-memdb
+// keys by value then id, so they come in id order too; the ones up to
+// after are skipped uncloned.
+func scan[T Object](txn *memdb.Txn, table, index string, args []any, after string, keep, fn func(T) bool) {
+	var it memdb.ResultIterator
+	var err error
+	if args == nil {
+		it, err = txn.LowerBound(table, index, after)
+	} else {
+		it, err = txn.Get(table, index, args...)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("store: scan %s by %s: %v", table, index, err))
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		obj := raw.(T)
+		if obj.GetId() <= after || (keep != nil && !keep(obj)) {
+			continue
+		}
+		if !fn(proto.Clone(obj).(T)) {
+			return
+		}
+	}
 }
 
 // first returns a clone of the first object of table matching arg on index,

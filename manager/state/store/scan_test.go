@@ -1,0 +1,95 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// A listing pages through the store with Scan: resumed after the last id
+// of each page, it must visit every matching object once, in id order,
+// whatever index narrows it.
+func TestScanResumesInIDOrder(t *testing.T) {
+	s := newStore(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tasks []*api.Task
+	var actions []*api.StoreAction
+	services, nodes := []string{"s1", "s2", "s10"}, []string{"n1", "n2", ""}
+	for i := range 60 {
+		// Ids of different lengths, so "t1" < "t10" < "t2" is exercised.
+		id := fmt.Sprintf("t%d", rng.IntN(100000))
+		if slices.ContainsFunc(tasks, func(t *api.Task) bool { return t.Id == id }) {
+			continue
+		}
+		tk := task(id, services[i%3], nodes[(i/3)%3], 1)
+		tasks = append(tasks, tk)
+		actions = append(actions, act(t, api.StoreAction_KIND_CREATE, tk))
+	}
+	for _, id := range []string{"n1", "n2", "n10"} {
+		actions = append(actions, act(t, api.StoreAction_KIND_CREATE, node(id, "h-"+id, 0, 1)))
+	}
+	if err := s.Apply(1, req(actions...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ service, node string }{
+		{"", ""}, {"s1", ""}, {"s10", ""}, {"", "n1"}, {"s2", "n2"}, {"s1", "nope"},
+	} {
+		var want []string
+		for _, tk := range tasks {
+			if (f.service == "" || tk.ServiceId == f.service) && (f.node == "" || tk.NodeId == f.node) {
+				want = append(want, tk.Id)
+			}
+		}
+		slices.Sort(want)
+		got := pages(s, 7, func(tx ReadTx, after string, fn func(string) bool) {
+			tx.ScanTasks(after, f.service, f.node, func(t *api.Task) bool { return fn(t.Id) })
+		})
+		if !slices.Equal(got, want) {
+			t.Errorf("tasks of service %q node %q: got %v, want %v", f.service, f.node, got, want)
+		}
+	}
+	got := pages(s, 2, func(tx ReadTx, after string, fn func(string) bool) {
+		tx.ScanNodes(after, func(n *api.Node) bool { return fn(n.Id) })
+	})
+	if want := []string{"n1", "n10", "n2"}; !slices.Equal(got, want) {
+		t.Errorf("nodes: got %v, want %v", got, want)
+	}
+}
+
+// pages lists ids with scan, size at a time, each page in its own view.
+func pages(s *Store, size int, scan func(tx ReadTx, after string, fn func(string) bool)) []string {
+	var all []string
+	after := ""
+	for {
+		var page []string
+		s.View(func(tx ReadTx) {
+			scan(tx, after, func(id string) bool {
+				page = append(page, id)
+				return len(page) < size
+			})
+		})
+		all = append(all, page...)
+		if len(page) < size {
+			return all
+		}
+		after = page[len(page)-1]
+	}
+}
+
+func TestScanHandsOutClones(t *testing.T) {
+	s := newStore(t)
+	if err := s.Apply(1, req(act(t, api.StoreAction_KIND_CREATE, service("a", "web", 1)))); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(tx ReadTx) {
+		tx.ScanServices("", func(svc *api.Service) bool { svc.Spec.Name = "changed"; return true })
+	})
+	s.View(func(tx ReadTx) {
+		if name := tx.GetService("a").Spec.Name; name != "web" {
+			t.Fatalf("a scan's change reached the store: name %q", name)
+		}
+	})
+}
