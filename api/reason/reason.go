@@ -45,12 +45,21 @@ const (
 	// its log held as committed: its store would answer reads with an
 	// older state than it served before. It is a matter of moments.
 	NotReady = "not_ready"
+	// OutcomeUnknown is a write that reached the raft log and whose fate
+	// this manager can no longer learn: leadership changed, the member
+	// stopped, or the connection to the leader broke after the request was
+	// sent. It may or may not have been applied, so it is never retried
+	// blindly (a retry of an applied versioned write would answer
+	// version_conflict for a change that was made): read the object back
+	// before trying again.
+	OutcomeUnknown = "outcome_unknown"
 	// InvalidPageToken is a page token the server did not give (a list
 	// call's page_token); the listing starts again with an empty one.
 	InvalidPageToken = "invalid_page_token"
 )
 
-// retryable lists the reasons a client may retry unchanged.
+// retryable lists the reasons a client may retry unchanged. It must never
+// hold OutcomeUnknown.
 var retryable = map[string]bool{NoLeader: true, Unavailable: true, NotReady: true}
 
 // Error returns a gRPC status error carrying word as its reason.
