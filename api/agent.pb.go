@@ -290,8 +290,16 @@ func (x *LoadImageResponse) GetImages() []string {
 	return nil
 }
 
+// ListLocalReplicas answers in pages, in task id order, as the Control
+// API's list calls do (docs/adr/0017-list-paging.md).
 type ListLocalReplicasRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size caps the replicas in the reply (0: the server's cap, 1000). The
+	// server may send fewer: it ends a page at 1 MiB, one item at least.
+	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the previous reply's next_page_token; empty for the
+	// first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -326,11 +334,27 @@ func (*ListLocalReplicasRequest) Descriptor() ([]byte, []int) {
 	return file_api_agent_proto_rawDescGZIP(), []int{5}
 }
 
+func (x *ListLocalReplicasRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListLocalReplicasRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListLocalReplicasResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// replicas are the ones this node's agent runs or still has to stop or
 	// remove, with the agent's own latest status.
-	Replicas      []*Task `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Replicas []*Task `protobuf:"bytes,1,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// next_page_token asks for the next page; empty after the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -372,6 +396,13 @@ func (x *ListLocalReplicasResponse) GetReplicas() []*Task {
 	return nil
 }
 
+func (x *ListLocalReplicasResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
@@ -391,10 +422,14 @@ const file_api_agent_proto_rawDesc = "" +
 	"\x10LoadImageRequest\x12\x14\n" +
 	"\x05chunk\x18\x01 \x01(\fR\x05chunk\"+\n" +
 	"\x11LoadImageResponse\x12\x16\n" +
-	"\x06images\x18\x01 \x03(\tR\x06images\"\x1a\n" +
-	"\x18ListLocalReplicasRequest\"G\n" +
+	"\x06images\x18\x01 \x03(\tR\x06images\"V\n" +
+	"\x18ListLocalReplicasRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"o\n" +
 	"\x19ListLocalReplicasResponse\x12*\n" +
-	"\breplicas\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\breplicas2\xb0\x03\n" +
+	"\breplicas\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\breplicas\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb0\x03\n" +
 	"\fAgentService\x12q\n" +
 	"\x04Logs\x12\x15.jaco.api.LogsRequest\x1a\x15.jaco.api.LogsMessage\"9\xda\xf3\x185\n" +
 	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators0\x01\x12\x92\x01\n" +

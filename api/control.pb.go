@@ -851,8 +851,16 @@ func (x *GetUnlockKeyResponse) GetPreviousUnlockKey() string {
 	return ""
 }
 
+// The list calls answer in pages, in id order (docs/adr/0017-list-paging.md):
+// a reply that grew with the store would outgrow gRPC's 4 MiB message limit.
 type ListNodesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size caps the nodes in the reply (0: the server's cap, 1000). The
+	// server may send fewer: it ends a page at 1 MiB, one item at least.
+	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the previous reply's next_page_token; empty for the
+	// first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -887,9 +895,25 @@ func (*ListNodesRequest) Descriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{13}
 }
 
+func (x *ListNodesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListNodesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListNodesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Nodes         []*Node                `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Nodes []*Node                `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// next_page_token asks for the next page; empty after the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -929,6 +953,13 @@ func (x *ListNodesResponse) GetNodes() []*Node {
 		return x.Nodes
 	}
 	return nil
+}
+
+func (x *ListNodesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type GetNodeRequest struct {
@@ -1599,7 +1630,13 @@ func (x *GetServiceResponse) GetService() *Service {
 }
 
 type ListServicesRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size caps the services in the reply (0: the server's cap, 1000). The
+	// server may send fewer: it ends a page at 1 MiB, one item at least.
+	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the previous reply's next_page_token; empty for the
+	// first page.
+	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1634,9 +1671,25 @@ func (*ListServicesRequest) Descriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
+func (x *ListServicesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListServicesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListServicesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Services      []*Service             `protobuf:"bytes,1,rep,name=services,proto3" json:"services,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Services []*Service             `protobuf:"bytes,1,rep,name=services,proto3" json:"services,omitempty"`
+	// next_page_token asks for the next page; empty after the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1678,11 +1731,24 @@ func (x *ListServicesResponse) GetServices() []*Service {
 	return nil
 }
 
+func (x *ListServicesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 type ListTasksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// service and node (id or name) narrow the list when set.
-	Service       string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
-	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Service string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Node    string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// page_size caps the tasks in the reply (0: the server's cap, 1000). The
+	// server may send fewer: it ends a page at 1 MiB, one item at least.
+	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the previous reply's next_page_token; empty for the
+	// first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1731,9 +1797,25 @@ func (x *ListTasksRequest) GetNode() string {
 	return ""
 }
 
+func (x *ListTasksRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListTasksResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tasks         []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tasks []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// next_page_token asks for the next page; empty after the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1773,6 +1855,13 @@ func (x *ListTasksResponse) GetTasks() []*Task {
 		return x.Tasks
 	}
 	return nil
+}
+
+func (x *ListTasksResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type UpdateNodeRequest struct {
@@ -2031,10 +2120,14 @@ const file_api_control_proto_rawDesc = "" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x12.\n" +
-	"\x13previous_unlock_key\x18\x03 \x01(\tR\x11previousUnlockKey\"\x12\n" +
-	"\x10ListNodesRequest\"9\n" +
+	"\x13previous_unlock_key\x18\x03 \x01(\tR\x11previousUnlockKey\"N\n" +
+	"\x10ListNodesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"a\n" +
 	"\x11ListNodesResponse\x12$\n" +
-	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\"$\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"$\n" +
 	"\x0eGetNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\"5\n" +
 	"\x0fGetNodeResponse\x12\"\n" +
@@ -2068,15 +2161,23 @@ const file_api_control_proto_rawDesc = "" +
 	"\x11GetServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\"A\n" +
 	"\x12GetServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"\x15\n" +
-	"\x13ListServicesRequest\"E\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"Q\n" +
+	"\x13ListServicesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\"m\n" +
 	"\x14ListServicesResponse\x12-\n" +
-	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\"@\n" +
+	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n" +
 	"\x10ListTasksRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"9\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"a\n" +
 	"\x11ListTasksResponse\x12$\n" +
-	"\x05tasks\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\"\xb7\x03\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb7\x03\n" +
 	"\x11UpdateNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12C\n" +
 	"\favailability\x18\x02 \x01(\x0e2\x1a.jaco.api.NodeAvailabilityH\x00R\favailability\x88\x01\x01\x12I\n" +
