@@ -19,12 +19,20 @@ import (
 // Errors callers branch on.
 var (
 	// ErrNotLeader: this member is not the leader, so it takes no writes.
+	// A proposal failing with it was certainly not appended to the log:
+	// retrying it is safe.
 	ErrNotLeader = errors.New("this manager is not the raft leader")
-	// ErrLostLeadership: leadership changed while a proposal waited; the
-	// entry may or may not commit later.
-	ErrLostLeadership = errors.New("raft leadership changed before the write was applied; it may or may not have been committed")
+	// ErrOutcomeUnknown: the proposal may be in the raft log, and this
+	// member can no longer learn whether it commits (a later leader may
+	// commit it). Every failure after raft may have taken the entry wraps
+	// it; a blind retry could apply a write twice.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the write may or may not have been applied")
+	// ErrLostLeadership: leadership changed while a proposal waited.
+	ErrLostLeadership = fmt.Errorf("raft leadership changed while the write waited to commit: %w", ErrOutcomeUnknown)
 	// ErrStopped: the node is stopped.
 	ErrStopped = errors.New("raft node stopped")
+	// errStoppedWaiting: the node stopped while a proposal waited.
+	errStoppedWaiting = fmt.Errorf("%w while the write waited to commit: %w", ErrStopped, ErrOutcomeUnknown)
 	// ErrMemberRemoved: a message came from a raft id removed for good.
 	ErrMemberRemoved = errors.New("raft member was removed from the cluster")
 	// ErrRemoved: this member applied its own removal from the group.
@@ -76,6 +84,11 @@ type Node struct {
 	// member may have served before it stopped (Replayed).
 	openCommit uint64
 	applied    atomic.Uint64
+	// Linearizable reads (readindex.go): the next request id, the reads
+	// waiting for their read index, and those waiting for the applier.
+	readSeq      atomic.Uint64
+	readIndexes  readWaits
+	appliedWaits appliedWaits
 
 	// confMu keeps one membership change in flight: raft silently drops a
 	// second one proposed before the first is applied.
@@ -184,8 +197,9 @@ func (n *Node) Start() {
 	n.startOnce.Do(func() { go n.run() })
 }
 
-// Stop ends the Ready loop, fails waiting proposals with ErrStopped, and
-// closes the log. It returns the error that stopped the loop, if any.
+// Stop ends the Ready loop, fails waiting proposals with an error that is
+// both ErrStopped and ErrOutcomeUnknown (their entries are in the log, and
+// another member may commit them), and closes the log. It returns the error that stopped the loop, if any.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.Start() // a never-started node still needs its loop to close done
@@ -209,7 +223,7 @@ func (n *Node) Err() error {
 
 func (n *Node) run() {
 	defer close(n.done)
-	defer n.wait.cancelAll(ErrStopped)
+	defer n.wait.cancelAll(errStoppedWaiting)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	err := n.loop(ticker.C)
@@ -287,6 +301,8 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
+	n.deliverReadStates(rd.ReadStates)
+	n.appliedWaits.release(n.appliedIndex)
 	if n.removedSelf {
 		return ErrRemoved
 	}
