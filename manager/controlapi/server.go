@@ -6,12 +6,11 @@ package controlapi
 
 import (
 	"context"
-	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -45,12 +44,17 @@ func New(st *store.Store, opts ...Option) *Server {
 	return s
 }
 
-// ListNodes lists every node, sorted by hostname.
-func (s *Server) ListNodes(context.Context, *api.ListNodesRequest) (*api.ListNodesResponse, error) {
-	var nodes []*api.Node
-	s.store.View(func(tx store.ReadTx) { nodes = tx.ListNodes() })
-	slices.SortFunc(nodes, func(a, b *api.Node) int { return strings.Compare(a.Hostname, b.Hostname) })
-	return &api.ListNodesResponse{Nodes: nodes}, nil
+// ListNodes lists one page of the nodes, in id order.
+func (s *Server) ListNodes(_ context.Context, req *api.ListNodesRequest) (*api.ListNodesResponse, error) {
+	after, err := paging.After(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	page := paging.NewPage[*api.Node](req.PageSize)
+	s.store.View(func(tx store.ReadTx) {
+		tx.ScanNodes(after, func(n *api.Node) bool { return page.Add(n.Id, n) })
+	})
+	return &api.ListNodesResponse{Nodes: page.Items, NextPageToken: page.NextToken()}, nil
 }
 
 // GetNode finds a node by id or hostname.

@@ -41,14 +41,3 @@ func TestGetNodeByIDOrHostname(t *testing.T) {
 		t.Fatalf("GetNode(nope): %v, want not_found", err)
 	}
 }
-
-func TestListNodesSortedByHostname(t *testing.T) {
-	s := newServer(t, &api.Node{Id: "1", Hostname: "zeta"}, &api.Node{Id: "2", Hostname: "alpha"})
-	resp, err := s.ListNodes(context.Background(), &api.ListNodesRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resp.Nodes) != 2 || resp.Nodes[0].Hostname != "alpha" || resp.Nodes[1].Hostname != "zeta" {
-		t.Fatalf("ListNodes = %v", resp.Nodes)
-	}
-}

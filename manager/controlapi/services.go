@@ -10,6 +10,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -123,19 +124,28 @@ func (s *Server) GetService(_ context.Context, req *api.GetServiceRequest) (*api
 	return &api.GetServiceResponse{Service: svc}, nil
 }
 
-// ListServices lists the services in the local store, sorted by name.
-func (s *Server) ListServices(context.Context, *api.ListServicesRequest) (*api.ListServicesResponse, error) {
-	var svcs []*api.Service
-	s.store.View(func(tx store.ReadTx) { svcs = tx.ListServices() })
-	slices.SortFunc(svcs, func(a, b *api.Service) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
-	return &api.ListServicesResponse{Services: svcs}, nil
+// ListServices lists one page of the services in the local store, in id
+// order.
+func (s *Server) ListServices(_ context.Context, req *api.ListServicesRequest) (*api.ListServicesResponse, error) {
+	after, err := paging.After(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	page := paging.NewPage[*api.Service](req.PageSize)
+	s.store.View(func(tx store.ReadTx) {
+		tx.ScanServices(after, func(svc *api.Service) bool { return page.Add(svc.Id, svc) })
+	})
+	return &api.ListServicesResponse{Services: page.Items, NextPageToken: page.NextToken()}, nil
 }
 
-// ListTasks lists replicas from the local store, narrowed to a service
-// and a node when named, ordered by service, slot and node.
+// ListTasks lists one page of the replicas in the local store, in id
+// order, narrowed to a service and a node when named.
 func (s *Server) ListTasks(_ context.Context, req *api.ListTasksRequest) (*api.ListTasksResponse, error) {
-	var tasks []*api.Task
-	var err error
+	after, err := paging.After(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	page := paging.NewPage[*api.Task](req.PageSize)
 	s.store.View(func(tx store.ReadTx) {
 		var svcID, nodeID string
 		if req.Service != "" {
@@ -154,39 +164,12 @@ func (s *Server) ListTasks(_ context.Context, req *api.ListTasksRequest) (*api.L
 			}
 			nodeID = n.Id
 		}
-		switch {
-		case svcID != "":
-			tasks = tx.ListTasksByService(svcID)
-		case nodeID != "":
-			tasks = tx.ListTasksByNode(nodeID)
-		default:
-			tasks = tx.ListTasks()
-		}
-		if nodeID != "" {
-			tasks = slices.DeleteFunc(tasks, func(t *api.Task) bool { return t.NodeId != nodeID })
-		}
+		tx.ScanTasks(after, svcID, nodeID, func(t *api.Task) bool { return page.Add(t.Id, t) })
 	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(tasks, compareTasks)
-	return &api.ListTasksResponse{Tasks: tasks}, nil
-}
-
-func compareTasks(a, b *api.Task) int {
-	if c := strings.Compare(a.ServiceName, b.ServiceName); c != 0 {
-		return c
-	}
-	if a.Slot != b.Slot {
-		if a.Slot < b.Slot {
-			return -1
-		}
-		return 1
-	}
-	if c := strings.Compare(a.NodeId, b.NodeId); c != 0 {
-		return c
-	}
-	return a.Meta.GetCreatedAt().AsTime().Compare(b.Meta.GetCreatedAt().AsTime())
+	return &api.ListTasksResponse{Tasks: page.Items, NextPageToken: page.NextToken()}, nil
 }
 
 // findService resolves what an operator typed for a service: an id, or

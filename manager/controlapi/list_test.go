@@ -1,0 +1,167 @@
+package controlapi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/paging"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store/storetest"
+)
+
+// grpcLimit is gRPC's default receive limit, which jacod and jaco keep.
+const grpcLimit = 4 << 20
+
+// overGRPC serves s on an in-memory listener with gRPC's default message
+// limits and returns a client of it.
+func overGRPC(t *testing.T, s *Server) api.ControlServiceClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	srv := grpc.NewServer()
+	api.RegisterControlServiceServer(srv, s)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	conn, err := grpc.NewClient("passthrough:///bufconn",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return api.NewControlServiceClient(conn)
+}
+
+// bigSpec is a valid spec of about 100 KB.
+func bigSpec(name string) *api.ServiceSpec {
+	spec := imageSpec(name)
+	spec.Env = []string{"PAD=" + strings.Repeat("x", 100<<10)}
+	return spec
+}
+
+// With 60 services of 100 KB (6 MB, the store of the report), listing
+// them all over gRPC must work: before paging, the one reply was refused
+// ResourceExhausted (6 MB vs. 4 MiB).
+func TestListServicesBeyondTheMessageLimit(t *testing.T) {
+	s, _ := newServiceServer(t)
+	var want []string
+	total := 0
+	for i := range 60 {
+		svc := create(t, s, bigSpec(fmt.Sprintf("svc%02d", i)))
+		want = append(want, svc.Id)
+		total += proto.Size(svc)
+	}
+	if total < grpcLimit {
+		t.Fatalf("the services hold %d bytes, not beyond gRPC's %d", total, grpcLimit)
+	}
+	c := overGRPC(t, s)
+	pages := 0
+	got, err := paging.Collect(func(tok string) ([]*api.Service, string, error) {
+		pages++
+		resp, err := c.ListServices(context.Background(), &api.ListServicesRequest{PageToken: tok})
+		return resp.GetServices(), resp.GetNextPageToken(), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pages < 2 {
+		t.Errorf("%d bytes came in %d page(s)", total, pages)
+	}
+	slices.Sort(want)
+	if ids := idsOf(got); !slices.Equal(ids, want) {
+		t.Fatalf("listed %d services %v, want the %d created, in id order", len(ids), ids, len(want))
+	}
+	for _, svc := range got {
+		if len(svc.Spec.Env[0]) != len("PAD=")+100<<10 {
+			t.Fatalf("service %s came without its whole spec", svc.Spec.Name)
+		}
+	}
+}
+
+// Each task carries a copy of its service's spec, so the tasks outgrow a
+// message sooner than the services; every filter pages the same way.
+func TestListTasksBeyondTheMessageLimit(t *testing.T) {
+	s, st := newServiceServer(t)
+	storetest.Create(t, st, &api.Node{Id: "n2", Hostname: "w2"})
+	web, db := create(t, s, bigSpec("web")), create(t, s, bigSpec("db"))
+	byService := map[string][]string{}
+	byNode := map[string][]string{}
+	var all []string
+	for i := range 80 {
+		svc, node := web, "n1"
+		if i%4 == 0 {
+			svc = db
+		}
+		if i%2 == 0 {
+			node = "n2"
+		}
+		id := fmt.Sprintf("task%03d", (i*37)%80) // created out of id order
+		storetest.Create(t, st, &api.Task{Id: id, ServiceId: svc.Id, ServiceName: svc.Spec.Name, Slot: uint64(i + 1),
+			NodeId: node, Spec: svc.Spec, DesiredState: api.TaskState_TASK_STATE_RUNNING})
+		all = append(all, id)
+		byService[svc.Spec.Name] = append(byService[svc.Spec.Name], id)
+		byNode[node] = append(byNode[node], id)
+	}
+	c := overGRPC(t, s)
+	for _, tc := range []struct {
+		service, node string
+		want          []string
+	}{
+		{"", "", all},
+		{"web", "", byService["web"]},
+		{db.Id, "", byService["db"]},
+		{"", "w1", byNode["n1"]},
+		{"", "n2", byNode["n2"]},
+	} {
+		got, err := paging.Collect(func(tok string) ([]*api.Task, string, error) {
+			resp, err := c.ListTasks(context.Background(), &api.ListTasksRequest{Service: tc.service, Node: tc.node, PageToken: tok})
+			return resp.GetTasks(), resp.GetNextPageToken(), err
+		})
+		if err != nil {
+			t.Fatalf("tasks of service %q node %q: %v", tc.service, tc.node, err)
+		}
+		want := slices.Sorted(slices.Values(tc.want))
+		if ids := idsOf(got); !slices.Equal(ids, want) {
+			t.Errorf("tasks of service %q node %q: %v, want %v", tc.service, tc.node, ids, want)
+		}
+	}
+}
+
+func TestListPagesBySizeAndRefusesForeignTokens(t *testing.T) {
+	s, st := newServiceServer(t)
+	storetest.Create(t, st, &api.Node{Id: "n3", Hostname: "a"}, &api.Node{Id: "n2", Hostname: "b"})
+	c := overGRPC(t, s)
+	var sizes []int
+	got, err := paging.Collect(func(tok string) ([]*api.Node, string, error) {
+		resp, err := c.ListNodes(context.Background(), &api.ListNodesRequest{PageSize: 2, PageToken: tok})
+		sizes = append(sizes, len(resp.GetNodes()))
+		return resp.GetNodes(), resp.GetNextPageToken(), err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids := idsOf(got); !slices.Equal(ids, []string{"n1", "n2", "n3"}) || !slices.Equal(sizes, []int{2, 1}) {
+		t.Fatalf("nodes %v in pages of %v, want n1 n2 n3 in pages of 2 and 1", ids, sizes)
+	}
+	_, err = c.ListServices(context.Background(), &api.ListServicesRequest{PageToken: "svc05"})
+	if reason.Of(err) != reason.InvalidPageToken {
+		t.Fatalf("a token the server did not give: %v, want invalid_page_token", err)
+	}
+}
+
+func idsOf[T interface{ GetId() string }](objs []T) []string {
+	ids := make([]string, len(objs))
+	for i, o := range objs {
+		ids[i] = o.GetId()
+	}
+	return ids
+}
