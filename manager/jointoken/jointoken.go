@@ -2,12 +2,14 @@
 // node join the cluster (docs/design.md §4).
 //
 // Only a token's hash is stored, in a JoinToken object with its role,
-// expiry and consumed_at, through raft like any other write. Redeeming
-// compares the presented secret against every stored hash in constant time
-// and marks the token consumed with a versioned update: of two joiners
-// racing with one token, the second loses on the version and is told the
-// token is consumed. Both run on the leader (the callers are leader-side
-// RPC handlers behind raftproxy).
+// expiry and consumed_at, through raft like any other write. Find compares
+// the presented secret against every stored hash in constant time and
+// changes nothing; Redeem marks the token consumed with a versioned update
+// in the same transaction that records the joined node (docs/adr/0017):
+// of two joiners racing with one token, the second loses on the version
+// and is told the token is consumed, and a join refused before that
+// transaction leaves the token usable. All run on the leader (the callers
+// are leader-side RPC handlers behind raftproxy).
 package jointoken
 
 import (
@@ -76,9 +78,11 @@ func Issue(ctx context.Context, st *store.Store, role api.NodeRole, ttl time.Dur
 	return tok.String(), jt, nil
 }
 
-// Redeem checks text against the stored tokens and consumes it. It
-// returns the consumed token (its role says what the joiner becomes).
-func Redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*api.JoinToken, error) {
+// Find returns the stored token text names, if it can still be redeemed
+// at now. It changes nothing: a join checks everything else it can (the
+// name, the certificate request) between Find and Redeem, so a join
+// refused for any of those leaves the token for the next attempt.
+func Find(st *store.Store, text string, now time.Time) (*api.JoinToken, error) {
 	tok, err := token.Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -107,15 +111,43 @@ func Redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*
 	if err := usable(found, now); err != nil {
 		return nil, err
 	}
-	consumed := proto.Clone(found).(*api.JoinToken)
-	consumed.ConsumedAt = timestamppb.New(now)
-	err = st.Update(ctx, func(tx *store.Tx) error { return tx.Update(consumed) })
+	return found, nil
+}
+
+// Redeem consumes the token id (found by Find) in one store transaction
+// with the objects record creates (nil: none), so that a token is used up
+// exactly when what it admits is recorded, and a refused record leaves it
+// unused. record only creates: a version conflict is then the token's.
+// Of two redemptions racing for one token, the second's
+// transaction is refused on the token's version and Redeem returns
+// ErrConsumed; a token that expired or was swept since Find gives
+// ErrExpired or ErrInvalid. It returns the consumed token.
+func Redeem(ctx context.Context, st *store.Store, id string, now time.Time, record func(tx *store.Tx) error) (*api.JoinToken, error) {
+	var consumed *api.JoinToken
+	err := st.Update(ctx, func(tx *store.Tx) error {
+		cur := tx.GetJoinToken(id)
+		if cur == nil {
+			return fmt.Errorf("%w: it is no longer stored", ErrInvalid)
+		}
+		if err := usable(cur, now); err != nil {
+			return err
+		}
+		consumed = proto.Clone(cur).(*api.JoinToken)
+		consumed.ConsumedAt = timestamppb.New(now)
+		if err := tx.Update(consumed); err != nil {
+			return fmt.Errorf("consume join token: %w", err)
+		}
+		if record == nil {
+			return nil
+		}
+		return record(tx)
+	})
 	if errors.Is(err, store.ErrVersionConflict) {
-		// Someone redeemed it between our read and our write.
+		// Another redemption committed between our read and our write.
 		return nil, ErrConsumed
 	}
 	if err != nil {
-		return nil, fmt.Errorf("consume join token: %w", err)
+		return nil, err
 	}
 	return consumed, nil
 }

@@ -32,6 +32,15 @@ func newStore(t *testing.T) *store.Store {
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
+// redeem is a join that records nothing but the token's use.
+func redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*api.JoinToken, error) {
+	jt, err := Find(st, text, now)
+	if err != nil {
+		return nil, err
+	}
+	return Redeem(ctx, st, jt.Id, now, nil)
+}
+
 func TestIssueAndRedeemOnce(t *testing.T) {
 	st := newStore(t)
 	ctx := context.Background()
@@ -49,14 +58,14 @@ func TestIssueAndRedeemOnce(t *testing.T) {
 			}
 		}
 	})
-	got, err := Redeem(ctx, st, text, t0.Add(time.Minute))
+	got, err := redeem(ctx, st, text, t0.Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Role != api.NodeRole_NODE_ROLE_MANAGER || got.ConsumedAt == nil {
 		t.Fatalf("redeemed %v", got)
 	}
-	if _, err := Redeem(ctx, st, text, t0.Add(2*time.Minute)); !errors.Is(err, ErrConsumed) {
+	if _, err := redeem(ctx, st, text, t0.Add(2*time.Minute)); !errors.Is(err, ErrConsumed) {
 		t.Fatalf("second redeem: %v, want ErrConsumed", err)
 	}
 }
@@ -82,12 +91,12 @@ func TestRedeemRefusals(t *testing.T) {
 		{"another cluster", foreign.String(), t0, ErrInvalid},
 		{"expired", text, t0.Add(time.Hour), ErrExpired},
 	} {
-		if _, err := Redeem(ctx, st, tc.text, tc.at); !errors.Is(err, tc.want) {
+		if _, err := redeem(ctx, st, tc.text, tc.at); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
 	// None of the refusals consumed the real token.
-	if _, err := Redeem(ctx, st, text, t0); err != nil {
+	if _, err := redeem(ctx, st, text, t0); err != nil {
 		t.Fatalf("valid token after refusals: %v", err)
 	}
 }
@@ -103,7 +112,7 @@ func TestConcurrentRedeemsOneWins(t *testing.T) {
 	errs := make(chan error, n)
 	for range n {
 		go func() {
-			_, err := Redeem(ctx, st, text, t0)
+			_, err := redeem(ctx, st, text, t0)
 			errs <- err
 		}()
 	}
@@ -143,7 +152,7 @@ func TestSweepDeletesOnlySpentTokens(t *testing.T) {
 	ctx := context.Background()
 	fresh, _, _ := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, 48*time.Hour, t0)
 	used, _, _ := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, 48*time.Hour, t0)
-	if _, err := Redeem(ctx, st, used, t0); err != nil {
+	if _, err := redeem(ctx, st, used, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Minute, t0); err != nil {
@@ -159,7 +168,44 @@ func TestSweepDeletesOnlySpentTokens(t *testing.T) {
 	if n, err := Sweep(ctx, st, t0.Add(2*time.Hour), time.Hour); err != nil || n != 2 {
 		t.Fatalf("Sweep past grace = %d, %v; want 2", n, err)
 	}
-	if _, err := Redeem(ctx, st, fresh, t0.Add(2*time.Hour)); err != nil {
+	if _, err := redeem(ctx, st, fresh, t0.Add(2*time.Hour)); err != nil {
 		t.Fatalf("fresh token after sweep: %v", err)
+	}
+}
+
+// Find only looks; Redeem consumes the token together with what the join
+// records, or not at all.
+func TestRedeemIsOneTransactionWithTheJoin(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	text, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Hour, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jt, err := Find(st, text, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Find(st, text, t0); err != nil {
+		t.Fatalf("Find consumed the token: %v", err)
+	}
+	refused := errors.New("the join is refused")
+	if _, err := Redeem(ctx, st, jt.Id, t0, func(tx *store.Tx) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("Redeem with a refused record: %v, want the refusal", err)
+	}
+	node := &api.Node{Id: "n2", Meta: &api.Meta{}, Hostname: "w1"}
+	if _, err := Redeem(ctx, st, jt.Id, t0, func(tx *store.Tx) error { return tx.Create(node) }); err != nil {
+		t.Fatalf("Redeem after a refused record: %v; the refusal must leave the token", err)
+	}
+	st.View(func(tx store.ReadTx) {
+		if tx.GetNode("n2") == nil || tx.GetJoinToken(jt.Id).ConsumedAt == nil {
+			t.Errorf("after Redeem: node %v, token %v; want both written", tx.GetNode("n2"), tx.GetJoinToken(jt.Id))
+		}
+	})
+	if _, err := Find(st, text, t0); !errors.Is(err, ErrConsumed) {
+		t.Fatalf("Find after Redeem: %v, want ErrConsumed", err)
+	}
+	if _, err := Redeem(ctx, st, jt.Id, t0, nil); !errors.Is(err, ErrConsumed) {
+		t.Fatalf("Redeem again: %v, want ErrConsumed", err)
 	}
 }

@@ -50,6 +50,12 @@ func (s *Server) Admit(ctx context.Context, req *api.AdmitRequest) (*api.JoinRes
 	if len(req.CsrPem) == 0 {
 		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "no certificate request")
 	}
+	// Signing checks the request, before anything changes: a bad one
+	// must not cost the name's holder its membership.
+	j, err := s.signJoiner(cluster, req.Hostname, req.Address, req.CsrPem, api.NodeRole_NODE_ROLE_MANAGER)
+	if err != nil {
+		return nil, err
+	}
 	if existing != nil {
 		s.log.Warn("a formation joiner without state takes over its name: removing the old member",
 			"hostname", existing.Hostname, "node_id", existing.Id, "address", existing.Address)
@@ -57,7 +63,7 @@ func (s *Server) Admit(ctx context.Context, req *api.AdmitRequest) (*api.JoinRes
 			return nil, err
 		}
 	}
-	return s.admit(ctx, cluster, req.Hostname, req.Address, req.CsrPem, api.NodeRole_NODE_ROLE_MANAGER, "node joined with the join secret")
+	return s.admit(ctx, cluster, j, s.store.Update, "node joined with the join secret")
 }
 
 // readdress makes node's raft member and Node object carry address.

@@ -20,12 +20,25 @@ type fakeRaft struct {
 	mu      sync.Mutex
 	members []*api.RaftMember
 	calls   []string
+	// onAdd runs at the start of each AddLearner, unlocked (another join
+	// racing this one); addErr, when set, fails AddLearner after it.
+	onAdd  func()
+	addErr error
 }
 
 func (f *fakeRaft) RaftID() uint64 { return 1 }
 func (f *fakeRaft) AddLearner(_ context.Context, m *api.RaftMember) error {
 	f.mu.Lock()
+	onAdd := f.onAdd
+	f.mu.Unlock()
+	if onAdd != nil {
+		onAdd()
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.addErr != nil {
+		return f.addErr
+	}
 	f.calls = append(f.calls, "add "+m.Address)
 	f.members = append(f.members, m)
 	return nil
@@ -162,5 +175,22 @@ func TestAdmitTakesOverTheNameOfALostMember(t *testing.T) {
 	}
 	if n := node(st, "jaco-2"); n == nil || n.Id == "n2" || n.Id != resp.NodeId {
 		t.Fatalf("node jaco-2 is %v, want the newcomer %s", n, resp.NodeId)
+	}
+}
+
+// A joiner taking over a name must present a valid certificate request
+// before the name's holder is removed: a refused admission changes
+// nothing.
+func TestAdmitWithABadRequestKeepsTheNamesHolder(t *testing.T) {
+	s, r, st := admitServer(t)
+	_, err := s.Admit(asManager, &api.AdmitRequest{Hostname: "jaco-2", Address: "c:7000", CsrPem: []byte("garbage")})
+	if reason.Of(err) != reason.InvalidSpec {
+		t.Fatalf("admission with a garbage request: %v, want invalid_spec", err)
+	}
+	if len(r.calls) != 0 {
+		t.Fatalf("raft calls %v, want none", r.calls)
+	}
+	if n := node(st, "jaco-2"); n == nil || n.Id != "n2" {
+		t.Fatalf("node jaco-2 is %v, want n2 still", n)
 	}
 }

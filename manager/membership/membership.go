@@ -1,16 +1,16 @@
 // Package membership serves the leader side of a node joining the
-// cluster: it redeems the join token, signs the joiner's certificate with
+// cluster: it checks the join token, signs the joiner's certificate with
 // the role the token grants, adds a manager to raft as a nonvoter, and
-// records the node (NodeJoin). Its RPCs run on the leader; the raftproxy
+// records the node in the transaction that consumes the token (NodeJoin). Its RPCs run on the leader; the raftproxy
 // wrapper forwards them there from any manager.
 package membership
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
@@ -70,7 +71,10 @@ func New(st *store.Store, r Raft, log *slog.Logger, opts ...Option) *Server {
 	return s
 }
 
-// Join admits a node that presents a valid join token.
+// Join admits a node that presents a valid join token. Everything that
+// can refuse the join is checked before the token is consumed, and the
+// token is consumed in the transaction that records the node
+// (docs/adr/0017): a refused join leaves the token for the next attempt.
 func (s *Server) Join(ctx context.Context, req *api.JoinRequest) (*api.JoinResponse, error) {
 	if err := validate(req); err != nil {
 		return nil, err
@@ -84,16 +88,33 @@ func (s *Server) Join(ctx context.Context, req *api.JoinRequest) (*api.JoinRespo
 	if taken {
 		return nil, reason.Error(codes.AlreadyExists, reason.InvalidSpec, "a node named %q is already in the cluster", req.Hostname)
 	}
-	jt, err := jointoken.Redeem(ctx, s.store, req.Token, s.now())
+	jt, err := jointoken.Find(s.store, req.Token, s.now())
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
-	return s.admit(ctx, cluster, req.Hostname, req.Address, req.CsrPem, jt.Role, "node joined")
+	j, err := s.signJoiner(cluster, req.Hostname, req.Address, req.CsrPem, jt.Role)
+	if err != nil {
+		return nil, err
+	}
+	commit := func(ctx context.Context, record func(tx *store.Tx) error) error {
+		_, err := jointoken.Redeem(ctx, s.store, jt.Id, s.now(), record)
+		return err
+	}
+	return s.admit(ctx, cluster, j, commit, "node joined")
 }
 
-// admit makes a node of role: it signs its certificate, adds a manager to
-// raft as a nonvoter, and records its Node. msg is what the log says.
-func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, address string, csrPEM []byte, role api.NodeRole, msg string) (*api.JoinResponse, error) {
+// joiner is a node to admit whose certificate request has been signed:
+// everything about it is checked and nothing has changed yet.
+type joiner struct {
+	hostname, address string
+	role              api.NodeRole
+	nodeID            string
+	certPEM           []byte
+}
+
+// signJoiner gives the joiner a node id and signs its certificate request
+// for role, which checks the request (invalid_spec when it is not one).
+func (s *Server) signJoiner(cluster *api.Cluster, hostname, address string, csrPEM []byte, role api.NodeRole) (*joiner, error) {
 	nodeID, err := identity.NewNodeID()
 	if err != nil {
 		return nil, apierror.ToStatus(err)
@@ -102,34 +123,77 @@ func (s *Server) admit(ctx context.Context, cluster *api.Cluster, hostname, addr
 	if err != nil {
 		return nil, err
 	}
+	return &joiner{hostname: hostname, address: address, role: role, nodeID: nodeID, certPEM: certPEM}, nil
+}
+
+// admit makes j a node: it adds a manager to raft as a nonvoter and
+// records j's Node through commit, which may write more in the same
+// transaction (the token's use). A refused commit takes the nonvoter out
+// of raft again, so a refused join leaves no member behind. msg is what
+// the log says.
+func (s *Server) admit(ctx context.Context, cluster *api.Cluster, j *joiner,
+	commit func(ctx context.Context, record func(tx *store.Tx) error) error, msg string) (*api.JoinResponse, error) {
 	resp := &api.JoinResponse{
-		ClusterId: cluster.Id, NodeId: nodeID, Role: role,
-		CaCertPem: cluster.CaCertPem, CertPem: certPEM,
+		ClusterId: cluster.Id, NodeId: j.nodeID, Role: j.role,
+		CaCertPem: cluster.CaCertPem, CertPem: j.certPEM,
 	}
-	if role == api.NodeRole_NODE_ROLE_MANAGER {
+	if j.role == api.NodeRole_NODE_ROLE_MANAGER {
 		raftID, err := s.newRaftID()
 		if err != nil {
 			return nil, apierror.ToStatus(err)
 		}
-		member := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: address}
+		member := &api.RaftMember{RaftId: raftID, NodeId: j.nodeID, Address: j.address}
 		if err := s.raft.AddLearner(ctx, member); err != nil {
-			return nil, apierror.ToStatus(fmt.Errorf("add %s to raft: %w", hostname, err))
+			return nil, apierror.ToStatus(fmt.Errorf("add %s to raft: %w", j.hostname, err))
 		}
 		resp.RaftId = raftID
+	}
+	now := timestamppb.New(s.now())
+	node := &api.Node{
+		Id: j.nodeID, Meta: &api.Meta{CreatedAt: now, UpdatedAt: now},
+		Hostname: j.hostname, Address: j.address, Role: j.role, RaftId: resp.RaftId,
+	}
+	if err := commit(ctx, func(tx *store.Tx) error { return tx.Create(node) }); err != nil {
+		if resp.RaftId != 0 && refused(err) {
+			s.removeLearner(ctx, j.hostname, resp.RaftId)
+		}
+		return nil, apierror.ToStatus(fmt.Errorf("record node %s: %w", j.hostname, err))
 	}
 	// Every joiner learns the managers: a manager to reach raft, a worker
 	// to find the dispatcher.
 	resp.Members = s.raft.Members()
-	now := timestamppb.New(s.now())
-	node := &api.Node{
-		Id: nodeID, Meta: &api.Meta{CreatedAt: now, UpdatedAt: now},
-		Hostname: hostname, Address: address, Role: role, RaftId: resp.RaftId,
-	}
-	if err := s.store.Update(ctx, func(tx *store.Tx) error { return tx.Create(node) }); err != nil {
-		return nil, apierror.ToStatus(fmt.Errorf("record node %s: %w", hostname, err))
-	}
-	s.log.Info(msg, "hostname", hostname, "node_id", nodeID, "role", certRole(role), "address", address)
+	s.log.Info(msg, "hostname", j.hostname, "node_id", j.nodeID, "role", certRole(j.role), "address", j.address)
 	return resp, nil
+}
+
+// refused reports whether a commit certainly wrote nothing: the store or
+// the token refused it. Other errors (leadership lost while proposing)
+// leave it open whether the node was recorded.
+func refused(err error) bool {
+	for _, e := range []error{store.ErrExists, store.ErrVersionConflict, store.ErrNotFound, store.ErrInvalid,
+		jointoken.ErrConsumed, jointoken.ErrExpired, jointoken.ErrInvalid} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// learnerRemovalTimeout bounds taking a refused joiner out of raft, which
+// runs even when the joiner's call was cancelled.
+const learnerRemovalTimeout = 10 * time.Second
+
+// removeLearner takes the nonvoter a refused join added out of raft. A
+// failure is logged, not returned: the joiner is told why its join was
+// refused, and a nonvoter without a Node counts toward no quorum.
+func (s *Server) removeLearner(ctx context.Context, hostname string, raftID uint64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), learnerRemovalTimeout)
+	defer cancel()
+	if err := s.raft.RemoveMember(ctx, raftID); err != nil {
+		s.log.Warn("a refused join left its nonvoter in raft", "hostname", hostname, "raft_id", fmt.Sprintf("%x", raftID), "err", err)
+		return
+	}
+	s.log.Info("a refused join's nonvoter removed from raft", "hostname", hostname, "raft_id", fmt.Sprintf("%x", raftID))
 }
 
 func validate(req *api.JoinRequest) error {
@@ -145,11 +209,11 @@ func validate(req *api.JoinRequest) error {
 // validateNameAndAddress checks the name and the advertise address a
 // joiner gives.
 func validateNameAndAddress(hostname, address string) error {
-	if strings.TrimSpace(hostname) == "" {
-		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "a joining node must name itself")
+	if err := nodename.Check(hostname); err != nil {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "hostname: %v", err)
 	}
 	if _, _, err := net.SplitHostPort(address); err != nil {
-		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "advertise address %q: %v", address, err)
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "advertise address %s: %v", nodename.Quote(address), err)
 	}
 	return nil
 }
