@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/agent/isolation"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/durable"
@@ -175,12 +178,29 @@ func (s agentService) Logs(req *api.LogsRequest, stream grpc.ServerStreamingServ
 	return a.Server().Logs(req, stream)
 }
 
-func (s agentService) ListLocalReplicas(context.Context, *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
+func (s agentService) ListLocalReplicas(_ context.Context, req *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
 	a, err := s.running()
 	if err != nil {
 		return nil, err
 	}
-	return &api.ListLocalReplicasResponse{Replicas: a.Replicas()}, nil
+	return localReplicasPage(a.Replicas(), req)
+}
+
+// localReplicasPage is the page of replicas req asks for, in id order as
+// every listing pages (docs/adr/0017-list-paging.md).
+func localReplicasPage(replicas []*api.Task, req *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
+	after, err := paging.After(req.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(replicas, func(a, b *api.Task) int { return strings.Compare(a.Id, b.Id) })
+	page := paging.NewPage[*api.Task](req.PageSize)
+	for _, t := range replicas {
+		if t.Id > after && !page.Add(t.Id, t) {
+			break
+		}
+	}
+	return &api.ListLocalReplicasResponse{Replicas: page.Items, NextPageToken: page.NextToken()}, nil
 }
 
 func (s agentService) LoadImage(stream grpc.ClientStreamingServer[api.LoadImageRequest, api.LoadImageResponse]) error {
