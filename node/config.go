@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/internal/datadir"
 )
 
@@ -109,6 +110,11 @@ func (c *Config) setDefaults() error {
 			return fmt.Errorf("%w: node name: %w", ErrInvalidConfig, err)
 		}
 		c.NodeName = h
+	}
+	// The leader refuses a join under a name that is not a host name;
+	// refusing it here says so at start, and names the flag to fix.
+	if err := nodename.Check(c.NodeName); err != nil {
+		return fmt.Errorf("%w: --node-name (default: this host's name): %w", ErrInvalidConfig, err)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/datadir"
 	"github.com/jaco-project/jaco/manager/backup/backupfile"
@@ -62,6 +63,11 @@ type Restored struct {
 func Restore(b *backupfile.Backup, opts Options) (_ *Restored, err error) {
 	if opts.DataDir == "" || opts.NodeName == "" || opts.AdvertiseAddr == "" {
 		return nil, errors.New("restore: a data dir, a node name and an advertise address are required")
+	}
+	// jacod refuses to start under a name that is not a host name; a
+	// restore must not make a data dir only such a name would open.
+	if err := nodename.Check(opts.NodeName); err != nil {
+		return nil, fmt.Errorf("restore: --node-name: %w", err)
 	}
 	if opts.CertLifetime == 0 {
 		opts.CertLifetime = ca.DefaultCertTTL

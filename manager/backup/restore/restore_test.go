@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/datadir"
 	"github.com/jaco-project/jaco/manager/backup/internal/backuptest"
@@ -157,6 +158,14 @@ func TestRestoreRefusesAndWritesNothing(t *testing.T) {
 			t.Fatalf("Restore = %v, want ErrNotEmpty", err)
 		}
 		assertEntries(t, opts.DataDir, "keep")
+	})
+	t.Run("a node name that is not a host name", func(t *testing.T) {
+		opts := restoreOpts
+		opts.DataDir, opts.NodeName = t.TempDir(), "mgr\x1b[2J\n1"
+		if _, err := Restore(backuptest.Backup(t), opts); !errors.Is(err, nodename.ErrInvalid) {
+			t.Fatalf("Restore = %v, want nodename.ErrInvalid", err)
+		}
+		assertEntries(t, opts.DataDir)
 	})
 	t.Run("unusable CA", func(t *testing.T) {
 		b := backuptest.Backup(t)
