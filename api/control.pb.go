@@ -128,6 +128,66 @@ func (MemberStatus) EnumDescriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{1}
 }
 
+// The list calls answer in pages, in id order (docs/adr/0017-list-paging.md):
+// a reply that grew with the store would outgrow gRPC's 4 MiB message limit.
+// ReadConsistency says how current a read's answer must be
+// (docs/adr/0018-read-consistency.md).
+type ReadConsistency int32
+
+const (
+	// READ_CONSISTENCY_UNSPECIFIED reads as LOCAL.
+	ReadConsistency_READ_CONSISTENCY_UNSPECIFIED ReadConsistency = 0
+	// READ_CONSISTENCY_LOCAL answers from the store of the manager called:
+	// fast and available without a leader, but it may lag the cluster by
+	// the entries in flight, and by more on a manager cut off from it.
+	ReadConsistency_READ_CONSISTENCY_LOCAL ReadConsistency = 1
+	// READ_CONSISTENCY_LINEARIZABLE answers only once the manager called
+	// holds every write acknowledged before the read began, as a quorum
+	// confirms (raft's ReadIndex); no_leader when no quorum confirms.
+	ReadConsistency_READ_CONSISTENCY_LINEARIZABLE ReadConsistency = 2
+)
+
+// Enum value maps for ReadConsistency.
+var (
+	ReadConsistency_name = map[int32]string{
+		0: "READ_CONSISTENCY_UNSPECIFIED",
+		1: "READ_CONSISTENCY_LOCAL",
+		2: "READ_CONSISTENCY_LINEARIZABLE",
+	}
+	ReadConsistency_value = map[string]int32{
+		"READ_CONSISTENCY_UNSPECIFIED":  0,
+		"READ_CONSISTENCY_LOCAL":        1,
+		"READ_CONSISTENCY_LINEARIZABLE": 2,
+	}
+)
+
+func (x ReadConsistency) Enum() *ReadConsistency {
+	p := new(ReadConsistency)
+	*p = x
+	return p
+}
+
+func (x ReadConsistency) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReadConsistency) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_control_proto_enumTypes[2].Descriptor()
+}
+
+func (ReadConsistency) Type() protoreflect.EnumType {
+	return &file_api_control_proto_enumTypes[2]
+}
+
+func (x ReadConsistency) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReadConsistency.Descriptor instead.
+func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{2}
+}
+
 type InitClusterRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -851,8 +911,6 @@ func (x *GetUnlockKeyResponse) GetPreviousUnlockKey() string {
 	return ""
 }
 
-// The list calls answer in pages, in id order (docs/adr/0017-list-paging.md):
-// a reply that grew with the store would outgrow gRPC's 4 MiB message limit.
 type ListNodesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// page_size caps the nodes in the reply (0: the server's cap, 1000). The
@@ -860,7 +918,8 @@ type ListNodesRequest struct {
 	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// page_token is the previous reply's next_page_token; empty for the
 	// first page.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken     string          `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -907,6 +966,13 @@ func (x *ListNodesRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListNodesRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type ListNodesResponse struct {
@@ -965,7 +1031,8 @@ func (x *ListNodesResponse) GetNextPageToken() string {
 type GetNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node is a node id or a hostname.
-	Node          string `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Node          string          `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1005,6 +1072,13 @@ func (x *GetNodeRequest) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *GetNodeRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type GetNodeResponse struct {
@@ -1544,6 +1618,7 @@ func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
 type GetServiceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Consistency   ReadConsistency        `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1583,6 +1658,13 @@ func (x *GetServiceRequest) GetService() string {
 		return x.Service
 	}
 	return ""
+}
+
+func (x *GetServiceRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type GetServiceResponse struct {
@@ -1636,7 +1718,8 @@ type ListServicesRequest struct {
 	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// page_token is the previous reply's next_page_token; empty for the
 	// first page.
-	PageToken     string `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken     string          `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1683,6 +1766,13 @@ func (x *ListServicesRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListServicesRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type ListServicesResponse struct {
@@ -1748,7 +1838,8 @@ type ListTasksRequest struct {
 	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// page_token is the previous reply's next_page_token; empty for the
 	// first page.
-	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken     string          `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,5,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1809,6 +1900,13 @@ func (x *ListTasksRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListTasksRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
 }
 
 type ListTasksResponse struct {
@@ -2120,16 +2218,18 @@ const file_api_control_proto_rawDesc = "" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x12.\n" +
-	"\x13previous_unlock_key\x18\x03 \x01(\tR\x11previousUnlockKey\"N\n" +
+	"\x13previous_unlock_key\x18\x03 \x01(\tR\x11previousUnlockKey\"\x8b\x01\n" +
 	"\x10ListNodesRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"a\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12;\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"a\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"$\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"a\n" +
 	"\x0eGetNodeRequest\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\"5\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"5\n" +
 	"\x0fGetNodeResponse\x12\"\n" +
 	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"l\n" +
 	"\x15IssueJoinTokenRequest\x12&\n" +
@@ -2157,24 +2257,27 @@ const file_api_control_proto_rawDesc = "" +
 	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"0\n" +
 	"\x14RemoveServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\"\x17\n" +
-	"\x15RemoveServiceResponse\"-\n" +
+	"\x15RemoveServiceResponse\"j\n" +
 	"\x11GetServiceRequest\x12\x18\n" +
-	"\aservice\x18\x01 \x01(\tR\aservice\"A\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"A\n" +
 	"\x12GetServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"Q\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"\x8e\x01\n" +
 	"\x13ListServicesRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x02 \x01(\tR\tpageToken\"m\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12;\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"m\n" +
 	"\x14ListServicesResponse\x12-\n" +
 	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"|\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb9\x01\n" +
 	"\x10ListTasksRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"a\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12;\n" +
+	"\vconsistency\x18\x05 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"a\n" +
 	"\x11ListTasksResponse\x12$\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb7\x03\n" +
@@ -2207,7 +2310,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\fMemberStatus\x12\x1d\n" +
 	"\x19MEMBER_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13MEMBER_STATUS_READY\x10\x01\x12\x1d\n" +
-	"\x19MEMBER_STATUS_UNREACHABLE\x10\x022\xc1\x02\n" +
+	"\x19MEMBER_STATUS_UNREACHABLE\x10\x02*r\n" +
+	"\x0fReadConsistency\x12 \n" +
+	"\x1cREAD_CONSISTENCY_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16READ_CONSISTENCY_LOCAL\x10\x01\x12!\n" +
+	"\x1dREAD_CONSISTENCY_LINEARIZABLE\x10\x022\xc1\x02\n" +
 	"\x0eClusterService\x12\x83\x01\n" +
 	"\x04Init\x12\x1c.jaco.api.InitClusterRequest\x1a\x1d.jaco.api.InitClusterResponse\">\xda\xf3\x18:\n" +
 	"\x01\x02\x12\x02\x01\x03\x1a1cluster init is accepted only on the local socket\x12P\n" +
@@ -2263,124 +2370,130 @@ func file_api_control_proto_rawDescGZIP() []byte {
 	return file_api_control_proto_rawDescData
 }
 
-var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
-	(*InitClusterRequest)(nil),     // 2: jaco.api.InitClusterRequest
-	(*InitClusterResponse)(nil),    // 3: jaco.api.InitClusterResponse
-	(*JoinClusterRequest)(nil),     // 4: jaco.api.JoinClusterRequest
-	(*JoinClusterResponse)(nil),    // 5: jaco.api.JoinClusterResponse
-	(*ClusterStatusRequest)(nil),   // 6: jaco.api.ClusterStatusRequest
-	(*Member)(nil),                 // 7: jaco.api.Member
-	(*ClusterStatusResponse)(nil),  // 8: jaco.api.ClusterStatusResponse
-	(*UnlockNodeRequest)(nil),      // 9: jaco.api.UnlockNodeRequest
-	(*UnlockNodeResponse)(nil),     // 10: jaco.api.UnlockNodeResponse
-	(*UpdateClusterRequest)(nil),   // 11: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),  // 12: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),    // 13: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),   // 14: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),       // 15: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),      // 16: jaco.api.ListNodesResponse
-	(*GetNodeRequest)(nil),         // 17: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 18: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 19: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 20: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 21: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 22: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),   // 23: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),  // 24: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),   // 25: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),  // 26: jaco.api.UpdateServiceResponse
-	(*RemoveServiceRequest)(nil),   // 27: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 28: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 29: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 30: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 31: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 32: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 33: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 34: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 35: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 36: jaco.api.UpdateNodeResponse
-	(*ServiceLogsRequest)(nil),     // 37: jaco.api.ServiceLogsRequest
-	nil,                            // 38: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 39: jaco.api.Suffrage
-	(*Node)(nil),                   // 40: jaco.api.Node
-	(NodeRole)(0),                  // 41: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 42: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 43: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 44: jaco.api.ServiceSpec
-	(*Service)(nil),                // 45: jaco.api.Service
-	(*Task)(nil),                   // 46: jaco.api.Task
-	(NodeAvailability)(0),          // 47: jaco.api.NodeAvailability
-	(*LogsMessage)(nil),            // 48: jaco.api.LogsMessage
+	(ReadConsistency)(0),           // 2: jaco.api.ReadConsistency
+	(*InitClusterRequest)(nil),     // 3: jaco.api.InitClusterRequest
+	(*InitClusterResponse)(nil),    // 4: jaco.api.InitClusterResponse
+	(*JoinClusterRequest)(nil),     // 5: jaco.api.JoinClusterRequest
+	(*JoinClusterResponse)(nil),    // 6: jaco.api.JoinClusterResponse
+	(*ClusterStatusRequest)(nil),   // 7: jaco.api.ClusterStatusRequest
+	(*Member)(nil),                 // 8: jaco.api.Member
+	(*ClusterStatusResponse)(nil),  // 9: jaco.api.ClusterStatusResponse
+	(*UnlockNodeRequest)(nil),      // 10: jaco.api.UnlockNodeRequest
+	(*UnlockNodeResponse)(nil),     // 11: jaco.api.UnlockNodeResponse
+	(*UpdateClusterRequest)(nil),   // 12: jaco.api.UpdateClusterRequest
+	(*UpdateClusterResponse)(nil),  // 13: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),    // 14: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),   // 15: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),       // 16: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),      // 17: jaco.api.ListNodesResponse
+	(*GetNodeRequest)(nil),         // 18: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 19: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 20: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 21: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),      // 22: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 23: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),   // 24: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),  // 25: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),   // 26: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),  // 27: jaco.api.UpdateServiceResponse
+	(*RemoveServiceRequest)(nil),   // 28: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 29: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 30: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 31: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 32: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 33: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 34: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 35: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 36: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 37: jaco.api.UpdateNodeResponse
+	(*ServiceLogsRequest)(nil),     // 38: jaco.api.ServiceLogsRequest
+	nil,                            // 39: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 40: jaco.api.Suffrage
+	(*Node)(nil),                   // 41: jaco.api.Node
+	(NodeRole)(0),                  // 42: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 43: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 44: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 45: jaco.api.ServiceSpec
+	(*Service)(nil),                // 46: jaco.api.Service
+	(*Task)(nil),                   // 47: jaco.api.Task
+	(NodeAvailability)(0),          // 48: jaco.api.NodeAvailability
+	(*LogsMessage)(nil),            // 49: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	39, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	40, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
-	7,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
+	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	40, // 5: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	40, // 6: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	41, // 7: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	42, // 8: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	43, // 9: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	42, // 10: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	44, // 11: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	45, // 12: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	44, // 13: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	45, // 14: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	45, // 15: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	45, // 16: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	46, // 17: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	47, // 18: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	38, // 19: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	41, // 20: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	42, // 21: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	40, // 22: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	2,  // 23: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	4,  // 24: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	6,  // 25: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	9,  // 26: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	11, // 27: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	13, // 28: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	15, // 29: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	17, // 30: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	19, // 31: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	21, // 32: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	35, // 33: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	23, // 34: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	25, // 35: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	27, // 36: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	29, // 37: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	31, // 38: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	33, // 39: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	37, // 40: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	3,  // 41: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	5,  // 42: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	8,  // 43: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	10, // 44: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	12, // 45: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	14, // 46: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	16, // 47: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	18, // 48: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	20, // 49: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	22, // 50: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	36, // 51: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	24, // 52: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	26, // 53: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	28, // 54: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	30, // 55: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	32, // 56: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	34, // 57: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	48, // 58: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	41, // [41:59] is the sub-list for method output_type
-	23, // [23:41] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	41, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	41, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	42, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	43, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	44, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	43, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	45, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	46, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	45, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	46, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 17: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	46, // 18: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 19: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	46, // 20: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	2,  // 21: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	47, // 22: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	48, // 23: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	39, // 24: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	42, // 25: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	43, // 26: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	41, // 27: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	3,  // 28: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 29: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 30: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 31: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 32: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 33: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 34: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 35: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 36: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 37: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	36, // 38: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 39: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 40: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	28, // 41: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	30, // 42: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	32, // 43: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	34, // 44: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	38, // 45: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 46: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 47: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 48: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 49: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 50: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 51: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 52: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 53: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 54: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 55: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	37, // 56: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 57: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 58: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	29, // 59: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	31, // 60: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	33, // 61: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	35, // 62: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	49, // 63: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	46, // [46:64] is the sub-list for method output_type
+	28, // [28:46] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -2398,7 +2511,7 @@ func file_api_control_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   3,

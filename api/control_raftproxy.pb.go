@@ -49,14 +49,14 @@ func (p *raftProxyControlServiceServer) GetUnlockKey(ctx context.Context, r *Get
 }
 
 func (p *raftProxyControlServiceServer) ListNodes(ctx context.Context, r *ListNodesRequest) (*ListNodesResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.ListNodes(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) GetNode(ctx context.Context, r *GetNodeRequest) (*GetNodeResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.GetNode(ctx, r) // local_read: never forwarded
@@ -129,28 +129,28 @@ func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *Re
 }
 
 func (p *raftProxyControlServiceServer) GetService(ctx context.Context, r *GetServiceRequest) (*GetServiceResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.GetService(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ListServices(ctx context.Context, r *ListServicesRequest) (*ListServicesResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.ListServices(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ListTasks(ctx context.Context, r *ListTasksRequest) (*ListTasksResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.ListTasks(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) ServiceLogs(r *ServiceLogsRequest, stream grpc.ServerStreamingServer[LogsMessage]) error {
-	if err := p.router.LocalRead(stream.Context()); err != nil {
+	if err := p.router.LocalRead(stream.Context(), r); err != nil {
 		return err
 	}
 	return p.local.ServiceLogs(r, stream) // local_read: never forwarded

@@ -43,18 +43,6 @@ func (m *Manager) LeaderConn(context.Context) (grpc.ClientConnInterface, error) 
 	return conn, nil
 }
 
-// LocalRead lets reads marked local_read be answered from this member's
-// store once it holds everything its log held as committed when it opened.
-// Before that a restarted manager would answer with an older state than it
-// served before it stopped: it answers not_ready, which clients retry.
-func (m *Manager) LocalRead(context.Context) error {
-	if applied, commit, ok := m.raft.Replayed(); !ok {
-		return reason.Error(codes.Unavailable, reason.NotReady,
-			"this manager restarted and is still applying its raft log (entry %d of %d): retry in a moment", applied, commit)
-	}
-	return nil
-}
-
 // QuorumLost reports whether this member has been without a leader for
 // longer than the quorum-loss window.
 func (m *Manager) QuorumLost() bool { return m.raft.LeaderlessFor() > m.quorumLossWindow }

@@ -28,9 +28,11 @@ type Router interface {
 	// the returned ctx, or the conn to send it over together with the
 	// (outgoing) ctx to send it with.
 	Route(ctx context.Context) (grpc.ClientConnInterface, context.Context, error)
-	// LocalRead returns nil when a read marked local_read may be answered
-	// from this node's store now, else the error the caller gets.
-	LocalRead(ctx context.Context) error
+	// LocalRead returns nil when the read req, marked local_read, may be
+	// answered from this node's store now, else the error the caller gets.
+	// It may wait first (a linearizable read waits for the store to hold
+	// every write acknowledged before it).
+	LocalRead(ctx context.Context, req any) error
 }
 
 // Leader is this node's view of raft leadership and of its own store.
@@ -41,10 +43,10 @@ type Leader interface {
 	// reach the client unchanged, so they should carry a reason word
 	// (no_leader while there is none).
 	LeaderConn(ctx context.Context) (grpc.ClientConnInterface, error)
-	// LocalRead returns nil when this node's store may answer a local
-	// read, else the error the caller gets (with a reason word: a manager
-	// still replaying its log answers not_ready).
-	LocalRead(ctx context.Context) error
+	// LocalRead returns nil when this node's store may answer the local
+	// read req, else the error the caller gets (with a reason word: a
+	// manager still replaying its log answers not_ready).
+	LocalRead(ctx context.Context, req any) error
 }
 
 // LeaderRouter serves calls on the leader and forwards them there from any
@@ -62,7 +64,9 @@ func NewLeaderRouter(leader Leader) *LeaderRouter {
 
 // LocalRead implements Router: whether local reads are served is the
 // leader view's to say.
-func (r *LeaderRouter) LocalRead(ctx context.Context) error { return r.leader.LocalRead(ctx) }
+func (r *LeaderRouter) LocalRead(ctx context.Context, req any) error {
+	return r.leader.LocalRead(ctx, req)
+}
 
 // Route implements Router.
 //

@@ -23,7 +23,7 @@ type fakeLeader struct {
 
 func (f *fakeLeader) IsLeader() bool { return f.leader }
 
-func (f *fakeLeader) LocalRead(context.Context) error { return nil }
+func (f *fakeLeader) LocalRead(context.Context, any) error { return nil }
 
 func (f *fakeLeader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	f.dials++

@@ -141,7 +141,7 @@ func generateUnary(g *protogen.GeneratedFile, s service, m *protogen.Method) {
 	g.P("func (p *raftProxy", s.GoName, "Server) ", m.GoName, "(ctx ", g.QualifiedGoIdent(contextPackage.Ident("Context")),
 		", r *", g.QualifiedGoIdent(m.Input.GoIdent), ") (*", g.QualifiedGoIdent(m.Output.GoIdent), ", error) {")
 	if s.localRead[m] {
-		g.P("if err := p.router.LocalRead(ctx); err != nil {")
+		g.P("if err := p.router.LocalRead(ctx, r); err != nil {")
 		g.P("return nil, err")
 		g.P("}")
 		g.P("return p.local.", m.GoName, "(ctx, r) // local_read: never forwarded")
@@ -164,7 +164,7 @@ func generateServerStream(g *protogen.GeneratedFile, s service, m *protogen.Meth
 	g.P("func (p *raftProxy", s.GoName, "Server) ", m.GoName, "(r *", g.QualifiedGoIdent(m.Input.GoIdent),
 		", stream ", g.QualifiedGoIdent(grpcPackage.Ident("ServerStreamingServer")), "[", out, "]) error {")
 	if s.localRead[m] {
-		g.P("if err := p.router.LocalRead(stream.Context()); err != nil {")
+		g.P("if err := p.router.LocalRead(stream.Context(), r); err != nil {")
 		g.P("return err")
 		g.P("}")
 		g.P("return p.local.", m.GoName, "(r, stream) // local_read: never forwarded")

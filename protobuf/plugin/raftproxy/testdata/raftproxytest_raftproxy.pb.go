@@ -39,7 +39,7 @@ func (p *raftProxyItemServiceServer) Put(ctx context.Context, r *Item) (*emptypb
 }
 
 func (p *raftProxyItemServiceServer) Get(ctx context.Context, r *GetItemRequest) (*Item, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.Get(ctx, r) // local_read: never forwarded

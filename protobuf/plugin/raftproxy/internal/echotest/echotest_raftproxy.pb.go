@@ -38,7 +38,7 @@ func (p *raftProxyEchoServiceServer) Write(ctx context.Context, r *EchoRequest) 
 }
 
 func (p *raftProxyEchoServiceServer) Read(ctx context.Context, r *EchoRequest) (*EchoResponse, error) {
-	if err := p.router.LocalRead(ctx); err != nil {
+	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err
 	}
 	return p.local.Read(ctx, r) // local_read: never forwarded

@@ -118,7 +118,7 @@ type fakeLeader struct {
 
 func (f fakeLeader) IsLeader() bool { return f.leader }
 
-func (f fakeLeader) LocalRead(context.Context) error { return f.readErr }
+func (f fakeLeader) LocalRead(context.Context, any) error { return f.readErr }
 
 func (f fakeLeader) LeaderConn(context.Context) (grpc.ClientConnInterface, error) {
 	return f.conn, nil
