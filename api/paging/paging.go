@@ -110,7 +110,7 @@ var ErrStuck = errors.New("the server's page tokens do not advance")
 
 // Collect gathers a listing page by page: fetch returns the items of the
 // page that token names ("" for the first) and the next page's token, ""
-// after the last page.
+// after the last page. A fetch error is returned as it is.
 func Collect[T any](fetch func(token string) (items []T, next string, err error)) ([]T, error) {
 	var all []T
 	seen := map[string]bool{"": true}
@@ -118,7 +118,9 @@ func Collect[T any](fetch func(token string) (items []T, next string, err error)
 	for pages := 1; ; pages++ {
 		items, next, err := fetch(token)
 		if err != nil {
-			return nil, fmt.Errorf("page %d: %w", pages, err)
+			// As it is: a status error keeps its reason word and sentence
+			// for the caller to print.
+			return nil, err
 		}
 		all = append(all, items...)
 		switch {
