@@ -109,11 +109,11 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 		return err
 	}
 	err = waitFor(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		resp, err := n.cl.Control.ListNodes(ctx, &api.ListNodesRequest{})
+		nodes, err := n.cl.ListNodes(ctx)
 		if err != nil {
 			return err
 		}
-		for _, nd := range resp.GetNodes() {
+		for _, nd := range nodes {
 			if nd.GetId() == n.m.nodeID && nd.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_READY {
 				return nil
 			}
@@ -198,13 +198,13 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 	seen := map[string]time.Time{}
 	var tasks []*api.Task
 	err = waitFor(ctx, 5*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		lr, err := n.cl.Control.ListTasks(ctx, &api.ListTasksRequest{Service: name})
+		listed, err := n.cl.ListTasks(ctx, name, "")
 		if err != nil {
 			return err
 		}
 		now := time.Now()
 		tasks = tasks[:0]
-		for _, t := range lr.GetTasks() {
+		for _, t := range listed {
 			if t.GetDesiredState() != api.TaskState_TASK_STATE_RUNNING {
 				continue
 			}
@@ -268,12 +268,12 @@ func (n *jacoNode) remove(ctx context.Context, name string) error {
 	}
 	return waitFor(ctx, 5*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
 		// The service is gone at once; its tasks go once stopped.
-		lr, err := n.cl.Control.ListTasks(ctx, &api.ListTasksRequest{})
+		listed, err := n.cl.ListTasks(ctx, "", "")
 		if err != nil {
 			return err
 		}
 		left := 0
-		for _, t := range lr.GetTasks() {
+		for _, t := range listed {
 			if t.GetServiceName() == name {
 				left++
 			}

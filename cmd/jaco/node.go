@@ -78,12 +78,12 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.ListNodes(ctx, &api.ListNodesRequest{})
+				nodes, err := c.ListNodes(ctx)
 				if err != nil {
 					return err
 				}
-				views := make([]nodeView, 0, len(resp.Nodes))
-				for _, n := range resp.Nodes {
+				views := make([]nodeView, 0, len(nodes))
+				for _, n := range nodes {
 					views = append(views, toNodeView(n))
 				}
 				if format == "json" {

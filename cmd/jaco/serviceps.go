@@ -57,15 +57,15 @@ func serviceLsCmd(g *globals) *cobra.Command {
 // listServices counts each service's replicas from the local store of the
 // daemon asked: desired is the live replicas for a global service.
 func listServices(ctx context.Context, c *client.Client) ([]serviceView, error) {
-	svcs, err := c.Control.ListServices(ctx, &api.ListServicesRequest{})
+	svcs, err := c.ListServices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{})
+	tasks, err := c.ListTasks(ctx, "", "")
 	if err != nil {
 		return nil, err
 	}
-	return serviceViews(svcs.Services, tasks.Tasks), nil
+	return serviceViews(svcs, tasks), nil
 }
 
 // serviceViews counts each service's replicas among tasks.
@@ -146,21 +146,21 @@ func printReplicas(w io.Writer, views []taskView) error {
 // running, and for a slot without one its latest replica, so a slot that
 // gave up shows why. all lists the history too.
 func listReplicas(ctx context.Context, c *client.Client, service string, all bool) ([]taskView, error) {
-	tasks, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{Service: service})
+	tasks, err := c.ListTasks(ctx, service, "")
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := c.Control.ListNodes(ctx, &api.ListNodesRequest{})
+	nodes, err := c.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	hostnames := map[string]string{}
-	for _, n := range nodes.Nodes {
+	for _, n := range nodes {
 		hostnames[n.Id] = n.Hostname
 	}
 	latest := map[string]*api.Task{}
 	hasLive := map[string]bool{}
-	for _, t := range tasks.Tasks {
+	for _, t := range tasks {
 		k := slotKey(t)
 		if t.DesiredState == api.TaskState_TASK_STATE_RUNNING {
 			hasLive[k] = true
@@ -170,7 +170,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 		}
 	}
 	var views []taskView
-	for _, t := range tasks.Tasks {
+	for _, t := range tasks {
 		k := slotKey(t)
 		show := all || t.DesiredState == api.TaskState_TASK_STATE_RUNNING || (!hasLive[k] && latest[k] == t)
 		if !show {

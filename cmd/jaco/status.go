@@ -72,22 +72,22 @@ func statusCmd(g *globals) *cobra.Command {
 }
 
 func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error) {
-	nodes, err := c.Control.ListNodes(ctx, &api.ListNodesRequest{})
+	nodes, err := c.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{})
+	tasks, err := c.ListTasks(ctx, "", "")
 	if err != nil {
 		return nil, err
 	}
 	perNode := map[string]int{}
-	for _, t := range tasks.Tasks {
+	for _, t := range tasks {
 		if t.DesiredState == api.TaskState_TASK_STATE_RUNNING && t.GetStatus().GetState() == api.TaskState_TASK_STATE_RUNNING {
 			perNode[t.NodeId]++
 		}
 	}
 	v := &workloadView{}
-	for _, n := range nodes.Nodes {
+	for _, n := range nodes {
 		v.Nodes = append(v.Nodes, nodeStatusView{
 			Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"),
 			Status:       word(n.GetStatus().GetState().String(), "NODE_STATUS_STATE_"),
@@ -95,11 +95,11 @@ func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error)
 			Drain: statusDrain(n.GetDrain()),
 		})
 	}
-	svcs, err := c.Control.ListServices(ctx, &api.ListServicesRequest{})
+	svcs, err := c.ListServices(ctx)
 	if err != nil {
 		return nil, err
 	}
-	v.Services = serviceViews(svcs.Services, tasks.Tasks)
+	v.Services = serviceViews(svcs, tasks)
 	return v, nil
 }
 
@@ -132,12 +132,12 @@ type localTask struct {
 // localStatus shows a worker's own replicas, from its agent: a worker
 // keeps no copy of the cluster's state.
 func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, format string) error {
-	resp, err := c.Agent.ListLocalReplicas(ctx, &api.ListLocalReplicasRequest{})
+	replicas, err := c.ListLocalReplicas(ctx)
 	if err != nil {
 		return err
 	}
 	v := localView{Worker: true, Replicas: []localTask{}}
-	for _, t := range resp.Replicas {
+	for _, t := range replicas {
 		name := t.ServiceName + "." + fmt.Sprint(t.Slot)
 		if t.Slot == 0 {
 			name = t.ServiceName + " (global)"
