@@ -6,17 +6,23 @@ import (
 	"slices"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/paging"
 )
 
 // The servers list in pages, in id order (docs/adr/0017-list-paging.md);
-// these gather every page and sort the result for people to read.
+// these gather every page and sort the result for people to read. Each
+// page is asked for with a copy of req (nil: an empty one) carrying that
+// page's token, so filters and other fields hold for every page.
 
 // ListNodes returns every node, sorted by hostname.
-func (c *Client) ListNodes(ctx context.Context) ([]*api.Node, error) {
+func (c *Client) ListNodes(ctx context.Context, req *api.ListNodesRequest) ([]*api.Node, error) {
 	nodes, err := paging.Collect(func(tok string) ([]*api.Node, string, error) {
-		resp, err := c.Control.ListNodes(ctx, &api.ListNodesRequest{PageToken: tok})
+		r := cloneOr(req, &api.ListNodesRequest{})
+		r.PageToken = tok
+		resp, err := c.Control.ListNodes(ctx, r)
 		return resp.GetNodes(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -29,9 +35,11 @@ func (c *Client) ListNodes(ctx context.Context) ([]*api.Node, error) {
 }
 
 // ListServices returns every service, sorted by name.
-func (c *Client) ListServices(ctx context.Context) ([]*api.Service, error) {
+func (c *Client) ListServices(ctx context.Context, req *api.ListServicesRequest) ([]*api.Service, error) {
 	svcs, err := paging.Collect(func(tok string) ([]*api.Service, string, error) {
-		resp, err := c.Control.ListServices(ctx, &api.ListServicesRequest{PageToken: tok})
+		r := cloneOr(req, &api.ListServicesRequest{})
+		r.PageToken = tok
+		resp, err := c.Control.ListServices(ctx, r)
 		return resp.GetServices(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -43,11 +51,13 @@ func (c *Client) ListServices(ctx context.Context) ([]*api.Service, error) {
 	return svcs, nil
 }
 
-// ListTasks returns the replicas of service on node (id or name; either
-// may be empty for all), ordered by service, slot, node and creation.
-func (c *Client) ListTasks(ctx context.Context, service, node string) ([]*api.Task, error) {
+// ListTasks returns the replicas req narrows to (service, node), ordered
+// by service, slot, node and creation.
+func (c *Client) ListTasks(ctx context.Context, req *api.ListTasksRequest) ([]*api.Task, error) {
 	tasks, err := paging.Collect(func(tok string) ([]*api.Task, string, error) {
-		resp, err := c.Control.ListTasks(ctx, &api.ListTasksRequest{Service: service, Node: node, PageToken: tok})
+		r := cloneOr(req, &api.ListTasksRequest{})
+		r.PageToken = tok
+		resp, err := c.Control.ListTasks(ctx, r)
 		return resp.GetTasks(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -59,9 +69,11 @@ func (c *Client) ListTasks(ctx context.Context, service, node string) ([]*api.Ta
 
 // ListLocalReplicas returns the replicas the daemon's own agent runs or
 // still has to stop, ordered as ListTasks orders.
-func (c *Client) ListLocalReplicas(ctx context.Context) ([]*api.Task, error) {
+func (c *Client) ListLocalReplicas(ctx context.Context, req *api.ListLocalReplicasRequest) ([]*api.Task, error) {
 	tasks, err := paging.Collect(func(tok string) ([]*api.Task, string, error) {
-		resp, err := c.Agent.ListLocalReplicas(ctx, &api.ListLocalReplicasRequest{PageToken: tok})
+		r := cloneOr(req, &api.ListLocalReplicasRequest{})
+		r.PageToken = tok
+		resp, err := c.Agent.ListLocalReplicas(ctx, r)
 		return resp.GetReplicas(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -69,6 +81,14 @@ func (c *Client) ListLocalReplicas(ctx context.Context) ([]*api.Task, error) {
 	}
 	slices.SortFunc(tasks, compareTasks)
 	return tasks, nil
+}
+
+// cloneOr returns a copy of req, or empty when req is nil.
+func cloneOr[T proto.Message](req, empty T) T {
+	if !req.ProtoReflect().IsValid() { // a nil message
+		return empty
+	}
+	return proto.CloneOf(req)
 }
 
 func compareTasks(a, b *api.Task) int {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -32,7 +33,7 @@ func (p *pagedControl) ListServices(_ context.Context, req *api.ListServicesRequ
 }
 
 func (p *pagedControl) ListTasks(_ context.Context, req *api.ListTasksRequest, _ ...grpc.CallOption) (*api.ListTasksResponse, error) {
-	p.asked = append(p.asked, req.Service+"/"+req.Node+"/"+req.PageToken)
+	p.asked = append(p.asked, fmt.Sprintf("%s/%s/%d/%s", req.Service, req.Node, req.PageSize, req.PageToken))
 	return p.tasks[req.PageToken], nil
 }
 
@@ -55,7 +56,7 @@ func TestListServicesGathersEveryPageSortedByName(t *testing.T) {
 		"p3": {Services: []*api.Service{svc("4", "api")}},
 	}}
 	c := &Client{Control: ctl}
-	got, err := c.ListServices(context.Background())
+	got, err := c.ListServices(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +74,14 @@ func TestListTasksKeepsTheFiltersOnEveryPage(t *testing.T) {
 		"p2": {Tasks: []*api.Task{{Id: "a", ServiceName: "web", Slot: 1}}},
 	}}
 	c := &Client{Control: ctl}
-	got, err := c.ListTasks(context.Background(), "web", "w1")
+	got, err := c.ListTasks(context.Background(), &api.ListTasksRequest{Service: "web", Node: "w1", PageSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[0].Slot != 1 || got[1].Slot != 2 {
 		t.Errorf("tasks %v, want slots 1 and 2 in order", got)
 	}
-	if want := []string{"web/w1/", "web/w1/p2"}; !slices.Equal(ctl.asked, want) {
+	if want := []string{"web/w1/1/", "web/w1/1/p2"}; !slices.Equal(ctl.asked, want) {
 		t.Errorf("asked %q, want %q", ctl.asked, want)
 	}
 }
@@ -105,7 +106,7 @@ func TestListServicesStopsOnATokenThatDoesNotAdvance(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctl := &pagedControl{services: pages}
-			_, err := (&Client{Control: ctl}).ListServices(context.Background())
+			_, err := (&Client{Control: ctl}).ListServices(context.Background(), nil)
 			if !errors.Is(err, paging.ErrStuck) {
 				t.Fatalf("ListServices = %v, want ErrStuck", err)
 			}
@@ -120,7 +121,7 @@ func TestListServicesKeepsTheServersReason(t *testing.T) {
 	ctl := &pagedControl{services: map[string]*api.ListServicesResponse{
 		"": {Services: []*api.Service{svc("1", "a")}, NextPageToken: "gone"},
 	}}
-	_, err := (&Client{Control: ctl}).ListServices(context.Background())
+	_, err := (&Client{Control: ctl}).ListServices(context.Background(), nil)
 	if reason.Of(err) != reason.InvalidPageToken {
 		t.Fatalf("ListServices = %v, want the server's invalid_page_token", err)
 	}

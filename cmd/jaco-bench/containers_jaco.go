@@ -109,7 +109,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 		return err
 	}
 	err = waitFor(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
-		nodes, err := n.cl.ListNodes(ctx)
+		nodes, err := n.cl.ListNodes(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -198,7 +198,7 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 	seen := map[string]time.Time{}
 	var tasks []*api.Task
 	err = waitFor(ctx, 5*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		listed, err := n.cl.ListTasks(ctx, name, "")
+		listed, err := n.cl.ListTasks(ctx, &api.ListTasksRequest{Service: name})
 		if err != nil {
 			return err
 		}
@@ -268,7 +268,7 @@ func (n *jacoNode) remove(ctx context.Context, name string) error {
 	}
 	return waitFor(ctx, 5*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
 		// The service is gone at once; its tasks go once stopped.
-		listed, err := n.cl.ListTasks(ctx, "", "")
+		listed, err := n.cl.ListTasks(ctx, nil)
 		if err != nil {
 			return err
 		}

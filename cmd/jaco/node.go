@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -79,7 +78,7 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				nodes, err := c.ListNodes(ctx)
+				nodes, err := c.ListNodes(ctx, nil)
 				if err != nil {
 					return err
 				}
@@ -90,20 +89,16 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), views)
 				}
-				return nodeTable(cmd.OutOrStdout(), views)
+				rows := make([]string, len(views))
+				for i, v := range views {
+					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Hostname, v.Role, v.Address, v.Availability, v.Drain.progress(), v.stateColumn())
+				}
+				return table(cmd.OutOrStdout(), "ID\tHOSTNAME\tROLE\tADDRESS\tAVAILABILITY\tDRAIN\tSTATE", rows)
 			})
 		},
 	}
 	formatFlag(cmd, &format)
 	return cmd
-}
-
-func nodeTable(w io.Writer, views []nodeView) error {
-	rows := make([][]string, len(views))
-	for i, v := range views {
-		rows[i] = []string{v.ID, v.Hostname, v.Role, v.Address, v.Availability, v.Drain.progress(), v.stateColumn()}
-	}
-	return table(w, "ID\tHOSTNAME\tROLE\tADDRESS\tAVAILABILITY\tDRAIN\tSTATE", rows)
 }
 
 func toNodeView(n *api.Node) nodeView {

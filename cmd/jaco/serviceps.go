@@ -42,9 +42,9 @@ func serviceLsCmd(g *globals) *cobra.Command {
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), views)
 				}
-				rows := make([][]string, len(views))
+				rows := make([]string, len(views))
 				for i, v := range views {
-					rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs}
+					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s", v.ID, v.Name, v.Mode, v.Running, v.Desired, v.Runs)
 				}
 				return table(cmd.OutOrStdout(), "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
 			})
@@ -57,11 +57,11 @@ func serviceLsCmd(g *globals) *cobra.Command {
 // listServices counts each service's replicas from the local store of the
 // daemon asked: desired is the live replicas for a global service.
 func listServices(ctx context.Context, c *client.Client) ([]serviceView, error) {
-	svcs, err := c.ListServices(ctx)
+	svcs, err := c.ListServices(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.ListTasks(ctx, "", "")
+	tasks, err := c.ListTasks(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +135,9 @@ func servicePsCmd(g *globals) *cobra.Command {
 }
 
 func printReplicas(w io.Writer, views []taskView) error {
-	rows := make([][]string, len(views))
+	rows := make([]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since)}
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since))
 	}
 	return table(w, "ID\tNAME\tNODE\tDESIRED\tSTATE\tSINCE", rows)
 }
@@ -146,11 +146,11 @@ func printReplicas(w io.Writer, views []taskView) error {
 // running, and for a slot without one its latest replica, so a slot that
 // gave up shows why. all lists the history too.
 func listReplicas(ctx context.Context, c *client.Client, service string, all bool) ([]taskView, error) {
-	tasks, err := c.ListTasks(ctx, service, "")
+	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Service: service})
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := c.ListNodes(ctx)
+	nodes, err := c.ListNodes(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -52,17 +51,17 @@ func statusCmd(g *globals) *cobra.Command {
 					return writeJSON(cmd.OutOrStdout(), v)
 				}
 				w := cmd.OutOrStdout()
-				rows := make([][]string, len(v.Nodes))
+				rows := make([]string, len(v.Nodes))
 				for i, n := range v.Nodes {
-					rows[i] = []string{n.Hostname, n.Role, n.Status, n.Availability, strconv.Itoa(n.Replicas), n.Drain}
+					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", n.Hostname, n.Role, n.Status, n.Availability, n.Replicas, n.Drain)
 				}
 				if err := table(w, "NODE\tROLE\tSTATUS\tAVAILABILITY\tREPLICAS\tDRAIN", rows); err != nil {
 					return err
 				}
 				fmt.Fprintln(w)
-				rows = make([][]string, len(v.Services))
+				rows = make([]string, len(v.Services))
 				for i, s := range v.Services {
-					rows[i] = []string{s.Name, s.Mode, fmt.Sprintf("%d/%d", s.Running, s.Desired)}
+					rows[i] = fmt.Sprintf("%s\t%s\t%d/%d", s.Name, s.Mode, s.Running, s.Desired)
 				}
 				return table(w, "SERVICE\tMODE\tRUNNING/DESIRED", rows)
 			})
@@ -73,11 +72,11 @@ func statusCmd(g *globals) *cobra.Command {
 }
 
 func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error) {
-	nodes, err := c.ListNodes(ctx)
+	nodes, err := c.ListNodes(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.ListTasks(ctx, "", "")
+	tasks, err := c.ListTasks(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +95,7 @@ func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error)
 			Drain: statusDrain(n.GetDrain()),
 		})
 	}
-	svcs, err := c.ListServices(ctx)
+	svcs, err := c.ListServices(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +132,7 @@ type localTask struct {
 // localStatus shows a worker's own replicas, from its agent: a worker
 // keeps no copy of the cluster's state.
 func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, format string) error {
-	replicas, err := c.ListLocalReplicas(ctx)
+	replicas, err := c.ListLocalReplicas(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -153,9 +152,9 @@ func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, form
 	fmt.Fprintln(w, "This node is a worker: the cluster's nodes and services are on the managers (jaco --server MANAGER:7000 status).")
 	fmt.Fprintln(w, "Replicas on this node, as its agent sees them:")
 	fmt.Fprintln(w)
-	rows := make([][]string, len(v.Replicas))
+	rows := make([]string, len(v.Replicas))
 	for i, r := range v.Replicas {
-		rows[i] = []string{r.ID, r.Name, r.Desired, r.State}
+		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s", r.ID, r.Name, r.Desired, r.State)
 	}
 	return table(w, "ID\tNAME\tDESIRED\tSTATE", rows)
 }
