@@ -16,8 +16,11 @@
 //   - A new log is created in a temporary directory and renamed into place
 //     with its first entries already in it: the data directory holds either
 //     no raft state or a complete bootstrap.
-//   - At open, a torn last record (a crash mid-write) is cut off, because it
-//     was never acknowledged; any other damage stops the open with an error
-//     naming the file and offset, so committed entries are never dropped
+//   - At open, the whole log is read before anything is written. A torn
+//     last record (a crash mid-write) is then cut off, because it was never
+//     acknowledged, unless the cut would leave the log short of its own
+//     commit index (ErrLostAcknowledged). Any other damage (ErrDamaged)
+//     stops the open with an error naming the file and offset. A refused
+//     open changes no file, and committed entries are never dropped
 //     silently.
 package storage

@@ -35,7 +35,7 @@ func (s *Storage) purge() error {
 	// Segment i holds entries from its start index up to segment i+1's
 	// start; it is needed while that range reaches past oldest.
 	for i := 0; i+1 < len(segs); i++ {
-		next, err := walStartIndex(segs[i+1])
+		_, next, err := parseSegmentName(segs[i+1])
 		if err != nil {
 			return err
 		}
@@ -70,15 +70,6 @@ func snapIndex(name string) (uint64, error) {
 	var term, index uint64
 	if _, err := fmt.Sscanf(name, "%016x-%016x.snap", &term, &index); err != nil {
 		return 0, fmt.Errorf("parse snapshot name %q: %w", name, err)
-	}
-	return index, nil
-}
-
-// walStartIndex parses "<seq>-<index>.wal".
-func walStartIndex(name string) (uint64, error) {
-	var seq, index uint64
-	if _, err := fmt.Sscanf(name, "%016x-%016x.wal", &seq, &index); err != nil {
-		return 0, fmt.Errorf("parse wal segment name %q: %w", name, err)
 	}
 	return index, nil
 }

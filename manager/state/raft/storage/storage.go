@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,10 +20,6 @@ import (
 
 // ErrNoState is returned by Open when dir holds no raft log.
 var ErrNoState = errors.New("no raft state")
-
-// ErrLostCommitted is returned by Open when the log on disk ends before the
-// commit index it recorded: entries that were acknowledged are gone.
-var ErrLostCommitted = errors.New("committed entries missing from the log")
 
 // State is what Open read back.
 type State struct {
@@ -116,17 +111,19 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 	if err := recoverRekey(s.walDir); err != nil {
 		return nil, nil, err
 	}
+	// Read the whole log before writing anything: a refused start leaves
+	// every file as it found it.
+	scan, err := scanWAL(s.walDir)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := os.MkdirAll(s.snapDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create snap dir: %w", err)
 	}
 	s.snapshotter = snap.New(zap.NewNop(), s.snapDir)
 
 	st := &State{}
-	walSnaps, err := wal.ValidSnapshotEntries(zap.NewNop(), s.walDir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("scan wal %s for snapshots: %w", s.walDir, err)
-	}
-	loaded, err := s.snapshotter.LoadNewestAvailable(walSnaps)
+	loaded, err := s.snapshotter.LoadNewestAvailable(scan.committedSnapshots())
 	switch {
 	case errors.Is(err, snap.ErrNoSnapshot):
 	case err != nil:
@@ -137,7 +134,17 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 		}
 		st.Snapshot = *loaded
 	}
-
+	if err := scan.checkCommitKept(st.Snapshot.Metadata.Index); err != nil {
+		return nil, nil, err
+	}
+	if scan.torn {
+		// A crash mid-write: the record was never synced, so never
+		// acknowledged.
+		log.Warn("wal ends in a torn record; cutting it off", "segment", scan.lastSegment, "offset", scan.tornAt)
+		if !wal.Repair(zap.NewNop(), s.walDir) {
+			return nil, nil, fmt.Errorf("cut the torn record at offset %d of %s", scan.tornAt, scan.lastSegment)
+		}
+	}
 	if err := s.openWAL(st); err != nil {
 		return nil, nil, err
 	}
@@ -145,47 +152,29 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 		s.wal.Close()
 		return nil, nil, fmt.Errorf("wal %s: %w", s.walDir, err)
 	}
-	last := st.Snapshot.Metadata.Index
-	if n := len(st.Entries); n > 0 {
-		last = st.Entries[n-1].Index
-	}
-	if st.HardState.Commit > last {
-		s.wal.Close()
-		return nil, nil, fmt.Errorf("wal %s: %w: commit index %d, last entry %d",
-			s.walDir, ErrLostCommitted, st.HardState.Commit, last)
-	}
 	return s, st, nil
 }
 
-// openWAL opens the WAL at the loaded snapshot and reads it, cutting off a
-// torn last record once.
+// openWAL opens the WAL at the loaded snapshot for appending and reads it.
 func (s *Storage) openWAL(st *State) error {
 	m := st.Snapshot.Metadata
 	walSnap := walpb.Snapshot{Index: m.Index, Term: m.Term}
 	if !raft.IsEmptySnap(st.Snapshot) {
 		walSnap.ConfState = &m.ConfState
 	}
-	for repaired := false; ; repaired = true {
-		w, err := wal.Open(zap.NewNop(), s.walDir, walSnap)
-		if err != nil {
-			return fmt.Errorf("open wal %s: %w", s.walDir, err)
-		}
-		meta, hs, ents, err := w.ReadAll()
-		if err == nil {
-			s.wal = w
-			s.metadata, s.hardState = meta, hs
-			st.Metadata, st.HardState, st.Entries = meta, hs, ents
-			return nil
-		}
-		w.Close()
-		if repaired || !errors.Is(err, io.ErrUnexpectedEOF) {
-			return fmt.Errorf("read wal %s: %w", s.walDir, err)
-		}
-		s.log.Warn("wal ends in a torn record; cutting it off", "dir", s.walDir, "err", err)
-		if !wal.Repair(zap.NewNop(), s.walDir) {
-			return fmt.Errorf("repair torn tail of wal %s: %w", s.walDir, err)
-		}
+	w, err := wal.Open(zap.NewNop(), s.walDir, walSnap)
+	if err != nil {
+		return fmt.Errorf("open wal %s: %w", s.walDir, err)
 	}
+	meta, hs, ents, err := w.ReadAll()
+	if err != nil {
+		w.Close()
+		return fmt.Errorf("read wal %s: %w", s.walDir, err)
+	}
+	s.wal = w
+	s.metadata, s.hardState = meta, hs
+	st.Metadata, st.HardState, st.Entries = meta, hs, ents
+	return nil
 }
 
 // Save persists hs and ents durably before returning.

@@ -77,8 +77,8 @@ func TestOpenRefusesLostCommittedEntries(t *testing.T) {
 	if err := Bootstrap(dir, sealer, nil, raftpb.HardState{Term: 1, Commit: 5}, entries(1, 3, 1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Open(dir, sealer, quiet); !errors.Is(err, ErrLostCommitted) {
-		t.Fatalf("Open: %v, want ErrLostCommitted", err)
+	if _, _, err := Open(dir, sealer, quiet); !errors.Is(err, ErrLostAcknowledged) {
+		t.Fatalf("Open: %v, want ErrLostAcknowledged", err)
 	}
 }
 
