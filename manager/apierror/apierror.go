@@ -28,7 +28,12 @@ func ToStatus(err error) error {
 		return err
 	}
 	switch {
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLostLeadership), errors.Is(err, raft.ErrStopped):
+	case errors.Is(err, raft.ErrOutcomeUnknown):
+		// First: a stop while waiting is ErrStopped too, and must not
+		// read as the retryable no_leader. Unavailable, as etcd answers a
+		// proposal its leader lost; the reason word says not to retry.
+		return reason.Error(codes.Unavailable, reason.OutcomeUnknown, "%v", err)
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrStopped):
 		return reason.Error(codes.Unavailable, reason.NoLeader, "%v", err)
 	case errors.Is(err, jointoken.ErrInvalid):
 		return reason.Error(codes.PermissionDenied, reason.TokenInvalid, "%v", err)

@@ -17,7 +17,9 @@ import (
 // TestToStatus pins the code and reason word a client sees for each error
 // of the state layers, wrapped with context as the servers wrap them: the
 // CLI retries on no_leader and prints the reason word, so a sentinel that
-// fell through to Internal would turn a retryable failure into a fatal one.
+// fell through to Internal would turn a retryable failure into a fatal one,
+// and a write that may have been applied must never read as no_leader (a
+// retry of it answers version_conflict for a change that was made).
 func TestToStatus(t *testing.T) {
 	for _, tc := range []struct {
 		err    error
@@ -25,8 +27,12 @@ func TestToStatus(t *testing.T) {
 		reason string
 	}{
 		{raft.ErrNotLeader, codes.Unavailable, reason.NoLeader},
-		{raft.ErrLostLeadership, codes.Unavailable, reason.NoLeader},
 		{raft.ErrStopped, codes.Unavailable, reason.NoLeader},
+		{raft.ErrLostLeadership, codes.Unavailable, reason.OutcomeUnknown},
+		{raft.ErrOutcomeUnknown, codes.Unavailable, reason.OutcomeUnknown},
+		// A stop while a proposal waited is both ErrStopped and
+		// ErrOutcomeUnknown: the ambiguity wins.
+		{fmt.Errorf("%w while the write waited to commit: %w", raft.ErrStopped, raft.ErrOutcomeUnknown), codes.Unavailable, reason.OutcomeUnknown},
 		{jointoken.ErrInvalid, codes.PermissionDenied, reason.TokenInvalid},
 		{jointoken.ErrExpired, codes.PermissionDenied, reason.TokenExpired},
 		{jointoken.ErrConsumed, codes.PermissionDenied, reason.TokenConsumed},

@@ -22,6 +22,8 @@ const ChunkSize = 256 << 10
 // Raft is what the server needs from the leader's raft member.
 type Raft interface {
 	IsLeader() bool
+	// Barrier fails with raft.ErrNotLeader when leadership goes, never
+	// with raft.ErrOutcomeUnknown: the backup is then refused no_leader.
 	Barrier(ctx context.Context) error
 	Term() uint64
 	ClusterID() string

@@ -3,6 +3,7 @@ package backup
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -86,7 +87,10 @@ func TestServerStreamsAFreshBackupInChunks(t *testing.T) {
 }
 
 func TestServerRefusesWithoutLeadership(t *testing.T) {
-	for _, r := range []*fakeRaft{{leader: false}, {leader: true, barrier: raft.ErrLostLeadership}} {
+	// Leadership lost during the barrier: raft's Barrier says ErrNotLeader
+	// then, never "outcome unknown" (an empty batch changes nothing).
+	lost := errors.Join(errors.New("leadership changed before a barrier applied"), raft.ErrNotLeader)
+	for _, r := range []*fakeRaft{{leader: false}, {leader: true, barrier: lost}} {
 		s := NewServer(r, fakeStore{snap: backuptest.Backup(t).Snapshot.Store})
 		stream := &chunkStream{ctx: context.Background()}
 		err := s.Backup(&api.BackupRequest{}, stream)
