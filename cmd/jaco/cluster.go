@@ -135,7 +135,7 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 	leader := "none (no leader elected)"
 	for _, m := range v.Members {
 		if m.Leader {
-			leader = fmt.Sprintf("%s (%s)", m.Hostname, m.NodeID)
+			leader = terminalSafe(fmt.Sprintf("%s (%s)", m.Hostname, m.NodeID))
 		}
 	}
 	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\n", v.ClusterID, v.NodeID, leader)
@@ -143,14 +143,14 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 		fmt.Fprintln(out, "Quorum:      LOST (quorum_lost): this manager cannot reach a majority; writes through it fail")
 	}
 	fmt.Fprintln(out, "Members:")
-	rows := make([]string, 0, len(v.Members))
+	rows := make([][]string, 0, len(v.Members))
 	for _, m := range v.Members {
 		status := strings.ReplaceAll(m.Status, "UNSPECIFIED", "UNKNOWN")
-		row := fmt.Sprintf("  %s\t%s\t%s\t[%s, %s]", m.Hostname, m.NodeID, m.Address, status, m.Suffrage)
+		membership := fmt.Sprintf("[%s, %s]", status, m.Suffrage)
 		if m.Leader {
-			row += " leader"
+			membership += " leader"
 		}
-		rows = append(rows, row)
+		rows = append(rows, []string{"  " + m.Hostname, m.NodeID, m.Address, membership})
 	}
 	return table(out, "  HOSTNAME\tNODE ID\tADDRESS\tMEMBERSHIP", rows)
 }

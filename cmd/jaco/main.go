@@ -56,7 +56,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var f failure
 	if errors.As(err, &f) {
-		fmt.Fprintf(stderr, "error: %s\n", describe(f.error))
+		printFailure(stderr, f.error)
 		return 1
 	}
 	// Everything else is how the command was called: unknown commands and
@@ -75,6 +75,13 @@ type failure struct{ error }
 type exitStatus int
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// printFailure writes "error: <reason>: <sentence>". The sentence may
+// quote what the cluster stores or a client sent (a name, a spec field),
+// so it is printed terminalSafe.
+func printFailure(w io.Writer, err error) {
+	fmt.Fprintf(w, "error: %s\n", terminalSafe(describe(err)))
+}
 
 // describe renders "<reason>: <sentence>".
 func describe(err error) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -89,16 +90,20 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), views)
 				}
-				rows := make([]string, len(views))
-				for i, v := range views {
-					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Hostname, v.Role, v.Address, v.Availability, v.Drain.progress(), v.stateColumn())
-				}
-				return table(cmd.OutOrStdout(), "ID\tHOSTNAME\tROLE\tADDRESS\tAVAILABILITY\tDRAIN\tSTATE", rows)
+				return nodeTable(cmd.OutOrStdout(), views)
 			})
 		},
 	}
 	formatFlag(cmd, &format)
 	return cmd
+}
+
+func nodeTable(w io.Writer, views []nodeView) error {
+	rows := make([][]string, len(views))
+	for i, v := range views {
+		rows[i] = []string{v.ID, v.Hostname, v.Role, v.Address, v.Availability, v.Drain.progress(), v.stateColumn()}
+	}
+	return table(w, "ID\tHOSTNAME\tROLE\tADDRESS\tAVAILABILITY\tDRAIN\tSTATE", rows)
 }
 
 func toNodeView(n *api.Node) nodeView {

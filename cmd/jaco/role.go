@@ -39,9 +39,9 @@ func roleCmd(g *globals, use, short string, role api.NodeRole) *cobra.Command {
 					verb = "demotion"
 				}
 				if resp.Node.Role == role {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s is already a %s\n", resp.Node.Hostname, word(role.String(), "NODE_ROLE_"))
+					fmt.Fprintf(cmd.OutOrStdout(), "%s is already a %s\n", terminalSafe(resp.Node.Hostname), word(role.String(), "NODE_ROLE_"))
 				} else {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s of %s requested; the leader carries it out (jaco cluster status shows raft membership)\n", verb, resp.Node.Hostname)
+					fmt.Fprintf(cmd.OutOrStdout(), "%s of %s requested; the leader carries it out (jaco cluster status shows raft membership)\n", verb, terminalSafe(resp.Node.Hostname))
 				}
 				return nil
 			})

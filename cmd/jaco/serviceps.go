@@ -42,9 +42,9 @@ func serviceLsCmd(g *globals) *cobra.Command {
 				if format == "json" {
 					return writeJSON(cmd.OutOrStdout(), views)
 				}
-				rows := make([]string, len(views))
+				rows := make([][]string, len(views))
 				for i, v := range views {
-					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%d/%d\t%s", v.ID, v.Name, v.Mode, v.Running, v.Desired, v.Runs)
+					rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs}
 				}
 				return table(cmd.OutOrStdout(), "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
 			})
@@ -135,9 +135,9 @@ func servicePsCmd(g *globals) *cobra.Command {
 }
 
 func printReplicas(w io.Writer, views []taskView) error {
-	rows := make([]string, len(views))
+	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since))
+		rows[i] = []string{v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since)}
 	}
 	return table(w, "ID\tNAME\tNODE\tDESIRED\tSTATE\tSINCE", rows)
 }

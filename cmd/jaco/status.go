@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -51,17 +52,17 @@ func statusCmd(g *globals) *cobra.Command {
 					return writeJSON(cmd.OutOrStdout(), v)
 				}
 				w := cmd.OutOrStdout()
-				rows := make([]string, len(v.Nodes))
+				rows := make([][]string, len(v.Nodes))
 				for i, n := range v.Nodes {
-					rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s", n.Hostname, n.Role, n.Status, n.Availability, n.Replicas, n.Drain)
+					rows[i] = []string{n.Hostname, n.Role, n.Status, n.Availability, strconv.Itoa(n.Replicas), n.Drain}
 				}
 				if err := table(w, "NODE\tROLE\tSTATUS\tAVAILABILITY\tREPLICAS\tDRAIN", rows); err != nil {
 					return err
 				}
 				fmt.Fprintln(w)
-				rows = make([]string, len(v.Services))
+				rows = make([][]string, len(v.Services))
 				for i, s := range v.Services {
-					rows[i] = fmt.Sprintf("%s\t%s\t%d/%d", s.Name, s.Mode, s.Running, s.Desired)
+					rows[i] = []string{s.Name, s.Mode, fmt.Sprintf("%d/%d", s.Running, s.Desired)}
 				}
 				return table(w, "SERVICE\tMODE\tRUNNING/DESIRED", rows)
 			})
@@ -152,9 +153,9 @@ func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, form
 	fmt.Fprintln(w, "This node is a worker: the cluster's nodes and services are on the managers (jaco --server MANAGER:7000 status).")
 	fmt.Fprintln(w, "Replicas on this node, as its agent sees them:")
 	fmt.Fprintln(w)
-	rows := make([]string, len(v.Replicas))
+	rows := make([][]string, len(v.Replicas))
 	for i, r := range v.Replicas {
-		rows[i] = fmt.Sprintf("%s\t%s\t%s\t%s", r.ID, r.Name, r.Desired, r.State)
+		rows[i] = []string{r.ID, r.Name, r.Desired, r.State}
 	}
 	return table(w, "ID\tNAME\tDESIRED\tSTATE", rows)
 }

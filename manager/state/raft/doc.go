@@ -19,10 +19,12 @@
 //  6. calls Advance.
 //
 // A write (Propose) registers a wait, proposes, and returns when its entry
-// has been applied locally, with the store's verdict. It fails fast when
-// this member is not the leader, and fails with ErrLostLeadership if the
-// leader changes first. No timeout retracts an entry: a caller whose
-// context ends stops waiting, but the entry may still be applied.
+// has been applied locally, with the store's verdict. It fails fast with
+// ErrNotLeader when this member is not the leader (nothing was proposed,
+// a retry is safe). Once raft may have taken the entry, every failure
+// wraps ErrOutcomeUnknown: leadership changing first (ErrLostLeadership),
+// the member stopping, or the caller's context ending. No timeout
+// retracts an entry, and a later leader may commit it.
 //
 // On restart the store is rebuilt from the newest snapshot plus the
 // committed entries after it, replayed through the same apply path.

@@ -199,7 +199,8 @@ func (n *Node) Start() {
 
 // Stop ends the Ready loop, fails waiting proposals with an error that is
 // both ErrStopped and ErrOutcomeUnknown (their entries are in the log, and
-// another member may commit them), and closes the log. It returns the error that stopped the loop, if any.
+// another member may commit them), and closes the log. It returns the
+// error that stopped the loop, if any.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() { close(n.stop) })
 	n.Start() // a never-started node still needs its loop to close done

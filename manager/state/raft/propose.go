@@ -33,27 +33,37 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 	ch := n.wait.register(id)
 	if err := n.rn.Propose(ctx, data); err != nil {
 		n.wait.cancel(id)
-		if errors.Is(err, raft.ErrProposalDropped) {
-			return ErrNotLeader
-		}
-		if errors.Is(err, raft.ErrStopped) {
-			return ErrStopped
-		}
-		return fmt.Errorf("propose: %w", err)
+		return proposeError("propose", err)
 	}
 	return n.await(ctx, id, ch)
 }
 
-// await waits for the outcome of proposal id.
+// proposeError classifies a failure of raft's Propose. ErrProposalDropped
+// is raft refusing the entry (not leading, a leadership transfer under
+// way): it was not appended, so ErrNotLeader. raft's other failures (it
+// stopped, ctx ended) can come after it took the entry into its log, so
+// the outcome is unknown.
+func proposeError(what string, err error) error {
+	switch {
+	case errors.Is(err, raft.ErrProposalDropped):
+		return ErrNotLeader
+	case errors.Is(err, raft.ErrStopped):
+		return fmt.Errorf("%s: %w", what, errStoppedWaiting)
+	}
+	return fmt.Errorf("%s: %w: %w", what, err, ErrOutcomeUnknown)
+}
+
+// await waits for the outcome of proposal id. Every failure here is
+// ErrOutcomeUnknown: the entry is in the log, where a later leader may
+// commit it.
 func (n *Node) await(ctx context.Context, id uint64, ch <-chan error) error {
 	select {
 	case err := <-ch:
 		return err
 	case <-ctx.Done():
-		// The entry is in the log and may still be applied; we only stop
-		// waiting for it.
+		// We only stop waiting; the entry may still be applied.
 		n.wait.cancel(id)
-		return fmt.Errorf("stopped waiting for the write to apply (it may still commit): %w", ctx.Err())
+		return fmt.Errorf("stopped waiting for the write to commit (%w): %w", ctx.Err(), ErrOutcomeUnknown)
 	}
 }
 
@@ -82,10 +92,7 @@ func (n *Node) ProposeConfChange(ctx context.Context, cc raftpb.ConfChange) erro
 	ch := n.wait.register(id)
 	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
 		n.wait.cancel(id)
-		if errors.Is(err, raft.ErrProposalDropped) {
-			return ErrNotLeader
-		}
-		return fmt.Errorf("propose conf change: %w", err)
+		return proposeError("propose conf change", err)
 	}
 	return n.await(ctx, id, ch)
 }
@@ -141,8 +148,18 @@ func (n *Node) proposeMember(ctx context.Context, t raftpb.ConfChangeType, m *ap
 // Barrier commits an empty batch and returns once it is applied: after
 // it, every entry committed before the call is in the store. A new leader
 // calls it before serving reads that must see all acknowledged writes.
+// Its failures are never ErrOutcomeUnknown: an empty batch changes
+// nothing, so all that matters is that this member could not confirm it
+// leads (ErrNotLeader), or that ctx ended.
 func (n *Node) Barrier(ctx context.Context) error {
-	return n.Propose(ctx, nil)
+	err := n.Propose(ctx, nil)
+	switch {
+	case !errors.Is(err, ErrOutcomeUnknown):
+		return err
+	case ctx.Err() != nil:
+		return fmt.Errorf("wait for a barrier to apply: %w", ctx.Err())
+	}
+	return fmt.Errorf("leadership changed or the member stopped before a barrier applied: %w", ErrNotLeader)
 }
 
 // newRequestID returns a random id. Waits are local to the proposing
