@@ -57,8 +57,9 @@ func WithServer(addr, token string) Option {
 	return func(o *options) { o.server, o.token = addr, token }
 }
 
-// WithoutRetry turns off retrying calls refused with a retryable reason
-// (no_leader); they are retried by default until the call's deadline.
+// WithoutRetry turns off retrying calls refused with no_leader; they are
+// retried by default until the call's deadline. outcome_unknown is never
+// retried: the write may have been applied.
 func WithoutRetry() Option { return func(o *options) { o.retry = false } }
 
 // New returns a client; it connects lazily, at the first call.
@@ -123,9 +124,11 @@ func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]strin
 
 func (bearer) RequireTransportSecurity() bool { return true }
 
-// retryRetryable retries a call refused with a retryable reason word, with
-// backoff, until the call's context ends. The decision rests on the reason
-// word the server set, never on message text.
+// retryRetryable retries a call refused with no_leader, with backoff, until
+// the call's context ends: no_leader means the write was certainly not
+// proposed. Never outcome_unknown: a retry of a write that was applied
+// would fail (version_conflict) or apply it twice. The decision rests on
+// the reason word the server set, never on message text.
 func retryRetryable(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	backoff := 100 * time.Millisecond
 	for {
