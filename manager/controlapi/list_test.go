@@ -165,3 +165,49 @@ func idsOf[T interface{ GetId() string }](objs []T) []string {
 	}
 	return ids
 }
+
+// No object may be too big for one message, or no page holding it could
+// be sent: a spec beyond maxSpecBytes is refused, at create and at update,
+// and the largest one accepted still lists over gRPC (as a service and as
+// a task carrying it).
+func TestSpecSizeBoundKeepsEveryObjectListable(t *testing.T) {
+	s, st := newServiceServer(t)
+	// pad grows spec to total bytes encoded (less the few its lengths'
+	// varints take as they grow).
+	pad := func(spec *api.ServiceSpec, total int) *api.ServiceSpec {
+		spec.Env = []string{"PAD="}
+		spec.Env[0] += strings.Repeat("x", total-proto.Size(spec))
+		spec.Env[0] = spec.Env[0][:len(spec.Env[0])-(proto.Size(spec)-total)]
+		return spec
+	}
+	over := pad(imageSpec("big"), maxSpecBytes+1)
+	if _, err := s.CreateService(context.Background(), &api.CreateServiceRequest{Spec: over}); reason.Of(err) != reason.InvalidSpec {
+		t.Fatalf("create with a %d-byte spec: %v, want invalid_spec", proto.Size(over), err)
+	}
+	atLimit := pad(imageSpec("big"), maxSpecBytes)
+	svc := create(t, s, atLimit)
+	over = pad(imageSpec("big"), maxSpecBytes+1)
+	if _, err := s.UpdateService(context.Background(), &api.UpdateServiceRequest{Service: "big", Spec: over}); reason.Of(err) != reason.InvalidSpec {
+		t.Fatalf("update to a %d-byte spec: %v, want invalid_spec", proto.Size(over), err)
+	}
+	// A full hook bundle fits within the bound.
+	bundle := &api.ServiceSpec{Name: "hooks", Bundle: &api.HookBundle{Files: map[string][]byte{
+		"launch": make([]byte, maxBundleBytes/2), "prepare": make([]byte, maxBundleBytes/2)}}}
+	create(t, s, bundle)
+	storetest.Create(t, st, &api.Task{Id: "t1", ServiceId: svc.Id, ServiceName: "big", Spec: svc.Spec,
+		Status: &api.TaskStatus{Message: strings.Repeat("m", 64<<10)}})
+	c := overGRPC(t, s)
+	for _, size := range []uint32{0, 1} {
+		svcs, err := c.ListServices(context.Background(), &api.ListServicesRequest{PageSize: size})
+		if err != nil || len(svcs.GetServices()) == 0 {
+			t.Fatalf("list services, page size %d: %v", size, err)
+		}
+		tasks, err := c.ListTasks(context.Background(), &api.ListTasksRequest{PageSize: size})
+		if err != nil || len(tasks.GetTasks()) != 1 {
+			t.Fatalf("list tasks, page size %d: %v", size, err)
+		}
+	}
+	if _, err := c.GetService(context.Background(), &api.GetServiceRequest{Service: "big"}); err != nil {
+		t.Fatal(err)
+	}
+}

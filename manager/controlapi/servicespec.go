@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
@@ -20,6 +21,14 @@ import (
 // every node that runs the service.
 const maxBundleBytes = 1 << 20
 
+// maxSpecBytes bounds a whole service spec, encoded: a full hook bundle
+// and as much again for the rest. A service, and a task holding a copy of
+// its spec, then stays far below gRPC's 4 MiB message limit, so any one
+// object can be read and every page of a listing sent
+// (docs/adr/0017-list-paging.md). Bounds on single fields are checked
+// beside it.
+const maxSpecBytes = 2 * maxBundleBytes
+
 var (
 	serviceName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 )
@@ -30,6 +39,10 @@ var (
 func validateSpec(spec *api.ServiceSpec) error {
 	if spec == nil {
 		return invalid("no service spec")
+	}
+	// First, and without quoting the spec: a name may be what is too big.
+	if n := proto.Size(spec); n > maxSpecBytes {
+		return invalid("the service spec encodes to %d bytes; the limit is %d", n, maxSpecBytes)
 	}
 	if !serviceName.MatchString(spec.Name) {
 		return invalid("service name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
