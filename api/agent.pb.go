@@ -291,7 +291,7 @@ func (x *LoadImageResponse) GetImages() []string {
 }
 
 // ListLocalReplicas answers in pages, in task id order, as the Control
-// API's list calls do (docs/adr/0017-list-paging.md).
+// API's list calls do (docs/adr/0019-list-paging.md).
 type ListLocalReplicasRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// page_size caps the replicas in the reply (0: the server's cap, 1000). The

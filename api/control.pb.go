@@ -128,7 +128,7 @@ func (MemberStatus) EnumDescriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{1}
 }
 
-// The list calls answer in pages, in id order (docs/adr/0017-list-paging.md):
+// The list calls answer in pages, in id order (docs/adr/0019-list-paging.md):
 // a reply that grew with the store would outgrow gRPC's 4 MiB message limit.
 // ReadConsistency says how current a read's answer must be
 // (docs/adr/0018-read-consistency.md).

@@ -12,7 +12,7 @@ import (
 	"github.com/jaco-project/jaco/api/paging"
 )
 
-// The servers list in pages, in id order (docs/adr/0017-list-paging.md);
+// The servers list in pages, in id order (docs/adr/0019-list-paging.md);
 // these gather every page and sort the result for people to read. Each
 // page is asked for with a copy of req (nil: an empty one) carrying that
 // page's token, so filters and other fields hold for every page.

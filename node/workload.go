@@ -187,7 +187,7 @@ func (s agentService) ListLocalReplicas(_ context.Context, req *api.ListLocalRep
 }
 
 // localReplicasPage is the page of replicas req asks for, in id order as
-// every listing pages (docs/adr/0017-list-paging.md).
+// every listing pages (docs/adr/0019-list-paging.md).
 func localReplicasPage(replicas []*api.Task, req *api.ListLocalReplicasRequest) (*api.ListLocalReplicasResponse, error) {
 	after, err := paging.After(req.PageToken)
 	if err != nil {

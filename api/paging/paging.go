@@ -1,6 +1,6 @@
 // Package paging cuts list replies into pages that each fit in one gRPC
 // message, and gathers the pages back on the client
-// (docs/adr/0017-list-paging.md).
+// (docs/adr/0019-list-paging.md).
 //
 // A paged listing is in key order (object ids). A page holds at most
 // MaxItems items and MaxBytes of encoded items, and at least one item

@@ -25,7 +25,7 @@ const maxBundleBytes = 1 << 20
 // and as much again for the rest. A service, and a task holding a copy of
 // its spec, then stays far below gRPC's 4 MiB message limit, so any one
 // object can be read and every page of a listing sent
-// (docs/adr/0017-list-paging.md). Bounds on single fields are checked
+// (docs/adr/0019-list-paging.md). Bounds on single fields are checked
 // beside it.
 const maxSpecBytes = 2 * maxBundleBytes
 
