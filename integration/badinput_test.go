@@ -40,4 +40,19 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("jacod --listen-addr nope: stderr %q, want one line", r.stderr)
 		}
 	})
+
+	// A node name the leader would refuse stops jacod at start, and the
+	// refusal shows the name escaped, on one line.
+	t.Run("jacod bad node name", func(t *testing.T) {
+		t.Parallel()
+		r := run(jacodBin, nil, "--data-dir", filepath.Join(t.TempDir(), "data"),
+			"--listen-addr", "127.0.0.1:0", "--node-name", "w\x1b[2J\nfake")
+		checkNoRace(t, "jacod", r.stderr)
+		if r.code <= 0 {
+			t.Errorf("jacod --node-name with an escape sequence: exit code %d, want a failure", r.code)
+		}
+		if lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n"); len(lines) != 1 || !strings.Contains(r.stderr, "--node-name") || strings.Contains(r.stderr, "\x1b") {
+			t.Errorf("jacod --node-name with an escape sequence: stderr %q, want one line naming --node-name, the name escaped", r.stderr)
+		}
+	})
 }
