@@ -74,5 +74,18 @@ func walMetadata(clusterID string, self *api.RaftMember, joinPeers []*api.RaftMe
 	return meta, nil
 }
 
+// decodeWALMetadata decodes what walMetadata wrote into the log in
+// stateDir.
+func decodeWALMetadata(stateDir string, b []byte) (*api.WALMetadata, error) {
+	var meta api.WALMetadata
+	if err := proto.Unmarshal(b, &meta); err != nil {
+		return nil, fmt.Errorf("wal metadata in %s: not a jaco member's log: %w", stateDir, err)
+	}
+	if meta.RaftId == 0 {
+		return nil, fmt.Errorf("wal metadata in %s names no raft member: not a jaco member's log", stateDir)
+	}
+	return &meta, nil
+}
+
 // Exists reports whether stateDir holds raft state.
 func Exists(stateDir string) bool { return storage.Exists(stateDir) }

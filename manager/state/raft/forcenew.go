@@ -141,9 +141,9 @@ func replayLog(stateDir string, sealer *encryption.Sealer, applier Applier) (*re
 	if err := disk.Close(); err != nil {
 		return nil, err
 	}
-	var meta api.WALMetadata
-	if err := proto.Unmarshal(st.Metadata, &meta); err != nil || meta.RaftId == 0 {
-		return nil, fmt.Errorf("wal metadata in %s: not a jaco member (%v)", stateDir, err)
+	meta, err := decodeWALMetadata(stateDir, st.Metadata)
+	if err != nil {
+		return nil, err
 	}
 	r := &replayed{clusterID: meta.ClusterId, members: newMembership()}
 	if !raft.IsEmptySnap(st.Snapshot) {
