@@ -98,6 +98,7 @@ type Node struct {
 	stopOnce  sync.Once
 	stop      chan struct{}
 	rekeyC    chan rekeyRequest
+	fatal     chan error // an error found outside the Ready loop that must stop it
 	done      chan struct{}
 	err       error // set before done closes
 }
@@ -106,17 +107,23 @@ type Node struct {
 // newest snapshot, and prepares the member. Start runs it.
 func New(cfg Config) (*Node, error) {
 	cfg.setDefaults()
+	if err := refuseLostEntries(cfg.StateDir); err != nil {
+		return nil, err
+	}
 	disk, st, err := storage.Open(cfg.StateDir, cfg.Sealer, storage.Options{
 		KeepOldSnapshots: cfg.KeepOldSnapshots,
 		Logger:           cfg.Logger,
 	})
+	if errors.Is(err, storage.ErrLostAcknowledged) {
+		return nil, fmt.Errorf("%w; %s", err, lostEntriesRunbook(""))
+	}
 	if err != nil {
 		return nil, err
 	}
-	var meta api.WALMetadata
-	if err := proto.Unmarshal(st.Metadata, &meta); err != nil || meta.RaftId == 0 {
+	meta, err := decodeWALMetadata(cfg.StateDir, st.Metadata)
+	if err != nil {
 		disk.Close()
-		return nil, fmt.Errorf("wal metadata in %s: not a jaco member (%v)", cfg.StateDir, err)
+		return nil, err
 	}
 	n := &Node{
 		cfg:             cfg,
@@ -132,6 +139,7 @@ func New(cfg Config) (*Node, error) {
 		openCommit:      st.HardState.Commit,
 		stop:            make(chan struct{}),
 		rekeyC:          make(chan rekeyRequest),
+		fatal:           make(chan error, 1),
 		done:            make(chan struct{}),
 	}
 	for _, p := range meta.JoinPeers {
@@ -263,6 +271,8 @@ func (n *Node) loop(tick <-chan time.Time) error {
 			if err != nil {
 				return err
 			}
+		case err := <-n.fatal:
+			return err
 		case <-n.stop:
 			return nil
 		}

@@ -161,6 +161,9 @@ func (n *Node) Step(ctx context.Context, m raftpb.Message) error {
 	if lead, _ := n.Leader(); m.From == lead || m.Type == raftpb.MsgApp || m.Type == raftpb.MsgHeartbeat || m.Type == raftpb.MsgSnap {
 		n.leaderContact.Store(time.Now().UnixNano())
 	}
+	if detail, lost := n.leaderCountsLost(m); lost {
+		return n.lostEntries(detail)
+	}
 	if err := n.rn.Step(ctx, m); err != nil {
 		return fmt.Errorf("step raft message from %x: %w", m.From, err)
 	}
