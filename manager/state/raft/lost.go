@@ -17,7 +17,7 @@ import (
 // about a sync, a WAL cut by hand) must never take part as if it held
 // them: its vote could elect a leader without them, and raft panics once
 // a leader's commit index passes the end of its log. It is caught two
-// ways (docs/adr/0017-lost-acknowledged-entries.md): at open, when the
+// ways (docs/adr/0020-lost-acknowledged-entries.md): at open, when the
 // log would end before its own commit index (storage.Open); and running,
 // when a heartbeat's commit index, the leader's count of what this member
 // acknowledged, lies past the end of its log. Either way the member
