@@ -26,7 +26,7 @@ var (
 	// member can no longer learn whether it commits (a later leader may
 	// commit it). Every failure after raft may have taken the entry wraps
 	// it; a blind retry could apply a write twice.
-	ErrOutcomeUnknown = errors.New("outcome unknown: the write may or may not have been applied")
+	ErrOutcomeUnknown = errors.New("the write's outcome is unknown")
 	// ErrLostLeadership: leadership changed while a proposal waited.
 	ErrLostLeadership = fmt.Errorf("raft leadership changed while the write waited to commit: %w", ErrOutcomeUnknown)
 	// ErrStopped: the node is stopped.
