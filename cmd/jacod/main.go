@@ -61,7 +61,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.DataDir, "data-dir", envOr("JACO_DATA_DIR", node.DefaultDataDir), "where the node keeps its state ($JACO_DATA_DIR)")
 	f.StringVar(&cfg.ListenAddr, "listen-addr", envOr("JACO_LISTEN_ADDR", node.DefaultListenAddr), "TCP address for every gRPC service ($JACO_LISTEN_ADDR)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("JACO_ADVERTISE_ADDR"), "address other nodes dial; default derived from --listen-addr ($JACO_ADVERTISE_ADDR)")
-	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster; default the hostname ($JACO_NODE_NAME)")
+	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots; 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
