@@ -32,15 +32,20 @@ func main() {
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:           "jaco",
-		Short:         "Operate a jaco cluster",
+		Use:   "jaco",
+		Short: "Operate a jaco cluster",
+		Long: "Operate a jaco cluster.\n\n" +
+			"A command that fails prints \"error: <reason>: <sentence>\" and exits 1, 2 for a usage mistake;\n" +
+			"the reason words are stable (docs/design.md §11). A call refused with no_leader was not carried\n" +
+			"out and is retried until --timeout. A write answered outcome_unknown is not retried: it may have\n" +
+			"been applied, so look (jaco service inspect NAME, jaco node inspect NODE) before running it again.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", datadir.Default), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
 	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
-	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then)")
+	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then; a write answered outcome_unknown is not, it may have been applied)")
 	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -83,9 +88,17 @@ func printFailure(w io.Writer, err error) {
 	fmt.Fprintf(w, "error: %s\n", terminalSafe(describe(err)))
 }
 
-// describe renders "<reason>: <sentence>".
+// describe renders "<reason>: <sentence>", and for outcome_unknown what
+// to do about it.
 func describe(err error) string {
 	if w := reason.Of(err); w != "" {
+		var c checkWith
+		if errors.As(err, &c) {
+			err = c.error // the status's sentence, not the wrapper's text
+		}
+		if w == reason.OutcomeUnknown {
+			return w + ": " + reason.Sentence(err) + "; " + outcomeAdvice(c.command)
+		}
 		return w + ": " + reason.Sentence(err)
 	}
 	if st, ok := status.FromError(err); ok {

@@ -214,7 +214,7 @@ func nodeRemoveCmd(g *globals) *cobra.Command {
 			err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.RemoveNode(ctx, req)
 				draining = resp.GetDraining()
-				return err
+				return mayHaveApplied(err, "jaco node inspect "+args[0])
 			})
 			if err != nil {
 				return err
@@ -270,7 +270,7 @@ func nodeUpdateCmd(g *globals) *cobra.Command {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateNode(ctx, req)
 				if err != nil {
-					return err
+					return mayHaveApplied(err, "jaco node inspect "+args[0])
 				}
 				if d := toDrainView(resp.Node.GetDrain()); d != nil && req.Availability != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "Node %s: %s; follow with 'jaco node inspect %s'.\n", args[0], d.progress(), args[0])

@@ -32,7 +32,7 @@ func roleCmd(g *globals, use, short string, role api.NodeRole) *cobra.Command {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateNode(ctx, req)
 				if err != nil {
-					return err
+					return mayHaveApplied(err, "jaco node inspect "+args[0])
 				}
 				verb := "promotion"
 				if role == api.NodeRole_NODE_ROLE_WORKER {

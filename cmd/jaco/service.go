@@ -43,7 +43,7 @@ func serviceCreateCmd(g *globals) *cobra.Command {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
 				if err != nil {
-					return err
+					return mayHaveApplied(err, "jaco service inspect "+name)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), resp.Service.Id)
 				return nil
@@ -115,7 +115,7 @@ func updateService(ctx context.Context, c *client.Client, name string, change fu
 		return err
 	}
 	_, err = c.Control.UpdateService(ctx, &api.UpdateServiceRequest{Service: got.Service.Id, Version: got.Service.Meta.GetVersion(), Spec: spec})
-	return err
+	return mayHaveApplied(err, "jaco service inspect "+name)
 }
 
 func serviceRmCmd(g *globals) *cobra.Command {
@@ -128,7 +128,7 @@ func serviceRmCmd(g *globals) *cobra.Command {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				for _, name := range args {
 					if _, err := c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: name}); err != nil {
-						return err
+						return mayHaveApplied(err, "jaco service inspect "+name)
 					}
 				}
 				return nil
