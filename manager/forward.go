@@ -79,7 +79,7 @@ func leaderDialOptions(addr string) []grpc.DialOption {
 			msg := status.Convert(err).Message()
 			if sent.Load() {
 				return reason.Error(codes.Unavailable, reason.OutcomeUnknown,
-					"the connection to the leader at %s broke after the request was sent; the leader may have applied it: %s", addr, msg)
+					"the connection to the leader at %s broke after the request was sent (%s)", addr, msg)
 			}
 			return reason.Error(codes.Unavailable, reason.NoLeader, "the leader at %s is unreachable: %s", addr, msg)
 		}),
