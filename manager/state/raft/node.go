@@ -63,9 +63,12 @@ type Node struct {
 	appliedIndex  uint64
 	snapshotIndex uint64
 	wasLeader     bool
-	campaigned    bool
-	removedSelf   bool
-	snapshotNow   bool // snapshot at the end of this Ready, whatever the interval
+	// term is raft's term as of the last Ready; leaderTerm the term this
+	// member leads in, 0 when it does not.
+	term, leaderTerm uint64
+	campaigned       bool
+	removedSelf      bool
+	snapshotNow      bool // snapshot at the end of this Ready, whatever the interval
 	// appliedConfChanges are the conf change ids applied in this Ready,
 	// whose proposers are woken once raft has been told (Advance).
 	appliedConfChanges []uint64
@@ -156,6 +159,7 @@ func New(cfg Config) (*Node, error) {
 		disk.Close()
 		return nil, fmt.Errorf("load hard state: %w", err)
 	}
+	n.term = st.HardState.Term
 	if err := n.mem.Append(st.Entries); err != nil {
 		disk.Close()
 		return nil, fmt.Errorf("load entries: %w", err)
@@ -281,14 +285,7 @@ func (n *Node) loop(tick <-chan time.Time) error {
 
 // handleReady carries out one Ready in the order of the package comment.
 func (n *Node) handleReady(rd raft.Ready) error {
-	if rd.SoftState != nil {
-		isLeader := rd.SoftState.RaftState == raft.StateLeader
-		if n.wasLeader && !isLeader {
-			n.wait.cancelAll(ErrLostLeadership)
-		}
-		n.wasLeader = isLeader
-		n.setLeader(rd.SoftState.Lead)
-	}
+	n.trackLeadership(rd)
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
 	if hasSnap {
 		if err := n.disk.SaveSnapshot(rd.Snapshot); err != nil {
@@ -318,6 +315,28 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return ErrRemoved
 	}
 	return n.maybeSnapshot()
+}
+
+// trackLeadership records who leads as of rd. Proposals still waiting
+// when this member stops leading, or leads in a later term than before
+// (deposed and elected again while the previous Ready was handled, so its
+// entries of the old term may have been overwritten), fail with
+// ErrLostLeadership: raft will not tell about those entries again.
+func (n *Node) trackLeadership(rd raft.Ready) {
+	if !raft.IsEmptyHardState(rd.HardState) {
+		n.term = rd.HardState.Term
+	}
+	if rd.SoftState != nil {
+		n.wasLeader = rd.SoftState.RaftState == raft.StateLeader
+		n.setLeader(rd.SoftState.Lead)
+	}
+	if n.leaderTerm != 0 && (!n.wasLeader || n.term != n.leaderTerm) {
+		n.wait.cancelAll(ErrLostLeadership)
+	}
+	n.leaderTerm = 0
+	if n.wasLeader {
+		n.leaderTerm = n.term
+	}
 }
 
 // campaignIfAlone starts an election at once when this member is the only

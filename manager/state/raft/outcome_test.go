@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/jaco-project/jaco/api"
@@ -218,5 +219,42 @@ func TestBarrierIsNeverOutcomeUnknown(t *testing.T) {
 	}
 	if err := outcome(t, errc); !errors.Is(err, ErrNotLeader) || errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("barrier whose leader was deposed: %v; want ErrNotLeader alone", err)
+	}
+}
+
+// TestReelectedLeaderFailsOldProposals: raft may depose a leader and elect
+// it again while the Ready loop is busy, so no Ready shows it not leading;
+// the term shows it. Proposals of the old term fail with ErrLostLeadership
+// instead of waiting for entries the interim leader may have overwritten.
+func TestReelectedLeaderFailsOldProposals(t *testing.T) {
+	h := newHarness(t)
+	n, err := New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: rafttest.NewKV(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop() })
+	// Readys handed in by hand: the loop is not started.
+	hs, _, err := n.mem.InitialState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Term++
+	leading := &raft.SoftState{Lead: n.RaftID(), RaftState: raft.StateLeader}
+	if err := n.handleReady(raft.Ready{SoftState: leading, HardState: hs}); err != nil {
+		t.Fatal(err)
+	}
+	waiting := n.wait.register(1)
+	hs.Term++
+	hs.Vote = n.RaftID()
+	if err := n.handleReady(raft.Ready{HardState: hs}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-waiting:
+		if !errors.Is(err, ErrLostLeadership) {
+			t.Fatalf("proposal of the old term: %v, want ErrLostLeadership", err)
+		}
+	default:
+		t.Fatal("a proposal of the old term still waits after the member leads in a new one")
 	}
 }
