@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
@@ -23,6 +24,24 @@ type globals struct {
 	dataDir string
 	server  string
 	timeout time.Duration
+	// consistency is --consistency: "" leaves each read its command's
+	// default (readConsistency).
+	consistency string
+}
+
+// Values of --consistency (docs/adr/0018-read-consistency.md).
+var consistencies = map[string]api.ReadConsistency{
+	"local":        api.ReadConsistency_READ_CONSISTENCY_LOCAL,
+	"linearizable": api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE,
+}
+
+// readConsistency is the consistency of a read: --consistency when given,
+// else def, the command's own.
+func (g *globals) readConsistency(def api.ReadConsistency) api.ReadConsistency {
+	if c, ok := consistencies[g.consistency]; ok {
+		return c
+	}
+	return def
 }
 
 func main() {
@@ -41,11 +60,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"been applied, so look (jaco service inspect NAME, jaco node inspect NODE) before running it again.",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			if _, ok := consistencies[g.consistency]; g.consistency != "" && !ok {
+				return fmt.Errorf("--consistency %q: want local or linearizable", g.consistency)
+			}
+			return nil
+		},
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", datadir.Default), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
 	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then; a write answered outcome_unknown is not, it may have been applied)")
+	pf.StringVar(&g.consistency, "consistency", "", "how current a read must be: local (the store of the daemon asked: fast, and answers without a leader) "+
+		"or linearizable (holds every write acknowledged before it). Default: linearizable for inspect and the read before an update, local for ls, ps and status")
 	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
 	root.SetArgs(args)
 	root.SetIn(stdin)

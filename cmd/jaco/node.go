@@ -79,7 +79,7 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				nodes, err := c.ListNodes(ctx, nil)
+				nodes, err := c.ListNodes(ctx, &api.ListNodesRequest{Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)})
 				if err != nil {
 					return err
 				}
@@ -123,7 +123,8 @@ func nodeInspectCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.GetNode(ctx, &api.GetNodeRequest{Node: args[0]})
+				resp, err := c.Control.GetNode(ctx, &api.GetNodeRequest{Node: args[0],
+					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
 				if err != nil {
 					return err
 				}

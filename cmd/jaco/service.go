@@ -65,7 +65,7 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				return updateService(ctx, c, args[0], func(spec *api.ServiceSpec) error {
+				return updateService(ctx, c, g, args[0], func(spec *api.ServiceSpec) error {
 					if image != "" {
 						spec.Image, spec.Bundle = image, nil
 					}
@@ -94,7 +94,7 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("want SERVICE=REPLICAS, not %q", args[0])
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				return updateService(ctx, c, name, func(spec *api.ServiceSpec) error {
+				return updateService(ctx, c, g, name, func(spec *api.ServiceSpec) error {
 					spec.Replicas = n
 					return nil
 				})
@@ -105,8 +105,11 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 
 // updateService reads a service, changes its spec and writes it back based
 // on the version read, so a concurrent change is refused, not overwritten.
-func updateService(ctx context.Context, c *client.Client, name string, change func(*api.ServiceSpec) error) error {
-	got, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: name})
+// The read is linearizable unless --consistency says otherwise: a change
+// decided from a stale spec would only be refused.
+func updateService(ctx context.Context, c *client.Client, g *globals, name string, change func(*api.ServiceSpec) error) error {
+	got, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: name,
+		Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
 	if err != nil {
 		return err
 	}
@@ -144,7 +147,8 @@ func serviceInspectCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: args[0]})
+				resp, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: args[0],
+					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
 				if err != nil {
 					return err
 				}

@@ -35,7 +35,7 @@ func serviceLsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				views, err := listServices(ctx, c)
+				views, err := listServices(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
 				if err != nil {
 					return err
 				}
@@ -56,12 +56,12 @@ func serviceLsCmd(g *globals) *cobra.Command {
 
 // listServices counts each service's replicas from the local store of the
 // daemon asked: desired is the live replicas for a global service.
-func listServices(ctx context.Context, c *client.Client) ([]serviceView, error) {
-	svcs, err := c.ListServices(ctx, nil)
+func listServices(ctx context.Context, c *client.Client, cons api.ReadConsistency) ([]serviceView, error) {
+	svcs, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.ListTasks(ctx, nil)
+	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func servicePsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				views, err := listReplicas(ctx, c, args[0], all)
+				views, err := listReplicas(ctx, c, args[0], all, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
 				if err != nil {
 					return err
 				}
@@ -145,12 +145,12 @@ func printReplicas(w io.Writer, views []taskView) error {
 // listReplicas lists what runs or should run: every replica desired
 // running, and for a slot without one its latest replica, so a slot that
 // gave up shows why. all lists the history too.
-func listReplicas(ctx context.Context, c *client.Client, service string, all bool) ([]taskView, error) {
-	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Service: service})
+func listReplicas(ctx context.Context, c *client.Client, service string, all bool, cons api.ReadConsistency) ([]taskView, error) {
+	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Service: service, Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := c.ListNodes(ctx, nil)
+	nodes, err := c.ListNodes(ctx, &api.ListNodesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func statusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				v, err := clusterStatus(ctx, c)
+				v, err := clusterStatus(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
 				if reason.Of(err) == reason.NotAManager {
 					// A worker holds no cluster state: show what it runs.
 					return localStatus(ctx, cmd, c, format)
@@ -72,12 +72,12 @@ func statusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error) {
-	nodes, err := c.ListNodes(ctx, nil)
+func clusterStatus(ctx context.Context, c *client.Client, cons api.ReadConsistency) (*workloadView, error) {
+	nodes, err := c.ListNodes(ctx, &api.ListNodesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.ListTasks(ctx, nil)
+	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func clusterStatus(ctx context.Context, c *client.Client) (*workloadView, error)
 			Drain: statusDrain(n.GetDrain()),
 		})
 	}
-	svcs, err := c.ListServices(ctx, nil)
+	svcs, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
