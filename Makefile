@@ -100,8 +100,8 @@ test: check-generated lint ## every check and test, as CI runs them
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
-bench: ## committed-write benchmark and its fsync reference (docs/bench)
-	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/
+bench: ## committed-write benchmark and its fsync reference, read consistencies beside a write (docs/bench)
+	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference|ReadConsistency' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/ ./manager/state/raft/
 
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
 
@@ -27,7 +28,7 @@ type memNet struct {
 	stop  chan struct{}
 }
 
-func newMemNet(t *testing.T) *memNet {
+func newMemNet(t testing.TB) *memNet {
 	net := &memNet{nodes: map[uint64]*Node{}, inbox: map[uint64]chan raftpb.Message{}, cut: map[uint64]bool{}, stop: make(chan struct{})}
 	t.Cleanup(func() {
 		close(net.stop)
@@ -84,8 +85,15 @@ func (memTransport) AddPeer(uint64, string) error { return nil }
 func (memTransport) RemovePeer(uint64)            {}
 
 // threeVoters starts a statically formed group of three voters on net.
-func threeVoters(t *testing.T, net *memNet) ([]*Node, []*rafttest.KV) {
-	h := newHarness(t)
+func threeVoters(t testing.TB, net *memNet) ([]*Node, []*rafttest.KV) {
+	key, err := encryption.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := encryption.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var members []*api.RaftMember
 	for i := range 3 {
 		id, err := NewRaftID()
@@ -98,11 +106,11 @@ func threeVoters(t *testing.T, net *memNet) ([]*Node, []*rafttest.KV) {
 	var kvs []*rafttest.KV
 	for i, self := range members {
 		dir := filepath.Join(t.TempDir(), self.NodeId)
-		if err := BootstrapStatic(dir, h.sealer, "cluster-1", self, members, &api.InternalRaftRequest{Actions: rafttest.Put("init", "x")}); err != nil {
+		if err := BootstrapStatic(dir, sealer, "cluster-1", self, members, &api.InternalRaftRequest{Actions: rafttest.Put("init", "x")}); err != nil {
 			t.Fatal(err)
 		}
 		kv := rafttest.NewKV()
-		n, err := New(Config{StateDir: dir, Sealer: h.sealer, Applier: kv, Transport: memTransport{net: net, self: self.RaftId},
+		n, err := New(Config{StateDir: dir, Sealer: sealer, Applier: kv, Transport: memTransport{net: net, self: self.RaftId},
 			Logger: slog.New(slog.DiscardHandler).With("member", i), TickInterval: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -119,7 +127,7 @@ func threeVoters(t *testing.T, net *memNet) ([]*Node, []*rafttest.KV) {
 
 // leaderOf waits until one of nodes (none of except) leads and returns its
 // position.
-func leaderOf(t *testing.T, nodes []*Node, except int) int {
+func leaderOf(t testing.TB, nodes []*Node, except int) int {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
