@@ -1,6 +1,7 @@
 // Package paging cuts list replies into pages that each fit in one gRPC
 // message, and gathers the pages back on the client
-// (docs/adr/0019-list-paging.md).
+// (docs/adr/0019-list-paging.md). Split cuts a list a stream sends the
+// same way.
 //
 // A paged listing is in key order (object ids). A page holds at most
 // MaxItems items and MaxBytes of encoded items, and at least one item
@@ -102,6 +103,27 @@ func (p *Page[T]) Add(key string, item T) bool {
 // NextToken is the token of the page after this one, "" when no item was
 // left out (the listing ended with this page).
 func (p *Page[T]) NextToken() string { return p.next }
+
+// Split cuts items, in order, into runs that each fit a page (MaxItems
+// items and MaxBytes, one item at least), for a stream that sends a long
+// list in several messages. No items is one empty run: the one message
+// that says so.
+func Split[T proto.Message](items []T) [][]T {
+	runs := [][]T{}
+	for {
+		p := NewPage[T](0)
+		for _, it := range items {
+			if !p.Add("", it) {
+				break
+			}
+		}
+		runs = append(runs, p.Items)
+		items = items[len(p.Items):]
+		if len(items) == 0 {
+			return runs
+		}
+	}
+}
 
 // ErrStuck is a server whose page tokens do not advance: a token came back
 // that the listing had already followed, or a page held nothing but a

@@ -151,3 +151,38 @@ func TestCollectReturnsTheFetchError(t *testing.T) {
 		t.Fatalf("Collect = %v, want the fetch error as it is", err)
 	}
 }
+
+func TestSplitKeepsOrderWithinPageBounds(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		n, size  int
+		wantRuns []int
+	}{
+		{"none", 0, 0, []int{0}},
+		{"count", 2500, 0, []int{MaxItems, MaxItems, 500}},
+		{"bytes", 7, 300 << 10, []int{3, 3, 1}},
+		{"one item bigger than a page", 2, MaxBytes + 1, []int{1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			items := values(tc.n, tc.size)
+			runs := Split(items)
+			var sizes []int
+			var joined []*wrapperspb.StringValue
+			for _, r := range runs {
+				sizes = append(sizes, len(r))
+				joined = append(joined, r...)
+			}
+			if fmt.Sprint(sizes) != fmt.Sprint(tc.wantRuns) {
+				t.Errorf("runs of %v, want %v", sizes, tc.wantRuns)
+			}
+			if len(joined) != len(items) {
+				t.Fatalf("%d items after Split, want %d", len(joined), len(items))
+			}
+			for i := range joined {
+				if joined[i] != items[i] {
+					t.Fatalf("item %d out of place", i)
+				}
+			}
+		})
+	}
+}
