@@ -166,12 +166,15 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 		if err != nil {
 			return fmt.Errorf("open assignments: %w", err)
 		}
+		var parts completeParts
 		for {
 			m, err := as.Recv()
 			if err != nil {
 				return streamEnd("assignments", err)
 			}
-			a.worker.apply(m)
+			if m = parts.add(m); m != nil {
+				a.worker.apply(m)
+			}
 		}
 	})
 	g.Go(func() error {

@@ -322,14 +322,20 @@ func (x *AssignmentsRequest) GetSessionId() string {
 
 // AssignmentsMessage carries a node's replicas: the whole set first
 // (COMPLETE: anything the agent runs that is not in it must go), then
-// changes (INCREMENTAL).
+// changes (INCREMENTAL). No message grows past 1 MiB of replicas (one
+// replica at least; docs/adr/0019-list-paging.md): a larger COMPLETE set
+// comes in several COMPLETE messages, each but the last with more set,
+// and a larger batch of changes in several INCREMENTAL ones.
 type AssignmentsMessage struct {
 	state protoimpl.MessageState  `protogen:"open.v1"`
 	Type  AssignmentsMessage_Type `protobuf:"varint,1,opt,name=type,proto3,enum=jaco.api.AssignmentsMessage_Type" json:"type,omitempty"`
 	// updated are replicas to run or to change (desired state, spec).
 	Updated []*Task `protobuf:"bytes,2,rep,name=updated,proto3" json:"updated,omitempty"`
 	// removed are ids of replicas to stop and remove from the node.
-	Removed       []string `protobuf:"bytes,3,rep,name=removed,proto3" json:"removed,omitempty"`
+	Removed []string `protobuf:"bytes,3,rep,name=removed,proto3" json:"removed,omitempty"`
+	// more: the COMPLETE set goes on in the next message. The agent drops
+	// what the set lacks only once it has the last part.
+	More          bool `protobuf:"varint,4,opt,name=more,proto3" json:"more,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -383,6 +389,13 @@ func (x *AssignmentsMessage) GetRemoved() []string {
 		return x.Removed
 	}
 	return nil
+}
+
+func (x *AssignmentsMessage) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
 }
 
 type TaskStatusUpdate struct {
@@ -545,11 +558,12 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\x06period\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06period\"3\n" +
 	"\x12AssignmentsRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xc0\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xd4\x01\n" +
 	"\x12AssignmentsMessage\x125\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.jaco.api.AssignmentsMessage.TypeR\x04type\x12(\n" +
 	"\aupdated\x18\x02 \x03(\v2\x0e.jaco.api.TaskR\aupdated\x12\x18\n" +
-	"\aremoved\x18\x03 \x03(\tR\aremoved\"/\n" +
+	"\aremoved\x18\x03 \x03(\tR\aremoved\x12\x12\n" +
+	"\x04more\x18\x04 \x01(\bR\x04more\"/\n" +
 	"\x04Type\x12\x11\n" +
 	"\rTYPE_COMPLETE\x10\x00\x12\x14\n" +
 	"\x10TYPE_INCREMENTAL\x10\x01\"Y\n" +

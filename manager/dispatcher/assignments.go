@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -35,7 +36,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	var tasks []*api.Task
 	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
 	sendComplete := func() error {
-		return stream.Send(&api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: set.complete(tasks)})
+		return sendComplete(stream, set.complete(tasks))
 	}
 	events := s.st.ViewAndWatch(ctx, read, store.ObjectType[*api.Task](), onNode(sess.nodeID))
 	if err := sendComplete(); err != nil {
@@ -72,8 +73,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			if len(updated)+len(removed) == 0 {
 				continue
 			}
-			msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_INCREMENTAL, Updated: updated, Removed: removed}
-			if err := stream.Send(msg); err != nil {
+			if err := sendIncremental(stream, updated, removed); err != nil {
 				return err
 			}
 		case <-sess.done:
@@ -82,4 +82,35 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			return errNoLeader()
 		}
 	}
+}
+
+// sendComplete sends a node's whole set, in as many COMPLETE messages as
+// keep each within a page's bounds (docs/adr/0019-list-paging.md): a node
+// running many replicas of large specs would otherwise get a message over
+// gRPC's 4 MiB limit, and its agent no assignments at all.
+func sendComplete(stream grpc.ServerStreamingServer[api.AssignmentsMessage], tasks []*api.Task) error {
+	runs := paging.Split(tasks)
+	for i, run := range runs {
+		msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: run, More: i < len(runs)-1}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendIncremental sends a batch of changes in as many INCREMENTAL messages
+// as keep each within a page's bounds, the removals with the last.
+func sendIncremental(stream grpc.ServerStreamingServer[api.AssignmentsMessage], updated []*api.Task, removed []string) error {
+	runs := paging.Split(updated)
+	for i, run := range runs {
+		msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_INCREMENTAL, Updated: run}
+		if i == len(runs)-1 {
+			msg.Removed = removed
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+	return nil
 }
