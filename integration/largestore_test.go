@@ -81,3 +81,40 @@ func listsWhole(d *daemon, names []string) error {
 	}
 	return nil
 }
+
+// TestAssignmentsBeyondTheMessageLimit: a worker running replicas whose
+// specs total beyond gRPC's 4 MiB message limit (6 hook bundles of
+// 900 KB) gets its whole set again when it reconnects, and goes on taking
+// work. Before the set was sent in parts, the agent's assignments stream
+// failed on that one message, again and again, and the worker got no
+// assignments at all.
+func TestAssignmentsBeyondTheMessageLimit(t *testing.T) {
+	t.Parallel()
+	m := startDaemon(t, "m", "--heartbeat-period", "500ms")
+	w := startDaemon(t, "w1", "--heartbeat-period", "500ms")
+	m.initQuiet()
+	wantOK(t, w.jaco("node", "join", "--peer", m.addr, "--token", m.joinToken("worker")))
+	wantOK(t, m.jaco("node", "update", "--availability", "pause", "m"))
+	waitReady(t, m, "w1")
+	out := t.TempDir()
+	big := writeBundle(t, out, "# "+strings.Repeat("x", 900<<10)+"\nexec sleep 3600")
+	var names []string
+	for i := range 6 {
+		name := fmt.Sprintf("big%d", i)
+		wantOK(t, m.jaco("service", "create", "--name", name, "-e", "OUT="+out, "--bundle", big))
+		names = append(names, name)
+	}
+	for _, name := range names {
+		eventually(t, 60*time.Second, func() error { _, err := m.runningReplicas(name, 1); return err })
+	}
+
+	w.restart()
+	small := writeBundle(t, out, "exec sleep 3600")
+	wantOK(t, m.jaco("service", "create", "--name", "after", "-e", "OUT="+out, "--bundle", small))
+	eventually(t, 60*time.Second, func() error { _, err := m.runningReplicas("after", 1); return err })
+	for _, name := range names {
+		if _, err := m.runningReplicas(name, 1); err != nil {
+			t.Error(err)
+		}
+	}
+}
