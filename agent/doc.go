@@ -12,8 +12,9 @@
 //     through the next manager with exponential backoff. That is also how
 //     it follows the leader across elections.
 //   - Assignments: a COMPLETE set replaces what the agent runs (replicas
-//     absent from it are stopped and removed); INCREMENTAL messages update
-//     or remove replicas.
+//     absent from it are stopped and removed), applied once its last part
+//     came when it was sent in several messages; INCREMENTAL messages
+//     update or remove replicas.
 //   - Replicas: one runner goroutine per replica drives its exec.Controller
 //     through not_before → prepare (PREPARING) → start (STARTING; an
 //     already-running replica is adopted) → health (RUNNING once healthy,

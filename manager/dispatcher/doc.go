@@ -30,9 +30,12 @@
 //     says when the next is due). A node not heard from for grace =
 //     3 × period (default 5 s) is marked DOWN ("heartbeat missed for
 //     15s") and its session ends.
-//  3. Assignments(session_id): first a COMPLETE message (everything the
-//     agent runs that is not in it must go), then INCREMENTAL ones,
-//     changes gathered over ~50 ms. A replica is in the set when it is on
+//  3. Assignments(session_id): first a COMPLETE set (everything the
+//     agent runs that is not in it must go), then INCREMENTAL messages,
+//     changes gathered over ~50 ms. No message holds more than 1 MiB of
+//     replicas (one at least): a larger set comes in several COMPLETE
+//     messages, all but the last marked more, a larger batch in several
+//     INCREMENTAL ones (docs/adr/0019-list-paging.md). A replica is in the set when it is on
 //     the node, ASSIGNED or later, and desired RUNNING or not yet in a
 //     terminal state. An update is sent only when desired_state,
 //     spec_version or not_before changed (or the replica is new to the
