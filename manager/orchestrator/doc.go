@@ -50,12 +50,19 @@
 //     one running task at a time is stopped and replaced in its slot
 //     (stop-first), the next once no task of the new spec is on its way up.
 //   - A removed service's tasks get desired SHUTDOWN and are deleted once
-//     terminal, or at once if they never left PENDING. Terminal history is
-//     kept per slot (at least five tasks, more when max_attempts needs
+//     terminal, or at once if they never left PENDING. No task of it is
+//     proposed once the removal has committed; a batch proposed before
+//     may still land after it, and its tasks go the same way. Terminal
+//     history is kept per slot (at least five tasks, more when max_attempts needs
 //     them); older history and the history of emptied slots are deleted.
 //
 // Every decision is a function of the store's content and the clock, so a
 // new leader's orchestrator picks up where the last one stopped. A pass
 // plans from one read and proposes its writes in batches (WithBatchSize);
-// a version conflict with another writer makes it read and plan again.
+// a version conflict with another writer makes it read and plan again. A
+// pass creates at most one batch's worth of a service's missing tasks (and
+// stops as many of a removed service's): the rest come in the next passes,
+// each from a fresh read, so what the leader holds does not grow with the
+// replica count, a removal or a change is seen within a batch, and a
+// cancelled Run returns after the batch under way.
 package orchestrator

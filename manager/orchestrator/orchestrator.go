@@ -24,8 +24,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *Orchestrator) { o.log = 
 // windows (default time.Now), as the scheduler and dispatcher take theirs.
 func WithClock(now func() time.Time) Option { return func(o *Orchestrator) { o.now = now } }
 
-// WithBatchSize sets about how many task writes go into one proposal
-// (default 500).
+// WithBatchSize sets about how many task writes go into one proposal, and
+// how many of one service's missing tasks a pass creates (default 500).
 func WithBatchSize(n int) Option { return func(o *Orchestrator) { o.batch = max(n, 1) } }
 
 // Orchestrator runs the replicated and global reconcilers, the restart
@@ -71,12 +71,20 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()))
 	for {
 		var retry <-chan time.Time
-		if err := o.reconcile(ctx, d); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		err := o.reconcile(ctx, d)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
 			o.log.Warn("orchestrator write failed; retrying", "err", err, "services", len(d.services))
 			retry = time.After(retryDelay)
+		case len(d.services) > 0:
+			// The pass left work to the next: go on at once, with
+			// whatever else has arrived.
+			if !takeBurst(events, d.note) {
+				return
+			}
+			continue
 		}
 		select {
 		case e, ok := <-events:
@@ -118,10 +126,12 @@ const maxConflicts = 10
 var errPlanned = errors.New("planned")
 
 // reconcile works out what the dirty services need from one consistent
-// read, then proposes it in batches of about o.batch writes. A batch
-// refused for a version conflict (the scheduler or the dispatcher wrote a
-// task meanwhile) makes it read and plan again; the batches already
-// committed stand, as every decision is taken afresh from the store.
+// read, then proposes it in batches of about o.batch writes, checking ctx
+// before each. A batch refused for a version conflict (the scheduler or
+// the dispatcher wrote a task meanwhile) makes it read and plan again; the
+// batches already committed stand, as every decision is taken afresh from
+// the store. A pass plans a share of a big change (see pass.share): the
+// services it left work to stay in d for the next.
 func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 	o.st.View(d.resolve)
 	ids := slices.Sorted(maps.Keys(d.services))
@@ -130,14 +140,15 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 	}
 	for conflicts := 0; ; conflicts++ {
 		var pl plan
+		var more map[string]bool
 		err := o.st.Update(ctx, func(tx *store.Tx) error {
-			p := newPass(tx, o.now())
+			p := newPass(tx, o.now(), o.batch)
 			for _, id := range ids {
 				if err := p.reconcileService(id); err != nil {
 					return fmt.Errorf("service %s: %w", id, err)
 				}
 			}
-			pl = p.plan
+			pl, more = p.plan, p.more
 			return errPlanned
 		})
 		if !errors.Is(err, errPlanned) {
@@ -149,6 +160,10 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 			o.log.Debug("orchestrator pass", "services", len(ids), "batches", len(batches))
 		}
 		for _, b := range batches {
+			// A proposer need not look at ctx before taking a batch.
+			if err = ctx.Err(); err != nil {
+				break
+			}
 			if err = commit(ctx, o.st, b); err != nil {
 				break
 			}
@@ -160,7 +175,9 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 			return err
 		}
 		for _, id := range ids {
-			delete(d.services, id)
+			if !more[id] {
+				delete(d.services, id)
+			}
 		}
 		return nil
 	}

@@ -23,11 +23,20 @@ type pass struct {
 	// gone holds the ids of tasks this pass deleted.
 	gone map[string]bool
 	plan plan
+	// share is how many new tasks a pass creates for one service, and
+	// how many tasks of a removed service it stops: what a pass holds
+	// stays about one batch per service whatever the replica count, and
+	// each next share is planned from a fresh read, which shows a
+	// removal or a change made meanwhile.
+	share int
+	// more holds the services this pass left work to, for the next one.
+	more map[string]bool
 }
 
-func newPass(tx *store.Tx, now time.Time) *pass {
+func newPass(tx *store.Tx, now time.Time, share int) *pass {
 	return &pass{tx: tx, now: now, nodes: map[string]*api.Node{}, load: map[string]int{},
-		gone: map[string]bool{}, plan: plan{byID: map[string]*op{}}}
+		gone: map[string]bool{}, plan: plan{byID: map[string]*op{}},
+		share: max(share, 1), more: map[string]bool{}}
 }
 
 func (p *pass) node(id string) *api.Node {

@@ -74,13 +74,23 @@ func (pl *plan) batches(size int) [][]*op {
 	return out
 }
 
-// commit proposes one batch.
+// commit proposes one batch. It leaves out the creation of a task whose
+// service has been removed since the pass read it: nothing would stop
+// that task until a later pass saw the removal.
 func commit(ctx context.Context, st *store.Store, batch []*op) error {
 	err := st.Update(ctx, func(tx *store.Tx) error {
+		standing := map[string]bool{}
 		for _, o := range batch {
 			var err error
 			switch o.kind {
 			case opCreate:
+				id := o.task.GetServiceId()
+				if _, ok := standing[id]; !ok {
+					standing[id] = tx.GetService(id) != nil
+				}
+				if !standing[id] {
+					continue
+				}
 				err = tx.Create(o.task)
 			case opUpdate:
 				err = tx.Update(o.task)

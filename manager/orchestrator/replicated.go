@@ -65,10 +65,16 @@ func (p *pass) reconcileReplicated(svc *api.Service) error {
 	for _, g := range occupied {
 		used[g.slot] = true
 	}
+	created := 0
 	for slot := uint64(1); len(occupied) < want; slot++ {
 		if used[slot] {
 			continue
 		}
+		if created == p.share {
+			p.more[svc.GetId()] = true
+			break
+		}
+		created++
 		t, err := p.spawn(svc, slot, "", fresh)
 		if err != nil {
 			return err

@@ -15,11 +15,16 @@ func (p *pass) reconcileService(id string) error {
 	return p.reconcileReplicated(svc)
 }
 
-// reconcileRemoved stops every task of a removed service and deletes those
+// reconcileRemoved stops the tasks of a removed service and deletes those
 // that are terminal (tasks on down nodes count as ended) or were never
-// assigned.
+// assigned, a share of them per pass.
 func (p *pass) reconcileRemoved(id string) error {
+	start := len(p.plan.ops)
 	for _, t := range p.tx.ListTasksByService(id) {
+		if len(p.plan.ops)-start >= p.share {
+			p.more[id] = true
+			return nil
+		}
 		if p.lost(t) {
 			if err := p.orphan(t); err != nil {
 				return err
