@@ -72,6 +72,24 @@ func (m *membership) isRemovedNode(nodeID string) bool {
 	return false
 }
 
+// speaksFor reports whether a caller holding nodeID's certificate may send
+// raft messages from raftID: not when raftID is another node's member, nor
+// when nodeID's member has another raft id. An id known to neither side (a
+// member this one has not learnt of yet) passes; raft itself weighs it.
+func (m *membership) speaksFor(nodeID string, raftID uint64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if mem, ok := m.members[raftID]; ok && mem.NodeId != "" {
+		return mem.NodeId == nodeID
+	}
+	for _, mem := range m.members {
+		if mem.NodeId == nodeID && mem.RaftId != raftID {
+			return false
+		}
+	}
+	return true
+}
+
 // list returns the members sorted by raft id.
 func (m *membership) list() []*api.RaftMember {
 	m.mu.RLock()

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 )
 
@@ -47,7 +48,8 @@ func (s *Service) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServ
 // stepEncoded decodes a raft message (raftpb encoding) and steps it into
 // the member, mapping failures to the API's reason words: a message that
 // does not decode is invalid_spec, one from a removed member node_removed
-// (the sender is the removed one), anything else unavailable.
+// (the sender is the removed one), one whose From is not the sender's own
+// raft member permission_denied, anything else unavailable.
 func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 	if err := s.refuseRemoved(ctx); err != nil {
 		return err
@@ -55,6 +57,14 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 	var m raftpb.Message
 	if err := m.Unmarshal(b); err != nil {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "decode raft message: %v", err)
+	}
+	// A manager's certificate speaks for its own raft member only: any
+	// manager could otherwise vote or append in another member's name.
+	// The daemon's interceptor always names the caller; a Service used
+	// without one (tests of the transport alone) has no one to check.
+	if id, ok := identity.FromContext(ctx); ok && !s.node.members.speaksFor(id.NodeID, m.From) {
+		return reason.Error(codes.PermissionDenied, reason.PermissionDenied,
+			"raft message from member %x refused: the sender's certificate is node %s, which is not that member", m.From, id.NodeID)
 	}
 	if err := s.node.Step(ctx, m); err != nil {
 		if errors.Is(err, ErrMemberRemoved) {
