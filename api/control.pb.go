@@ -711,8 +711,12 @@ type UpdateClusterRequest struct {
 	Autolock *bool `protobuf:"varint,1,opt,name=autolock,proto3,oneof" json:"autolock,omitempty"`
 	// rotate_unlock_key replaces the unlock key (autolock must be on).
 	RotateUnlockKey bool `protobuf:"varint,2,opt,name=rotate_unlock_key,json=rotateUnlockKey,proto3" json:"rotate_unlock_key,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// max_replicas_per_service, when set, is the most replicas a service
+	// create or update may ask for from now on, 1 to 1048576 (0 is refused).
+	// Services that already have more keep them (docs/adr/0022).
+	MaxReplicasPerService *uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3,oneof" json:"max_replicas_per_service,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -759,14 +763,23 @@ func (x *UpdateClusterRequest) GetRotateUnlockKey() bool {
 	return false
 }
 
+func (x *UpdateClusterRequest) GetMaxReplicasPerService() uint64 {
+	if x != nil && x.MaxReplicasPerService != nil {
+		return *x.MaxReplicasPerService
+	}
+	return 0
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
 	// unlock_key is set when this call created or replaced the key. It is
 	// shown once here; keep it where operators keep secrets.
-	UnlockKey     string `protobuf:"bytes,2,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	UnlockKey string `protobuf:"bytes,2,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
+	// max_replicas_per_service is the limit in force after the call.
+	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
@@ -811,6 +824,13 @@ func (x *UpdateClusterResponse) GetUnlockKey() string {
 		return x.UnlockKey
 	}
 	return ""
+}
+
+func (x *UpdateClusterResponse) GetMaxReplicasPerService() uint64 {
+	if x != nil {
+		return x.MaxReplicasPerService
+	}
+	return 0
 }
 
 type GetUnlockKeyRequest struct {
@@ -2204,15 +2224,18 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
 	"\x12UnlockNodeResponse\x12)\n" +
-	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"p\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"\xcb\x01\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
-	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKeyB\v\n" +
-	"\t_autolock\"R\n" +
+	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
+	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01B\v\n" +
+	"\t_autolockB\x1b\n" +
+	"\x19_max_replicas_per_service\"\x8b\x01\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
-	"unlock_key\x18\x02 \x01(\tR\tunlockKey\"\x15\n" +
+	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
+	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +

@@ -542,8 +542,11 @@ type Cluster struct {
 	// previous_unlock_key is the key before the last rotation: a manager
 	// that was down then still opens with it, once (docs/adr/0012).
 	PreviousUnlockKey []byte `protobuf:"bytes,8,opt,name=previous_unlock_key,json=previousUnlockKey,proto3" json:"previous_unlock_key,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// max_replicas_per_service bounds the replicas a service create or
+	// update may ask for; 0 is the default (api/limits, docs/adr/0022).
+	MaxReplicasPerService uint64 `protobuf:"varint,9,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -630,6 +633,13 @@ func (x *Cluster) GetPreviousUnlockKey() []byte {
 		return x.PreviousUnlockKey
 	}
 	return nil
+}
+
+func (x *Cluster) GetMaxReplicasPerService() uint64 {
+	if x != nil {
+		return x.MaxReplicasPerService
+	}
+	return 0
 }
 
 type NodeStatus struct {
@@ -2303,7 +2313,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x96\x02\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xcf\x02\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -2314,7 +2324,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\bautolock\x18\x06 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\a \x01(\fR\tunlockKey\x12.\n" +
-	"\x13previous_unlock_key\x18\b \x01(\fR\x11previousUnlockKey\"\x91\x01\n" +
+	"\x13previous_unlock_key\x18\b \x01(\fR\x11previousUnlockKey\x127\n" +
+	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\"\x91\x01\n" +
 	"\n" +
 	"NodeStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +

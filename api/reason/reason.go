@@ -56,6 +56,12 @@ const (
 	// InvalidPageToken is a page token the server did not give (a list
 	// call's page_token); the listing starts again with an empty one.
 	InvalidPageToken = "invalid_page_token"
+	// LimitExceeded is a request that asks for more than a cluster-wide
+	// limit allows (replicas per service; replicas × spec size): the
+	// message names the field and the limit, and nothing was changed.
+	// The settable limits change with `jaco cluster update`
+	// (api/limits, docs/adr/0022).
+	LimitExceeded = "limit_exceeded"
 )
 
 // retryable lists the reasons a client may retry unchanged. It must never

@@ -1,0 +1,32 @@
+// Package limits states the cluster-wide bounds on what one request may
+// ask the cluster to hold, so that no client can exhaust the leader's
+// memory (issue 11: a 1 000 000-replica service took it to 8 GiB). Each
+// bound that an operator may change is a setting on the cluster object
+// whose zero value means the default here (docs/adr/0022).
+package limits
+
+import "github.com/jaco-project/jaco/api"
+
+const (
+	// DefaultMaxReplicasPerService is the replica limit of a cluster
+	// whose object sets none.
+	DefaultMaxReplicasPerService = 10_000
+	// MaxReplicasCeiling is the highest the setting may be raised to; the
+	// orchestrator keeps no more replicas of a service whatever a stored
+	// spec says.
+	MaxReplicasCeiling = 1 << 20
+	// MaxReplicaSpecBytes bounds replicas × encoded spec size: every
+	// replica holds a copy of its service's spec in the store, the raft
+	// log and every manager's memory, so a big spec allows fewer replicas
+	// (a 2 MiB spec, 128).
+	MaxReplicaSpecBytes = 256 << 20
+)
+
+// MaxReplicasPerService is the replica limit in force in cluster c (nil
+// or unset: the default).
+func MaxReplicasPerService(c *api.Cluster) uint64 {
+	if n := c.GetMaxReplicasPerService(); n != 0 {
+		return n
+	}
+	return DefaultMaxReplicasPerService
+}
