@@ -6,16 +6,19 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// UpdateCluster turns autolock on or off and rotates the unlock key. The
-// managers see the change in the store and re-seal their own files
-// (node/autolock.go); turning autolock on also makes each of them rotate
-// its data key. A key this call creates is in the response, once.
+// UpdateCluster turns autolock on or off, rotates the unlock key and sets
+// the cluster-wide limits. The managers see an autolock change in the
+// store and re-seal their own files (node/autolock.go); turning autolock
+// on also makes each of them rotate its data key. A key this call creates
+// is in the response, once. A limit holds for the requests that come
+// after it; what exists stays (docs/adr/0022).
 func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterRequest) (*api.UpdateClusterResponse, error) {
 	var resp *api.UpdateClusterResponse
 	err := s.update(ctx, func(tx *store.Tx) error {
@@ -57,7 +60,17 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 				}
 			}
 		}
+		if n := req.MaxReplicasPerService; n != nil {
+			if *n == 0 || *n > limits.MaxReplicasCeiling {
+				return invalid("max_replicas_per_service %d: give 1 to %d", *n, limits.MaxReplicasCeiling)
+			}
+			if *n != c.MaxReplicasPerService {
+				changed = true
+				c.MaxReplicasPerService = *n
+			}
+		}
 		resp.Autolock = c.Autolock
+		resp.MaxReplicasPerService = limits.MaxReplicasPerService(c)
 		if !changed {
 			return nil
 		}

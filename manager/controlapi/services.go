@@ -34,6 +34,9 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 		if err := checkReferences(tx, req.Spec); err != nil {
 			return err
 		}
+		if err := checkLimits(tx, req.Spec, nil); err != nil {
+			return err
+		}
 		return tx.Create(svc)
 	})
 	if err != nil {
@@ -66,6 +69,9 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 			return nil
 		}
 		if err := checkReferences(tx, req.Spec); err != nil {
+			return err
+		}
+		if err := checkLimits(tx, req.Spec, svc.Spec); err != nil {
 			return err
 		}
 		if !onlyScaled(svc.Spec, req.Spec) {

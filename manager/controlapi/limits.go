@@ -1,0 +1,41 @@
+package controlapi
+
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// checkLimits refuses a replicated service spec beyond the cluster-wide
+// limits (api/limits) with limit_exceeded, naming the field and the limit.
+// was is the spec it replaces, nil at create: an update that grows nothing
+// already over a limit passes, so lowering a limit stops a service growing
+// without freezing one already above it (docs/adr/0022).
+func checkLimits(tx store.ReadTx, spec, was *api.ServiceSpec) error {
+	if spec.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return nil // one replica per node: the nodes bound it
+	}
+	replicas, grows := spec.GetReplicas(), spec.GetReplicas() > was.GetReplicas()
+	if limit := limits.MaxReplicasPerService(tx.Cluster()); replicas > limit && grows {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"service %s: replicas %d is over the cluster's max_replicas_per_service %d "+
+				"(jaco cluster update --max-replicas-per-service changes it)", spec.GetName(), replicas, limit)
+	}
+	size := uint64(proto.Size(spec))
+	if was != nil && size > uint64(proto.Size(was)) {
+		grows = true
+	}
+	// replicas <= MaxReplicaSpecBytes/size is replicas*size <= the limit,
+	// without overflow.
+	if size > 0 && replicas > limits.MaxReplicaSpecBytes/size && grows {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"service %s: replicas %d × a %d-byte spec is over the limit of %d bytes of replica specs per service "+
+				"(at most %d replicas of this spec; every replica holds a copy of it)",
+			spec.GetName(), replicas, size, limits.MaxReplicaSpecBytes, limits.MaxReplicaSpecBytes/size)
+	}
+	return nil
+}

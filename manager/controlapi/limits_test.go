@@ -1,0 +1,132 @@
+package controlapi
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/state/store/storetest"
+)
+
+func newLimitsServer(t *testing.T) (*Server, *store.Store) {
+	t.Helper()
+	st := storetest.New(t)
+	storetest.Create(t, st, &api.Cluster{Id: "c1", Meta: &api.Meta{}})
+	return New(st), st
+}
+
+func scaled(name string, replicas uint64) *api.ServiceSpec {
+	spec := imageSpec(name)
+	spec.Replicas = replicas
+	return spec
+}
+
+// wantLimitExceeded checks a refusal names the field and the limit.
+func wantLimitExceeded(t *testing.T, what string, err error, words ...string) {
+	t.Helper()
+	if reason.Of(err) != reason.LimitExceeded {
+		t.Fatalf("%s: err = %v, want limit_exceeded", what, err)
+	}
+	for _, w := range words {
+		if !strings.Contains(reason.Sentence(err), w) {
+			t.Fatalf("%s: %q does not say %q", what, reason.Sentence(err), w)
+		}
+	}
+}
+
+func storedReplicas(st *store.Store, name string) (n uint64, ok bool) {
+	st.View(func(tx store.ReadTx) {
+		if svc := tx.FindServiceByName(name); svc != nil {
+			n, ok = svc.Spec.Replicas, true
+		}
+	})
+	return n, ok
+}
+
+// The defect: `jaco service create --replicas 1000000` was accepted and
+// took the leader from 57 MiB to 8 GiB (issue 11).
+func TestReplicasOverTheLimitAreRefusedAndChangeNothing(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	for _, n := range []uint64{1_000_000, limits.DefaultMaxReplicasPerService + 1} {
+		_, err := s.CreateService(ctx, &api.CreateServiceRequest{Spec: scaled("web", n)})
+		wantLimitExceeded(t, "create", err, "replicas", "max_replicas_per_service 10000")
+		if _, ok := storedReplicas(st, "web"); ok {
+			t.Fatalf("create of %d replicas refused, yet the service was stored", n)
+		}
+	}
+	create(t, s, scaled("web", limits.DefaultMaxReplicasPerService))
+	_, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: scaled("web", 1_000_000)})
+	wantLimitExceeded(t, "update", err, "replicas 1000000", "max_replicas_per_service 10000")
+	if n, _ := storedReplicas(st, "web"); n != limits.DefaultMaxReplicasPerService {
+		t.Fatalf("refused update left %d replicas stored", n)
+	}
+}
+
+func TestClusterUpdateSetsTheReplicaLimit(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	set := func(n uint64) (*api.UpdateClusterResponse, error) {
+		return s.UpdateCluster(ctx, &api.UpdateClusterRequest{MaxReplicasPerService: &n})
+	}
+	resp, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{})
+	if err != nil || resp.MaxReplicasPerService != limits.DefaultMaxReplicasPerService {
+		t.Fatalf("limit of a cluster that sets none: %v, %v; want the default", resp, err)
+	}
+	for _, bad := range []uint64{0, limits.MaxReplicasCeiling + 1} {
+		if _, err := set(bad); reason.Of(err) != reason.InvalidSpec {
+			t.Fatalf("limit %d: %v, want invalid_spec", bad, err)
+		}
+	}
+	if resp, err = set(8); err != nil || resp.MaxReplicasPerService != 8 {
+		t.Fatalf("set the limit to 8: %v, %v", resp, err)
+	}
+	st.View(func(tx store.ReadTx) {
+		if got := tx.Cluster().MaxReplicasPerService; got != 8 {
+			t.Fatalf("cluster object holds limit %d, want 8", got)
+		}
+	})
+	_, err = s.CreateService(ctx, &api.CreateServiceRequest{Spec: scaled("web", 9)})
+	wantLimitExceeded(t, "create over a set limit", err, "replicas 9", "max_replicas_per_service 8")
+	create(t, s, scaled("web", 8))
+
+	// Lowered below what web has, the limit stops it growing; web keeps
+	// its replicas and may still change in other ways, or shrink.
+	if _, err := set(5); err != nil {
+		t.Fatal(err)
+	}
+	changed := scaled("web", 8)
+	changed.Env = []string{"A=1"}
+	if _, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: changed}); err != nil {
+		t.Fatalf("update of web that keeps its 8 replicas under a limit of 5: %v", err)
+	}
+	_, err = s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: scaled("web", 9)})
+	wantLimitExceeded(t, "growing past a lowered limit", err, "max_replicas_per_service 5")
+	if _, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: scaled("web", 6)}); err != nil {
+		t.Fatalf("shrinking web toward a lowered limit: %v", err)
+	}
+}
+
+// Every replica holds a copy of the spec: the limit on replicas alone
+// would let 10 000 copies of a 2 MiB spec through.
+func TestReplicasTimesSpecSizeIsBounded(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	big := func(replicas uint64) *api.ServiceSpec {
+		spec := scaled("web", replicas)
+		spec.Env = []string{"BLOB=" + strings.Repeat("x", 256<<10)}
+		return spec
+	}
+	_, err := s.CreateService(ctx, &api.CreateServiceRequest{Spec: big(2000)})
+	wantLimitExceeded(t, "2000 replicas of a 256 KiB spec", err, "replicas 2000", "268435456 bytes")
+	if _, ok := storedReplicas(st, "web"); ok {
+		t.Fatal("refused create stored the service")
+	}
+	create(t, s, big(1000))
+	_, err = s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: big(1500)})
+	wantLimitExceeded(t, "update to 1500 replicas of a 256 KiB spec", err, "replicas 1500")
+}
