@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
 )
 
 // reconcileReplicated brings svc's slots in line with spec.replicas.
@@ -45,7 +46,9 @@ func (p *pass) reconcileReplicated(svc *api.Service) error {
 			occupied = append(occupied, g)
 		}
 	}
-	want := int(min(svc.GetSpec().GetReplicas(), 1<<20))
+	// The Control API refuses more than the cluster's limit; a spec
+	// stored before there was one gets no more than the ceiling.
+	want := int(min(svc.GetSpec().GetReplicas(), limits.MaxReplicasCeiling))
 	if len(occupied) > want {
 		p.rankForRemoval(occupied)
 		for _, g := range occupied[:len(occupied)-want] {
