@@ -9,31 +9,49 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/secretinput"
 )
 
 func clusterUpdateCmd(g *globals) *cobra.Command {
 	var autolock, quiet bool
+	var maxReplicas uint64
 	cmd := &cobra.Command{
-		Use:   "update --autolock=true|false",
-		Short: "Change cluster-wide settings (autolock)",
+		Use:   "update [--autolock=true|false] [--max-replicas-per-service N]",
+		Short: "Change cluster-wide settings (autolock, limits)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("autolock") {
-				return errors.New("nothing to change: give --autolock=true or --autolock=false")
+			req := &api.UpdateClusterRequest{}
+			if cmd.Flags().Changed("autolock") {
+				req.Autolock = &autolock
+			}
+			if cmd.Flags().Changed("max-replicas-per-service") {
+				req.MaxReplicasPerService = &maxReplicas
+			}
+			if req.Autolock == nil && req.MaxReplicasPerService == nil {
+				return errors.New("nothing to change: give --autolock=true|false or --max-replicas-per-service N")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.UpdateCluster(ctx, &api.UpdateClusterRequest{Autolock: &autolock})
+				resp, err := c.Control.UpdateCluster(ctx, req)
 				if err != nil {
 					return err
 				}
-				printUnlockKey(cmd.OutOrStdout(), resp, quiet)
+				out := cmd.OutOrStdout()
+				if req.Autolock != nil {
+					printUnlockKey(out, resp, quiet)
+				}
+				if req.MaxReplicasPerService != nil && !quiet {
+					fmt.Fprintf(out, "Max replicas per service: %d.\n", resp.MaxReplicasPerService)
+				}
 				return nil
 			})
 		},
 	}
 	cmd.Flags().BoolVar(&autolock, "autolock", false, "seal every manager's keys with an unlock key; a restarted manager waits for 'jaco node unlock'")
+	cmd.Flags().Uint64Var(&maxReplicas, "max-replicas-per-service", 0,
+		fmt.Sprintf("the most replicas a service create or update may ask for, 1 to %d (a new cluster's: %d); services above it keep theirs but cannot grow",
+			limits.MaxReplicasCeiling, limits.DefaultMaxReplicasPerService))
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
 	return cmd
 }
