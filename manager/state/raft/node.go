@@ -55,7 +55,7 @@ type Node struct {
 	rn      raft.Node
 	mem     *raft.MemoryStorage
 	disk    *storage.Storage
-	wait    *waitRegistry
+	wait    *waitRegistry[error]
 	members *membership
 
 	// Owned by the Ready loop.
@@ -90,7 +90,7 @@ type Node struct {
 	// Linearizable reads (readindex.go): the next request id, the reads
 	// waiting for their read index, and those waiting for the applier.
 	readSeq      atomic.Uint64
-	readIndexes  readWaits
+	readIndexes  *waitRegistry[uint64]
 	appliedWaits appliedWaits
 
 	// confMu keeps one membership change in flight: raft silently drops a
@@ -135,7 +135,8 @@ func New(cfg Config) (*Node, error) {
 		clusterID:       meta.ClusterId,
 		mem:             raft.NewMemoryStorage(),
 		disk:            disk,
-		wait:            newWaitRegistry(),
+		wait:            newWaitRegistry[error](),
+		readIndexes:     newWaitRegistry[uint64](),
 		members:         newMembership(),
 		leaderChanged:   make(chan struct{}),
 		leaderlessSince: time.Now(),

@@ -21,14 +21,14 @@ import (
 )
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	key    encryption.Key
 	sealer *encryption.Sealer
 	self   *api.RaftMember
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	key, err := encryption.NewKey()
 	if err != nil {

@@ -78,41 +78,6 @@ func (n *Node) deliverReadStates(states []raft.ReadState) {
 	}
 }
 
-// readWaits matches read index answers to the reads waiting for them.
-type readWaits struct {
-	mu sync.Mutex
-	m  map[uint64]chan uint64
-}
-
-func (w *readWaits) register(id uint64) <-chan uint64 {
-	ch := make(chan uint64, 1)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = make(map[uint64]chan uint64)
-	}
-	w.m[id] = ch
-	return ch
-}
-
-// trigger delivers index to id's read; a second answer (to a request sent
-// again) finds nobody and is dropped.
-func (w *readWaits) trigger(id, index uint64) {
-	w.mu.Lock()
-	ch, ok := w.m[id]
-	delete(w.m, id)
-	w.mu.Unlock()
-	if ok {
-		ch <- index
-	}
-}
-
-func (w *readWaits) cancel(id uint64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.m, id)
-}
-
 // appliedWaits wakes the reads waiting for the applier to reach an index.
 type appliedWaits struct {
 	mu sync.Mutex

@@ -13,7 +13,6 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
 
@@ -86,14 +85,7 @@ func (memTransport) RemovePeer(uint64)            {}
 
 // threeVoters starts a statically formed group of three voters on net.
 func threeVoters(t testing.TB, net *memNet) ([]*Node, []*rafttest.KV) {
-	key, err := encryption.NewKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sealer, err := encryption.NewSealer(key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sealer := newHarness(t).sealer
 	var members []*api.RaftMember
 	for i := range 3 {
 		id, err := NewRaftID()
