@@ -30,23 +30,27 @@ func (s nodeService) Unlock(_ context.Context, req *api.UnlockNodeRequest) (*api
 }
 
 // unlock opens a locked manager with the unlock key and starts it. A wrong
-// key changes nothing and is counted; an unlocked node answers its state.
+// key changes nothing and is counted, and after a few wrong keys further
+// attempts wait (unlocklimit.go); an unlocked node answers its state.
 func (n *Node) unlock(text string) (*api.UnlockNodeResponse, error) {
 	n.initMu.Lock()
 	defer n.initMu.Unlock()
 	if n.State() != api.NodeState_NODE_STATE_LOCKED {
 		return &api.UnlockNodeResponse{State: n.State()}, nil
 	}
+	if err := n.unlockRateLimited(); err != nil {
+		return nil, err
+	}
 	kek, err := encryption.ParseUnlockKey(text)
 	if err != nil {
-		failed := n.failedUnlocks.Add(1)
+		failed := n.unlockFailed()
 		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v (failed unlock attempts: %d)", err, failed)
 	}
 	if _, err := encryption.ReadKeyFile(n.cfg.dekPath(), &kek); err != nil {
 		if !errors.Is(err, encryption.ErrLocked) {
 			return nil, internalError(err)
 		}
-		failed := n.failedUnlocks.Add(1)
+		failed := n.unlockFailed()
 		n.log.Warn("wrong unlock key refused", "failed_attempts", failed)
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied,
 			"this unlock key does not open this manager's data key (failed unlock attempts: %d); "+

@@ -65,6 +65,9 @@ type Node struct {
 	keysSettled   atomic.Bool
 	autolockKick  chan struct{}
 	failedUnlocks atomic.Uint32
+	// unlockNotBefore: attempts to unlock before then are refused
+	// (unlocklimit.go); guarded by initMu.
+	unlockNotBefore time.Time
 
 	agent      atomic.Pointer[agent.Agent]
 	agentMu    sync.Mutex // guards starting and stopping the agent

@@ -62,6 +62,11 @@ const (
 	// The settable limits change with `jaco cluster update`
 	// (api/limits, docs/adr/0022).
 	LimitExceeded = "limit_exceeded"
+	// RateLimited is an attempt refused, without being looked at, because
+	// too many wrong ones came before it (unlock keys after five wrong
+	// ones): the message says when the next attempt is accepted
+	// (docs/adr/0023). It is not retried by clients on their own.
+	RateLimited = "rate_limited"
 )
 
 // retryable lists the reasons a client may retry unchanged. It must never
