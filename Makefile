@@ -98,6 +98,14 @@ lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over
 .PHONY: test
 test: check-generated lint ## every check and test, as CI runs them
 	$(GO) test -race -count=1 -timeout 20m ./...
+	./scripts/fuzz.sh 10
+
+# Each fuzz target for FUZZTIME seconds (scripts/fuzz.sh); `make test`
+# runs them for 10 s each, a crash becomes a seed under testdata/fuzz.
+FUZZTIME ?= 10
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME seconds each (default 10; FUZZTIME=60 make fuzz for longer)
+	./scripts/fuzz.sh $(FUZZTIME)
 
 .PHONY: bench
 bench: ## committed-write benchmark and its fsync reference, read consistencies beside a write (docs/bench)
