@@ -3,6 +3,7 @@ module github.com/jaco-project/jaco
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cloudflare/cfssl v1.6.5
 	github.com/containerd/containerd/api v1.12.0
 	github.com/containerd/containerd/v2 v2.4.2
