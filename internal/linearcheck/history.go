@@ -36,6 +36,7 @@ var refusedReasons = map[string]bool{
 	reason.ClusterUninitialized: true,
 	reason.Locked:               true,
 	reason.NotAManager:          true,
+	reason.RateLimited:          true,
 }
 
 // OutcomeOf maps the error a client call returned to its outcome, by the
