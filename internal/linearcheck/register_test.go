@@ -2,9 +2,11 @@ package linearcheck
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func write(client int, key, value string, expect uint64, invoke, ret int64, outcome Outcome, version uint64) Op {
@@ -190,5 +192,33 @@ func TestRegistersViolationNamesOnlyTheBrokenKey(t *testing.T) {
 	})
 	if res.Verdict != Violation || len(res.Problems) != 1 || !strings.Contains(res.Problems[0], `"web"`) {
 		t.Fatalf("want one problem naming web, got %s", res)
+	}
+}
+
+// TestRegistersSearchIsBounded gives porcupine a history whose refutation
+// needs every subset of 24 concurrent unknown writes, and a 50 ms budget:
+// the check must come back inconclusive, with its evidence, in time.
+func TestRegistersSearchIsBounded(t *testing.T) {
+	ops := []Op{write(0, "web", "a", 0, 0, 10, OK, 1)}
+	for i := range 24 {
+		ops = append(ops, write(1+i, "web", fmt.Sprintf("v%d", i), 1, 20, 30, Unknown, 0))
+	}
+	ops = append(ops, read(99, "web", 40, 50, "never-written", 3))
+	dir := t.TempDir()
+	start := time.Now()
+	res, err := CheckRegisters(ops, Options{Label: "bounded", Dir: dir, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("CheckRegisters: %v", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("a 50 ms check took %s", took)
+	}
+	// 2^24 subsets cannot be searched in 50 ms: anything but
+	// inconclusive means the timeout was not applied.
+	if res.Verdict != Inconclusive {
+		t.Fatalf("want inconclusive, got %s", res)
+	}
+	if res.HistoryFile == "" || res.VisualizationFile == "" {
+		t.Errorf("an inconclusive check wrote no evidence: %s", res)
 	}
 }
