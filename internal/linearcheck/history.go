@@ -102,27 +102,27 @@ func (r *Recorder) Invoke(client int, kind string, input any) *Pending {
 }
 
 // Done records the operation's return with its output and outcome. Only
-// the first call counts.
-func (p *Pending) Done(output any, outcome Outcome) {
-	p.closed.Do(func() {
-		p.op.Return = p.r.now()
-		p.op.Output = output
-		p.op.Outcome = outcome
-		p.r.mu.Lock()
-		p.r.ops = append(p.r.ops, p.op)
-		p.r.mu.Unlock()
-	})
-}
+// the first Done or DoneErr counts.
+func (p *Pending) Done(output any, outcome Outcome) { p.finish(output, outcome, "") }
 
 // DoneErr records the operation's return as the client call answered it:
 // output is kept only for OK, the outcome comes from OutcomeOf(err).
 func (p *Pending) DoneErr(output any, err error) {
-	outcome := OutcomeOf(err)
 	if err != nil {
-		p.op.Err = err.Error()
-		output = nil
+		p.finish(nil, OutcomeOf(err), err.Error())
+		return
 	}
-	p.Done(output, outcome)
+	p.finish(output, OK, "")
+}
+
+func (p *Pending) finish(output any, outcome Outcome, errText string) {
+	p.closed.Do(func() {
+		p.op.Return = p.r.now()
+		p.op.Output, p.op.Outcome, p.op.Err = output, outcome, errText
+		p.r.mu.Lock()
+		p.r.ops = append(p.r.ops, p.op)
+		p.r.mu.Unlock()
+	})
 }
 
 // Ops returns a copy of the operations recorded so far, in return order.
