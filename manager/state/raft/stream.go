@@ -8,6 +8,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
@@ -79,7 +80,8 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 // raft would crash on rather than refuse, a panic that takes the whole
 // daemon down (all found by FuzzStepEncoded): a type it does not know
 // indexes its tables out of range (IsLocalMsg), and an empty proposal or a
-// read request without its entry panics the leader. No peer sends a proposal at all, since members do
+// read request without its entry panics the leader. A snapshot whose data
+// does not decode is refused too. No peer sends a proposal at all, since members do
 // not forward them (Config.DisableProposalForwarding), so every MsgProp
 // is refused.
 func decodeMessage(b []byte) (raftpb.Message, error) {
@@ -97,6 +99,17 @@ func decodeMessage(b []byte) (raftpb.Message, error) {
 		// A follower forwards a read request as one entry holding its
 		// context; the leader indexes that entry without checking.
 		return raftpb.Message{}, fmt.Errorf("raft message of type MsgReadIndex holds %d entries, want 1", len(m.Entries))
+	case m.Type == raftpb.MsgSnap:
+		// Raft takes a snapshot in before this member decodes it; one
+		// that does not decode would then stop the member for good.
+		var data []byte
+		if m.Snapshot != nil {
+			data = m.Snapshot.Data
+		}
+		var rs api.RaftSnapshot
+		if err := proto.Unmarshal(data, &rs); err != nil {
+			return raftpb.Message{}, fmt.Errorf("decode the snapshot in a raft message: %w", err)
+		}
 	}
 	return m, nil
 }

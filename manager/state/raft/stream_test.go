@@ -178,3 +178,38 @@ func TestStreamRaftMessageErrors(t *testing.T) {
 		})
 	}
 }
+
+// Messages etcd's raft would panic on (taking the daemon down) or a
+// snapshot that would stop the member for good are refused invalid_spec,
+// and the member carries on.
+func TestMessagesRaftCannotTakeAreRefused(t *testing.T) {
+	n, _, c := serveRaft(t)
+	to := n.raftID
+	for _, tc := range []struct {
+		name string
+		msg  raftpb.Message
+	}{
+		{"unknown type", raftpb.Message{Type: raftpb.MessageType(-0x77bcbe8d), From: 2, To: to}},
+		{"empty proposal", raftpb.Message{Type: raftpb.MsgProp, From: 2, To: to}},
+		{"read request without its entry", raftpb.Message{Type: raftpb.MsgReadIndex, From: 2, To: to}},
+		{"snapshot that does not decode", raftpb.Message{Type: raftpb.MsgSnap, From: 2, To: to, Term: 9,
+			Snapshot: &raftpb.Snapshot{Data: []byte("not a snapshot"),
+				Metadata: raftpb.SnapshotMetadata{Index: 50, Term: 9, ConfState: raftpb.ConfState{Voters: []uint64{to, 2}}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := tc.msg.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: [][]byte{b}})
+			if status.Code(err) != codes.InvalidArgument || reason.Of(err) != reason.InvalidSpec {
+				t.Fatalf("err = %v (reason %q), want invalid_spec", err, reason.Of(err))
+			}
+			if err := n.Propose(ctx, rafttest.Put("after-"+tc.name, "v")); err != nil {
+				t.Fatalf("the member no longer commits: %v", err)
+			}
+		})
+	}
+}

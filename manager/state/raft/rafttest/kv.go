@@ -67,7 +67,7 @@ func (a *KV) Restore(snap *api.StoreSnapshot, _ uint64) error {
 	defer a.mu.Unlock()
 	a.kv = map[string]string{}
 	for _, s := range snap.Services {
-		a.kv[s.Id] = s.Spec.Name
+		a.kv[s.GetId()] = s.GetSpec().GetName()
 	}
 	return nil
 }
