@@ -38,14 +38,8 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 			n.appliedConfChanges = append(n.appliedConfChanges, v1.ID)
 		}
 	}
-	n.setApplied(e.Index)
+	n.applied.Store(e.Index)
 	return nil
-}
-
-// setApplied records that the applier holds everything up to index.
-func (n *Node) setApplied(index uint64) {
-	n.appliedIndex = index
-	n.applied.Store(index)
 }
 
 // Replayed reports whether the applier holds everything the log held as
@@ -128,7 +122,8 @@ func memberChanges(cc raftpb.ConfChangeI) (added []*api.RaftMember, removed []ui
 // maybeSnapshot snapshots the applied state every SnapshotInterval entries
 // and compacts the in-memory log behind it.
 func (n *Node) maybeSnapshot() error {
-	if !n.snapshotNow && n.appliedIndex-n.snapshotIndex < n.cfg.SnapshotInterval {
+	applied := n.applied.Load()
+	if !n.snapshotNow && applied-n.snapshotIndex < n.cfg.SnapshotInterval {
 		return nil
 	}
 	n.snapshotNow = false
@@ -136,20 +131,20 @@ func (n *Node) maybeSnapshot() error {
 	if err != nil {
 		return err
 	}
-	snap, err := n.mem.CreateSnapshot(n.appliedIndex, &n.confState, data)
+	snap, err := n.mem.CreateSnapshot(applied, &n.confState, data)
 	if err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", n.appliedIndex, err)
+		return fmt.Errorf("create snapshot at %d: %w", applied, err)
 	}
 	if err := n.disk.SaveSnapshot(snap); err != nil {
 		return err
 	}
-	n.snapshotIndex = n.appliedIndex
-	if n.appliedIndex > n.cfg.LogEntriesForSlowFollowers {
-		if err := n.mem.Compact(n.appliedIndex - n.cfg.LogEntriesForSlowFollowers); err != nil && !errors.Is(err, raft.ErrCompacted) {
+	n.snapshotIndex = applied
+	if applied > n.cfg.LogEntriesForSlowFollowers {
+		if err := n.mem.Compact(applied - n.cfg.LogEntriesForSlowFollowers); err != nil && !errors.Is(err, raft.ErrCompacted) {
 			return fmt.Errorf("compact raft log: %w", err)
 		}
 	}
-	n.cfg.Logger.Info("raft snapshot taken", "index", n.appliedIndex)
+	n.cfg.Logger.Info("raft snapshot taken", "index", applied)
 	return nil
 }
 

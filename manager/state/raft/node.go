@@ -60,7 +60,6 @@ type Node struct {
 
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
-	appliedIndex  uint64
 	snapshotIndex uint64
 	wasLeader     bool
 	// term is raft's term as of the last Ready; leaderTerm the term this
@@ -82,9 +81,10 @@ type Node struct {
 	// leaderContact is when a leader's message last arrived (unix nanos).
 	leaderContact atomic.Int64
 	// openCommit is the commit index the log held when the member opened;
-	// applied mirrors appliedIndex for readers outside the Ready loop.
-	// Until applied reaches openCommit the applier is behind what this
-	// member may have served before it stopped (Replayed).
+	// applied is the index the applier holds (written by the Ready loop
+	// only, read by anyone). Until applied reaches openCommit the applier
+	// is behind what this member may have served before it stopped
+	// (Replayed).
 	openCommit uint64
 	applied    atomic.Uint64
 	// Linearizable reads (readindex.go): the next request id, the reads
@@ -170,7 +170,7 @@ func New(cfg Config) (*Node, error) {
 		ElectionTick:              cfg.ElectionTick,
 		HeartbeatTick:             cfg.HeartbeatTick,
 		Storage:                   n.mem,
-		Applied:                   n.appliedIndex,
+		Applied:                   n.applied.Load(),
 		MaxSizePerMsg:             maxSizePerMsg,
 		MaxInflightMsgs:           256,
 		CheckQuorum:               true,
@@ -200,7 +200,7 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 		return fmt.Errorf("apply snapshot %d to raft log: %w", snap.Metadata.Index, err)
 	}
 	n.confState = snap.Metadata.ConfState
-	n.setApplied(snap.Metadata.Index)
+	n.applied.Store(snap.Metadata.Index)
 	n.snapshotIndex = snap.Metadata.Index
 	return nil
 }
@@ -311,7 +311,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		}
 	}
 	n.deliverReadStates(rd.ReadStates)
-	n.appliedWaits.release(n.appliedIndex)
+	n.appliedWaits.release(n.applied.Load())
 	if n.removedSelf {
 		return ErrRemoved
 	}

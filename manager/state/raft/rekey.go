@@ -46,13 +46,13 @@ func (n *Node) rekey(sealer *encryption.Sealer) error {
 	if err != nil {
 		return fmt.Errorf("rekey: read snapshot: %w", err)
 	}
-	if n.appliedIndex > snap.Metadata.Index {
+	if applied := n.applied.Load(); applied > snap.Metadata.Index {
 		data, err := n.snapshotData()
 		if err != nil {
 			return err
 		}
-		if snap, err = n.mem.CreateSnapshot(n.appliedIndex, &n.confState, data); err != nil {
-			return fmt.Errorf("rekey: create snapshot at %d: %w", n.appliedIndex, err)
+		if snap, err = n.mem.CreateSnapshot(applied, &n.confState, data); err != nil {
+			return fmt.Errorf("rekey: create snapshot at %d: %w", applied, err)
 		}
 	}
 	last, err := n.mem.LastIndex()
