@@ -36,7 +36,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	var tasks []*api.Task
 	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
 	sendComplete := func() error {
-		return sendComplete(stream, set.complete(tasks))
+		return send(stream, api.AssignmentsMessage_TYPE_COMPLETE, set.complete(tasks), nil)
 	}
 	events := s.st.ViewAndWatch(ctx, read, store.ObjectType[*api.Task](), onNode(sess.nodeID))
 	if err := sendComplete(); err != nil {
@@ -73,7 +73,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			if len(updated)+len(removed) == 0 {
 				continue
 			}
-			if err := sendIncremental(stream, updated, removed); err != nil {
+			if err := send(stream, api.AssignmentsMessage_TYPE_INCREMENTAL, updated, removed); err != nil {
 				return err
 			}
 		case <-sess.done:
@@ -84,28 +84,18 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	}
 }
 
-// sendComplete sends a node's whole set, in as many COMPLETE messages as
-// keep each within a page's bounds (docs/adr/0019-list-paging.md): a node
-// running many replicas of large specs would otherwise get a message over
-// gRPC's 4 MiB limit, and its agent no assignments at all.
-func sendComplete(stream grpc.ServerStreamingServer[api.AssignmentsMessage], tasks []*api.Task) error {
-	runs := paging.Split(tasks)
-	for i, run := range runs {
-		msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Updated: run, More: i < len(runs)-1}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sendIncremental sends a batch of changes in as many INCREMENTAL messages
-// as keep each within a page's bounds, the removals with the last.
-func sendIncremental(stream grpc.ServerStreamingServer[api.AssignmentsMessage], updated []*api.Task, removed []string) error {
+// send sends updated and removed in as many messages of typ as keep each
+// within a page's bounds (docs/adr/0019-list-paging.md), the removals with
+// the last: a node running many replicas of large specs would otherwise
+// get a message over gRPC's 4 MiB limit, and its agent no assignments at
+// all. The parts of a COMPLETE set but the last say more is coming, so the
+// agent drops what the set lacks only once it has the whole set.
+func send(stream grpc.ServerStreamingServer[api.AssignmentsMessage], typ api.AssignmentsMessage_Type, updated []*api.Task, removed []string) error {
 	runs := paging.Split(updated)
 	for i, run := range runs {
-		msg := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_INCREMENTAL, Updated: run}
-		if i == len(runs)-1 {
+		last := i == len(runs)-1
+		msg := &api.AssignmentsMessage{Type: typ, Updated: run, More: typ == api.AssignmentsMessage_TYPE_COMPLETE && !last}
+		if last {
 			msg.Removed = removed
 		}
 		if err := stream.Send(msg); err != nil {
