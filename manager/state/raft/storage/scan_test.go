@@ -235,11 +235,11 @@ func addSegment(t *testing.T, dir string, content []byte) string {
 }
 
 // recordsEnd is the offset where the records of a segment end.
-func recordsEnd(t *testing.T, path string) int64 {
-	t.Helper()
+func recordsEnd(tb testing.TB, path string) int64 {
+	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	dec := wal.NewDecoder(fileutil.NewFileReader(f))
