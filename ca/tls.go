@@ -3,8 +3,9 @@ package ca
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
+
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // ServerTLSConfig is the config of a node's listener. It presents the node
@@ -55,32 +56,9 @@ func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 		// pool and, when one was asked for, the expected name.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			return verifyServer(cs, pool, cs.ServerName)
+			return token.VerifyServer(cs, pool, cs.ServerName)
 		},
 	}, nil
-}
-
-// verifyServer verifies the server's chain against roots, for server auth
-// and, unless name is empty, for name.
-func verifyServer(cs tls.ConnectionState, roots *x509.CertPool, name string) error {
-	if len(cs.PeerCertificates) == 0 {
-		return errors.New("server presented no certificate")
-	}
-	intermediates := x509.NewCertPool()
-	for _, c := range cs.PeerCertificates[1:] {
-		intermediates.AddCert(c)
-	}
-	leaf := cs.PeerCertificates[0]
-	_, err := leaf.Verify(x509.VerifyOptions{
-		Roots:         roots,
-		Intermediates: intermediates,
-		DNSName:       name,
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	if err != nil {
-		return fmt.Errorf("verify server certificate %q: %w", leaf.Subject.CommonName, err)
-	}
-	return nil
 }
 
 // caPool parses the CA certificate into a pool and returns its DER too.

@@ -51,27 +51,37 @@ func verifyPinned(cs tls.ConnectionState, fp string) error {
 	if len(cs.PeerCertificates) == 0 {
 		return errors.New("server presented no certificate")
 	}
-	leaf, chain := cs.PeerCertificates[0], cs.PeerCertificates[1:]
-	for _, c := range chain {
-		if fingerprintDER(c.Raw) != fp {
-			continue
+	for _, c := range cs.PeerCertificates[1:] {
+		if fingerprintDER(c.Raw) == fp {
+			roots := x509.NewCertPool()
+			roots.AddCert(c)
+			// No name: the pin names the cluster, any of its nodes may answer.
+			return VerifyServer(cs, roots, "")
 		}
-		roots := x509.NewCertPool()
-		roots.AddCert(c)
-		intermediates := x509.NewCertPool()
-		for _, i := range chain {
-			intermediates.AddCert(i)
-		}
-		// No name: the pin names the cluster, any of its nodes may answer.
-		_, err := leaf.Verify(x509.VerifyOptions{
-			Roots:         roots,
-			Intermediates: intermediates,
-			KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		})
-		if err != nil {
-			return fmt.Errorf("verify server certificate %q: %w", leaf.Subject.CommonName, err)
-		}
-		return nil
 	}
 	return fmt.Errorf("server's chain holds no CA certificate with fingerprint %s", fp)
+}
+
+// VerifyServer verifies the chain the server presented against roots, for
+// server auth and, unless name is empty, for name. It is the one check
+// behind a pinned client and a node's own (ca.ClientTLSConfig).
+func VerifyServer(cs tls.ConnectionState, roots *x509.CertPool, name string) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range cs.PeerCertificates[1:] {
+		intermediates.AddCert(c)
+	}
+	leaf := cs.PeerCertificates[0]
+	_, err := leaf.Verify(x509.VerifyOptions{
+		Roots:         roots,
+		Intermediates: intermediates,
+		DNSName:       name,
+		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return fmt.Errorf("verify server certificate %q: %w", leaf.Subject.CommonName, err)
+	}
+	return nil
 }
