@@ -72,11 +72,7 @@ func DeriveCluster(secret *JoinSecret, config string) (*DerivedCluster, error) {
 		return nil, fmt.Errorf("encode derived CA key: %w", err)
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: pemTypeCertificate, Bytes: der})
-	fp, err := token.Fingerprint(certPEM)
-	if err != nil {
-		return nil, fmt.Errorf("derive operator token: %w", err)
-	}
-	tok, err := token.FromSecret(fp, secret.Derive(purpose("operator token"), token.SecretBytes))
+	tok, err := token.FromSecret(token.FingerprintDER(der), secret.Derive(purpose("operator token"), token.SecretBytes))
 	if err != nil {
 		return nil, fmt.Errorf("derive operator token: %w", err)
 	}

@@ -21,10 +21,12 @@ func Fingerprint(caCertPEM []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("fingerprint: parse certificate: %w", err)
 	}
-	return fingerprintDER(cert.Raw), nil
+	return FingerprintDER(cert.Raw), nil
 }
 
-func fingerprintDER(der []byte) string {
+// FingerprintDER is the Fingerprint of a CA certificate already in DER
+// form (one just created).
+func FingerprintDER(der []byte) string {
 	sum := sha256.Sum256(der)
 	return hex.EncodeToString(sum[:])
 }
@@ -52,7 +54,7 @@ func verifyPinned(cs tls.ConnectionState, fp string) error {
 		return errors.New("server presented no certificate")
 	}
 	for _, c := range cs.PeerCertificates[1:] {
-		if fingerprintDER(c.Raw) == fp {
+		if FingerprintDER(c.Raw) == fp {
 			roots := x509.NewCertPool()
 			roots.AddCert(c)
 			// No name: the pin names the cluster, any of its nodes may answer.
