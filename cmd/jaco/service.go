@@ -65,7 +65,7 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				return updateService(ctx, c, g, args[0], func(spec *api.ServiceSpec) error {
+				return updateService(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), args[0], func(spec *api.ServiceSpec) error {
 					if image != "" {
 						spec.Image, spec.Bundle = image, nil
 					}
@@ -94,7 +94,7 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("want SERVICE=REPLICAS, not %q", args[0])
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				return updateService(ctx, c, g, name, func(spec *api.ServiceSpec) error {
+				return updateService(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), name, func(spec *api.ServiceSpec) error {
 					spec.Replicas = n
 					return nil
 				})
@@ -105,11 +105,10 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 
 // updateService reads a service, changes its spec and writes it back based
 // on the version read, so a concurrent change is refused, not overwritten.
-// The read is linearizable unless --consistency says otherwise: a change
+// Callers read linearizably unless --consistency says otherwise: a change
 // decided from a stale spec would only be refused.
-func updateService(ctx context.Context, c *client.Client, g *globals, name string, change func(*api.ServiceSpec) error) error {
-	got, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: name,
-		Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
+func updateService(ctx context.Context, c *client.Client, cons api.ReadConsistency, name string, change func(*api.ServiceSpec) error) error {
+	got, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: name, Consistency: cons})
 	if err != nil {
 		return err
 	}
