@@ -5,12 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
-	"github.com/jaco-project/jaco/ca"
 )
 
 // TestRemovedNodeCertificateRefused: the certificate of a removed node
@@ -39,7 +35,11 @@ func TestRemovedNodeCertificateRefused(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	worker := certConn(t, wCA, wCert, wKey, leader.addr)
+	worker, err := dialCert(wCA, wCert, wKey, leader.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
 	s, err := api.NewDispatcherServiceClient(worker).Session(ctx, &api.SessionRequest{})
 	if err == nil {
 		_, err = s.Recv()
@@ -56,19 +56,4 @@ func TestRemovedNodeCertificateRefused(t *testing.T) {
 		t.Errorf("raft with a removed manager's certificate: %v (reason %q), want node_removed or permission_denied", err, why)
 	}
 	waitExit(t, gone, "node_removed") // a removed manager stops by itself
-}
-
-// certConn dials addr presenting the node certificate certPEM.
-func certConn(t *testing.T, caPEM, certPEM, keyPEM []byte, addr string) *grpc.ClientConn {
-	t.Helper()
-	cfg, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }

@@ -90,13 +90,18 @@ func nodeCert(t *testing.T, d *daemon) (caPEM, certPEM, keyPEM []byte) {
 	return caPEM, certPEM, keyPEM
 }
 
-// raftCall speaks to addr's raft service with the given certificate.
-func raftCall(caPEM, certPEM, keyPEM []byte, addr string) error {
+// dialCert dials addr presenting the node certificate certPEM.
+func dialCert(caPEM, certPEM, keyPEM []byte, addr string) (*grpc.ClientConn, error) {
 	cfg, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+}
+
+// raftCall speaks to addr's raft service with the given certificate.
+func raftCall(caPEM, certPEM, keyPEM []byte, addr string) error {
+	conn, err := dialCert(caPEM, certPEM, keyPEM, addr)
 	if err != nil {
 		return err
 	}
