@@ -1,8 +1,13 @@
 package integration
 
 import (
+	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/datadir"
 )
 
 // The reads issue 11 found answered wrong (docs/adr/0018-read-consistency.md).
@@ -27,11 +32,10 @@ func TestMultihostDeposedLeaderReadsAreCurrent(t *testing.T) {
 	})
 	// One read queued at the paused leader's socket, as the reads issue 11
 	// saw answered stale within 2 ms of resuming, and one sent after.
-	// Either way the answer must hold the acknowledged write; the pause
-	// before resuming only gives the first one time to queue.
+	// Either way the answer must hold the acknowledged write.
 	queued := make(chan result, 1)
 	go func() { queued <- old.jaco("node", "inspect", target) }()
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, 10*time.Second, func() error { return wantQueued(old) })
 	old.resume(t)
 	for i, r := range []result{<-queued, old.jaco("node", "inspect", target)} {
 		got, err := decode[struct {
@@ -56,4 +60,27 @@ func TestMultihostDeposedLeaderReadsAreCurrent(t *testing.T) {
 			t.Fatalf("node ls --consistency linearizable through the old leader shows %s with v=%q, want v=2", target, n.Labels["v"])
 		}
 	}
+}
+
+// wantQueued succeeds once a connection waits at paused d's unix socket
+// for the daemon to accept it: a listening socket's Recv-Q in ss is its
+// accept queue. Unix sockets belong to a network namespace, so ss runs in
+// d's; jacod binds its socket in a temporary directory of its data dir
+// and renames it into place, so ss knows it by that first name.
+func wantQueued(d *nsDaemon) error {
+	r := d.host.exec(nil, "ss", "-xlnH")
+	if err := r.err(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(r.stdout) {
+		f := strings.Fields(line) // u_str LISTEN Recv-Q Send-Q path ...
+		if len(f) < 5 || !strings.HasPrefix(f[4], d.dir+"/") || filepath.Base(f[4]) != filepath.Base(datadir.Dir(d.dir).Socket()) {
+			continue
+		}
+		if f[2] == "0" {
+			return fmt.Errorf("no connection queued at %s's socket yet", d.name)
+		}
+		return nil
+	}
+	return fmt.Errorf("ss shows no listener of %s's socket: %q", d.name, r.stdout)
 }
