@@ -2,6 +2,7 @@ package linearcheck
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -41,12 +42,12 @@ func CheckSet(ops []Op, final []string, opts Options) (Result, error) {
 	}
 
 	var problems []string
-	for _, e := range sortedKeys(sent) {
+	for _, e := range slices.Sorted(maps.Keys(sent)) {
 		if sent[e] == OK && count[e] == 0 {
 			problems = append(problems, fmt.Sprintf("lost: acknowledged add %q is missing at the end", e))
 		}
 	}
-	for _, e := range sortedKeys(count) {
+	for _, e := range slices.Sorted(maps.Keys(count)) {
 		outcome, wasSent := sent[e]
 		switch {
 		case !wasSent:
@@ -65,13 +66,4 @@ func CheckSet(ops []Op, final []string, opts Options) (Result, error) {
 	}
 	res.Verdict, res.Problems = Violation, problems
 	return res, writeHistory(opts, &res, ops, final)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
