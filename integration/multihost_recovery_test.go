@@ -35,13 +35,14 @@ func (d *nsDaemon) memberStatus(name string) (string, error) {
 	return "", fmt.Errorf("%s does not list member %s: %+v", d.name, name, s.Members)
 }
 
-// nodeLabels returns the labels of every node d lists, by hostname.
-func (d *nsDaemon) nodeLabels() (map[string]map[string]string, error) {
+// nodeLabels returns the labels of every node d lists, by hostname;
+// flags go to `jaco node ls`.
+func (d *nsDaemon) nodeLabels(flags ...string) (map[string]map[string]string, error) {
 	type labelled struct {
 		Hostname string            `json:"hostname"`
 		Labels   map[string]string `json:"labels"`
 	}
-	nodes, err := decode[[]labelled](d.jaco("node", "ls", "--format", "json"))
+	nodes, err := decode[[]labelled](d.jaco(append([]string{"node", "ls", "--format", "json"}, flags...)...))
 	if err != nil {
 		return nil, err
 	}
