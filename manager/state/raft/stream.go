@@ -79,11 +79,13 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 // decodeMessage decodes a raft message from a peer and refuses those etcd's
 // raft would crash on rather than refuse, a panic that takes the whole
 // daemon down (all found by FuzzStepEncoded): a type it does not know
-// indexes its tables out of range (IsLocalMsg), and an empty proposal or a
+// indexes its tables out of range (IsLocalMsg); a message without a term
+// is taken as a local one and skips the term checks, so a heartbeat
+// without one commits past the end of the log; an empty proposal or a
 // read request without its entry panics the leader. A snapshot whose data
-// does not decode is refused too. No peer sends a proposal at all, since members do
-// not forward them (Config.DisableProposalForwarding), so every MsgProp
-// is refused.
+// does not decode is refused too. No peer sends a proposal at all, since
+// members do not forward them (Config.DisableProposalForwarding), so every
+// MsgProp is refused.
 func decodeMessage(b []byte) (raftpb.Message, error) {
 	var m raftpb.Message
 	if err := m.Unmarshal(b); err != nil {
@@ -93,6 +95,12 @@ func decodeMessage(b []byte) (raftpb.Message, error) {
 		return raftpb.Message{}, fmt.Errorf("raft message of unknown type %d", m.Type)
 	}
 	switch {
+	case m.Term == 0 && m.Type != raftpb.MsgReadIndex:
+		// raft takes a message without a term as a local one and skips
+		// its term checks: a heartbeat then commits past the end of the
+		// log and panics. Every peer message carries the sender's term
+		// but a forwarded read request (raft's own rule when it sends).
+		return raftpb.Message{}, fmt.Errorf("raft message of type %s carries no term", m.Type)
 	case m.Type == raftpb.MsgProp:
 		return raftpb.Message{}, errors.New("raft message of type MsgProp: members do not forward proposals")
 	case m.Type == raftpb.MsgReadIndex && len(m.Entries) != 1:

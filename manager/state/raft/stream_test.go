@@ -213,3 +213,36 @@ func TestMessagesRaftCannotTakeAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartbeatWithoutATermIsRefused: raft takes a message without a term
+// as a local one and skips its term checks, so a peer's heartbeat without
+// one, counting on entries the follower lacks, panicked raft (tocommit out
+// of range) and took the daemon down. It is refused invalid_spec and the
+// member runs on.
+func TestHeartbeatWithoutATermIsRefused(t *testing.T) {
+	n, _, c := serveRaft(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	step := func(m raftpb.Message) error {
+		b, err := m.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: [][]byte{b}})
+		return err
+	}
+	// A peer with a later term makes the member its follower.
+	if err := step(raftpb.Message{Type: raftpb.MsgHeartbeat, From: 2, To: n.raftID, Term: 9}); err != nil {
+		t.Fatalf("heartbeat of a later term: %v", err)
+	}
+	err := step(raftpb.Message{Type: raftpb.MsgHeartbeat, From: 2, To: n.raftID, Commit: 49})
+	if status.Code(err) != codes.InvalidArgument || reason.Of(err) != reason.InvalidSpec {
+		t.Fatalf("heartbeat without a term: err = %v (reason %q), want invalid_spec", err, reason.Of(err))
+	}
+	_ = n.Status() // served by raft's goroutine after the step: a panic there happens first
+	select {
+	case <-n.Done():
+		t.Fatalf("the member stopped: %v", n.Err())
+	default:
+	}
+}
