@@ -187,6 +187,8 @@ func TestOrdinalZeroLosesDataDir(t *testing.T) {
 	ds[0].host.partition(t, ds[1].host, ds[2].host)
 	ds[0].start(t)
 	waitLogged(t, ds[0], "ordinal 0 bootstraps")
+	// The line above comes before the bootstrap; this one once it is done.
+	waitLogged(t, ds[0], "cluster initialized")
 	split, err := ds[0].tryStatus()
 	if err != nil || split.ClusterID == "" || split.ClusterID == before.ClusterID {
 		t.Fatalf("cut-off empty jaco-0: %+v (%v), want a cluster other than %s", split, err, before.ClusterID)
