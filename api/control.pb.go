@@ -1454,8 +1454,11 @@ type UpdateServiceRequest struct {
 	Service string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
 	// version is the service's meta.version the change is based on; 0 takes
 	// the current one.
-	Version       uint64       `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
-	Spec          *ServiceSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	Version uint64       `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Spec    *ServiceSpec `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// rollback returns the service to its previous_spec (spec must be
+	// unset), under its rollback policy.
+	Rollback      bool `protobuf:"varint,4,opt,name=rollback,proto3" json:"rollback,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1509,6 +1512,13 @@ func (x *UpdateServiceRequest) GetSpec() *ServiceSpec {
 		return x.Spec
 	}
 	return nil
+}
+
+func (x *UpdateServiceRequest) GetRollback() bool {
+	if x != nil {
+		return x.Rollback
+	}
+	return false
 }
 
 type UpdateServiceResponse struct {
@@ -2123,6 +2133,226 @@ func (x *UpdateNodeResponse) GetNode() *Node {
 	return nil
 }
 
+type WatchServiceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// service is a service id or name.
+	Service       string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchServiceRequest) Reset() {
+	*x = WatchServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchServiceRequest) ProtoMessage() {}
+
+func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
+func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *WatchServiceRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+// SlotProgress is where one replica slot (or one node of a global
+// service) stands.
+type SlotProgress struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Slot   uint64                 `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	NodeId string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// task_id, state, spec_version, running_since: the slot's occupant.
+	TaskId       string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	State        TaskState              `protobuf:"varint,4,opt,name=state,proto3,enum=jaco.api.TaskState" json:"state,omitempty"`
+	SpecVersion  uint64                 `protobuf:"varint,5,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	RunningSince *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=running_since,json=runningSince,proto3" json:"running_since,omitempty"`
+	// message and reason: the occupant's status, or of the slot's latest
+	// failed task when the occupant has not run yet.
+	Message       string    `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Reason        string    `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	DesiredState  TaskState `protobuf:"varint,9,opt,name=desired_state,json=desiredState,proto3,enum=jaco.api.TaskState" json:"desired_state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotProgress) Reset() {
+	*x = SlotProgress{}
+	mi := &file_api_control_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotProgress) ProtoMessage() {}
+
+func (x *SlotProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
+func (*SlotProgress) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *SlotProgress) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *SlotProgress) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *SlotProgress) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *SlotProgress) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *SlotProgress) GetSpecVersion() uint64 {
+	if x != nil {
+		return x.SpecVersion
+	}
+	return 0
+}
+
+func (x *SlotProgress) GetRunningSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RunningSince
+	}
+	return nil
+}
+
+func (x *SlotProgress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *SlotProgress) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SlotProgress) GetDesiredState() TaskState {
+	if x != nil {
+		return x.DesiredState
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+type WatchServiceMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// service as the answering manager's store holds it; removed once it is
+	// gone (the stream then ends).
+	Service       *Service        `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Removed       bool            `protobuf:"varint,2,opt,name=removed,proto3" json:"removed,omitempty"`
+	Slots         []*SlotProgress `protobuf:"bytes,3,rep,name=slots,proto3" json:"slots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchServiceMessage) Reset() {
+	*x = WatchServiceMessage{}
+	mi := &file_api_control_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchServiceMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchServiceMessage) ProtoMessage() {}
+
+func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
+func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *WatchServiceMessage) GetService() *Service {
+	if x != nil {
+		return x.Service
+	}
+	return nil
+}
+
+func (x *WatchServiceMessage) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *WatchServiceMessage) GetSlots() []*SlotProgress {
+	if x != nil {
+		return x.Slots
+	}
+	return nil
+}
+
 type ServiceLogsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
@@ -2134,7 +2364,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2146,7 +2376,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2159,7 +2389,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -2271,11 +2501,12 @@ const file_api_control_proto_rawDesc = "" +
 	"\x14CreateServiceRequest\x12)\n" +
 	"\x04spec\x18\x01 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\"D\n" +
 	"\x15CreateServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"u\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"\x91\x01\n" +
 	"\x14UpdateServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12)\n" +
-	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\"D\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12\x1a\n" +
+	"\brollback\x18\x04 \x01(\bR\brollback\"D\n" +
 	"\x15UpdateServiceResponse\x12+\n" +
 	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"0\n" +
 	"\x14RemoveServiceRequest\x12\x18\n" +
@@ -2319,7 +2550,23 @@ const file_api_control_proto_rawDesc = "" +
 	"\r_availabilityB\a\n" +
 	"\x05_role\"8\n" +
 	"\x12UpdateNodeResponse\x12\"\n" +
-	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"Z\n" +
+	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"/\n" +
+	"\x13WatchServiceRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\"\xcf\x02\n" +
+	"\fSlotProgress\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12)\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x13.jaco.api.TaskStateR\x05state\x12!\n" +
+	"\fspec_version\x18\x05 \x01(\x04R\vspecVersion\x12?\n" +
+	"\rrunning_since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x128\n" +
+	"\rdesired_state\x18\t \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\"\x8a\x01\n" +
+	"\x13WatchServiceMessage\x12+\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\x12\x18\n" +
+	"\aremoved\x18\x02 \x01(\bR\aremoved\x12,\n" +
+	"\x05slots\x18\x03 \x03(\v2\x16.jaco.api.SlotProgressR\x05slots\"Z\n" +
 	"\x12ServiceLogsRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
@@ -2347,7 +2594,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
 	"\vNodeService\x12\xc3\x01\n" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
-	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xd2\x11\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xf8\x12\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -2377,7 +2624,9 @@ const file_api_control_proto_rawDesc = "" +
 	"\fListServices\x12\x1d.jaco.api.ListServicesRequest\x1a\x1e.jaco.api.ListServicesResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
 	"\tListTasks\x12\x1a.jaco.api.ListTasksRequest\x1a\x1b.jaco.api.ListTasksResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
-	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa3\x01\n" +
+	"\fWatchService\x12\x1d.jaco.api.WatchServiceRequest\x1a\x1d.jaco.api.WatchServiceMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x12\x99\x01\n" +
 	"\vServiceLogs\x12\x1c.jaco.api.ServiceLogsRequest\x1a\x15.jaco.api.LogsMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
@@ -2394,7 +2643,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -2434,89 +2683,100 @@ var file_api_control_proto_goTypes = []any{
 	(*ListTasksResponse)(nil),      // 35: jaco.api.ListTasksResponse
 	(*UpdateNodeRequest)(nil),      // 36: jaco.api.UpdateNodeRequest
 	(*UpdateNodeResponse)(nil),     // 37: jaco.api.UpdateNodeResponse
-	(*ServiceLogsRequest)(nil),     // 38: jaco.api.ServiceLogsRequest
-	nil,                            // 39: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 40: jaco.api.Suffrage
-	(*Node)(nil),                   // 41: jaco.api.Node
-	(NodeRole)(0),                  // 42: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 43: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 44: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 45: jaco.api.ServiceSpec
-	(*Service)(nil),                // 46: jaco.api.Service
-	(*Task)(nil),                   // 47: jaco.api.Task
-	(NodeAvailability)(0),          // 48: jaco.api.NodeAvailability
-	(*LogsMessage)(nil),            // 49: jaco.api.LogsMessage
+	(*WatchServiceRequest)(nil),    // 38: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 39: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 40: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 41: jaco.api.ServiceLogsRequest
+	nil,                            // 42: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 43: jaco.api.Suffrage
+	(*Node)(nil),                   // 44: jaco.api.Node
+	(NodeRole)(0),                  // 45: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 46: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 48: jaco.api.ServiceSpec
+	(*Service)(nil),                // 49: jaco.api.Service
+	(*Task)(nil),                   // 50: jaco.api.Task
+	(NodeAvailability)(0),          // 51: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 52: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 53: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	40, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	43, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	41, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	44, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	41, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	42, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	43, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	44, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	43, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	45, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	46, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	45, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	46, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	44, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	45, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	46, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	47, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	46, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	48, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	49, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	48, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	49, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
 	2,  // 17: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	46, // 18: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	49, // 18: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
 	2,  // 19: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	46, // 20: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	49, // 20: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
 	2,  // 21: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	47, // 22: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	48, // 23: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	39, // 24: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	42, // 25: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	43, // 26: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	41, // 27: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	3,  // 28: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 29: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 30: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 31: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 32: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 33: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 34: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 35: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 36: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 37: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	36, // 38: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 39: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 40: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	28, // 41: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	30, // 42: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	32, // 43: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	34, // 44: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	38, // 45: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 46: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 47: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 48: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 49: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 50: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 51: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 52: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 53: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 54: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 55: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	37, // 56: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 57: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 58: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	29, // 59: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	31, // 60: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	33, // 61: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	35, // 62: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	49, // 63: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	46, // [46:64] is the sub-list for method output_type
-	28, // [28:46] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	50, // 22: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	51, // 23: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	42, // 24: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	45, // 25: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	46, // 26: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	44, // 27: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	52, // 28: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	47, // 29: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	52, // 30: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	49, // 31: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	39, // 32: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	3,  // 33: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 34: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 35: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 36: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 37: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 38: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 39: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 40: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 41: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 42: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	36, // 43: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 44: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 45: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	28, // 46: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	30, // 47: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	32, // 48: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	34, // 49: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	38, // 50: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	41, // 51: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 52: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 53: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 54: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 55: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 56: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 57: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 58: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 59: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 60: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 61: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	37, // 62: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 63: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 64: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	29, // 65: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	31, // 66: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	33, // 67: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	35, // 68: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	40, // 69: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	53, // 70: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	52, // [52:71] is the sub-list for method output_type
+	33, // [33:52] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -2535,7 +2795,7 @@ func file_api_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   37,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

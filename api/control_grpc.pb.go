@@ -334,6 +334,7 @@ const (
 	ControlService_GetService_FullMethodName     = "/jaco.api.ControlService/GetService"
 	ControlService_ListServices_FullMethodName   = "/jaco.api.ControlService/ListServices"
 	ControlService_ListTasks_FullMethodName      = "/jaco.api.ControlService/ListTasks"
+	ControlService_WatchService_FullMethodName   = "/jaco.api.ControlService/WatchService"
 	ControlService_ServiceLogs_FullMethodName    = "/jaco.api.ControlService/ServiceLogs"
 )
 
@@ -356,6 +357,10 @@ type ControlServiceClient interface {
 	GetService(ctx context.Context, in *GetServiceRequest, opts ...grpc.CallOption) (*GetServiceResponse, error)
 	ListServices(ctx context.Context, in *ListServicesRequest, opts ...grpc.CallOption) (*ListServicesResponse, error)
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
+	// WatchService streams where a service and its replica slots stand:
+	// once at the start, then after every change (coalesced), until the
+	// service is removed or the caller hangs up.
+	WatchService(ctx context.Context, in *WatchServiceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchServiceMessage], error)
 	// ServiceLogs merges the logs of a service's replicas, fetched from the
 	// nodes that run them by the manager answering.
 	ServiceLogs(ctx context.Context, in *ServiceLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error)
@@ -499,9 +504,28 @@ func (c *controlServiceClient) ListTasks(ctx context.Context, in *ListTasksReque
 	return out, nil
 }
 
+func (c *controlServiceClient) WatchService(ctx context.Context, in *WatchServiceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchServiceMessage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[0], ControlService_WatchService_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchServiceRequest, WatchServiceMessage]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchServiceClient = grpc.ServerStreamingClient[WatchServiceMessage]
+
 func (c *controlServiceClient) ServiceLogs(ctx context.Context, in *ServiceLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[0], ControlService_ServiceLogs_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[1], ControlService_ServiceLogs_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -537,6 +561,10 @@ type ControlServiceServer interface {
 	GetService(context.Context, *GetServiceRequest) (*GetServiceResponse, error)
 	ListServices(context.Context, *ListServicesRequest) (*ListServicesResponse, error)
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
+	// WatchService streams where a service and its replica slots stand:
+	// once at the start, then after every change (coalesced), until the
+	// service is removed or the caller hangs up.
+	WatchService(*WatchServiceRequest, grpc.ServerStreamingServer[WatchServiceMessage]) error
 	// ServiceLogs merges the logs of a service's replicas, fetched from the
 	// nodes that run them by the manager answering.
 	ServiceLogs(*ServiceLogsRequest, grpc.ServerStreamingServer[LogsMessage]) error
@@ -588,6 +616,9 @@ func (UnimplementedControlServiceServer) ListServices(context.Context, *ListServ
 }
 func (UnimplementedControlServiceServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
+}
+func (UnimplementedControlServiceServer) WatchService(*WatchServiceRequest, grpc.ServerStreamingServer[WatchServiceMessage]) error {
+	return status.Error(codes.Unimplemented, "method WatchService not implemented")
 }
 func (UnimplementedControlServiceServer) ServiceLogs(*ServiceLogsRequest, grpc.ServerStreamingServer[LogsMessage]) error {
 	return status.Error(codes.Unimplemented, "method ServiceLogs not implemented")
@@ -847,6 +878,17 @@ func _ControlService_ListTasks_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControlService_WatchService_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchServiceRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControlServiceServer).WatchService(m, &grpc.GenericServerStream[WatchServiceRequest, WatchServiceMessage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchServiceServer = grpc.ServerStreamingServer[WatchServiceMessage]
+
 func _ControlService_ServiceLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ServiceLogsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -919,6 +961,11 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WatchService",
+			Handler:       _ControlService_WatchService_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "ServiceLogs",
 			Handler:       _ControlService_ServiceLogs_Handler,

@@ -149,6 +149,13 @@ func (p *raftProxyControlServiceServer) ListTasks(ctx context.Context, r *ListTa
 	return p.local.ListTasks(ctx, r) // local_read: never forwarded
 }
 
+func (p *raftProxyControlServiceServer) WatchService(r *WatchServiceRequest, stream grpc.ServerStreamingServer[WatchServiceMessage]) error {
+	if err := p.router.LocalRead(stream.Context(), r); err != nil {
+		return err
+	}
+	return p.local.WatchService(r, stream) // local_read: never forwarded
+}
+
 func (p *raftProxyControlServiceServer) ServiceLogs(r *ServiceLogsRequest, stream grpc.ServerStreamingServer[LogsMessage]) error {
 	if err := p.router.LocalRead(stream.Context(), r); err != nil {
 		return err

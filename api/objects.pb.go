@@ -377,6 +377,175 @@ func (RestartCondition) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
+// UpdateOrder: stop the old replica before starting its replacement, or
+// start the replacement and stop the old one once the new one runs.
+type UpdateOrder int32
+
+const (
+	UpdateOrder_UPDATE_ORDER_UNSPECIFIED UpdateOrder = 0 // stop-first
+	UpdateOrder_UPDATE_ORDER_STOP_FIRST  UpdateOrder = 1
+	UpdateOrder_UPDATE_ORDER_START_FIRST UpdateOrder = 2
+)
+
+// Enum value maps for UpdateOrder.
+var (
+	UpdateOrder_name = map[int32]string{
+		0: "UPDATE_ORDER_UNSPECIFIED",
+		1: "UPDATE_ORDER_STOP_FIRST",
+		2: "UPDATE_ORDER_START_FIRST",
+	}
+	UpdateOrder_value = map[string]int32{
+		"UPDATE_ORDER_UNSPECIFIED": 0,
+		"UPDATE_ORDER_STOP_FIRST":  1,
+		"UPDATE_ORDER_START_FIRST": 2,
+	}
+)
+
+func (x UpdateOrder) Enum() *UpdateOrder {
+	p := new(UpdateOrder)
+	*p = x
+	return p
+}
+
+func (x UpdateOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpdateOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[7].Descriptor()
+}
+
+func (UpdateOrder) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[7]
+}
+
+func (x UpdateOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpdateOrder.Descriptor instead.
+func (UpdateOrder) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
+}
+
+// UpdateFailureAction is what an update does once more replicas failed
+// than max_failure_ratio allows.
+type UpdateFailureAction int32
+
+const (
+	UpdateFailureAction_UPDATE_FAILURE_ACTION_UNSPECIFIED UpdateFailureAction = 0 // pause
+	UpdateFailureAction_UPDATE_FAILURE_ACTION_PAUSE       UpdateFailureAction = 1
+	UpdateFailureAction_UPDATE_FAILURE_ACTION_CONTINUE    UpdateFailureAction = 2
+	// ROLLBACK returns to the previous spec (not allowed as a rollback's
+	// own failure action).
+	UpdateFailureAction_UPDATE_FAILURE_ACTION_ROLLBACK UpdateFailureAction = 3
+)
+
+// Enum value maps for UpdateFailureAction.
+var (
+	UpdateFailureAction_name = map[int32]string{
+		0: "UPDATE_FAILURE_ACTION_UNSPECIFIED",
+		1: "UPDATE_FAILURE_ACTION_PAUSE",
+		2: "UPDATE_FAILURE_ACTION_CONTINUE",
+		3: "UPDATE_FAILURE_ACTION_ROLLBACK",
+	}
+	UpdateFailureAction_value = map[string]int32{
+		"UPDATE_FAILURE_ACTION_UNSPECIFIED": 0,
+		"UPDATE_FAILURE_ACTION_PAUSE":       1,
+		"UPDATE_FAILURE_ACTION_CONTINUE":    2,
+		"UPDATE_FAILURE_ACTION_ROLLBACK":    3,
+	}
+)
+
+func (x UpdateFailureAction) Enum() *UpdateFailureAction {
+	p := new(UpdateFailureAction)
+	*p = x
+	return p
+}
+
+func (x UpdateFailureAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpdateFailureAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[8].Descriptor()
+}
+
+func (UpdateFailureAction) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[8]
+}
+
+func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpdateFailureAction.Descriptor instead.
+func (UpdateFailureAction) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
+}
+
+// UpdateState is where a service's latest update (or rollback) stands.
+type UpdateState int32
+
+const (
+	UpdateState_UPDATE_STATE_UNSPECIFIED        UpdateState = 0 // never updated
+	UpdateState_UPDATE_STATE_UPDATING           UpdateState = 1
+	UpdateState_UPDATE_STATE_PAUSED             UpdateState = 2
+	UpdateState_UPDATE_STATE_COMPLETED          UpdateState = 3
+	UpdateState_UPDATE_STATE_ROLLBACK_STARTED   UpdateState = 4
+	UpdateState_UPDATE_STATE_ROLLBACK_PAUSED    UpdateState = 5
+	UpdateState_UPDATE_STATE_ROLLBACK_COMPLETED UpdateState = 6
+)
+
+// Enum value maps for UpdateState.
+var (
+	UpdateState_name = map[int32]string{
+		0: "UPDATE_STATE_UNSPECIFIED",
+		1: "UPDATE_STATE_UPDATING",
+		2: "UPDATE_STATE_PAUSED",
+		3: "UPDATE_STATE_COMPLETED",
+		4: "UPDATE_STATE_ROLLBACK_STARTED",
+		5: "UPDATE_STATE_ROLLBACK_PAUSED",
+		6: "UPDATE_STATE_ROLLBACK_COMPLETED",
+	}
+	UpdateState_value = map[string]int32{
+		"UPDATE_STATE_UNSPECIFIED":        0,
+		"UPDATE_STATE_UPDATING":           1,
+		"UPDATE_STATE_PAUSED":             2,
+		"UPDATE_STATE_COMPLETED":          3,
+		"UPDATE_STATE_ROLLBACK_STARTED":   4,
+		"UPDATE_STATE_ROLLBACK_PAUSED":    5,
+		"UPDATE_STATE_ROLLBACK_COMPLETED": 6,
+	}
+)
+
+func (x UpdateState) Enum() *UpdateState {
+	p := new(UpdateState)
+	*p = x
+	return p
+}
+
+func (x UpdateState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (UpdateState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[9].Descriptor()
+}
+
+func (UpdateState) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[9]
+}
+
+func (x UpdateState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use UpdateState.Descriptor instead.
+func (UpdateState) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
+}
+
 // TaskState orders a replica's life; a replica only moves forward.
 type TaskState int32
 
@@ -440,11 +609,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[7].Descriptor()
+	return file_api_objects_proto_enumTypes[10].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[7]
+	return &file_api_objects_proto_enumTypes[10]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -453,7 +622,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 // Meta is carried by every stored object.
@@ -1712,8 +1881,16 @@ type ServiceSpec struct {
 	StopGracePeriod  *durationpb.Duration `protobuf:"bytes,16,opt,name=stop_grace_period,json=stopGracePeriod,proto3" json:"stop_grace_period,omitempty"`
 	AbortGracePeriod *durationpb.Duration `protobuf:"bytes,17,opt,name=abort_grace_period,json=abortGracePeriod,proto3" json:"abort_grace_period,omitempty"`
 	Network          *NetworkAccess       `protobuf:"bytes,18,opt,name=network,proto3" json:"network,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// update is how a changed spec replaces running replicas; rollback how a
+	// rollback does. Unset: UpdatePolicy's defaults. Changing either, or
+	// replicas, replaces no replica.
+	Update   *UpdatePolicy `protobuf:"bytes,19,opt,name=update,proto3" json:"update,omitempty"`
+	Rollback *UpdatePolicy `protobuf:"bytes,20,opt,name=rollback,proto3" json:"rollback,omitempty"`
+	// force_update is bumped by `service update --force` to replace every
+	// replica with the same spec.
+	ForceUpdate   uint64 `protobuf:"varint,21,opt,name=force_update,json=forceUpdate,proto3" json:"force_update,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceSpec) Reset() {
@@ -1872,6 +2049,190 @@ func (x *ServiceSpec) GetNetwork() *NetworkAccess {
 	return nil
 }
 
+func (x *ServiceSpec) GetUpdate() *UpdatePolicy {
+	if x != nil {
+		return x.Update
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetRollback() *UpdatePolicy {
+	if x != nil {
+		return x.Rollback
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetForceUpdate() uint64 {
+	if x != nil {
+		return x.ForceUpdate
+	}
+	return 0
+}
+
+// UpdatePolicy is Swarm's update (and rollback) config. A replica counts
+// as updated once it has run, healthy where it has a check, for monitor;
+// one that ends before that is a failure.
+type UpdatePolicy struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// parallelism is how many slots are updated at a time; 0 is all at once.
+	Parallelism uint64 `protobuf:"varint,1,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	// delay is the wait after an updated replica became stable before the
+	// next slot is updated.
+	Delay         *durationpb.Duration `protobuf:"bytes,2,opt,name=delay,proto3" json:"delay,omitempty"`
+	Order         UpdateOrder          `protobuf:"varint,3,opt,name=order,proto3,enum=jaco.api.UpdateOrder" json:"order,omitempty"`
+	FailureAction UpdateFailureAction  `protobuf:"varint,4,opt,name=failure_action,json=failureAction,proto3,enum=jaco.api.UpdateFailureAction" json:"failure_action,omitempty"`
+	// monitor: unset is 5 s.
+	Monitor *durationpb.Duration `protobuf:"bytes,5,opt,name=monitor,proto3" json:"monitor,omitempty"`
+	// max_failure_ratio is the share of the service's slots that may fail
+	// before failure_action is taken (0: the first failure).
+	MaxFailureRatio float64 `protobuf:"fixed64,6,opt,name=max_failure_ratio,json=maxFailureRatio,proto3" json:"max_failure_ratio,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *UpdatePolicy) Reset() {
+	*x = UpdatePolicy{}
+	mi := &file_api_objects_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdatePolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdatePolicy) ProtoMessage() {}
+
+func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
+func (*UpdatePolicy) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *UpdatePolicy) GetParallelism() uint64 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *UpdatePolicy) GetDelay() *durationpb.Duration {
+	if x != nil {
+		return x.Delay
+	}
+	return nil
+}
+
+func (x *UpdatePolicy) GetOrder() UpdateOrder {
+	if x != nil {
+		return x.Order
+	}
+	return UpdateOrder_UPDATE_ORDER_UNSPECIFIED
+}
+
+func (x *UpdatePolicy) GetFailureAction() UpdateFailureAction {
+	if x != nil {
+		return x.FailureAction
+	}
+	return UpdateFailureAction_UPDATE_FAILURE_ACTION_UNSPECIFIED
+}
+
+func (x *UpdatePolicy) GetMonitor() *durationpb.Duration {
+	if x != nil {
+		return x.Monitor
+	}
+	return nil
+}
+
+func (x *UpdatePolicy) GetMaxFailureRatio() float64 {
+	if x != nil {
+		return x.MaxFailureRatio
+	}
+	return 0
+}
+
+type UpdateStatus struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	State       UpdateState            `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.UpdateState" json:"state,omitempty"`
+	StartedAt   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	// message says what happened, naming the replica and the reason that
+	// paused or rolled back the update.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateStatus) Reset() {
+	*x = UpdateStatus{}
+	mi := &file_api_objects_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateStatus) ProtoMessage() {}
+
+func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
+func (*UpdateStatus) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UpdateStatus) GetState() UpdateState {
+	if x != nil {
+		return x.State
+	}
+	return UpdateState_UPDATE_STATE_UNSPECIFIED
+}
+
+func (x *UpdateStatus) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *UpdateStatus) GetCompletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedAt
+	}
+	return nil
+}
+
+func (x *UpdateStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // NetworkAccess says who may reach a service's replicas. By default only
 // replicas of the same service and of services that depend on it.
 type NetworkAccess struct {
@@ -1886,7 +2247,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2259,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2272,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -1935,14 +2296,18 @@ type Service struct {
 	Spec  *ServiceSpec           `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
 	// spec_version counts spec changes; a replica with an older spec_version
 	// runs an outdated spec and is replaced.
-	SpecVersion   uint64 `protobuf:"varint,4,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	SpecVersion uint64 `protobuf:"varint,4,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
+	// previous_spec is the spec before the latest change that replaced
+	// replicas: what a rollback returns to.
+	PreviousSpec  *ServiceSpec  `protobuf:"bytes,5,opt,name=previous_spec,json=previousSpec,proto3" json:"previous_spec,omitempty"`
+	UpdateStatus  *UpdateStatus `protobuf:"bytes,6,opt,name=update_status,json=updateStatus,proto3" json:"update_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2319,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2332,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Service) GetId() string {
@@ -1998,6 +2363,20 @@ func (x *Service) GetSpecVersion() uint64 {
 	return 0
 }
 
+func (x *Service) GetPreviousSpec() *ServiceSpec {
+	if x != nil {
+		return x.PreviousSpec
+	}
+	return nil
+}
+
+func (x *Service) GetUpdateStatus() *UpdateStatus {
+	if x != nil {
+		return x.UpdateStatus
+	}
+	return nil
+}
+
 type TaskStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	State TaskState              `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.TaskState" json:"state,omitempty"`
@@ -2014,7 +2393,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2405,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2418,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -2099,14 +2478,21 @@ type Task struct {
 	NotBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
 	// replaces is the task this one replaces during a drain: that one keeps
 	// running until this one is healthy.
-	Replaces      string `protobuf:"bytes,12,opt,name=replaces,proto3" json:"replaces,omitempty"`
+	Replaces string `protobuf:"bytes,12,opt,name=replaces,proto3" json:"replaces,omitempty"`
+	// running_since is when the leader recorded the replica RUNNING (the
+	// leader's clock): an update's monitor period counts from it.
+	RunningSince *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=running_since,json=runningSince,proto3" json:"running_since,omitempty"`
+	// unstable: the replica ended (on its own, not stopped) before it had
+	// run for its update policy's monitor period; it counts as a failure of
+	// an update of its spec_version.
+	Unstable      bool `protobuf:"varint,14,opt,name=unstable,proto3" json:"unstable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2504,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2517,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Task) GetId() string {
@@ -2218,6 +2604,20 @@ func (x *Task) GetReplaces() string {
 	return ""
 }
 
+func (x *Task) GetRunningSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RunningSince
+	}
+	return nil
+}
+
+func (x *Task) GetUnstable() bool {
+	if x != nil {
+		return x.Unstable
+	}
+	return false
+}
+
 type JoinToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2233,7 +2633,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2245,7 +2645,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2258,7 +2658,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JoinToken) GetId() string {
@@ -2411,7 +2811,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\x8a\x06\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\x91\a\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -2432,16 +2832,34 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x06health\x18\x0f \x01(\v2\x15.jaco.api.HealthCheckR\x06health\x12E\n" +
 	"\x11stop_grace_period\x18\x10 \x01(\v2\x19.google.protobuf.DurationR\x0fstopGracePeriod\x12G\n" +
 	"\x12abort_grace_period\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x10abortGracePeriod\x121\n" +
-	"\anetwork\x18\x12 \x01(\v2\x17.jaco.api.NetworkAccessR\anetwork\"B\n" +
+	"\anetwork\x18\x12 \x01(\v2\x17.jaco.api.NetworkAccessR\anetwork\x12.\n" +
+	"\x06update\x18\x13 \x01(\v2\x16.jaco.api.UpdatePolicyR\x06update\x122\n" +
+	"\brollback\x18\x14 \x01(\v2\x16.jaco.api.UpdatePolicyR\brollback\x12!\n" +
+	"\fforce_update\x18\x15 \x01(\x04R\vforceUpdate\"\xb5\x02\n" +
+	"\fUpdatePolicy\x12 \n" +
+	"\vparallelism\x18\x01 \x01(\x04R\vparallelism\x12/\n" +
+	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12+\n" +
+	"\x05order\x18\x03 \x01(\x0e2\x15.jaco.api.UpdateOrderR\x05order\x12D\n" +
+	"\x0efailure_action\x18\x04 \x01(\x0e2\x1d.jaco.api.UpdateFailureActionR\rfailureAction\x123\n" +
+	"\amonitor\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\amonitor\x12*\n" +
+	"\x11max_failure_ratio\x18\x06 \x01(\x01R\x0fmaxFailureRatio\"\xcf\x01\n" +
+	"\fUpdateStatus\x12+\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x15.jaco.api.UpdateStateR\x05state\x129\n" +
+	"\n" +
+	"started_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12=\n" +
+	"\fcompleted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"B\n" +
 	"\rNetworkAccess\x12\x12\n" +
 	"\x04open\x18\x01 \x01(\bR\x04open\x12\x1d\n" +
 	"\n" +
-	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\x8b\x01\n" +
+	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\x84\x02\n" +
 	"\aService\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
 	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12!\n" +
-	"\fspec_version\x18\x04 \x01(\x04R\vspecVersion\"\xd2\x01\n" +
+	"\fspec_version\x18\x04 \x01(\x04R\vspecVersion\x12:\n" +
+	"\rprevious_spec\x18\x05 \x01(\v2\x15.jaco.api.ServiceSpecR\fpreviousSpec\x12;\n" +
+	"\rupdate_status\x18\x06 \x01(\v2\x16.jaco.api.UpdateStatusR\fupdateStatus\"\xd2\x01\n" +
 	"\n" +
 	"TaskStatus\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.TaskStateR\x05state\x12\x18\n" +
@@ -2449,7 +2867,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
 	"\texit_code\x18\x05 \x01(\x05R\bexitCodeJ\x04\b\x06\x10\aR\n" +
-	"runtime_id\"\xb6\x03\n" +
+	"runtime_id\"\x93\x04\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1d\n" +
@@ -2465,7 +2883,9 @@ const file_api_objects_proto_rawDesc = "" +
 	" \x01(\tR\vserviceName\x129\n" +
 	"\n" +
 	"not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x1a\n" +
-	"\breplaces\x18\f \x01(\tR\breplaces\"\xf3\x01\n" +
+	"\breplaces\x18\f \x01(\tR\breplaces\x12?\n" +
+	"\rrunning_since\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x1a\n" +
+	"\bunstable\x18\x0e \x01(\bR\bunstable\"\xf3\x01\n" +
 	"\tJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x12\n" +
@@ -2503,7 +2923,24 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10RestartCondition\x12\x19\n" +
 	"\x15RESTART_CONDITION_ANY\x10\x00\x12 \n" +
 	"\x1cRESTART_CONDITION_ON_FAILURE\x10\x01\x12\x1a\n" +
-	"\x16RESTART_CONDITION_NONE\x10\x02*\x9e\x02\n" +
+	"\x16RESTART_CONDITION_NONE\x10\x02*f\n" +
+	"\vUpdateOrder\x12\x1c\n" +
+	"\x18UPDATE_ORDER_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17UPDATE_ORDER_STOP_FIRST\x10\x01\x12\x1c\n" +
+	"\x18UPDATE_ORDER_START_FIRST\x10\x02*\xa5\x01\n" +
+	"\x13UpdateFailureAction\x12%\n" +
+	"!UPDATE_FAILURE_ACTION_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bUPDATE_FAILURE_ACTION_PAUSE\x10\x01\x12\"\n" +
+	"\x1eUPDATE_FAILURE_ACTION_CONTINUE\x10\x02\x12\"\n" +
+	"\x1eUPDATE_FAILURE_ACTION_ROLLBACK\x10\x03*\xe5\x01\n" +
+	"\vUpdateState\x12\x1c\n" +
+	"\x18UPDATE_STATE_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15UPDATE_STATE_UPDATING\x10\x01\x12\x17\n" +
+	"\x13UPDATE_STATE_PAUSED\x10\x02\x12\x1a\n" +
+	"\x16UPDATE_STATE_COMPLETED\x10\x03\x12!\n" +
+	"\x1dUPDATE_STATE_ROLLBACK_STARTED\x10\x04\x12 \n" +
+	"\x1cUPDATE_STATE_ROLLBACK_PAUSED\x10\x05\x12#\n" +
+	"\x1fUPDATE_STATE_ROLLBACK_COMPLETED\x10\x06*\x9e\x02\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_PENDING\x10\x01\x12\x17\n" +
@@ -2530,8 +2967,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -2540,92 +2977,109 @@ var file_api_objects_proto_goTypes = []any{
 	(DrainState)(0),               // 4: jaco.api.DrainState
 	(ServiceMode)(0),              // 5: jaco.api.ServiceMode
 	(RestartCondition)(0),         // 6: jaco.api.RestartCondition
-	(TaskState)(0),                // 7: jaco.api.TaskState
-	(*Meta)(nil),                  // 8: jaco.api.Meta
-	(*Cluster)(nil),               // 9: jaco.api.Cluster
-	(*NodeStatus)(nil),            // 10: jaco.api.NodeStatus
-	(*Resources)(nil),             // 11: jaco.api.Resources
-	(*NodeDescription)(nil),       // 12: jaco.api.NodeDescription
-	(*NodeDrain)(nil),             // 13: jaco.api.NodeDrain
-	(*Node)(nil),                  // 14: jaco.api.Node
-	(*Mount)(nil),                 // 15: jaco.api.Mount
-	(*PortConfig)(nil),            // 16: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 17: jaco.api.HookBundle
-	(*Placement)(nil),             // 18: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 19: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 20: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 21: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 22: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 23: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 24: jaco.api.ServiceSpec
-	(*NetworkAccess)(nil),         // 25: jaco.api.NetworkAccess
-	(*Service)(nil),               // 26: jaco.api.Service
-	(*TaskStatus)(nil),            // 27: jaco.api.TaskStatus
-	(*Task)(nil),                  // 28: jaco.api.Task
-	(*JoinToken)(nil),             // 29: jaco.api.JoinToken
-	nil,                           // 30: jaco.api.Node.LabelsEntry
-	nil,                           // 31: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 32: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 33: google.protobuf.Duration
+	(UpdateOrder)(0),              // 7: jaco.api.UpdateOrder
+	(UpdateFailureAction)(0),      // 8: jaco.api.UpdateFailureAction
+	(UpdateState)(0),              // 9: jaco.api.UpdateState
+	(TaskState)(0),                // 10: jaco.api.TaskState
+	(*Meta)(nil),                  // 11: jaco.api.Meta
+	(*Cluster)(nil),               // 12: jaco.api.Cluster
+	(*NodeStatus)(nil),            // 13: jaco.api.NodeStatus
+	(*Resources)(nil),             // 14: jaco.api.Resources
+	(*NodeDescription)(nil),       // 15: jaco.api.NodeDescription
+	(*NodeDrain)(nil),             // 16: jaco.api.NodeDrain
+	(*Node)(nil),                  // 17: jaco.api.Node
+	(*Mount)(nil),                 // 18: jaco.api.Mount
+	(*PortConfig)(nil),            // 19: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 20: jaco.api.HookBundle
+	(*Placement)(nil),             // 21: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 22: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 23: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 24: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 25: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 26: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 27: jaco.api.ServiceSpec
+	(*UpdatePolicy)(nil),          // 28: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 29: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 30: jaco.api.NetworkAccess
+	(*Service)(nil),               // 31: jaco.api.Service
+	(*TaskStatus)(nil),            // 32: jaco.api.TaskStatus
+	(*Task)(nil),                  // 33: jaco.api.Task
+	(*JoinToken)(nil),             // 34: jaco.api.JoinToken
+	nil,                           // 35: jaco.api.Node.LabelsEntry
+	nil,                           // 36: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	32, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	32, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	8,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	37, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	37, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
 	3,  // 3: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	32, // 4: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	11, // 5: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	37, // 4: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	14, // 5: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
 	4,  // 6: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	33, // 7: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	32, // 8: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	8,  // 9: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	38, // 7: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	37, // 8: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	11, // 9: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 10: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 11: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	30, // 12: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	10, // 13: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	12, // 14: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	35, // 12: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	13, // 13: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	15, // 14: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 15: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	13, // 16: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	31, // 17: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	16, // 16: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	36, // 17: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
 	6,  // 18: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	33, // 19: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	33, // 20: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	21, // 21: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	22, // 22: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	23, // 23: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	33, // 24: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	33, // 25: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	33, // 26: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	38, // 19: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	38, // 20: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	24, // 21: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	25, // 22: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	26, // 23: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	38, // 24: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	38, // 25: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	38, // 26: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
 	5,  // 27: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	17, // 28: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	11, // 29: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	11, // 30: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	15, // 31: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	16, // 32: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	18, // 33: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	19, // 34: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	20, // 35: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	33, // 36: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	33, // 37: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	25, // 38: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	8,  // 39: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	24, // 40: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	7,  // 41: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	32, // 42: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	8,  // 43: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	7,  // 44: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	27, // 45: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	24, // 46: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	32, // 47: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	8,  // 48: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 49: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	32, // 50: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	32, // 51: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	52, // [52:52] is the sub-list for method output_type
-	52, // [52:52] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	20, // 28: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	14, // 29: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	14, // 30: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	18, // 31: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	19, // 32: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	21, // 33: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	22, // 34: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	23, // 35: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	38, // 36: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	38, // 37: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	30, // 38: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	28, // 39: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	28, // 40: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	38, // 41: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	7,  // 42: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	8,  // 43: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	38, // 44: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	9,  // 45: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	37, // 46: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	37, // 47: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	11, // 48: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	27, // 49: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	27, // 50: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	29, // 51: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	10, // 52: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	37, // 53: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 54: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	10, // 55: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	32, // 56: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	27, // 57: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	37, // 58: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	37, // 59: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	11, // 60: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 61: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	37, // 62: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	37, // 63: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -2643,8 +3097,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      8,
-			NumMessages:   24,
+			NumEnums:      11,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
