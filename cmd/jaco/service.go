@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
@@ -133,29 +132,6 @@ func serviceRmCmd(g *globals) *cobra.Command {
 						return mayHaveApplied(err, "jaco service inspect "+name)
 					}
 				}
-				return nil
-			})
-		},
-	}
-}
-
-func serviceInspectCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "inspect SERVICE",
-		Short: "Show one service as JSON",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: args[0],
-					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
-				if err != nil {
-					return err
-				}
-				out, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(resp.Service)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(out))
 				return nil
 			})
 		},
