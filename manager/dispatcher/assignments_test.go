@@ -135,6 +135,10 @@ func TestUpdateTaskStatus(t *testing.T) {
 	if got := h.task("t1").Status; got.State != running || got.Message != "started" {
 		t.Fatalf("status after update returned: %v", got)
 	}
+	since := h.task("t1").RunningSince
+	if since == nil {
+		t.Fatal("RUNNING recorded without running_since: an update could not tell when its monitor period started")
+	}
 	update("t1", api.TaskState_TASK_STATE_PREPARING, "late report") // backward: ignored
 	update("theirs", failed, "not mine")                            // another node's: ignored
 	update("unknown", failed, "")                                   // unknown: ignored
@@ -147,6 +151,9 @@ func TestUpdateTaskStatus(t *testing.T) {
 	update("t1", failed, "exit 1")
 	if got := h.task("t1").Status; got.State != failed {
 		t.Errorf("forward report not applied: %v", got)
+	}
+	if got := h.task("t1").RunningSince; !got.AsTime().Equal(since.AsTime()) {
+		t.Errorf("running_since moved from %v to %v when the replica ended", since.AsTime(), got.AsTime())
 	}
 
 	_, err := c.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: "stale",

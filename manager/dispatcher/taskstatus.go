@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -82,6 +83,11 @@ func (s *Server) writeStatuses(ctx context.Context, items map[string]statusChang
 		task := tx.GetTask(id)
 		if !acceptStatus(task, c) {
 			return 0
+		}
+		if c.status.GetState() == api.TaskState_TASK_STATE_RUNNING && task.RunningSince == nil {
+			// An update's monitor period counts from here, on the
+			// leader's clock rather than the agent's (docs/design.md §7).
+			task.RunningSince = timestamppb.New(s.cfg.now())
 		}
 		task.Status = c.status
 		if err := tx.Update(task); err != nil {
