@@ -7,11 +7,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/rollout"
 	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -45,10 +47,17 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 	return &api.CreateServiceResponse{Service: s.service(svc.Id)}, nil
 }
 
-// UpdateService replaces a service's spec. A changed spec bumps
-// spec_version, which makes the orchestrator replace the replicas.
+// UpdateService replaces a service's spec, or returns it to its previous
+// spec (req.rollback). A change that replaces replicas bumps spec_version,
+// keeps the spec it replaces as previous_spec and starts an update, which
+// the orchestrator rolls out under the spec's policy. The same spec sent
+// again resumes a paused update.
 func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceRequest) (*api.UpdateServiceResponse, error) {
-	if err := validateSpec(req.Spec); err != nil {
+	if req.Rollback {
+		if req.Spec != nil {
+			return nil, invalid("a rollback returns to the previous spec: send no spec with it")
+		}
+	} else if err := validateSpec(req.Spec); err != nil {
 		return nil, err
 	}
 	var id string
@@ -62,11 +71,18 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 			return reason.Error(codes.Aborted, reason.VersionConflict,
 				"service %s changed since version %d (now %d); read it again", svc.Spec.Name, req.Version, svc.Meta.GetVersion())
 		}
+		if req.Rollback {
+			return rollBack(tx, svc)
+		}
 		if req.Spec.Name != svc.Spec.Name {
 			return invalid("a service cannot be renamed (%s to %s)", svc.Spec.Name, req.Spec.Name)
 		}
+		if modeWord(req.Spec.Mode) != modeWord(svc.Spec.Mode) {
+			return invalid("a service's mode cannot change (%s to %s): remove it and create it again",
+				modeWord(svc.Spec.Mode), modeWord(req.Spec.Mode))
+		}
 		if proto.Equal(req.Spec, svc.Spec) {
-			return nil
+			return resume(tx, svc)
 		}
 		if err := checkReferences(tx, req.Spec); err != nil {
 			return err
@@ -74,8 +90,10 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 		if err := checkLimits(tx, req.Spec, svc.Spec); err != nil {
 			return err
 		}
-		if !onlyScaled(svc.Spec, req.Spec) {
+		if rollout.Replaces(svc.Spec, req.Spec) {
+			svc.PreviousSpec = svc.Spec
 			svc.SpecVersion++
+			svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_UPDATING, "update in progress")
 		}
 		svc.Spec = req.Spec
 		return tx.Update(svc)
@@ -86,12 +104,52 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 	return &api.UpdateServiceResponse{Service: s.service(id)}, nil
 }
 
-// onlyScaled reports whether b differs from a in the replica count alone:
-// scaling keeps the running replicas.
-func onlyScaled(a, b *api.ServiceSpec) bool {
-	a, b = proto.CloneOf(a), proto.CloneOf(b)
-	a.Replicas, b.Replicas = 0, 0
-	return proto.Equal(a, b)
+// rollBack swaps svc's spec with its previous one and starts a rollback
+// under the rollback policy; a second rollback returns to the spec the
+// first left.
+func rollBack(tx *store.Tx, svc *api.Service) error {
+	prev := svc.PreviousSpec
+	if prev == nil {
+		return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
+			"service %s has no previous spec to roll back to", svc.Spec.Name)
+	}
+	if err := checkReferences(tx, prev); err != nil {
+		return err
+	}
+	if err := checkLimits(tx, prev, svc.Spec); err != nil {
+		return err
+	}
+	svc.PreviousSpec, svc.Spec = svc.Spec, prev
+	svc.SpecVersion++
+	svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED, "rollback requested")
+	return tx.Update(svc)
+}
+
+// resume restarts a paused update or rollback where it stopped: failures
+// before now no longer count. Anything else is left as it is.
+func resume(tx *store.Tx, svc *api.Service) error {
+	switch svc.UpdateStatus.GetState() {
+	case api.UpdateState_UPDATE_STATE_PAUSED:
+		svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_UPDATING, "update resumed")
+	case api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED:
+		svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED, "rollback resumed")
+	default:
+		return nil
+	}
+	return tx.Update(svc)
+}
+
+// updateStatus is the status of an update starting now. The leader's
+// clock stamps it, as it stamps the tasks whose failures it counts.
+func updateStatus(state api.UpdateState, msg string) *api.UpdateStatus {
+	return &api.UpdateStatus{State: state, StartedAt: timestamppb.Now(), Message: msg}
+}
+
+func modeWord(m api.ServiceMode) string {
+	if m == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return "global"
+	}
+	return "replicated"
 }
 
 // RemoveService deletes a service; the orchestrator stops its replicas.
