@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"maps"
+	"time"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/placement"
@@ -15,10 +16,41 @@ type dirty struct {
 	services map[string]bool
 	nodes    map[string]bool
 	everyone bool
+	// later holds services to reconcile at a time (an update waiting on
+	// the clock), whatever the store does meanwhile.
+	later map[string]time.Time
 }
 
 func newDirty() *dirty {
-	return &dirty{services: map[string]bool{}, nodes: map[string]bool{}, everyone: true}
+	return &dirty{services: map[string]bool{}, nodes: map[string]bool{}, everyone: true, later: map[string]time.Time{}}
+}
+
+// wakeAt asks for a pass over service id at t; the earliest ask stands.
+func (d *dirty) wakeAt(id string, t time.Time) {
+	if old, ok := d.later[id]; !ok || t.Before(old) {
+		d.later[id] = t
+	}
+}
+
+// next is the earliest time a service asked to be looked at again.
+func (d *dirty) next() (time.Time, bool) {
+	var first time.Time
+	for _, t := range d.later {
+		if first.IsZero() || t.Before(first) {
+			first = t
+		}
+	}
+	return first, !first.IsZero()
+}
+
+// due marks the services whose time has come.
+func (d *dirty) due(now time.Time) {
+	for id, t := range d.later {
+		if !now.Before(t) {
+			d.services[id] = true
+			delete(d.later, id)
+		}
+	}
 }
 
 // all marks every service; resolve does the reading.

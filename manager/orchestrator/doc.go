@@ -45,10 +45,16 @@
 //     (availability back) keeps the running old task over a replacement
 //     that has not run.
 //   - Spec updates roll (a task is outdated when its spec_version is older
-//     and its spec differs from the service's in more than replicas):
-//     tasks not yet running are replaced at once; then
-//     one running task at a time is stopped and replaced in its slot
-//     (stop-first), the next once no task of the new spec is on its way up.
+//     and its spec differs from the service's in more than replicas and
+//     the update policies) under the service's update policy, or its
+//     rollback policy while rolling back, and only while the update is
+//     not paused: tasks not yet running are replaced at once; running ones
+//     go parallelism slots at a time, stop-first or start-first, a slot in
+//     flight until its new replica has run for the monitor period, the next
+//     delay after that. The update machine (update.go) counts replicas that
+//     end within their monitor period as failures, takes the failure
+//     action beyond max_failure_ratio, and records the outcome on the
+//     service's update_status.
 //   - A removed service's tasks get desired SHUTDOWN and are deleted once
 //     terminal, or at once if they never left PENDING. No task of it is
 //     proposed once the removal has committed; a batch proposed before

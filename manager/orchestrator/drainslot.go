@@ -45,10 +45,15 @@ func (g *group) find(id string) *api.Task {
 	return nil
 }
 
-// handedOver: t is live on a draining node (not down) and its slot holds
-// its replacement. The drain decides when t stops.
+// handedOver: t is live (its node not down) and its slot holds its
+// replacement, which a drain or a start-first update started. The drain,
+// or handOff, decides when t stops.
 func (p *pass) handedOver(g *group, t *api.Task) bool {
-	return live(t) && !p.lost(t) && p.draining(t.GetNodeId()) && g.replacementOf(t) != nil
+	if !live(t) || p.lost(t) {
+		return false
+	}
+	r := g.replacementOf(t)
+	return r != nil && (p.draining(t.GetNodeId()) || updateReplacement(t, r))
 }
 
 // dropPinned stops g's live tasks on nodes under a forced drain that

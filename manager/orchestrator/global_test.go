@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/rollout"
 )
 
 func wantNodes(t *testing.T, h *harness, svcID string, want ...string) []*api.Task {
@@ -105,6 +106,7 @@ func TestGlobalSpecUpdateRollsNodeByNode(t *testing.T) {
 		t.Fatalf("want n1 replaced first, n2 still old\n%s", h.dump())
 	}
 	h.report(ts[0].Id, "", sRunning, 0)
+	h.clock.Advance(rollout.DefaultMonitor)
 	h.step()
 	ts = wantNodes(t, h, "agent", "n1", "n2")
 	if ts[1].SpecVersion != 2 {

@@ -38,6 +38,9 @@ func (g *group) occupant() *api.Task {
 func (p *pass) settle(svc *api.Service, g *group, mayRestart, refill bool) error {
 	var fresh []*api.Task
 	for _, t := range g.tasks {
+		if err := p.markUnstable(svc, t); err != nil {
+			return err
+		}
 		var replace bool
 		why := replacement
 		// A drain's replacement already holds the slot for t: t going

@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/rollout"
 	"github.com/jaco-project/jaco/internal/testclock"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
@@ -92,13 +94,21 @@ func (h *harness) service(id string) (s *api.Service) {
 	return s
 }
 
-// changeService applies fn to the service's spec and bumps spec_version.
+// changeService applies fn to the service's spec as the Control API
+// does: a change that replaces replicas bumps spec_version and starts an
+// update.
 func (h *harness) changeService(id string, fn func(*api.ServiceSpec)) {
 	h.t.Helper()
 	h.update(func(tx *store.Tx) error {
 		s := tx.GetService(id)
-		fn(s.Spec)
-		s.SpecVersion++
+		spec := proto.CloneOf(s.Spec)
+		fn(spec)
+		if rollout.Replaces(s.Spec, spec) {
+			s.PreviousSpec = s.Spec
+			s.SpecVersion++
+			s.UpdateStatus = &api.UpdateStatus{State: api.UpdateState_UPDATE_STATE_UPDATING, StartedAt: timestamppb.New(h.clock.Now())}
+		}
+		s.Spec = spec
 		return tx.Update(s)
 	})
 }
@@ -137,6 +147,9 @@ func (h *harness) report(taskID, nodeID string, s api.TaskState, exitCode int32)
 			t.NodeId = nodeID
 		}
 		t.Status = &api.TaskStatus{State: s, ExitCode: exitCode, Timestamp: timestamppb.New(h.clock.Now())}
+		if s == sRunning && t.RunningSince == nil { // as the dispatcher records it
+			t.RunningSince = timestamppb.New(h.clock.Now())
+		}
 		return tx.Update(t)
 	})
 }

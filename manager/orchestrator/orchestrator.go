@@ -69,8 +69,10 @@ func (o *Orchestrator) Run(ctx context.Context) {
 	d := newDirty()
 	events := o.st.ViewAndWatch(ctx, d.all, store.Any(
 		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()))
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
-		var retry <-chan time.Time
+		var retry, wake <-chan time.Time
 		err := o.reconcile(ctx, d)
 		switch {
 		case ctx.Err() != nil:
@@ -86,6 +88,10 @@ func (o *Orchestrator) Run(ctx context.Context) {
 			}
 			continue
 		}
+		if at, ok := d.next(); ok {
+			timer.Reset(max(at.Sub(o.now()), 0))
+			wake = timer.C
+		}
 		select {
 		case e, ok := <-events:
 			if !ok {
@@ -93,9 +99,12 @@ func (o *Orchestrator) Run(ctx context.Context) {
 			}
 			d.note(e)
 		case <-retry:
+		case <-wake:
 		case <-ctx.Done():
 			return
 		}
+		timer.Stop()
+		d.due(o.now())
 		if !takeBurst(events, d.note) {
 			return
 		}
@@ -141,6 +150,7 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 	for conflicts := 0; ; conflicts++ {
 		var pl plan
 		var more map[string]bool
+		var wake map[string]time.Time
 		err := o.st.Update(ctx, func(tx *store.Tx) error {
 			p := newPass(tx, o.now(), o.batch)
 			for _, id := range ids {
@@ -148,7 +158,7 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 					return fmt.Errorf("service %s: %w", id, err)
 				}
 			}
-			pl, more = p.plan, p.more
+			pl, more, wake = p.plan, p.more, p.wake
 			return errPlanned
 		})
 		if !errors.Is(err, errPlanned) {
@@ -178,6 +188,9 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 			if !more[id] {
 				delete(d.services, id)
 			}
+		}
+		for id, t := range wake {
+			d.wakeAt(id, t)
 		}
 		return nil
 	}

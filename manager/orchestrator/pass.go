@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
@@ -31,12 +32,16 @@ type pass struct {
 	share int
 	// more holds the services this pass left work to, for the next one.
 	more map[string]bool
+	// wake holds when a service needs another pass though nothing in the
+	// store changes: an update waits for a replica to have run long
+	// enough, or for its delay.
+	wake map[string]time.Time
 }
 
 func newPass(tx *store.Tx, now time.Time, share int) *pass {
 	return &pass{tx: tx, now: now, nodes: map[string]*api.Node{}, load: map[string]int{},
 		gone: map[string]bool{}, plan: plan{byID: map[string]*op{}},
-		share: max(share, 1), more: map[string]bool{}}
+		share: max(share, 1), more: map[string]bool{}, wake: map[string]time.Time{}}
 }
 
 func (p *pass) node(id string) *api.Node {
@@ -91,6 +96,26 @@ func (p *pass) update(t *api.Task) error {
 	}
 	p.plan.record(opUpdate, t, false)
 	return nil
+}
+
+// updateService records a new update status (or spec, for a rollback)
+// of a service; at most one per service and pass.
+func (p *pass) updateService(s *api.Service) error {
+	if err := p.tx.Update(s); err != nil {
+		return fmt.Errorf("update service %s: %w", s.GetId(), err)
+	}
+	p.plan.record(opUpdate, s, false)
+	return nil
+}
+
+func cloneService(s *api.Service) *api.Service { return proto.CloneOf(s) }
+
+// cloneStatus is a copy of svc's update status to change.
+func cloneStatus(svc *api.Service) *api.UpdateStatus {
+	if us := svc.GetUpdateStatus(); us != nil {
+		return proto.CloneOf(us)
+	}
+	return &api.UpdateStatus{}
 }
 
 func (p *pass) delete(t *api.Task) error {

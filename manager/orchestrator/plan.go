@@ -17,39 +17,41 @@ const (
 	opDelete
 )
 
-// op is the net write of one pass to one task.
+// op is the net write of one pass to one task, or to a service's update
+// status.
 type op struct {
 	kind opKind
-	task *api.Task
+	obj  store.Object
 	// glued: commit in the same batch as the op before it (a replacement
 	// and the stop of the task it replaces).
 	glued bool
 }
 
-// plan is a pass's writes, one net op per task in the order first
-// touched, so it can be proposed in several batches: an op on a task that
-// existed carries the version the pass read, and no later batch touches
-// that task again.
+// plan is a pass's writes, one net op per object in the order first
+// touched, so it can be proposed in several batches: an op on an object
+// that existed carries the version the pass read, and no later batch
+// touches that object again.
 type plan struct {
 	ops  []*op
 	byID map[string]*op
 }
 
-func (pl *plan) record(kind opKind, t *api.Task, glued bool) {
-	prev := pl.byID[t.GetId()]
+func (pl *plan) record(kind opKind, obj store.Object, glued bool) {
+	id := obj.GetId()
+	prev := pl.byID[id]
 	if prev == nil {
-		o := &op{kind: kind, task: t, glued: glued}
+		o := &op{kind: kind, obj: obj, glued: glued}
 		pl.ops = append(pl.ops, o)
-		pl.byID[t.GetId()] = o
+		pl.byID[id] = o
 		return
 	}
 	switch {
 	case kind == opDelete && prev.kind == opCreate:
 		prev.kind = opNone
 	case kind == opDelete:
-		prev.kind, prev.task = opDelete, t
-	default: // an update of a task created or updated before
-		prev.task = t
+		prev.kind, prev.obj = opDelete, obj
+	default: // an update of an object created or updated before
+		prev.obj = obj
 	}
 }
 
@@ -84,18 +86,18 @@ func commit(ctx context.Context, st *store.Store, batch []*op) error {
 			var err error
 			switch o.kind {
 			case opCreate:
-				id := o.task.GetServiceId()
+				id := o.obj.(*api.Task).GetServiceId()
 				if _, ok := standing[id]; !ok {
 					standing[id] = tx.GetService(id) != nil
 				}
 				if !standing[id] {
 					continue
 				}
-				err = tx.Create(o.task)
+				err = tx.Create(o.obj)
 			case opUpdate:
-				err = tx.Update(o.task)
+				err = tx.Update(o.obj)
 			case opDelete:
-				err = tx.Delete(o.task)
+				err = tx.Delete(o.obj)
 			}
 			if err != nil {
 				return err
@@ -104,7 +106,7 @@ func commit(ctx context.Context, st *store.Store, batch []*op) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("commit %d task writes: %w", len(batch), err)
+		return fmt.Errorf("commit %d writes: %w", len(batch), err)
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func TestPlanKeepsOneNetOpPerTask(t *testing.T) {
 	var got []string
 	for _, bt := range pl.batches(10) {
 		for _, o := range bt {
-			got = append(got, fmt.Sprintf("%d:%s", o.kind, o.task.Id))
+			got = append(got, fmt.Sprintf("%d:%s", o.kind, o.obj.GetId()))
 		}
 	}
 	want := fmt.Sprint([]string{fmt.Sprintf("%d:b", opDelete), fmt.Sprintf("%d:c", opCreate)})
@@ -39,7 +39,7 @@ func TestPlanBatchesNeverSplitGluedOps(t *testing.T) {
 	for _, bt := range pl.batches(3) {
 		n += len(bt)
 		if bt[0].glued {
-			t.Fatalf("batch starts with a glued op: %v", bt[0].task.Id)
+			t.Fatalf("batch starts with a glued op: %v", bt[0].obj.GetId())
 		}
 		if len(bt) > 4 {
 			t.Fatalf("batch of %d ops for size 3", len(bt))

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/rollout"
 )
 
 const (
@@ -112,12 +113,24 @@ func TestSpecUpdateRollsOneSlotAtATime(t *testing.T) {
 			}
 		}
 		h.report(ts[slot-1].Id, "n1", sRunning, 0)
+		// Running is not enough: the next slot waits until the new
+		// replica has run for the monitor period.
+		h.step()
+		if slot < 3 {
+			if next := wantSlots(t, h, "web", 1, 2, 3)[slot]; next.SpecVersion != 1 {
+				t.Fatalf("slot %d replaced before slot %d was stable\n%s", slot+1, slot, h.dump())
+			}
+		}
+		h.clock.Advance(rollout.DefaultMonitor)
 	}
 	h.step()
 	for _, task := range h.liveTasks("web") {
 		if task.SpecVersion != 2 {
 			t.Fatalf("slot %d still at spec v%d", task.Slot, task.SpecVersion)
 		}
+	}
+	if got := h.service("web").UpdateStatus; got.GetState() != api.UpdateState_UPDATE_STATE_COMPLETED || got.CompletedAt == nil {
+		t.Errorf("update status %v after every slot ran stable, want completed", got)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/rollout"
 )
 
 // newTask returns a pending task of svc in slot on nodeID (global tasks)
@@ -95,17 +96,8 @@ func shutdown(t *api.Task) bool {
 }
 
 // outdated: t runs a spec older than svc's in a way that matters to the
-// replica. A change of replicas alone bumps spec_version too, and must not
-// replace every running task.
+// replica. A change of the replica count or of the update policies alone
+// bumps no spec_version, but a rollback to the spec t runs does: t stays.
 func outdated(svc *api.Service, t *api.Task) bool {
-	if t.GetSpecVersion() >= svc.GetSpecVersion() {
-		return false
-	}
-	if svc.GetSpec() == nil || t.GetSpec() == nil {
-		return true
-	}
-	a := proto.Clone(svc.GetSpec()).(*api.ServiceSpec)
-	b := proto.Clone(t.GetSpec()).(*api.ServiceSpec)
-	a.Replicas, b.Replicas = 0, 0
-	return !proto.Equal(a, b)
+	return t.GetSpecVersion() < svc.GetSpecVersion() && rollout.Replaces(svc.GetSpec(), t.GetSpec())
 }
