@@ -1,7 +1,7 @@
 // Package rollout holds what the Control API and the orchestrator must
 // agree on about replacing a service's replicas: which spec changes
 // replace them, and the update and rollback policies with their defaults
-// (docs/design.md §7).
+// (docs/design.md §8).
 package rollout
 
 import (

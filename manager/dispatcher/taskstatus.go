@@ -86,7 +86,7 @@ func (s *Server) writeStatuses(ctx context.Context, items map[string]statusChang
 		}
 		if c.status.GetState() == api.TaskState_TASK_STATE_RUNNING && task.RunningSince == nil {
 			// An update's monitor period counts from here, on the
-			// leader's clock rather than the agent's (docs/design.md §7).
+			// leader's clock rather than the agent's (docs/design.md §8).
 			task.RunningSince = timestamppb.New(s.cfg.now())
 		}
 		task.Status = c.status

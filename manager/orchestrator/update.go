@@ -10,7 +10,7 @@ import (
 	"github.com/jaco-project/jaco/api/rollout"
 )
 
-// The update machine (docs/design.md §7). The Control API starts an
+// The update machine (docs/design.md §8). The Control API starts an
 // update (state UPDATING, or ROLLBACK_STARTED) when it bumps a service's
 // spec_version; from then on each pass decides from the store alone, so a
 // new leader goes on from the recorded state and from which slots already
