@@ -25,7 +25,7 @@ func (p *pass) roll(svc *api.Service, occupied []*group, may func(*group) bool) 
 			return err
 		}
 	}
-	allowed, err := p.advanceUpdate(svc, occupied)
+	allowed, err := p.advanceUpdate(svc, occupied, may)
 	if err != nil || !allowed {
 		return err
 	}

@@ -71,7 +71,8 @@ func (p *pass) markUnstable(svc *api.Service, t *api.Task) error {
 }
 
 // ofThisUpdate: t was created for the update under way (the new spec,
-// after it started).
+// after it started, which matters once a paused update is resumed).
+// created_at and started_at both come from the leader's clock.
 func ofThisUpdate(svc *api.Service, t *api.Task) bool {
 	us := svc.GetUpdateStatus()
 	return t.GetSpecVersion() == svc.GetSpecVersion() &&
@@ -79,9 +80,11 @@ func ofThisUpdate(svc *api.Service, t *api.Task) bool {
 }
 
 // advanceUpdate moves svc's update on from what its slots show, and
-// reports whether roll may replace replicas now. It leaves svc as it is
-// unless it writes a new state.
-func (p *pass) advanceUpdate(svc *api.Service, slots []*group) (bool, error) {
+// reports whether roll may replace replicas now. Slots where may allows
+// no new task (a global service's paused node) keep their old replica and
+// do not hold the update's completion. It leaves svc as it is unless it
+// writes a new state.
+func (p *pass) advanceUpdate(svc *api.Service, slots []*group, may func(*group) bool) (bool, error) {
 	st := svc.GetUpdateStatus().GetState()
 	if rollout.Paused(st) {
 		return false, nil
@@ -117,7 +120,7 @@ func (p *pass) advanceUpdate(svc *api.Service, slots []*group) (bool, error) {
 	for _, g := range slots {
 		o := g.occupant()
 		switch {
-		case o == nil:
+		case o == nil || !may(g):
 		case outdated(svc, o) || p.handingOff(g):
 			done = false
 		case finished(o):

@@ -265,3 +265,58 @@ func TestUpdateCompletesOnTheClock(t *testing.T) {
 }
 
 func nowPB() *timestamppb.Timestamp { return timestamppb.Now() }
+
+// A global service's update completes though a paused node keeps its old
+// replica: no new task may go there.
+func TestGlobalUpdateCompletesPastPausedNode(t *testing.T) {
+	h := newHarness(t)
+	h.setNode(readyNode("n1", nil))
+	h.setNode(readyNode("n2", nil))
+	h.createService(global("agent"))
+	h.step()
+	h.runningOn("agent", "")
+	h.changeNode("n2", func(n *api.Node) { n.Availability = api.NodeAvailability_NODE_AVAILABILITY_PAUSE })
+	h.changeService("agent", func(s *api.ServiceSpec) { s.Image = "img:2" })
+	for range 3 {
+		h.step()
+		h.runningOn("agent", "")
+		h.clock.Advance(rollout.DefaultMonitor)
+	}
+	h.step()
+	if got := h.service("agent").GetUpdateStatus().GetState(); got != api.UpdateState_UPDATE_STATE_COMPLETED {
+		t.Fatalf("state %v, want completed\n%s", got, h.dump())
+	}
+	ts := wantNodes(t, h, "agent", "n1", "n2")
+	if ts[0].Spec.GetImage() != "img:2" || ts[1].Spec.GetImage() != "img:1" {
+		t.Errorf("n1 runs %s, n2 runs %s: want n1 updated and the paused n2 left alone", ts[0].Spec.GetImage(), ts[1].Spec.GetImage())
+	}
+}
+
+// Resuming a paused update (the Control API restarts started_at) forgets
+// the failures before it: the update goes on until a new one fails.
+func TestResumeForgetsEarlierFailures(t *testing.T) {
+	h := rolled(t, 3, nil)
+	first := h.liveWith("img:2")[0]
+	h.report(first.Id, "n1", sFailed, 1)
+	h.step()
+	if got := h.updateState(); got != api.UpdateState_UPDATE_STATE_PAUSED {
+		t.Fatalf("state %v, want paused", got)
+	}
+	h.clock.Advance(time.Minute)
+	// The store stamps created_at with the real clock, as the Control API
+	// stamps a resume's started_at.
+	h.update(func(tx *store.Tx) error {
+		s := tx.GetService("web")
+		s.UpdateStatus = &api.UpdateStatus{State: api.UpdateState_UPDATE_STATE_UPDATING, StartedAt: timestamppb.Now()}
+		return tx.Update(s)
+	})
+	for range 6 {
+		h.step()
+		h.runningOn("web", "n1")
+		h.clock.Advance(rollout.DefaultMonitor)
+	}
+	h.step()
+	if got := h.updateState(); got != api.UpdateState_UPDATE_STATE_COMPLETED {
+		t.Fatalf("state %v (%s) after the resumed update's replicas ran, want completed\n%s", got, h.service("web").UpdateStatus.GetMessage(), h.dump())
+	}
+}
