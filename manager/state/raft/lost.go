@@ -54,25 +54,40 @@ func refuseLostEntries(stateDir string) error {
 		strings.TrimSpace(string(b)), filepath.Join(stateDir, LostEntriesMarker))
 }
 
+// errCommitPastLog refuses a heartbeat whose commit index lies past this
+// member's log from anyone but the leader it follows in its current term.
+var errCommitPastLog = errors.New("heartbeat commits past the end of this member's log, and its sender is not the leader of this term")
+
 // leaderCountsLost reports, for a heartbeat raft would act on, whether
 // its commit index lies past the last entry this member persisted, and
 // says so. A leader sends min(its commit index, what this member
 // acknowledged), and a member acknowledges only what it has synced, so a
 // healthy member never sees one; raft would panic on it (tocommit out of
-// range).
-func (n *Node) leaderCountsLost(m raftpb.Message) (string, bool) {
+// range). Only the leader this member follows in its current term is
+// believed (any sender of the current term while it follows none yet, as
+// after a restart: raft would take that sender as its leader): a
+// heartbeat like it from another member, or from a newer term (whose
+// leader has not counted on anything of this member's yet), is refused
+// with errCommitPastLog and changes nothing, so that a manager
+// certificate cannot stop a member by claiming an impossible commit.
+func (n *Node) leaderCountsLost(m raftpb.Message) (string, error) {
 	if m.Type != raftpb.MsgHeartbeat {
-		return "", false
+		return "", nil
 	}
 	last, err := n.mem.LastIndex()
 	if err != nil || m.Commit <= last {
-		return "", false
+		return "", nil
 	}
-	if m.Term < n.rn.Status().Term {
-		return "", false // raft ignores a heartbeat from an old term
+	st := n.rn.Status()
+	switch {
+	case m.Term < st.Term:
+		return "", nil // raft ignores a heartbeat from an old term
+	case m.Term > st.Term || (st.Lead != 0 && m.From != st.Lead):
+		return "", fmt.Errorf("from %x (term %d, commit %d; this member is at term %d following %x, log ends at %d): %w",
+			m.From, m.Term, m.Commit, st.Term, st.Lead, last, errCommitPastLog)
 	}
 	return fmt.Sprintf("the raft log in %s ends at index %d, but leader %x counts on this member holding index %d",
-		filepath.Join(n.cfg.StateDir, "wal"), last, m.From, m.Commit), true
+		filepath.Join(n.cfg.StateDir, "wal"), last, m.From, m.Commit), nil
 }
 
 // lostEntries stops the member for what leaderCountsLost said, first

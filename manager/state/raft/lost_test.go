@@ -52,6 +52,21 @@ func TestLeaderCountingOnLostEntriesStopsTheMember(t *testing.T) {
 		t.Fatalf("leader %x (%v), want 10", lead, err)
 	}
 
+	// Another member, or a leader of a newer term, claiming as much is
+	// not believed: refused, and the member goes on following 10.
+	for _, m := range []raftpb.Message{
+		{Type: raftpb.MsgHeartbeat, From: 12, To: 11, Term: 2, Commit: 99},
+		{Type: raftpb.MsgHeartbeat, From: 12, To: 11, Term: 3, Commit: 99},
+		{Type: raftpb.MsgHeartbeat, From: 10, To: 11, Term: 3, Commit: 99},
+	} {
+		if err := n.Step(ctx, m); !errors.Is(err, errCommitPastLog) {
+			t.Fatalf("heartbeat %v past the log: %v, want errCommitPastLog", m, err)
+		}
+	}
+	if st := n.Status(); st.Term != 2 || st.Lead != 10 || n.Err() != nil {
+		t.Fatalf("after refused heartbeats: term %d lead %x err %v, want term 2 following 10 and running", st.Term, st.Lead, n.Err())
+	}
+
 	err = n.Step(ctx, raftpb.Message{Type: raftpb.MsgHeartbeat, From: 10, To: 11, Term: 2, Commit: 5})
 	if !errors.Is(err, storage.ErrLostAcknowledged) {
 		t.Fatalf("heartbeat past the log: %v, want ErrLostAcknowledged", err)

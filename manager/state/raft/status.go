@@ -161,7 +161,11 @@ func (n *Node) Step(ctx context.Context, m raftpb.Message) error {
 	if lead, _ := n.Leader(); m.From == lead || m.Type == raftpb.MsgApp || m.Type == raftpb.MsgHeartbeat || m.Type == raftpb.MsgSnap {
 		n.leaderContact.Store(time.Now().UnixNano())
 	}
-	if detail, lost := n.leaderCountsLost(m); lost {
+	detail, err := n.leaderCountsLost(m)
+	if err != nil {
+		return err
+	}
+	if detail != "" {
 		return n.lostEntries(detail)
 	}
 	if err := n.rn.Step(ctx, m); err != nil {
