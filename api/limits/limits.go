@@ -20,6 +20,11 @@ const (
 	// log and every manager's memory, so a big spec allows fewer replicas
 	// (a 2 MiB spec, 128).
 	MaxReplicaSpecBytes = 256 << 20
+	// MaxNodeLabels bounds the labels of one node, and MaxLabelValueBytes
+	// each value: labels live in every manager's memory and in every
+	// placement decision.
+	MaxNodeLabels      = 64
+	MaxLabelValueBytes = 1024
 )
 
 // MaxReplicasPerService is the replica limit in force in cluster c (nil

@@ -5,12 +5,15 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
 	"github.com/jaco-project/jaco/manager/placement"
@@ -20,14 +23,34 @@ import (
 // labelKey is what a constraint can name after node.labels.
 var labelKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
+// checkLabels refuses label keys a constraint could not name, and values
+// too long or holding control characters (they are printed by node ls).
+func checkLabels(labels map[string]string) error {
+	if len(labels) > limits.MaxNodeLabels {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"%d labels in one request: a node may have at most %d", len(labels), limits.MaxNodeLabels)
+	}
+	for k, v := range labels {
+		if !labelKey.MatchString(k) {
+			return invalid("label key %q: use letters, digits, '.', '_' or '-' (at most 63)", k)
+		}
+		if len(v) > limits.MaxLabelValueBytes {
+			return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+				"label %s: value of %d bytes, the limit is %d", k, len(v), limits.MaxLabelValueBytes)
+		}
+		if !utf8.ValidString(v) || strings.ContainsFunc(v, unicode.IsControl) {
+			return invalid("label %s: the value holds control characters or is not UTF-8", k)
+		}
+	}
+	return nil
+}
+
 // UpdateNode changes what the operator decides about a node: its
 // availability and its labels. Availability drain starts the leader's
 // drain machine (see startDrain); active or pause cancels a drain.
 func (s *Server) UpdateNode(ctx context.Context, req *api.UpdateNodeRequest) (*api.UpdateNodeResponse, error) {
-	for k := range req.SetLabels {
-		if !labelKey.MatchString(k) {
-			return nil, invalid("label key %q: use letters, digits, '.', '_' or '-'", k)
-		}
+	if err := checkLabels(req.SetLabels); err != nil {
+		return nil, err
 	}
 	if a := req.Availability; a != nil && api.NodeAvailability_name[int32(*a)] == "" {
 		return nil, invalid("unknown availability %d", *a)
@@ -63,6 +86,10 @@ func (s *Server) UpdateNode(ctx context.Context, req *api.UpdateNodeRequest) (*a
 		}
 		for _, k := range req.RemoveLabels {
 			delete(n.Labels, k)
+		}
+		if len(n.Labels) > limits.MaxNodeLabels {
+			return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+				"node %s would have %d labels: the limit is %d", n.Hostname, len(n.Labels), limits.MaxNodeLabels)
 		}
 		return tx.Update(n)
 	})
