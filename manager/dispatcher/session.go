@@ -71,11 +71,15 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 	if err != nil {
 		return err
 	}
+	desc, err := checkDescription(req.GetDescription())
+	if err != nil {
+		return err
+	}
 	t, err := s.current()
 	if err != nil {
 		return err
 	}
-	sess, err := s.open(t, nodeID, req.GetDescription())
+	sess, err := s.open(t, nodeID, desc)
 	if err != nil {
 		return err
 	}
@@ -84,7 +88,7 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 		state:       api.NodeStatusState_NODE_STATUS_STATE_READY,
 		message:     "session open",
 		at:          s.cfg.now(),
-		description: req.GetDescription(),
+		description: desc,
 	}})); err != nil {
 		return err
 	}
