@@ -21,43 +21,47 @@ const (
 	maxIsolationBytes = 1024
 )
 
-// checkDescription refuses a node description that could print terminal
-// codes or grow the store without bound (a hostname that is no host name,
-// too many or odd runtime names), and returns it with its isolation
-// message, free text from the node's firewall errors, cut to a bound and
-// with control characters replaced.
+// checkDescription refuses a node description whose runtime list is odd
+// or without end (the agent's own fixed names), and returns it with its
+// free text made printable and bounded: the machine's hostname (the OS
+// allows names a node name may not hold; the Node's own hostname, checked
+// at join, is what jaco shows and places by) and the isolation message,
+// from the node's firewall errors.
 func checkDescription(d *api.NodeDescription) (*api.NodeDescription, error) {
 	if d == nil {
 		return nil, nil
 	}
-	if err := checkNames(d); err != nil {
+	if err := checkRuntimes(d); err != nil {
 		return nil, err
 	}
-	m := d.GetIsolationMessage()
-	if len(m) <= maxIsolationBytes && utf8.ValidString(m) && !strings.ContainsFunc(m, unicode.IsControl) {
+	host, msg := printable(d.GetHostname(), nodename.MaxLen), printable(d.GetIsolationMessage(), maxIsolationBytes)
+	if host == d.GetHostname() && msg == d.GetIsolationMessage() {
 		return d, nil
 	}
 	d = proto.CloneOf(d)
-	m = strings.ToValidUTF8(m, "?")
-	m = strings.Map(func(c rune) rune {
+	d.Hostname, d.IsolationMessage = host, msg
+	return d, nil
+}
+
+// printable is s as valid UTF-8 with control characters replaced by
+// spaces, cut to max bytes (marked with "…").
+func printable(s string, max int) string {
+	if len(s) <= max && utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	s = strings.Map(func(c rune) rune {
 		if unicode.IsControl(c) {
 			return ' '
 		}
 		return c
-	}, m)
-	if len(m) > maxIsolationBytes {
-		m = strings.ToValidUTF8(m[:maxIsolationBytes], "") + "…"
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + "…"
 	}
-	d.IsolationMessage = m
-	return d, nil
+	return s
 }
 
-func checkNames(d *api.NodeDescription) error {
-	if h := d.GetHostname(); h != "" {
-		if err := nodename.Check(h); err != nil {
-			return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "node description: hostname: %v", err)
-		}
-	}
+func checkRuntimes(d *api.NodeDescription) error {
 	if n := len(d.GetRuntimes()); n > maxRuntimes {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "node description: %d runtimes, at most %d", n, maxRuntimes)
 	}

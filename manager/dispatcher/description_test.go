@@ -8,15 +8,13 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 )
 
-// What an agent says about its node is bounded: a hostname with terminal
-// codes or a runtime list without end is refused; the isolation message,
-// free text from firewall errors, is stored cut and printable.
+// What an agent says about its node is bounded: a runtime list without
+// end or with odd names is refused; the machine's hostname and the
+// isolation message, free text, are stored cut and printable.
 func TestSessionDescriptionBounds(t *testing.T) {
 	h := newHarness(t, workerNode("n1"))
 	h.run()
 	for _, d := range []*api.NodeDescription{
-		{Hostname: "w1\x1b[2J"},
-		{Hostname: strings.Repeat("a", 1<<20)},
 		{Hostname: "w1", Runtimes: []string{"hooks", "evil\nname"}},
 		{Hostname: "w1", Runtimes: strings.Split(strings.Repeat("r,", 20), ",")},
 	} {
@@ -32,7 +30,7 @@ func TestSessionDescriptionBounds(t *testing.T) {
 	if got := h.node("n1").GetDescription(); got != nil {
 		t.Fatalf("a refused session stored a description: %v", got)
 	}
-	h.openSession("n1", &api.NodeDescription{Hostname: "w1", IsolationUnavailable: true,
+	h.openSession("n1", &api.NodeDescription{Hostname: "w1\x1b[2J" + strings.Repeat("a", 1<<20), IsolationUnavailable: true,
 		IsolationMessage: "nft: \x1b[31mfailed\n" + strings.Repeat("x", 5000)})
 	h.eventually("the description stored", func() (bool, string) {
 		m := h.node("n1").GetDescription().GetIsolationMessage()
@@ -41,5 +39,8 @@ func TestSessionDescriptionBounds(t *testing.T) {
 	m := h.node("n1").GetDescription().GetIsolationMessage()
 	if len(m) > maxIsolationBytes+len("…") || strings.ContainsAny(m, "\x1b\n") || !strings.HasPrefix(m, "nft:  [31mfailed ") {
 		t.Errorf("isolation message stored as %.80q (%d bytes), want it cut to %d bytes with control characters replaced", m, len(m), maxIsolationBytes)
+	}
+	if host := h.node("n1").GetDescription().GetHostname(); len(host) > 256 || !strings.HasPrefix(host, "w1 [2Jaaa") {
+		t.Errorf("machine hostname stored as %.40q (%d bytes), want it cut and printable", host, len(host))
 	}
 }
