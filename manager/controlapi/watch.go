@@ -1,0 +1,193 @@
+package controlapi
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// watchInterval is the least time between two messages of a WatchService
+// stream: a roll changes a service's tasks in bursts (one replica stopped,
+// its replacement created, assigned, started), and a client redrawing its
+// progress needs the outcome, not every step.
+const watchInterval = 100 * time.Millisecond
+
+// WatchService streams where a service and its slots stand: at once, then
+// after every change to the service or its tasks, at most one message per
+// watchInterval, until the service is removed (a last message says so) or
+// the caller hangs up. It reads this manager's store, so a follower may
+// answer a moment behind the leader: clients compare meta.version with
+// what a write returned.
+func (s *Server) WatchService(req *api.WatchServiceRequest, stream grpc.ServerStreamingServer[api.WatchServiceMessage]) error {
+	ctx, cancel := context.WithCancel(stream.Context())
+	defer cancel()
+	var id string
+	s.store.View(func(tx store.ReadTx) { id = findService(tx, req.Service).GetId() })
+	if id == "" {
+		return notFound("service", req.Service)
+	}
+	// Registered before the first read: no change after it is missed (one
+	// removed in between makes that read say removed).
+	events := s.store.Watch(ctx, serviceOrItsTasks(id))
+	// The watcher's queue grows while the stream is slow to send; a
+	// goroutine keeps it empty and folds what it drained into one flag,
+	// so a slow caller costs nothing but staleness.
+	changed := make(chan struct{}, 1)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for range events {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	var last *api.WatchServiceMessage
+	for {
+		msg := s.serviceProgress(id)
+		if !proto.Equal(msg, last) {
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+			last = msg
+		}
+		if msg.Removed {
+			return nil
+		}
+		// Coalesce: whatever changes during the interval is in the next
+		// message.
+		pause := time.NewTimer(watchInterval)
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
+			return ctx.Err()
+		}
+		select {
+		case <-changed:
+		case <-closed:
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return reason.Error(codes.Unavailable, reason.Unavailable,
+				"this manager stopped serving while watching service %s: watch again", req.Service)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// serviceOrItsTasks selects the events about one service and its tasks.
+func serviceOrItsTasks(id string) store.Filter {
+	return func(e store.Event) bool {
+		switch o := e.Object.(type) {
+		case *api.Service:
+			return o.GetId() == id
+		case *api.Task:
+			return o.GetServiceId() == id
+		}
+		return false
+	}
+}
+
+// serviceProgress reads where service id and its slots stand now.
+func (s *Server) serviceProgress(id string) *api.WatchServiceMessage {
+	msg := &api.WatchServiceMessage{}
+	s.store.View(func(tx store.ReadTx) {
+		msg.Service = tx.GetService(id)
+		if msg.Service == nil {
+			msg.Removed = true
+			return
+		}
+		msg.Slots = slotProgress(msg.Service, tx.ListTasksByService(id))
+	})
+	return msg
+}
+
+// slotKey tells a service's slots apart: the slot number of a replicated
+// service, the node of a global one.
+type slotKey struct {
+	slot   uint64
+	nodeID string
+}
+
+// slotProgress describes every slot of svc that has an occupant, in slot
+// (or node id) order. A slot whose replicas are all stopping (scaled away,
+// or a node a global service left) is not shown. Task specs are left out:
+// the service carries the spec, and a client follows a roll by
+// spec_version.
+func slotProgress(svc *api.Service, tasks []*api.Task) []*api.SlotProgress {
+	global := svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL
+	bySlot := map[slotKey][]*api.Task{}
+	for _, t := range tasks {
+		k := slotKey{slot: t.Slot}
+		if global {
+			k = slotKey{nodeID: t.NodeId}
+		}
+		bySlot[k] = append(bySlot[k], t)
+	}
+	var out []*api.SlotProgress
+	for k, ts := range bySlot {
+		if p := describeSlot(ts); p != nil {
+			if global {
+				p.NodeId = k.nodeID
+			}
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *api.SlotProgress) int {
+		return cmp.Or(cmp.Compare(a.Slot, b.Slot), cmp.Compare(a.NodeId, b.NodeId))
+	})
+	return out
+}
+
+// describeSlot describes one slot's occupant: the newest task that should
+// run (or has finished for good). During a start-first roll or a drain two
+// tasks hold the slot for a while; the newer is the one the slot is
+// heading for. Until the occupant runs, the newest failure in the slot
+// says why it is not running yet. nil when nothing occupies the slot.
+func describeSlot(tasks []*api.Task) *api.SlotProgress {
+	slices.SortFunc(tasks, func(a, b *api.Task) int {
+		return cmp.Or(a.GetMeta().GetCreatedAt().AsTime().Compare(b.GetMeta().GetCreatedAt().AsTime()),
+			cmp.Compare(a.Id, b.Id))
+	})
+	var occ, failed *api.Task
+	for _, t := range tasks {
+		switch t.DesiredState {
+		case api.TaskState_TASK_STATE_RUNNING, api.TaskState_TASK_STATE_COMPLETE:
+			occ = t
+		}
+		switch t.GetStatus().GetState() {
+		case api.TaskState_TASK_STATE_FAILED, api.TaskState_TASK_STATE_REJECTED:
+			failed = t
+		}
+	}
+	if occ == nil {
+		return nil
+	}
+	why := occ
+	if occ.GetStatus().GetState() < api.TaskState_TASK_STATE_RUNNING && failed != nil {
+		why = failed
+	}
+	return &api.SlotProgress{
+		Slot:         occ.Slot,
+		NodeId:       occ.NodeId,
+		TaskId:       occ.Id,
+		State:        occ.GetStatus().GetState(),
+		DesiredState: occ.DesiredState,
+		SpecVersion:  occ.SpecVersion,
+		RunningSince: occ.RunningSince,
+		Message:      why.GetStatus().GetMessage(),
+		Reason:       why.GetStatus().GetReason(),
+	}
+}

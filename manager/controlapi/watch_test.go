@@ -1,0 +1,258 @@
+package controlapi
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/state/store/storetest"
+)
+
+// watchStream is the server side of a WatchService stream: it records
+// what was sent and when.
+type watchStream struct {
+	grpc.ServerStream
+	ctx  context.Context
+	msgs chan *api.WatchServiceMessage
+	mu   sync.Mutex
+	at   []time.Time
+}
+
+func (w *watchStream) Context() context.Context { return w.ctx }
+
+func (w *watchStream) Send(m *api.WatchServiceMessage) error {
+	w.mu.Lock()
+	w.at = append(w.at, time.Now())
+	w.mu.Unlock()
+	select {
+	case w.msgs <- m:
+		return nil
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	}
+}
+
+// startWatch runs WatchService for name until the test ends. The channel
+// is closed once the call returned, its error in *err.
+func startWatch(t *testing.T, s *Server, name string) (w *watchStream, done <-chan struct{}, err *error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w = &watchStream{ctx: ctx, msgs: make(chan *api.WatchServiceMessage, 100)}
+	ended := make(chan struct{})
+	err = new(error)
+	go func() {
+		defer close(ended)
+		*err = s.WatchService(&api.WatchServiceRequest{Service: name}, w)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ended
+	})
+	return w, ended, err
+}
+
+// next waits for the next message until a deadline.
+func (w *watchStream) next(t *testing.T) *api.WatchServiceMessage {
+	t.Helper()
+	select {
+	case m := <-w.msgs:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("no WatchService message within 5s")
+		return nil
+	}
+}
+
+// until waits for a message that satisfies ok, failing after a deadline.
+func (w *watchStream) until(t *testing.T, ok func(*api.WatchServiceMessage) bool) *api.WatchServiceMessage {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-w.msgs:
+			if ok(m) {
+				return m
+			}
+		case <-deadline:
+			t.Fatal("no matching WatchService message within 5s")
+			return nil
+		}
+	}
+}
+
+// task makes a task of svc (the store stamps its created_at).
+func task(svc *api.Service, id string, slot uint64, node string, desired, state api.TaskState, version uint64) *api.Task {
+	return &api.Task{
+		Id: id, ServiceId: svc.Id, Slot: slot, NodeId: node, SpecVersion: version,
+		DesiredState: desired,
+		Status:       &api.TaskStatus{State: state},
+		Spec:         svc.Spec,
+	}
+}
+
+const (
+	running  = api.TaskState_TASK_STATE_RUNNING
+	shutdown = api.TaskState_TASK_STATE_SHUTDOWN
+	pending  = api.TaskState_TASK_STATE_PENDING
+	failedSt = api.TaskState_TASK_STATE_FAILED
+	starting = api.TaskState_TASK_STATE_STARTING
+)
+
+func TestWatchServiceUnknownIsNotFound(t *testing.T) {
+	s, _ := newServiceServer(t)
+	w := &watchStream{ctx: context.Background(), msgs: make(chan *api.WatchServiceMessage, 1)}
+	err := s.WatchService(&api.WatchServiceRequest{Service: "ghost"}, w)
+	if reason.Of(err) != reason.NotFound {
+		t.Fatalf("watch of an unknown service: %v, want not_found", err)
+	}
+}
+
+// The first message describes each slot by its occupant: the newer of two
+// live tasks (start-first), the latest failure while the occupant has not
+// run, nothing for a slot being scaled away; task specs are not sent.
+func TestWatchServiceDescribesSlots(t *testing.T) {
+	s, st := newServiceServer(t)
+	svc := create(t, s, imageSpec("web"))
+	since := timestamppb.New(time.Unix(1_700_000_000, 0))
+	old := task(svc, "t1", 1, "n1", running, running, 1)
+	old.RunningSince = since
+	old.Status.Message = "started"
+	older := task(svc, "t2a", 2, "n1", running, running, 1)
+	newer := task(svc, "t2b", 2, "n1", running, starting, 2)
+	crashed := task(svc, "t3a", 3, "n1", shutdown, failedSt, 2)
+	crashed.Status.Message, crashed.Status.Reason = "launch exited 1", "exit_code"
+	retry := task(svc, "t3b", 3, "n1", running, pending, 2)
+	retry.Status.Reason = "restart_delay"
+	gone := task(svc, "t4", 4, "n1", shutdown, running, 1)
+	// The store stamps created_at; one batch each, in creation order.
+	for _, tk := range []*api.Task{old, gone, older, crashed, newer, retry} {
+		storetest.Create(t, st, tk)
+	}
+
+	w, _, _ := startWatch(t, s, "web")
+	m := w.next(t)
+	var stored *api.Service
+	st.View(func(tx store.ReadTx) { stored = tx.GetService(svc.Id) })
+	if !proto.Equal(m.Service, stored) || m.Removed {
+		t.Errorf("service %v removed=%v, want the stored service", m.Service, m.Removed)
+	}
+	want := []*api.SlotProgress{
+		{Slot: 1, NodeId: "n1", TaskId: "t1", State: running, DesiredState: running, SpecVersion: 1, RunningSince: since, Message: "started"},
+		{Slot: 2, NodeId: "n1", TaskId: "t2b", State: starting, DesiredState: running, SpecVersion: 2},
+		{Slot: 3, NodeId: "n1", TaskId: "t3b", State: pending, DesiredState: running, SpecVersion: 2, Message: "launch exited 1", Reason: "exit_code"},
+	}
+	if len(m.Slots) != len(want) {
+		t.Fatalf("slots %v, want %v", m.Slots, want)
+	}
+	for i := range want {
+		if !proto.Equal(m.Slots[i], want[i]) {
+			t.Errorf("slot %d: %v, want %v", i+1, m.Slots[i], want[i])
+		}
+	}
+}
+
+// A global service's slots are its nodes.
+func TestWatchServiceGlobalSlotsAreNodes(t *testing.T) {
+	s, st := newServiceServer(t)
+	storetest.Create(t, st, &api.Node{Id: "n2", Hostname: "w2"})
+	svc := create(t, s, &api.ServiceSpec{Name: "agent", Image: "i", Mode: api.ServiceMode_SERVICE_MODE_GLOBAL})
+	storetest.Create(t, st, task(svc, "a", 0, "n2", running, running, 1), task(svc, "b", 0, "n1", running, pending, 1))
+	w, _, _ := startWatch(t, s, svc.Id)
+	m := w.next(t)
+	if len(m.Slots) != 2 || m.Slots[0].NodeId != "n1" || m.Slots[0].TaskId != "b" || m.Slots[1].NodeId != "n2" || m.Slots[1].TaskId != "a" {
+		t.Fatalf("global slots %v, want b on n1 and a on n2", m.Slots)
+	}
+}
+
+// Every change to the service or its tasks is reported, bursts folded so
+// that messages are at least watchInterval apart, and the last message
+// holds the final state; a removed service ends the stream with
+// removed=true.
+func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
+	s, st := newServiceServer(t)
+	svc := create(t, s, imageSpec("web"))
+	other := create(t, s, imageSpec("db"))
+	t1 := task(svc, "t1", 1, "n1", running, pending, 1)
+	storetest.Create(t, st, t1)
+	w, done, werr := startWatch(t, s, "web")
+	if m := w.next(t); len(m.Slots) != 1 || m.Slots[0].State != pending {
+		t.Fatalf("first message %v, want t1 pending", m)
+	}
+
+	for _, state := range []api.TaskState{api.TaskState_TASK_STATE_ASSIGNED, api.TaskState_TASK_STATE_PREPARING, starting, running} {
+		err := st.Update(context.Background(), func(tx *store.Tx) error {
+			cur := tx.GetTask("t1")
+			cur.Status.State = state
+			return tx.Update(cur)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.until(t, func(m *api.WatchServiceMessage) bool { return len(m.Slots) == 1 && m.Slots[0].State == running })
+
+	// Another service's tasks change nothing in the stream.
+	storetest.Create(t, st, task(other, "o1", 1, "n1", running, running, 1))
+	err := st.Update(context.Background(), func(tx *store.Tx) error {
+		cur := tx.GetService(svc.Id)
+		cur.UpdateStatus = &api.UpdateStatus{State: api.UpdateState_UPDATE_STATE_PAUSED, Message: "web.1 failed"}
+		return tx.Update(cur)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := w.next(t); m.Service.GetUpdateStatus().GetState() != api.UpdateState_UPDATE_STATE_PAUSED {
+		t.Fatalf("after pausing: %v, want the paused service (nothing in between)", m)
+	}
+
+	if _, err := s.RemoveService(context.Background(), &api.RemoveServiceRequest{Service: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := w.next(t); !m.Removed {
+		t.Fatalf("after removal: %v, want removed", m)
+	}
+	select {
+	case <-done:
+		if *werr != nil {
+			t.Fatalf("stream ended with %v after the removal, want nil", *werr)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream still open 5s after the removal")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := 1; i < len(w.at); i++ {
+		if gap := w.at[i].Sub(w.at[i-1]); gap < watchInterval {
+			t.Errorf("messages %d and %d %v apart, want at least %v", i, i+1, gap, watchInterval)
+		}
+	}
+}
+
+// The caller hanging up ends the stream.
+func TestWatchServiceEndsWithTheCaller(t *testing.T) {
+	s, _ := newServiceServer(t)
+	create(t, s, imageSpec("web"))
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watchStream{ctx: ctx, msgs: make(chan *api.WatchServiceMessage, 10)}
+	done := make(chan error, 1)
+	go func() { done <- s.WatchService(&api.WatchServiceRequest{Service: "web"}, w) }()
+	w.next(t)
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("stream ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("stream still open 5s after the caller left")
+	}
+}
