@@ -1,0 +1,350 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/reason"
+)
+
+// defaultMonitor is how long a replica must have run to count as stable
+// when the service's update policy sets no monitor period (the server's
+// default too, api/objects.proto UpdatePolicy.monitor).
+const defaultMonitor = 5 * time.Second
+
+// The reason words of a wait that ended without convergence. They are the
+// CLI's own: the write succeeded, the service did not get where it was
+// sent.
+const (
+	reasonUpdatePaused     = "update_paused"
+	reasonRollbackPaused   = "rollback_paused"
+	reasonUpdateRolledBack = "update_rolled_back"
+	reasonReplicaFailed    = "replica_failed"
+)
+
+// waitKind is the command that waits: it decides how a rollback ends.
+type waitKind int
+
+const (
+	waitConverge waitKind = iota // create, scale
+	waitUpdate
+	waitRollback
+)
+
+// progress judges, from WatchService messages, whether a service has got
+// where a write sent it (docs/design.md §8: the update machine's states).
+// An update or rollback the write started is followed by its
+// update_status; otherwise the service has converged once every slot runs
+// the current spec and has done so for the monitor period.
+type progress struct {
+	kind waitKind
+	name string
+	// since is the meta.version the write returned: a message about an
+	// older version comes from a manager that has not applied the write
+	// yet, and says nothing about it.
+	since uint64
+	// startedAs is the update_status the write left.
+	startedAs api.UpdateState
+	// follow: an update or rollback is under way; its state decides.
+	follow    bool
+	hostnames map[string]string
+	// firstRunning is when this CLI first saw each task running: the
+	// monitor period is counted from running_since (the leader's clock)
+	// but never waited for longer than from here.
+	firstRunning map[string]time.Time
+	last         *api.WatchServiceMessage
+}
+
+func newProgress(kind waitKind, svc *api.Service, hostnames map[string]string) *progress {
+	state := svc.GetUpdateStatus().GetState()
+	return &progress{
+		kind: kind, name: svc.GetSpec().GetName(), since: svc.GetMeta().GetVersion(),
+		startedAs: state, follow: inFlight(state), hostnames: hostnames,
+		firstRunning: map[string]time.Time{},
+	}
+}
+
+func inFlight(s api.UpdateState) bool {
+	return s == api.UpdateState_UPDATE_STATE_UPDATING || s == api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED
+}
+
+// progressLine is one line of the progress display; key says which line
+// it replaces when it changes.
+type progressLine struct{ key, text string }
+
+// verdict is where the wait stands after a message or a timer.
+type verdict struct {
+	lines []progressLine
+	done  bool
+	err   error
+	// wake: judge again after this long even without a message (the
+	// monitor period running out).
+	wake time.Duration
+}
+
+// observe takes a message in; false when it is older than the write and
+// changes nothing.
+func (p *progress) observe(m *api.WatchServiceMessage, now time.Time) bool {
+	if !m.Removed && m.GetService().GetMeta().GetVersion() < p.since {
+		return false
+	}
+	p.last = m
+	for _, s := range m.Slots {
+		if s.State == api.TaskState_TASK_STATE_RUNNING {
+			if _, ok := p.firstRunning[s.TaskId]; !ok {
+				p.firstRunning[s.TaskId] = now
+			}
+		}
+	}
+	return true
+}
+
+// judge says where the wait stands at now, after the last message.
+func (p *progress) judge(now time.Time) verdict {
+	m := p.last
+	if m == nil {
+		return verdict{}
+	}
+	if m.Removed {
+		return verdict{done: true, lines: []progressLine{{"overall", "removed"}},
+			err: reason.Error(codes.NotFound, reason.NotFound, "service %s was removed while waiting for it to converge", p.name)}
+	}
+	svc := m.Service
+	lines := p.slotLines(svc, m.Slots)
+	status := svc.GetUpdateStatus()
+	if inFlight(status.GetState()) {
+		p.follow = true // another writer's update counts too: it decides where the service goes
+	}
+	if p.follow {
+		v := p.followUpdate(svc, m.Slots)
+		v.lines = append(lines, v.lines...)
+		return v
+	}
+	switch status.GetState() {
+	case api.UpdateState_UPDATE_STATE_PAUSED, api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED:
+		// The service cannot converge until someone resumes or rolls back.
+		v := p.followUpdate(svc, m.Slots)
+		v.lines = append(lines, v.lines...)
+		return v
+	}
+	v := p.converge(svc, m.Slots, now)
+	v.lines = append(lines, v.lines...)
+	return v
+}
+
+// followUpdate judges an update or rollback by its state.
+func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) verdict {
+	st := svc.GetUpdateStatus()
+	msg := st.GetMessage()
+	word := updateWord(st.GetState())
+	updated, total := current(svc, slots)
+	counted := func(done string) verdict {
+		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("%s: %d out of %d replicas %s", word, updated, total, done)}}}
+	}
+	withMessage := func(v verdict) verdict {
+		if msg != "" {
+			v.lines[0].text += " (" + msg + ")"
+		}
+		return v
+	}
+	switch st.GetState() {
+	case api.UpdateState_UPDATE_STATE_COMPLETED:
+		v := counted("updated")
+		v.done = true
+		return v
+	case api.UpdateState_UPDATE_STATE_ROLLBACK_COMPLETED:
+		v := withMessage(counted("rolled back"))
+		v.done = true
+		if p.kind == waitUpdate && p.startedAs == api.UpdateState_UPDATE_STATE_UPDATING {
+			v.err = reason.Error(codes.Aborted, reasonUpdateRolledBack, "update rolled back: %s", orDefault(msg, "its failure action rolled it back"))
+		}
+		return v
+	case api.UpdateState_UPDATE_STATE_PAUSED:
+		return verdict{done: true, lines: []progressLine{{"overall", word + ": " + orDefault(msg, "no reason given")}},
+			err: reason.Error(codes.Aborted, reasonUpdatePaused,
+				"update paused: %s; resume it with `jaco service update %s`, or return to the previous spec with `jaco service rollback %s`",
+				orDefault(msg, "no reason given"), p.name, p.name)}
+	case api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED:
+		return verdict{done: true, lines: []progressLine{{"overall", word + ": " + orDefault(msg, "no reason given")}},
+			err: reason.Error(codes.Aborted, reasonRollbackPaused,
+				"rollback paused: %s; resume it with `jaco service update %s`", orDefault(msg, "no reason given"), p.name)}
+	case api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED:
+		return counted("rolled back")
+	}
+	return counted("updated")
+}
+
+// converge judges a service no update is rolling: every slot runs the
+// current spec, for the monitor period.
+func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now time.Time) verdict {
+	replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL
+	want := len(slots)
+	if replicated {
+		want = int(svc.GetSpec().GetReplicas())
+	}
+	monitor := defaultMonitor
+	if d := svc.GetSpec().GetUpdate().GetMonitor(); d != nil {
+		monitor = max(d.AsDuration(), 0)
+	}
+	var ready int
+	var failed *api.SlotProgress
+	var wait time.Duration
+	extra := false
+	for _, s := range slots {
+		if replicated && s.Slot > uint64(want) {
+			extra = true
+			continue
+		}
+		if s.DesiredState == api.TaskState_TASK_STATE_COMPLETE {
+			// Ended for good (its restart policy allows no more): nothing
+			// will change it.
+			ready++
+			if s.State != api.TaskState_TASK_STATE_COMPLETE {
+				failed = s
+			}
+			continue
+		}
+		if s.State != api.TaskState_TASK_STATE_RUNNING || s.SpecVersion != svc.GetSpecVersion() {
+			continue
+		}
+		ready++
+		left := monitor - now.Sub(p.firstRunning[s.TaskId])
+		if rs := s.RunningSince; rs != nil {
+			left = min(left, monitor-now.Sub(rs.AsTime()))
+		}
+		wait = max(wait, left)
+	}
+	// settled: every slot is where it will stay.
+	settled := ready == want && !extra && (want > 0 || replicated)
+	switch {
+	case !settled:
+		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("overall progress: %d out of %d replicas running", ready, want)}}}
+	case wait > 0:
+		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("verifying: waiting %s for stability", monitor)}}, wake: wait}
+	case failed != nil:
+		return verdict{done: true, lines: []progressLine{{"overall", "failed: " + p.slotLabel(svc, failed) + " ended for good"}},
+			err: reason.Error(codes.Aborted, reasonReplicaFailed, "replica %s ended and its restart policy allows no more attempts: %s",
+				p.replicaName(svc, failed), orDefault(detail(failed), word(failed.State.String(), "TASK_STATE_")))}
+	}
+	return verdict{done: true, lines: []progressLine{{"overall", "verified: service converged"}}}
+}
+
+// current counts the slots running the service's current spec, out of the
+// slots it should have.
+func current(svc *api.Service, slots []*api.SlotProgress) (updated, total int) {
+	total = len(slots)
+	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+		total = int(svc.GetSpec().GetReplicas())
+	}
+	for _, s := range slots {
+		if s.State == api.TaskState_TASK_STATE_RUNNING && s.SpecVersion == svc.GetSpecVersion() {
+			updated++
+		}
+	}
+	return min(updated, total), total
+}
+
+// slotLines is one line per slot: replicated slots 1..N (and any beyond N
+// still to be stopped), global ones by node.
+func (p *progress) slotLines(svc *api.Service, slots []*api.SlotProgress) []progressLine {
+	var lines []progressLine
+	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		for _, s := range slots {
+			lines = append(lines, progressLine{"node/" + s.NodeId, p.slotText(svc, s)})
+		}
+		return lines
+	}
+	n := svc.GetSpec().GetReplicas()
+	bySlot := map[uint64]*api.SlotProgress{}
+	for _, s := range slots {
+		bySlot[s.Slot] = s
+		n = max(n, s.Slot)
+	}
+	for i := uint64(1); i <= n; i++ {
+		key := fmt.Sprintf("slot/%d", i)
+		if s := bySlot[i]; s != nil {
+			lines = append(lines, progressLine{key, p.slotText(svc, s)})
+		} else {
+			lines = append(lines, progressLine{key, fmt.Sprintf("%d/%d: no replica yet", i, svc.GetSpec().GetReplicas())})
+		}
+	}
+	return lines
+}
+
+// maxDetail bounds the reason and message shown on a slot's line; `jaco
+// service ps --no-trunc` shows all of it.
+const maxDetail = 120
+
+// slotText renders a slot as "2/3: running", "3/3: pending (old spec):
+// exit_code: launch exited 1".
+func (p *progress) slotText(svc *api.Service, s *api.SlotProgress) string {
+	text := p.slotLabel(svc, s) + ": " + word(s.State.String(), "TASK_STATE_")
+	if s.SpecVersion != svc.GetSpecVersion() {
+		text += " (old spec)"
+	}
+	if replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL; replicated && s.Slot > svc.GetSpec().GetReplicas() {
+		text += " (to be removed)"
+	}
+	if d := detail(s); d != "" && s.State != api.TaskState_TASK_STATE_RUNNING {
+		if r := []rune(d); len(r) > maxDetail {
+			d = string(r[:maxDetail-1]) + "…"
+		}
+		text += ": " + d
+	}
+	return text
+}
+
+// slotLabel names a slot as docker does: "2/3" for a replicated slot, the
+// node's hostname (or the start of its id) for a global service.
+func (p *progress) slotLabel(svc *api.Service, s *api.SlotProgress) string {
+	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return fmt.Sprintf("%d/%d", s.Slot, svc.GetSpec().GetReplicas())
+	}
+	if h := p.hostnames[s.NodeId]; h != "" {
+		return h
+	}
+	if len(s.NodeId) > 12 {
+		return s.NodeId[:12]
+	}
+	return s.NodeId
+}
+
+// replicaName names a slot's replica as `jaco service ps` does: web.2,
+// or web.HOSTNAME for a global service.
+func (p *progress) replicaName(svc *api.Service, s *api.SlotProgress) string {
+	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return fmt.Sprintf("%s.%d", p.name, s.Slot)
+	}
+	return p.name + "." + p.slotLabel(svc, s)
+}
+
+// detail is a slot's "reason: message".
+func detail(s *api.SlotProgress) string {
+	switch {
+	case s.Reason != "" && s.Message != "":
+		return s.Reason + ": " + s.Message
+	case s.Reason != "":
+		return s.Reason
+	}
+	return s.Message
+}
+
+// updateWord renders an update state for people: updating, paused,
+// completed, rollback_started, rollback_paused, rollback_completed.
+func updateWord(s api.UpdateState) string {
+	if s == api.UpdateState_UPDATE_STATE_UNSPECIFIED {
+		return "updating"
+	}
+	return word(s.String(), "UPDATE_STATE_")
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}
