@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/rollout"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -138,7 +139,7 @@ func slotProgress(svc *api.Service, tasks []*api.Task) []*api.SlotProgress {
 	}
 	var out []*api.SlotProgress
 	for k, ts := range bySlot {
-		if p := describeSlot(ts); p != nil {
+		if p := describeSlot(svc, ts); p != nil {
 			if global {
 				p.NodeId = k.nodeID
 			}
@@ -154,26 +155,43 @@ func slotProgress(svc *api.Service, tasks []*api.Task) []*api.SlotProgress {
 // describeSlot describes one slot's occupant: the newest task that should
 // run (or has finished for good). During a start-first roll or a drain two
 // tasks hold the slot for a while; the newer is the one the slot is
-// heading for. Until the occupant runs, the newest failure in the slot
-// says why it is not running yet. nil when nothing occupies the slot.
-func describeSlot(tasks []*api.Task) *api.SlotProgress {
+// heading for. Until the occupant runs, the newest failure in the slot of
+// the same spec_version says why it is not running yet. nil when nothing
+// occupies the slot.
+//
+// spec_version is the service's when the occupant runs a spec the
+// service's would not replace (the orchestrator's test, api/rollout): a
+// rollback to the spec a replica runs leaves it in place, and a client,
+// which gets no task specs, must see it as current.
+func describeSlot(svc *api.Service, tasks []*api.Task) *api.SlotProgress {
 	slices.SortFunc(tasks, func(a, b *api.Task) int {
 		return cmp.Or(a.GetMeta().GetCreatedAt().AsTime().Compare(b.GetMeta().GetCreatedAt().AsTime()),
 			cmp.Compare(a.Id, b.Id))
 	})
-	var occ, failed *api.Task
+	var occ *api.Task
 	for _, t := range tasks {
 		switch t.DesiredState {
 		case api.TaskState_TASK_STATE_RUNNING, api.TaskState_TASK_STATE_COMPLETE:
 			occ = t
 		}
-		switch t.GetStatus().GetState() {
-		case api.TaskState_TASK_STATE_FAILED, api.TaskState_TASK_STATE_REJECTED:
-			failed = t
-		}
 	}
 	if occ == nil {
 		return nil
+	}
+	// Only a failure of the occupant's spec says why it may not run: one
+	// of a spec since replaced (an update rolled back) says nothing.
+	var failed *api.Task
+	for _, t := range tasks {
+		switch t.GetStatus().GetState() {
+		case api.TaskState_TASK_STATE_FAILED, api.TaskState_TASK_STATE_REJECTED:
+			if t.SpecVersion == occ.SpecVersion {
+				failed = t
+			}
+		}
+	}
+	version := occ.SpecVersion
+	if version < svc.SpecVersion && !rollout.Replaces(svc.Spec, occ.Spec) {
+		version = svc.SpecVersion
 	}
 	why := occ
 	if occ.GetStatus().GetState() < api.TaskState_TASK_STATE_RUNNING && failed != nil {
@@ -185,7 +203,7 @@ func describeSlot(tasks []*api.Task) *api.SlotProgress {
 		TaskId:       occ.Id,
 		State:        occ.GetStatus().GetState(),
 		DesiredState: occ.DesiredState,
-		SpecVersion:  occ.SpecVersion,
+		SpecVersion:  version,
 		RunningSince: occ.RunningSince,
 		Message:      why.GetStatus().GetMessage(),
 		Reason:       why.GetStatus().GetReason(),

@@ -117,8 +117,8 @@ func TestWatchServiceUnknownIsNotFound(t *testing.T) {
 }
 
 // The first message describes each slot by its occupant: the newer of two
-// live tasks (start-first), the latest failure while the occupant has not
-// run, nothing for a slot being scaled away; task specs are not sent.
+// live tasks (start-first), the latest failure of its spec while the
+// occupant has not run, nothing for a slot being scaled away.
 func TestWatchServiceDescribesSlots(t *testing.T) {
 	s, st := newServiceServer(t)
 	svc := create(t, s, imageSpec("web"))
@@ -133,8 +133,12 @@ func TestWatchServiceDescribesSlots(t *testing.T) {
 	retry := task(svc, "t3b", 3, "n1", running, pending, 2)
 	retry.Status.Reason = "restart_delay"
 	gone := task(svc, "t4", 4, "n1", shutdown, running, 1)
+	oldCrash := task(svc, "t5a", 5, "n1", shutdown, failedSt, 1)
+	oldCrash.Status.Message = "a spec since replaced failed"
+	placing := task(svc, "t5b", 5, "n1", running, pending, 2)
+	placing.Status.Reason = "no_suitable_node"
 	// The store stamps created_at; one batch each, in creation order.
-	for _, tk := range []*api.Task{old, gone, older, crashed, newer, retry} {
+	for _, tk := range []*api.Task{old, gone, older, crashed, newer, retry, oldCrash, placing} {
 		storetest.Create(t, st, tk)
 	}
 
@@ -149,6 +153,7 @@ func TestWatchServiceDescribesSlots(t *testing.T) {
 		{Slot: 1, NodeId: "n1", TaskId: "t1", State: running, DesiredState: running, SpecVersion: 1, RunningSince: since, Message: "started"},
 		{Slot: 2, NodeId: "n1", TaskId: "t2b", State: starting, DesiredState: running, SpecVersion: 2},
 		{Slot: 3, NodeId: "n1", TaskId: "t3b", State: pending, DesiredState: running, SpecVersion: 2, Message: "launch exited 1", Reason: "exit_code"},
+		{Slot: 5, NodeId: "n1", TaskId: "t5b", State: pending, DesiredState: running, SpecVersion: 2, Reason: "no_suitable_node"},
 	}
 	if len(m.Slots) != len(want) {
 		t.Fatalf("slots %v, want %v", m.Slots, want)
@@ -254,5 +259,34 @@ func TestWatchServiceEndsWithTheCaller(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream still open 5s after the caller left")
+	}
+}
+
+// After a rollback to the spec a replica runs, the replica is current
+// (the orchestrator leaves it): the slot reports the service's
+// spec_version. One whose spec would be replaced keeps its own.
+func TestWatchServiceSameSpecIsCurrent(t *testing.T) {
+	s, st := newServiceServer(t)
+	svc := create(t, s, imageSpec("web"))
+	oldSpec := proto.CloneOf(svc.Spec)
+	changed := proto.CloneOf(svc.Spec)
+	changed.Env = []string{"A=1"}
+	err := st.Update(context.Background(), func(tx *store.Tx) error {
+		cur := tx.GetService(svc.Id)
+		cur.SpecVersion, cur.Spec.Replicas = 3, 2 // a replica count is no reason to replace
+		return tx.Update(cur)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := task(svc, "t1", 1, "n1", running, running, 1)
+	same.Spec = oldSpec
+	other := task(svc, "t2", 2, "n1", running, running, 2)
+	other.Spec = changed
+	storetest.Create(t, st, same, other)
+	w, _, _ := startWatch(t, s, "web")
+	m := w.next(t)
+	if len(m.Slots) != 2 || m.Slots[0].SpecVersion != 3 || m.Slots[1].SpecVersion != 2 {
+		t.Fatalf("slots %v, want slot 1 current (3) and slot 2 at its own 2", m.Slots)
 	}
 }
