@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,12 +65,14 @@ func (o *plainOutput) draw(lines []progressLine) {
 type ttyOutput struct {
 	w    io.Writer
 	rows int
+	last []progressLine
 }
 
 func (o *ttyOutput) draw(lines []progressLine) {
-	if len(lines) == 0 {
+	if len(lines) == 0 || slices.Equal(lines, o.last) {
 		return
 	}
+	o.last = lines
 	buf := []byte("\x1b[?7l")
 	if o.rows > 0 {
 		buf = fmt.Appendf(buf, "\x1b[%dA", o.rows)
@@ -121,7 +124,7 @@ func waitConverged(ctx context.Context, c api.ControlServiceClient, svc *api.Ser
 			}
 		case <-wake.C:
 		case err := <-errc:
-			return fmt.Errorf("watching service %s: %w", p.name, err)
+			return err // a status error as it came: describe shows its reason
 		case <-ctx.Done():
 			return ctx.Err()
 		}

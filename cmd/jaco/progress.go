@@ -50,8 +50,10 @@ type progress struct {
 	// startedAs is the update_status the write left.
 	startedAs api.UpdateState
 	// follow: an update or rollback is under way; its state decides.
-	follow    bool
-	hostnames map[string]string
+	follow bool
+	// rollbackWhy is what the leader said when a rollback started.
+	rollbackWhy string
+	hostnames   map[string]string
 	// firstRunning is when this CLI first saw each task running: the
 	// monitor period is counted from running_since (the leader's clock)
 	// but never waited for longer than from here.
@@ -139,8 +141,17 @@ func (p *progress) judge(now time.Time) verdict {
 // followUpdate judges an update or rollback by its state.
 func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) verdict {
 	st := svc.GetUpdateStatus()
-	msg := st.GetMessage()
 	word := updateWord(st.GetState())
+	// The leader's message may open with what the state says already, or
+	// say only that.
+	said := strings.ReplaceAll(word, "_", " ")
+	msg := strings.TrimPrefix(strings.TrimPrefix(st.GetMessage(), "update "), said+": ")
+	if msg == said {
+		msg = ""
+	}
+	if st.GetState() == api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED && msg != "" {
+		p.rollbackWhy = msg // its completion says no more than "rollback completed"
+	}
 	updated, total := current(svc, slots)
 	counted := func(done string) verdict {
 		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("%s: %d out of %d replicas %s", word, updated, total, done)}}}
@@ -160,7 +171,8 @@ func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) ver
 		v := withMessage(counted("rolled back"))
 		v.done = true
 		if p.kind == waitUpdate && p.startedAs == api.UpdateState_UPDATE_STATE_UPDATING {
-			v.err = reason.Error(codes.Aborted, reasonUpdateRolledBack, "update rolled back: %s", orDefault(msg, "its failure action rolled it back"))
+			v.err = reason.Error(codes.Aborted, reasonUpdateRolledBack, "update rolled back: %s",
+				orDefault(p.rollbackWhy, orDefault(msg, "its failure action rolled it back")))
 		}
 		return v
 	case api.UpdateState_UPDATE_STATE_PAUSED:
@@ -289,7 +301,7 @@ func (p *progress) slotText(svc *api.Service, s *api.SlotProgress) string {
 	if replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL; replicated && s.Slot > svc.GetSpec().GetReplicas() {
 		text += " (to be removed)"
 	}
-	if d := detail(s); d != "" && s.State != api.TaskState_TASK_STATE_RUNNING {
+	if d := detail(s); d != "" && s.State != api.TaskState_TASK_STATE_RUNNING && !repeatsState(s) {
 		if r := []rune(d); len(r) > maxDetail {
 			d = string(r[:maxDetail-1]) + "…"
 		}
@@ -331,6 +343,12 @@ func detail(s *api.SlotProgress) string {
 		return s.Reason
 	}
 	return s.Message
+}
+
+// repeatsState: the slot's only detail is a message that says its state
+// again ("assigned to node m" for assigned), which the line shows already.
+func repeatsState(s *api.SlotProgress) bool {
+	return s.Reason == "" && strings.HasPrefix(strings.ToLower(s.Message), word(s.State.String(), "TASK_STATE_"))
 }
 
 // updateWord renders an update state for people: updating, paused,

@@ -133,7 +133,7 @@ func TestProgressGolden(t *testing.T) {
 			{sec, watchMsg(svcAt(21, 2, 3, usUpdating, "update in progress"), slotAt(1, tsStarting, 2, 0), slotAt(2, tsRunning, 1, 0), slotAt(3, tsRunning, 1, 0))},
 			{2 * sec, watchMsg(svcAt(22, 2, 3, usUpdating, "update in progress"),
 				failing(slotAt(1, tsPending, 2, 0), "exit_code", "cannot start: no config"), slotAt(2, tsRunning, 1, 0), slotAt(3, tsRunning, 1, 0))},
-			{2 * sec, watchMsg(svcAt(23, 2, 3, api.UpdateState_UPDATE_STATE_PAUSED, "replica web.1 on w1 failed: exit_code: cannot start: no config"),
+			{2 * sec, watchMsg(svcAt(23, 2, 3, api.UpdateState_UPDATE_STATE_PAUSED, "update paused: replica web.1 (task t1.2) on w1 failed: exit_code: cannot start: no config (1 of 3 slots failed)"),
 				failing(slotAt(1, tsPending, 2, 0), "exit_code", "cannot start: no config"), slotAt(2, tsRunning, 1, 0), slotAt(3, tsRunning, 1, 0))},
 		},
 	}, {
@@ -142,9 +142,10 @@ func TestProgressGolden(t *testing.T) {
 		name: "update-rolled-back", kind: waitUpdate, wrote: svcAt(30, 2, 2, usUpdating, ""),
 		steps: []step{
 			{0, watchMsg(svcAt(30, 2, 2, usUpdating, ""), slotAt(1, tsStarting, 2, 0), slotAt(2, tsRunning, 1, 0))},
-			{sec, watchMsg(svcAt(31, 3, 2, api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED, "replica web.1 failed: rolling back"),
+			{sec, watchMsg(svcAt(31, 3, 2, api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED,
+				"rollback started: replica web.1 (task t1.2) on w1 failed: exit_code: exited with code 1 (1 of 2 slots failed)"),
 				slotAt(1, tsStarting, 3, 0), slotAt(2, tsRunning, 1, 0))},
-			{2 * sec, watchMsg(svcAt(32, 3, 2, api.UpdateState_UPDATE_STATE_ROLLBACK_COMPLETED, "replica web.1 failed"),
+			{2 * sec, watchMsg(svcAt(32, 3, 2, api.UpdateState_UPDATE_STATE_ROLLBACK_COMPLETED, "rollback completed"),
 				slotAt(1, tsRunning, 3, 2*sec), slotAt(2, tsRunning, 3, 2*sec))},
 		},
 	}, {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -205,7 +205,7 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 					})
 					cancel()
 					if err != nil {
-						errs = append(errs, fmt.Errorf("scale %s: %w", s.name, err))
+						errs = append(errs, err) // the server's sentence names the service
 						continue
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s scaled to %d\n", terminalSafe(s.name), s.replicas)
@@ -218,12 +218,25 @@ func serviceScaleCmd(g *globals) *cobra.Command {
 						}
 					}
 				}
-				return errors.Join(errs...)
+				return lastOf(cmd.ErrOrStderr(), errs)
 			})
 		},
 	}
 	wf.register(cmd)
 	return cmd
+}
+
+// lastOf prints every error but the last and returns that one, for the
+// caller to print: each keeps its own reason word, which a joined error
+// would lose.
+func lastOf(stderr io.Writer, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	for _, err := range errs[:len(errs)-1] {
+		printFailure(stderr, err)
+	}
+	return errs[len(errs)-1]
 }
 
 // writeAndWait makes a write within --timeout and, unless -d, waits for
