@@ -11,6 +11,7 @@ require (
 	github.com/containerd/go-cni v1.1.14
 	github.com/distribution/reference v0.6.0
 	github.com/docker/go-events v0.1.0
+	github.com/docker/go-units v0.5.0
 	github.com/google/uuid v1.6.0
 	github.com/hashicorp/go-memdb v1.3.5
 	github.com/opencontainers/go-digest v1.0.0

@@ -21,11 +21,12 @@ import (
 type specFlags struct {
 	replicas                       uint64
 	mode, bundle                   string
-	env, mounts, publish           []string
+	env, publish                   []string
+	mounts                         mountsValue
 	constraints, spread, dependsOn []string
 	pin                            string
 	limitCPU, reserveCPU           float64
-	limitMemory, reserveMemory     string
+	limitMemory, reserveMemory     sizeValue
 	restartCondition               string
 	restartDelay, restartWindow    time.Duration
 	restartMaxAttempts             uint64
@@ -38,6 +39,7 @@ type specFlags struct {
 	prepareStartLimit              uint32
 	networkOpen                    bool
 	allowFrom                      []string
+	update, rollback               policyFlags
 }
 
 func (f *specFlags) register(fs *pflag.FlagSet) {
@@ -45,16 +47,16 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "mode", "replicated", "replicated or global (one replica per eligible node)")
 	fs.StringVar(&f.bundle, "bundle", "", "hook bundle directory (prepare, launch, finish, cleanup) instead of an image")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "KEY=VALUE for the replicas' environment (repeatable)")
-	fs.StringArrayVar(&f.mounts, "mount", nil, "bind mount SOURCE:TARGET[:ro] (repeatable)")
+	fs.Var(&f.mounts, "mount", "bind mount SOURCE:TARGET[:ro] or type=bind,source=SOURCE,target=TARGET[,readonly] (repeatable)")
 	fs.StringArrayVarP(&f.publish, "publish", "p", nil, "publish a port PUBLISHED:TARGET[/udp] on the replica's node (repeatable)")
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "placement constraint such as node.labels.zone==a (repeatable)")
 	fs.StringArrayVar(&f.spread, "placement-pref", nil, "spread=node.labels.KEY: spread replicas over the label's values (repeatable)")
 	fs.StringVar(&f.pin, "pin", "", "place every replica on this node (id or hostname)")
 	fs.StringArrayVar(&f.dependsOn, "depends-on", nil, "service that needs a healthy replica before this one starts (repeatable)")
 	fs.Float64Var(&f.limitCPU, "limit-cpu", 0, "CPU limit per replica, in cores")
-	fs.StringVar(&f.limitMemory, "limit-memory", "", "memory limit per replica (e.g. 64M, 1G)")
+	fs.Var(&f.limitMemory, "limit-memory", "memory limit per replica, as docker reads it (e.g. 512m, 64MB, 1.5G)")
 	fs.Float64Var(&f.reserveCPU, "reserve-cpu", 0, "CPU set aside per replica by the scheduler, in cores")
-	fs.StringVar(&f.reserveMemory, "reserve-memory", "", "memory set aside per replica by the scheduler")
+	fs.Var(&f.reserveMemory, "reserve-memory", "memory set aside per replica by the scheduler (e.g. 64MB)")
 	fs.StringVar(&f.restartCondition, "restart-condition", "any", "restart ended replicas: any, on-failure or none")
 	fs.DurationVar(&f.restartDelay, "restart-delay", 5*time.Second, "wait before a replacement starts")
 	fs.Uint64Var(&f.restartMaxAttempts, "restart-max-attempts", 0, "restarts allowed within the window (0: unlimited)")
@@ -71,6 +73,8 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&f.prepareStartLimit, "prepare-start-limit", 10, "attempts of the prepare hook")
 	fs.BoolVar(&f.networkOpen, "network-open", false, "let replicas of every service reach this one (default: its own and its dependents')")
 	fs.StringArrayVar(&f.allowFrom, "allow-from", nil, "another service whose replicas may reach this one (repeatable)")
+	f.update.register(fs, "update")
+	f.rollback.register(fs, "rollback")
 }
 
 // apply writes the flags into spec: every flag on create (all), the
@@ -107,14 +111,7 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 		spec.Env = f.env
 	}
 	if set("mount") {
-		spec.Mounts = nil
-		for _, m := range f.mounts {
-			parts := strings.Split(m, ":")
-			if len(parts) < 2 || len(parts) > 3 || (len(parts) == 3 && parts[2] != "ro") {
-				return fmt.Errorf("--mount %q: want SOURCE:TARGET[:ro]", m)
-			}
-			spec.Mounts = append(spec.Mounts, &api.Mount{Source: parts[0], Target: parts[1], Readonly: len(parts) == 3})
-		}
+		spec.Mounts = f.mounts.mounts
 	}
 	if set("publish") {
 		spec.Ports = nil
@@ -149,6 +146,9 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 			spec.Network.AllowFrom = f.allowFrom
 		}
 	}
+	// Only the flags given, on create too: a nil policy means the defaults.
+	spec.Update = f.update.apply(cmd.Flags(), spec.Update)
+	spec.Rollback = f.rollback.apply(cmd.Flags(), spec.Rollback)
 	if set("stop-grace-period") {
 		spec.StopGracePeriod = durationpb.New(f.stopGrace)
 	}
@@ -197,19 +197,15 @@ func (f *specFlags) applyResources(set func(string) bool, spec *api.ServiceSpec)
 	return nil
 }
 
-func resources(r *api.Resources, setCPU bool, cpu float64, setMem bool, mem string) (*api.Resources, error) {
+func resources(r *api.Resources, setCPU bool, cpu float64, setMem bool, mem sizeValue) (*api.Resources, error) {
 	if r == nil {
 		r = &api.Resources{}
 	}
 	if setCPU {
 		r.NanoCpus = int64(cpu * 1e9)
 	}
-	if setMem && mem != "" {
-		b, err := parseBytes(mem)
-		if err != nil {
-			return nil, err
-		}
-		r.MemoryBytes = b
+	if setMem && mem.text != "" {
+		r.MemoryBytes = mem.bytes
 	}
 	if r.NanoCpus == 0 && r.MemoryBytes == 0 {
 		return nil, nil
@@ -294,35 +290,13 @@ func parsePublish(p string) (*api.PortConfig, error) {
 	return &api.PortConfig{Protocol: proto, PublishedPort: uint32(pp), TargetPort: uint32(tp)}, nil
 }
 
-// parseBytes reads 512, 64K, 64M or 1G (powers of 1024).
-func parseBytes(s string) (int64, error) {
-	if s == "" {
-		return 0, fmt.Errorf("empty size")
-	}
-	mult := int64(1)
-	switch strings.ToUpper(s[len(s)-1:]) {
-	case "K":
-		mult = 1 << 10
-	case "M":
-		mult = 1 << 20
-	case "G":
-		mult = 1 << 30
-	}
-	if mult != 1 {
-		s = s[:len(s)-1]
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional K, M or G", s)
-	}
-	return n * mult, nil
-}
-
 // readBundle reads a hook bundle directory: its regular files, by name.
+// A directory it cannot read is a failure (exit 1), not a usage mistake:
+// the command was right, the file system was not.
 func readBundle(dir string) (*api.HookBundle, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("hook bundle: %w", err)
+		return nil, failure{fmt.Errorf("hook bundle: %w", err)}
 	}
 	b := &api.HookBundle{Files: map[string][]byte{}}
 	for _, e := range entries {
@@ -331,7 +305,7 @@ func readBundle(dir string) (*api.HookBundle, error) {
 		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("hook bundle: %w", err)
+			return nil, failure{fmt.Errorf("hook bundle: %w", err)}
 		}
 		b.Files[e.Name()] = data
 	}

@@ -32,15 +32,49 @@ func TestParsePublish(t *testing.T) {
 	}
 }
 
+// TestParseBytes: sizes read as docker's --memory reads them, in powers
+// of 1024.
 func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"512": 512, "64K": 64 << 10, "64m": 64 << 20, "1G": 1 << 30} {
+	for in, want := range map[string]int64{
+		"512": 512, "64K": 64 << 10, "64m": 64 << 20, "64MB": 64 << 20, "1G": 1 << 30,
+		"1.5G": 3 << 29, "1GiB": 1 << 30, "512 MB": 512 << 20, "2b": 2,
+	} {
 		if got, err := parseBytes(in); err != nil || got != want {
 			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "-1", "1T", "M"} {
-		if _, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) accepted", in)
+	for _, in := range []string{"", "-1", "M", "1X", "1.5.5G", "ten", "1e30", "NaN", "64MBB"} {
+		if n, err := parseBytes(in); err == nil {
+			t.Errorf("parseBytes(%q) = %d, want an error", in, n)
+		}
+	}
+}
+
+func TestParseMount(t *testing.T) {
+	for in, want := range map[string]*api.Mount{
+		"/a:/b":                                     {Source: "/a", Target: "/b"},
+		"/a:/b:ro":                                  {Source: "/a", Target: "/b", Readonly: true},
+		"type=bind,source=/a,target=/b":             {Source: "/a", Target: "/b"},
+		"type=bind,source=/a,target=/b,readonly":    {Source: "/a", Target: "/b", Readonly: true},
+		"src=/a,dst=/b,ro":                          {Source: "/a", Target: "/b", Readonly: true},
+		"source=/a,destination=/b,readonly=true":    {Source: "/a", Target: "/b", Readonly: true},
+		"type=bind,src=/a,target=/b,readonly=false": {Source: "/a", Target: "/b"},
+		"Type=bind,Source=/a,Target=/b,RO=1":        {Source: "/a", Target: "/b", Readonly: true},
+		"target=/b,source=/a":                       {Source: "/a", Target: "/b"},
+	} {
+		got, err := parseMount(in)
+		if err != nil || got.Source != want.Source || got.Target != want.Target || got.Readonly != want.Readonly {
+			t.Errorf("parseMount(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{
+		"/a", "/a:/b:rw", "/a:/b:ro:x", ":/b", "/a:",
+		"type=volume,source=v,target=/b", "type=tmpfs,target=/b",
+		"type=bind,source=/a,target=/b,bind-propagation=shared", "type=bind,source=/a,target=/b,size=1",
+		"type=bind,source=/a", "type=bind,target=/b", "source=/a,target=/b,readonly=maybe",
+	} {
+		if got, err := parseMount(in); err == nil {
+			t.Errorf("parseMount(%q) = %v, want an error", in, got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package controlapi
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -83,6 +84,15 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if err := validateDurations(spec); err != nil {
 		return err
 	}
+	if err := validatePolicy("update", spec.Update); err != nil {
+		return err
+	}
+	if spec.GetRollback().GetFailureAction() == api.UpdateFailureAction_UPDATE_FAILURE_ACTION_ROLLBACK {
+		return invalid("rollback.failure_action rollback: a rollback cannot roll back; want pause or continue")
+	}
+	if err := validatePolicy("rollback", spec.Rollback); err != nil {
+		return err
+	}
 	if err := placement.Validate(spec.Placement); err != nil {
 		return invalid("service %s: %v", spec.Name, err)
 	}
@@ -144,6 +154,36 @@ func validateDurations(spec *api.ServiceSpec) error {
 		if d.AsDuration() < 0 { // nil-safe: an unset duration is 0
 			return invalid("%s cannot be negative", name)
 		}
+	}
+	return nil
+}
+
+// maxPolicyDuration bounds an update policy's delay and monitor: longer
+// is a typo (5h for 5s) that would hold an update for hours.
+const maxPolicyDuration = time.Hour
+
+// validatePolicy checks an update or rollback policy (which names it); nil
+// is the defaults.
+func validatePolicy(which string, p *api.UpdatePolicy) error {
+	if p == nil {
+		return nil
+	}
+	if r := p.MaxFailureRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		return invalid("%s.max_failure_ratio %v: want 0 to 1", which, r)
+	}
+	for _, f := range []struct {
+		name string
+		d    durationLike
+	}{{"delay", p.Delay}, {"monitor", p.Monitor}} {
+		if v := f.d.AsDuration(); v < 0 || v > maxPolicyDuration {
+			return invalid("%s.%s %v: want 0s to %v", which, f.name, v, maxPolicyDuration)
+		}
+	}
+	if _, ok := api.UpdateOrder_name[int32(p.Order)]; !ok {
+		return invalid("%s.order %d: want stop-first or start-first", which, p.Order)
+	}
+	if _, ok := api.UpdateFailureAction_name[int32(p.FailureAction)]; !ok {
+		return invalid("%s.failure_action %d: want pause, continue or rollback", which, p.FailureAction)
 	}
 	return nil
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	units "github.com/docker/go-units"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// The flag values below check what they are given as the flag is parsed,
+// so a bad value is a usage error (exit 2) on update too, where the spec
+// is only changed after the service has been read from the daemon.
+
+// maxPolicyDuration bounds --update-delay and --update-monitor as the
+// server does (manager/controlapi/servicespec.go).
+const maxPolicyDuration = time.Hour
+
+// maxSize bounds a size flag far beyond any machine's memory, so a value
+// such as 1e30 is refused instead of overflowing int64.
+const maxSize = 1 << 60
+
+// sizeValue is a size as Docker reads it: 512, 64m, 64MB, 1.5G, 1GiB
+// (powers of 1024).
+type sizeValue struct {
+	text  string
+	bytes int64
+}
+
+func (v *sizeValue) String() string { return v.text }
+func (v *sizeValue) Type() string   { return "size" }
+
+func (v *sizeValue) Set(s string) error {
+	n, err := parseBytes(s)
+	if err != nil {
+		return err
+	}
+	v.text, v.bytes = s, n
+	return nil
+}
+
+// parseBytes reads a size the way docker's --memory does.
+func parseBytes(s string) (int64, error) {
+	n, err := units.RAMInBytes(strings.TrimSpace(s))
+	if err != nil || n < 0 || n > maxSize {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit such as 512, 64m, 64MB or 1.5G", s)
+	}
+	return n, nil
+}
+
+// durationValue is a duration from 0 to max.
+type durationValue struct {
+	d   time.Duration
+	max time.Duration
+}
+
+func (v *durationValue) String() string { return v.d.String() }
+func (v *durationValue) Type() string   { return "duration" }
+
+func (v *durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 10s or 1m30s")
+	}
+	if d < 0 || d > v.max {
+		return fmt.Errorf("want 0s to %v", v.max)
+	}
+	v.d = d
+	return nil
+}
+
+// ratioValue is a fraction from 0 to 1.
+type ratioValue float64
+
+func (v *ratioValue) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *ratioValue) Type() string   { return "ratio" }
+
+func (v *ratioValue) Set(s string) error {
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(r) || r < 0 || r > 1 {
+		return fmt.Errorf("want a fraction from 0 to 1, such as 0.2")
+	}
+	*v = ratioValue(r)
+	return nil
+}
+
+// choiceValue is one word of a fixed set.
+type choiceValue struct {
+	word    string
+	choices []string
+}
+
+func (v *choiceValue) String() string { return v.word }
+func (v *choiceValue) Type() string   { return "string" }
+
+func (v *choiceValue) Set(s string) error {
+	if !slices.Contains(v.choices, s) {
+		return fmt.Errorf("want %s", strings.Join(v.choices, " or "))
+	}
+	v.word = s
+	return nil
+}
+
+// mountsValue collects --mount flags, each SOURCE:TARGET[:ro] or Docker's
+// type=bind,source=SRC,target=DST[,readonly].
+type mountsValue struct{ mounts []*api.Mount }
+
+func (v *mountsValue) Type() string { return "mount" }
+
+func (v *mountsValue) String() string {
+	var parts []string
+	for _, m := range v.mounts {
+		s := m.Source + ":" + m.Target
+		if m.Readonly {
+			s += ":ro"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " ") // "" when none: no "(default)" in the help
+}
+
+func (v *mountsValue) Set(s string) error {
+	m, err := parseMount(s)
+	if err != nil {
+		return err
+	}
+	v.mounts = append(v.mounts, m)
+	return nil
+}
+
+func parseMount(s string) (*api.Mount, error) {
+	if !strings.ContainsAny(s, ",=") {
+		parts := strings.Split(s, ":")
+		if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || parts[1] == "" || (len(parts) == 3 && parts[2] != "ro") {
+			return nil, fmt.Errorf("%q: want SOURCE:TARGET[:ro] or type=bind,source=SOURCE,target=TARGET[,readonly]", s)
+		}
+		return &api.Mount{Source: parts[0], Target: parts[1], Readonly: len(parts) == 3}, nil
+	}
+	m := &api.Mount{}
+	for _, field := range strings.Split(s, ",") {
+		key, val, hasVal := strings.Cut(field, "=")
+		switch strings.ToLower(strings.TrimSpace(key)) {
+		case "type":
+			if val != "bind" {
+				return nil, fmt.Errorf("%q: type %q: only bind mounts are supported", s, val)
+			}
+		case "source", "src":
+			m.Source = val
+		case "target", "dst", "destination":
+			m.Target = val
+		case "readonly", "ro":
+			m.Readonly = true
+			if hasVal {
+				ro, err := strconv.ParseBool(val)
+				if err != nil {
+					return nil, fmt.Errorf("%q: %s=%q: want true or false", s, key, val)
+				}
+				m.Readonly = ro
+			}
+		default:
+			return nil, fmt.Errorf("%q: unknown key %q (want type, source, target, readonly)", s, key)
+		}
+	}
+	if m.Source == "" || m.Target == "" {
+		return nil, fmt.Errorf("%q: a bind mount needs source= and target=", s)
+	}
+	return m, nil
+}
