@@ -171,3 +171,59 @@ func parseMount(s string) (*api.Mount, error) {
 	}
 	return m, nil
 }
+
+// checkedString is a string flag whose value check accepts.
+type checkedString struct {
+	p     *string
+	check func(string) error
+}
+
+func (v *checkedString) Type() string { return "string" }
+
+func (v *checkedString) String() string {
+	if v.p == nil { // pflag renders a zero value to find out what is a default
+		return ""
+	}
+	return *v.p
+}
+
+func (v *checkedString) Set(s string) error {
+	if err := v.check(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+// checkedList is a repeatable string flag, each value one check accepts.
+type checkedList struct {
+	p     *[]string
+	check func(string) error
+}
+
+func (v *checkedList) Type() string { return "stringArray" }
+
+func (v *checkedList) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, " ")
+}
+
+func (v *checkedList) Set(s string) error {
+	if err := v.check(s); err != nil {
+		return err
+	}
+	*v.p = append(*v.p, s)
+	return nil
+}
+
+// oneOf accepts the words given.
+func oneOf(words ...string) func(string) error {
+	return func(s string) error {
+		if !slices.Contains(words, s) {
+			return fmt.Errorf("want %s", strings.Join(words, ", "))
+		}
+		return nil
+	}
+}

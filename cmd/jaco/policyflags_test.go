@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +99,16 @@ func TestSpecFlagsAppliedOnCreate(t *testing.T) {
 	if spec.Update != nil || spec.Rollback != nil {
 		t.Errorf("policies %v, %v without policy flags; want nil (the defaults)", spec.Update, spec.Rollback)
 	}
+
+	spec = &api.ServiceSpec{Name: "web", Image: "img"}
+	applyFlags(t, spec, true, "--mode", "global", "--restart-condition", "on-failure", "-p", "8080:80", "-p", "53:53/udp",
+		"--placement-pref", "spread=node.labels.zone", "--health-http", "8080/healthz")
+	if spec.Mode != api.ServiceMode_SERVICE_MODE_GLOBAL || spec.Replicas != 0 ||
+		spec.Restart.GetCondition() != api.RestartCondition_RESTART_CONDITION_ON_FAILURE || len(spec.Ports) != 2 ||
+		!slices.Equal(spec.Placement.GetSpread(), []string{"node.labels.zone"}) ||
+		spec.Health.GetHttp().GetPort() != 8080 || spec.Health.GetHttp().GetPath() != "/healthz" {
+		t.Errorf("checked flags not applied: %v", spec)
+	}
 }
 
 // TestBadSpecFlagsAreUsageErrors: every bad value exits 2 before the
@@ -116,6 +127,8 @@ func TestBadSpecFlagsAreUsageErrors(t *testing.T) {
 		{"--limit-memory", "1X"}, {"--reserve-memory", "-5M"}, {"--limit-memory", "1e30"},
 		{"--mount", "type=volume,source=v,target=/d"}, {"--mount", "type=bind,source=/a,target=/b,foo=1"},
 		{"--mount", "/a"}, {"--mount", "type=bind,source=/a,target=/b,readonly=maybe"},
+		{"--mode", "x"}, {"--restart-condition", "always"}, {"--publish", "80"}, {"-p", "8080:99999"},
+		{"--placement-pref", "zone"}, {"--health-http", "x/health"}, {"--health-http", "0"},
 	} {
 		for _, cmd := range [][]string{{"service", "create", "--name", "web", "img"}, {"service", "update", "web"}} {
 			args := append(append([]string{"--data-dir", t.TempDir(), "--timeout", "2s"}, cmd...), bad...)

@@ -44,25 +44,33 @@ type specFlags struct {
 
 func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.Uint64Var(&f.replicas, "replicas", 1, "number of replicas (replicated mode)")
-	fs.StringVar(&f.mode, "mode", "replicated", "replicated or global (one replica per eligible node)")
+	// Values are checked as parsed: on update the spec is changed only
+	// after the service was read from the daemon, and a bad value must
+	// still be a usage error (exit 2).
+	f.mode = "replicated"
+	fs.Var(&checkedString{&f.mode, oneOf("replicated", "global")}, "mode", "replicated or global (one replica per eligible node)")
 	fs.StringVar(&f.bundle, "bundle", "", "hook bundle directory (prepare, launch, finish, cleanup) instead of an image")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "KEY=VALUE for the replicas' environment (repeatable)")
 	fs.Var(&f.mounts, "mount", "bind mount SOURCE:TARGET[:ro] or type=bind,source=SOURCE,target=TARGET[,readonly] (repeatable)")
-	fs.StringArrayVarP(&f.publish, "publish", "p", nil, "publish a port PUBLISHED:TARGET[/udp] on the replica's node (repeatable)")
+	fs.VarP(&checkedList{&f.publish, func(s string) error { _, err := parsePublish(s); return err }},
+		"publish", "p", "publish a port PUBLISHED:TARGET[/udp] on the replica's node (repeatable)")
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "placement constraint such as node.labels.zone==a (repeatable)")
-	fs.StringArrayVar(&f.spread, "placement-pref", nil, "spread=node.labels.KEY: spread replicas over the label's values (repeatable)")
+	fs.Var(&checkedList{&f.spread, func(s string) error { _, err := parseSpread(s); return err }},
+		"placement-pref", "spread=node.labels.KEY: spread replicas over the label's values (repeatable)")
 	fs.StringVar(&f.pin, "pin", "", "place every replica on this node (id or hostname)")
 	fs.StringArrayVar(&f.dependsOn, "depends-on", nil, "service that needs a healthy replica before this one starts (repeatable)")
 	fs.Float64Var(&f.limitCPU, "limit-cpu", 0, "CPU limit per replica, in cores")
 	fs.Var(&f.limitMemory, "limit-memory", "memory limit per replica, as docker reads it (e.g. 512m, 64MB, 1.5G)")
 	fs.Float64Var(&f.reserveCPU, "reserve-cpu", 0, "CPU set aside per replica by the scheduler, in cores")
 	fs.Var(&f.reserveMemory, "reserve-memory", "memory set aside per replica by the scheduler (e.g. 64MB)")
-	fs.StringVar(&f.restartCondition, "restart-condition", "any", "restart ended replicas: any, on-failure or none")
+	f.restartCondition = "any"
+	fs.Var(&checkedString{&f.restartCondition, oneOf("any", "on-failure", "none")}, "restart-condition", "restart ended replicas: any, on-failure or none")
 	fs.DurationVar(&f.restartDelay, "restart-delay", 5*time.Second, "wait before a replacement starts")
 	fs.Uint64Var(&f.restartMaxAttempts, "restart-max-attempts", 0, "restarts allowed within the window (0: unlimited)")
 	fs.DurationVar(&f.restartWindow, "restart-window", 0, "window the attempts are counted in (0: forever)")
 	fs.StringVar(&f.healthCmd, "health-cmd", "", "health check command run in the replica (exit 0 is healthy)")
-	fs.StringVar(&f.healthHTTP, "health-http", "", "health check PORT[/path]: an HTTP GET answered 2xx/3xx is healthy")
+	fs.Var(&checkedString{&f.healthHTTP, func(s string) error { _, err := parseHealthHTTP(s); return err }},
+		"health-http", "health check PORT[/path]: an HTTP GET answered 2xx/3xx is healthy")
 	fs.Uint32Var(&f.healthTCP, "health-tcp", 0, "health check port: an open TCP connection is healthy")
 	fs.DurationVar(&f.healthInterval, "health-interval", 5*time.Second, "time between health checks")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 3*time.Second, "time a health check may take")
@@ -118,7 +126,7 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 		for _, p := range f.publish {
 			port, err := parsePublish(p)
 			if err != nil {
-				return err
+				return fmt.Errorf("--publish %q: %w", p, err)
 			}
 			spec.Ports = append(spec.Ports, port)
 		}
@@ -168,9 +176,9 @@ func (f *specFlags) applyPlacement(set func(string) bool, spec *api.ServiceSpec)
 	if set("placement-pref") {
 		spec.Placement.Spread = nil
 		for _, p := range f.spread {
-			attr, ok := strings.CutPrefix(p, "spread=")
-			if !ok || attr == "" {
-				return fmt.Errorf("--placement-pref %q: want spread=node.labels.KEY", p)
+			attr, err := parseSpread(p)
+			if err != nil {
+				return fmt.Errorf("--placement-pref %q: %w", p, err)
 			}
 			spec.Placement.Spread = append(spec.Placement.Spread, attr)
 		}
@@ -248,12 +256,11 @@ func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) er
 	case set("health-cmd") && f.healthCmd != "":
 		h.Test = &api.HealthCheck_Command{Command: &api.CommandCheck{Argv: []string{"/bin/sh", "-c", f.healthCmd}}}
 	case set("health-http") && f.healthHTTP != "":
-		portText, path, _ := strings.Cut(f.healthHTTP, "/")
-		port, err := strconv.ParseUint(portText, 10, 16)
+		check, err := parseHealthHTTP(f.healthHTTP)
 		if err != nil {
-			return fmt.Errorf("--health-http %q: want PORT[/path]", f.healthHTTP)
+			return fmt.Errorf("--health-http %q: %w", f.healthHTTP, err)
 		}
-		h.Test = &api.HealthCheck_Http{Http: &api.HTTPCheck{Port: uint32(port), Path: "/" + path}}
+		h.Test = &api.HealthCheck_Http{Http: check}
 	case set("health-tcp") && f.healthTCP != 0:
 		h.Test = &api.HealthCheck_Tcp{Tcp: &api.TCPCheck{Port: f.healthTCP}}
 	}
@@ -280,14 +287,35 @@ func parsePublish(p string) (*api.PortConfig, error) {
 	ports, proto, _ := strings.Cut(p, "/")
 	pub, target, ok := strings.Cut(ports, ":")
 	if !ok {
-		return nil, fmt.Errorf("--publish %q: want PUBLISHED:TARGET[/udp]", p)
+		return nil, fmt.Errorf("want PUBLISHED:TARGET[/udp]")
 	}
 	pp, err1 := strconv.ParseUint(pub, 10, 16)
 	tp, err2 := strconv.ParseUint(target, 10, 16)
 	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("--publish %q: ports are numbers up to 65535", p)
+		return nil, fmt.Errorf("ports are numbers up to 65535")
 	}
 	return &api.PortConfig{Protocol: proto, PublishedPort: uint32(pp), TargetPort: uint32(tp)}, nil
+}
+
+func parseSpread(s string) (string, error) {
+	attr, ok := strings.CutPrefix(s, "spread=")
+	if !ok || attr == "" {
+		return "", fmt.Errorf("want spread=node.labels.KEY")
+	}
+	return attr, nil
+}
+
+// parseHealthHTTP reads PORT[/path]; "" is no HTTP check.
+func parseHealthHTTP(s string) (*api.HTTPCheck, error) {
+	if s == "" {
+		return nil, nil
+	}
+	portText, path, _ := strings.Cut(s, "/")
+	port, err := strconv.ParseUint(portText, 10, 16)
+	if err != nil || port == 0 {
+		return nil, fmt.Errorf("want PORT[/path], the port 1 to 65535")
+	}
+	return &api.HTTPCheck{Port: uint32(port), Path: "/" + path}, nil
 }
 
 // readBundle reads a hook bundle directory: its regular files, by name.
