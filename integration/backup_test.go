@@ -119,8 +119,8 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	wantOK(t, m.jaco("node", "update", "--label-add", "zone=blue", "w1"))
 	out := t.TempDir()
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, m.jaco("service", "create", "--name", "web", "--replicas", "2", "-e", "OUT="+out, "--bundle", bundle))
-	wantOK(t, m.jaco("service", "create", "--name", "idle", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "web", "--replicas", "2", "-e", "OUT="+out, "--bundle", bundle))
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "idle", "--replicas", "0", "--bundle", bundle))
 	eventually(t, 30*time.Second, func() error { _, err := m.runningReplicas("web", 2); return err })
 
 	oldToken := m.joinToken("worker") // issued before the backup, redeemed after the restore
@@ -213,7 +213,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	m3 := startDaemon(t, "m3", "--heartbeat-period", "500ms")
 	wantOK(t, m3.jaco("node", "join", "--peer", m2.addr, "--token", m2.joinToken("manager")))
 	waitVoters(t, m3, 2, 1)
-	wantOK(t, m3.jaco("service", "create", "--name", "after", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, m3.jaco("service", "create", "-d", "--name", "after", "--replicas", "0", "--bundle", bundle))
 	wantOK(t, m2.jaco("service", "inspect", "after"))
 }
 
@@ -230,7 +230,7 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 	waitVoters(t, ms[0], 3, 3)
 	leader, followers := splitLeader(t, ms)
 	bundle := writeBundle(t, t.TempDir(), "exec sleep 3600")
-	wantOK(t, leader.jaco("service", "create", "--name", "kept", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, leader.jaco("service", "create", "-d", "--name", "kept", "--replicas", "0", "--bundle", bundle))
 	file := filepath.Join(t.TempDir(), "cluster.backup")
 	// Through a follower: the raftproxy forwards to the leader.
 	key := strings.TrimSpace(wantOK(t, followers[0].jaco("backup", "-o", file, "-q")).stdout)
@@ -265,5 +265,5 @@ func TestRestoreOfAThreeManagerCluster(t *testing.T) {
 		wantOK(t, fresh.jaco("node", "join", "--peer", r.addr, "--token", r.joinToken("manager")))
 	}
 	waitVoters(t, r, 3, 3)
-	wantOK(t, r.jaco("service", "create", "--name", "after", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, r.jaco("service", "create", "-d", "--name", "after", "--replicas", "0", "--bundle", bundle))
 }

@@ -249,7 +249,7 @@ func (c *ccluster) waitRunning(t *testing.T, svc string, n int, check func(repli
 // createService runs `jaco service create --name name FLAGS IMAGE -- CMD`.
 func (c *ccluster) createService(t *testing.T, name string, flags []string, cmd []string) {
 	t.Helper()
-	args := append([]string{"service", "create", "--name", name}, quickStop...)
+	args := append([]string{"service", "create", "-d", "--name", name}, quickStop...)
 	args = append(append(append(args, flags...), containerImage, "--"), cmd...)
 	wantOK(t, c.manager.jaco(args...))
 }

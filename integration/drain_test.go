@@ -50,7 +50,7 @@ func healthyService(t *testing.T, m *daemon, name string, replicas int, extra ..
 		t.Fatal(err)
 	}
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	args := append([]string{"service", "create", "--name", name, "--replicas", fmt.Sprint(replicas), "-e", "OUT=" + out,
+	args := append([]string{"service", "create", "-d", "--name", name, "--replicas", fmt.Sprint(replicas), "-e", "OUT=" + out,
 		"--health-cmd", `test -f "$OUT/ready"`, "--health-interval", "200ms", "--bundle", bundle}, extra...)
 	wantOK(t, m.jaco(args...))
 	eventually(t, 60*time.Second, func() error { _, err := m.runningReplicas(name, replicas); return err })
@@ -66,7 +66,7 @@ func TestDrainRemoveKeepsEveryReplicaRunning(t *testing.T) {
 	m, _, _ := hookCluster(t)
 	healthyService(t, m, "web", 6)
 	probeOut := t.TempDir()
-	wantOK(t, m.jaco("service", "create", "--name", "probe", "--mode", "global", "-e", "OUT="+probeOut,
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "probe", "--mode", "global", "-e", "OUT="+probeOut,
 		"--bundle", writeBundle(t, probeOut, "exec sleep 3600")))
 	eventually(t, 30*time.Second, func() error { _, err := m.runningReplicas("probe", 2); return err })
 	_, perNode, err := m.healthyReplicas("web")
@@ -159,7 +159,7 @@ func TestDrainTimeout(t *testing.T) {
 	bundle := writeBundle(t, out, "exec sleep 3600")
 	wantOK(t, m.jaco("node", "update", "--availability", "pause", "w2"))
 	// Healthy on w1 only.
-	wantOK(t, m.jaco("service", "create", "--name", "picky", "--replicas", "1", "-e", "OUT="+out,
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "picky", "--replicas", "1", "-e", "OUT="+out,
 		"--health-cmd", `test "$JACO_NODE_NAME" = w1`, "--health-interval", "200ms", "--bundle", bundle))
 	run := map[string]replica{}
 	eventually(t, 60*time.Second, func() (err error) { run, err = m.runningReplicas("picky", 1); return err })

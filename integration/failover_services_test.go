@@ -22,7 +22,7 @@ func TestReplicasOutliveManagers(t *testing.T) {
 	wantOK(t, w.jaco("node", "join", "--peer", ms[0].addr, "--token", ms[0].joinToken("worker")))
 	out := t.TempDir()
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, ms[0].jaco("service", "create", "--name", "web", "--replicas", "2", "-e", "OUT="+out, "--bundle", bundle))
+	wantOK(t, ms[0].jaco("service", "create", "-d", "--name", "web", "--replicas", "2", "-e", "OUT="+out, "--bundle", bundle))
 	var first map[string]replica
 	eventually(t, 30*time.Second, func() (err error) { first, err = ms[0].runningReplicas("web", 2); return err })
 	ids := onNode(first, "w")
@@ -36,7 +36,7 @@ func TestReplicasOutliveManagers(t *testing.T) {
 		}
 		return nil
 	})
-	wantOK(t, rest[0].jaco("service", "scale", "web=3"))
+	wantOK(t, rest[0].jaco("service", "scale", "-d", "web=3"))
 	eventually(t, 45*time.Second, func() error {
 		run, err := rest[0].runningReplicas("web", 3)
 		if err != nil {

@@ -18,7 +18,7 @@ func TestForceNewCluster(t *testing.T) {
 	ds := formManagers(t, 5)
 	bundle := writeBundle(t, t.TempDir(), "exec sleep 3600")
 	for _, name := range []string{"alpha", "beta", "gamma"} {
-		wantOK(t, ds[0].jaco("service", "create", "--name", name, "--replicas", "0", "--bundle", bundle, "-e", "WHO="+name))
+		wantOK(t, ds[0].jaco("service", "create", "-d", "--name", name, "--replicas", "0", "--bundle", bundle, "-e", "WHO="+name))
 	}
 	// The leader holds every committed write; it is the survivor forced.
 	survivor, rest := splitLeader(t, ds)
@@ -54,7 +54,7 @@ func TestForceNewCluster(t *testing.T) {
 	); err != nil {
 		t.Fatalf("changed by the force: %v", err)
 	}
-	wantOK(t, survivor.jaco("service", "create", "--name", "delta", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, survivor.jaco("service", "create", "-d", "--name", "delta", "--replicas", "0", "--bundle", bundle))
 
 	// The lost managers (and the down one, whose log is of the old
 	// cluster) are removed; their raft ids are already blacklisted.
@@ -80,7 +80,7 @@ func TestForceNewCluster(t *testing.T) {
 	for _, d := range fresh {
 		waitVoters(t, d, 5, 5)
 	}
-	wantOK(t, fresh[4].jaco("service", "create", "--name", "epsilon", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, fresh[4].jaco("service", "create", "-d", "--name", "epsilon", "--replicas", "0", "--bundle", bundle))
 
 	// Left on by mistake, the flag is a no-op on a state already forced.
 	survivor.flags = append(survivor.flags, "--force-new-cluster")
@@ -98,7 +98,7 @@ func TestForceNewCluster(t *testing.T) {
 	// The old survivor brought back by mistake, with the old cluster's
 	// log: its raft id is blacklisted, so it disturbs nothing.
 	other.start()
-	wantOK(t, survivor.jaco("service", "create", "--name", "zeta", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, survivor.jaco("service", "create", "-d", "--name", "zeta", "--replicas", "0", "--bundle", bundle))
 	for _, d := range fresh {
 		waitVoters(t, d, 5, 5)
 	}

@@ -25,7 +25,7 @@ func TestListingsBeyondTheMessageLimit(t *testing.T) {
 	var names []string
 	for i := range 60 {
 		name := fmt.Sprintf("s%02d", i)
-		wantOK(t, m.jaco("service", "create", "--name", name, "-e", pad, "jaco.local/none:latest"))
+		wantOK(t, m.jaco("service", "create", "-d", "--name", name, "-e", pad, "jaco.local/none:latest"))
 		names = append(names, name)
 	}
 	eventually(t, 60*time.Second, func() error { return listsWhole(m, names) })
@@ -101,7 +101,7 @@ func TestAssignmentsBeyondTheMessageLimit(t *testing.T) {
 	var names []string
 	for i := range 6 {
 		name := fmt.Sprintf("big%d", i)
-		wantOK(t, m.jaco("service", "create", "--name", name, "-e", "OUT="+out, "--bundle", big))
+		wantOK(t, m.jaco("service", "create", "-d", "--name", name, "-e", "OUT="+out, "--bundle", big))
 		names = append(names, name)
 	}
 	for _, name := range names {
@@ -110,7 +110,7 @@ func TestAssignmentsBeyondTheMessageLimit(t *testing.T) {
 
 	w.restart()
 	small := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, m.jaco("service", "create", "--name", "after", "-e", "OUT="+out, "--bundle", small))
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "after", "-e", "OUT="+out, "--bundle", small))
 	eventually(t, 60*time.Second, func() error { _, err := m.runningReplicas("after", 1); return err })
 	for _, name := range names {
 		if _, err := m.runningReplicas(name, 1); err != nil {

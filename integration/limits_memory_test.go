@@ -50,8 +50,8 @@ func TestLeaderMemoryUnderOversizedRequests(t *testing.T) {
 		many = append(many, "--label-add", fmt.Sprintf("k%d=v", i))
 	}
 	requests := [][]string{
-		{"service", "create", "--name", "huge", "--replicas", "1000000", "jaco.local/none:latest"},
-		{"service", "create", "--name", "fat", "--replicas", "1500", "--bundle", bundle},
+		{"service", "create", "-d", "--name", "huge", "--replicas", "1000000", "jaco.local/none:latest"},
+		{"service", "create", "-d", "--name", "fat", "--replicas", "1500", "--bundle", bundle},
 		{"node", "update", "--label-add", "big=" + strings.Repeat("v", 100_000), "m"},
 		append(many, "m"),
 	}

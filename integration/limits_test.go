@@ -25,7 +25,7 @@ func TestReplicaLimit(t *testing.T) {
 		}
 	}
 
-	wantRefusal(m.jaco("service", "create", "--name", "huge", "--replicas", "1000000", image),
+	wantRefusal(m.jaco("service", "create", "-d", "--name", "huge", "--replicas", "1000000", image),
 		"limit_exceeded", "replicas 1000000 is over the cluster's max_replicas_per_service 10000")
 	svcs, err := decode[[]struct{ Name string }](m.jaco("service", "ls", "--format", "json"))
 	if err != nil || len(svcs) != 0 {
@@ -35,9 +35,9 @@ func TestReplicaLimit(t *testing.T) {
 	if out := wantOK(t, m.jaco("cluster", "update", "--max-replicas-per-service", "5")).stdout; out != "Max replicas per service: 5.\n" {
 		t.Fatalf("cluster update --max-replicas-per-service 5 printed %q", out)
 	}
-	wantRefusal(m.jaco("service", "create", "--name", "web", "--replicas", "6", image),
+	wantRefusal(m.jaco("service", "create", "-d", "--name", "web", "--replicas", "6", image),
 		"limit_exceeded", "max_replicas_per_service 5")
-	wantOK(t, m.jaco("service", "create", "--name", "web", "--replicas", "5", image))
-	wantRefusal(m.jaco("service", "scale", "web=6"), "limit_exceeded", "replicas 6")
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "web", "--replicas", "5", image))
+	wantRefusal(m.jaco("service", "scale", "-d", "web=6"), "limit_exceeded", "replicas 6")
 	wantRefusal(m.jaco("cluster", "update", "--max-replicas-per-service", "0"), "invalid_spec", "max_replicas_per_service 0")
 }

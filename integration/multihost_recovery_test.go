@@ -284,9 +284,9 @@ func TestMultihostRestoreOnFreshHost(t *testing.T) {
 	wantOK(t, m1.jaco("node", "update", "--label-add", "zone=blue", w.name))
 	wantOK(t, m2.jaco("node", "update", "--label-add", "rack=r7", "--label-add", "tier=core", m1.name))
 	wantOK(t, m3.jaco("node", "update", "--availability", "pause", m2.name))
-	wantOK(t, m1.jaco("service", "create", "--name", "idle", "--replicas", "0", "--bundle", bundle,
+	wantOK(t, m1.jaco("service", "create", "-d", "--name", "idle", "--replicas", "0", "--bundle", bundle,
 		"-e", "WHO=idle", "--constraint", "node.labels.zone==blue"))
-	wantOK(t, m3.jaco("service", "create", "--name", "spare", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, m3.jaco("service", "create", "-d", "--name", "spare", "--replicas", "0", "--bundle", bundle))
 	// Issued before the backup, redeemed after the restore.
 	joinTok := m2.joinToken(t, "manager")
 
@@ -361,7 +361,7 @@ func TestMultihostRestoreOnFreshHost(t *testing.T) {
 	wantWritesThrough(t, nc.managers)
 
 	newest := nc.managers[2]
-	wantOK(t, newest.jaco("service", "create", "--name", "after", "--replicas", "0", "--bundle", bundle))
+	wantOK(t, newest.jaco("service", "create", "-d", "--name", "after", "--replicas", "0", "--bundle", bundle))
 	for _, d := range nc.managers {
 		eventually(t, electionTimeout, func() error {
 			o, err := d.objects()
@@ -391,7 +391,7 @@ func TestMultihostForceNewCluster(t *testing.T) {
 	bundle := writeBundle(t, t.TempDir(), "exec sleep 3600")
 	// A write through each manager (followers forward to the leader).
 	for i, d := range c.managers {
-		wantOK(t, d.jaco("service", "create", "--name", fmt.Sprintf("rec-%d", i+1), "--replicas", "0",
+		wantOK(t, d.jaco("service", "create", "-d", "--name", fmt.Sprintf("rec-%d", i+1), "--replicas", "0",
 			"--bundle", bundle, "-e", "THROUGH="+d.name))
 		wantOK(t, d.jaco("node", "update", "--label-add", "wrote=rec-"+fmt.Sprint(i+1), d.name))
 	}

@@ -143,7 +143,7 @@ func TestHookService(t *testing.T) {
 	m, w1, w2 := hookCluster(t)
 	out := t.TempDir()
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, m.jaco("service", "create", "--name", "web", "--replicas", "4", "--restart-delay", "200ms",
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "web", "--replicas", "4", "--restart-delay", "200ms",
 		"-e", "OUT="+out, "--bundle", bundle))
 
 	var run map[string]replica
@@ -297,9 +297,9 @@ func TestHookDependencyAndStopLadder(t *testing.T) {
 	m, w1, w2 := hookCluster(t)
 	out := t.TempDir()
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, m.jaco("service", "create", "--name", "db", "--replicas", "1", "-e", "OUT="+out,
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "db", "--replicas", "1", "-e", "OUT="+out,
 		"--health-cmd", `test -f "$OUT/ready"`, "--health-interval", "200ms", "--bundle", bundle))
-	wantOK(t, m.jaco("service", "create", "--name", "app", "--replicas", "1", "--depends-on", "db",
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "app", "--replicas", "1", "--depends-on", "db",
 		"-e", "OUT="+out, "--bundle", bundle))
 	eventually(t, 30*time.Second, func() error {
 		rs, err := m.replicas("app")
@@ -333,7 +333,7 @@ func TestHookDependencyAndStopLadder(t *testing.T) {
 
 	stubborn := writeBundle(t, out, `trap '' INT QUIT
 while :; do sleep 0.1; done`)
-	wantOK(t, m.jaco("service", "create", "--name", "stubborn", "--replicas", "1", "-e", "OUT="+out,
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "stubborn", "--replicas", "1", "-e", "OUT="+out,
 		"--stop-grace-period", "500ms", "--abort-grace-period", "500ms", "--bundle", stubborn))
 	var run map[string]replica
 	eventually(t, 30*time.Second, func() (err error) { run, err = m.runningReplicas("stubborn", 1); return err })
@@ -370,7 +370,7 @@ func TestHookGlobalService(t *testing.T) {
 	m, _, _ := hookCluster(t)
 	out := t.TempDir()
 	bundle := writeBundle(t, out, "exec sleep 3600")
-	wantOK(t, m.jaco("service", "create", "--name", "probe", "--mode", "global", "-e", "OUT="+out, "--bundle", bundle))
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "probe", "--mode", "global", "-e", "OUT="+out, "--bundle", bundle))
 	nodesOf := func(want int) ([]string, error) {
 		run, err := m.runningReplicas("probe", want)
 		if err != nil {
@@ -400,7 +400,7 @@ func TestHookGlobalService(t *testing.T) {
 		return err
 	})
 
-	wantOK(t, m.jaco("service", "create", "--name", "zoned", "--constraint", "node.labels.zone==x",
+	wantOK(t, m.jaco("service", "create", "-d", "--name", "zoned", "--constraint", "node.labels.zone==x",
 		"-e", "OUT="+out, "--bundle", bundle))
 	eventually(t, 30*time.Second, func() error {
 		rs, err := m.replicas("zoned")
