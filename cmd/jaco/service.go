@@ -103,7 +103,7 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&image, "image", "", "new image")
 	cmd.Flags().BoolVar(&force, "force", false, "replace every replica, even when the spec does not change")
-	cmd.Flags().BoolVar(&rollback, "rollback", false, "return to the previous spec under the rollback policy (as `jaco service rollback`)")
+	cmd.Flags().BoolVar(&rollback, "rollback", false, "return to the previous spec under the rollback policy (as jaco service rollback does)")
 	f.register(cmd.Flags())
 	wf.register(cmd)
 	return cmd
