@@ -45,6 +45,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if n := proto.Size(spec); n > maxSpecBytes {
 		return invalid("the service spec encodes to %d bytes; the limit is %d", n, maxSpecBytes)
 	}
+	if err := checkSpecLists(spec); err != nil {
+		return err
+	}
 	if !serviceName.MatchString(spec.Name) {
 		return invalid("service name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
 	}
