@@ -66,6 +66,9 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "updates" {
+		return runUpdates(os.Args[2:])
+	}
 	if len(os.Args) > 1 && os.Args[1] == "containers" {
 		return runContainers(os.Args[2:])
 	}
