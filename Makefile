@@ -111,6 +111,10 @@ fuzz: ## run every fuzz target for FUZZTIME seconds each (default 10; FUZZTIME=6
 bench: ## committed-write benchmark and its fsync reference, read consistencies beside a write (docs/bench)
 	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference|ReadConsistency' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/ ./manager/state/raft/
 
+.PHONY: bench-updates
+bench-updates: ## time to roll a 30-replica service at update parallelism 1, 5, 30 beside the floor of replacing them directly (root; docs/bench/updates.md)
+	sudo ./scripts/bench-updates.sh
+
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service
 	./scripts/demo.sh

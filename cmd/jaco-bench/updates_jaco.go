@@ -211,7 +211,66 @@ func (n *updatesNode) measure(ctx context.Context, c updateConfig) (*updateSampl
 	for k, v := range maps.All(phases) {
 		s.Phases[strings.Replace(k, "create call", "update call", 1)] = v
 	}
+	if stop, err := n.stopPhase(ctx, old, tasks); err != nil {
+		log.Printf("updates: stop phase: %v", err)
+	} else {
+		s.Phases["2a task created → old replica ended (stop)"] = stop
+	}
+	if gap, ok := turnGap(tasks); ok {
+		s.Phases["5 a batch RUNNING → next batch's task created"] = gap
+	}
 	return s, nil
+}
+
+// turnGap is, for every new task created after another new one ran, the
+// time from the latest such RUNNING (agent's timestamp) to its creation
+// (leader's): how long the update machine takes to notice that a batch is
+// done and start the next. False when no task waited on another
+// (parallelism ≥ replicas).
+func turnGap(tasks []*api.Task) (latStats, bool) {
+	var ds []int64
+	for _, t := range tasks {
+		created := t.GetMeta().GetCreatedAt().AsTime()
+		var latest time.Time
+		for _, u := range tasks {
+			if run := u.GetStatus().GetTimestamp().AsTime(); !run.After(created) && run.After(latest) {
+				latest = run
+			}
+		}
+		if !latest.IsZero() {
+			ds = append(ds, int64(created.Sub(latest)))
+		}
+	}
+	if len(ds) == 0 {
+		return latStats{}, false
+	}
+	return summarize(ds), true
+}
+
+// stopPhase is, per slot, the time from the new task's creation to the
+// old replica's end as its agent reported it (stop-first: the new one
+// starts only after that).
+func (n *updatesNode) stopPhase(ctx context.Context, old map[string]bool, tasks []*api.Task) (latStats, error) {
+	listed, err := n.cl.ListTasks(ctx, &api.ListTasksRequest{Service: updatesService})
+	if err != nil {
+		return latStats{}, err
+	}
+	ended := map[uint64]time.Time{}
+	for _, t := range listed {
+		if old[t.GetId()] && t.GetStatus().GetState() > api.TaskState_TASK_STATE_RUNNING {
+			ended[t.GetSlot()] = t.GetStatus().GetTimestamp().AsTime()
+		}
+	}
+	var ds []int64
+	for _, t := range tasks {
+		if at, ok := ended[t.GetSlot()]; ok {
+			ds = append(ds, int64(at.Sub(t.GetMeta().GetCreatedAt().AsTime())))
+		}
+	}
+	if len(ds) == 0 {
+		return latStats{}, errors.New("no ended old replica found")
+	}
+	return summarize(ds), nil
 }
 
 // close removes the service (its replicas outlive jacod otherwise), then

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
 )
 
 func TestMedianP99NearestRank(t *testing.T) {
@@ -72,5 +76,25 @@ func TestUpdateRowsWithoutFloorHasNoRatio(t *testing.T) {
 	rows := updateRows([]*updateSample{{Kind: "jaco", Config: updateConfig{Parallelism: 5}, TotalS: 1}})
 	if len(rows) != 1 || rows[0].RatioMedian != "—" {
 		t.Errorf("rows = %+v, want one row whose ratio is —", rows)
+	}
+}
+
+// The turn gap is measured from the latest RUNNING before each task's
+// creation; the first batch, created before anything ran, has none.
+func TestTurnGapFromLatestRunningBeforeCreation(t *testing.T) {
+	base := time.Unix(1000, 0)
+	task := func(createdMS, runningMS int) *api.Task {
+		return &api.Task{
+			Meta:   &api.Meta{CreatedAt: timestamppb.New(base.Add(time.Duration(createdMS) * time.Millisecond))},
+			Status: &api.TaskStatus{Timestamp: timestamppb.New(base.Add(time.Duration(runningMS) * time.Millisecond))},
+		}
+	}
+	gap, ok := turnGap([]*api.Task{task(0, 100), task(0, 120), task(300, 400), task(600, 700)})
+	// Second batch: 300 − 120; third: 600 − 400.
+	if !ok || gap.N != 2 || gap.P50 != 180 || gap.Max != 200 {
+		t.Errorf("turnGap = %+v, %v; want two gaps, 180 and 200 ms", gap, ok)
+	}
+	if _, ok := turnGap([]*api.Task{task(0, 100), task(1, 90)}); ok {
+		t.Error("one batch created at once has no turn gap")
 	}
 }
