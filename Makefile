@@ -113,7 +113,7 @@ bench: ## committed-write benchmark and its fsync reference, read consistencies 
 
 .PHONY: bench-updates
 bench-updates: ## time to roll a 30-replica service at update parallelism 1, 5, 30 beside the floor of replacing them directly (root; docs/bench/updates.md)
-	sudo ./scripts/bench-updates.sh
+	./scripts/bench-updates.sh
 
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service
