@@ -49,9 +49,9 @@ func clusterInitCmd(g *globals) *cobra.Command {
 // statusView is the JSON shape of `jaco cluster status --format json`.
 type statusView struct {
 	State     string `json:"state"`
-	ClusterID string `json:"cluster_id,omitempty"`
-	NodeID    string `json:"node_id,omitempty"`
-	Leader    string `json:"leader,omitempty"`
+	ClusterID string `json:"cluster_id"`
+	NodeID    string `json:"node_id"`
+	Leader    string `json:"leader"`
 	// QuorumLost: this manager has been leaderless past the window.
 	QuorumLost bool         `json:"quorum_lost"`
 	Members    []memberView `json:"members"`

@@ -26,12 +26,12 @@ type nodeView struct {
 	Hostname     string            `json:"hostname"`
 	Role         string            `json:"role"`
 	Address      string            `json:"address"`
-	RaftID       string            `json:"raft_id,omitempty"`
+	RaftID       string            `json:"raft_id"`
 	State        string            `json:"state"`
-	StateMessage string            `json:"state_message,omitempty"`
+	StateMessage string            `json:"state_message"`
 	Availability string            `json:"availability"`
-	Labels       map[string]string `json:"labels,omitempty"`
-	Drain        *drainView        `json:"drain,omitempty"`
+	Labels       map[string]string `json:"labels"`
+	Drain        *drainView        `json:"drain"`
 }
 
 // drainView is a node's drain progress, written by the leader's drain
@@ -40,11 +40,11 @@ type drainView struct {
 	State   string   `json:"state"`
 	Moved   uint32   `json:"moved"`
 	Total   uint32   `json:"total"`
-	Message string   `json:"message,omitempty"`
-	Remove  bool     `json:"remove,omitempty"`
-	Force   bool     `json:"force,omitempty"`
-	Timeout string   `json:"replacement_timeout,omitempty"`
-	Stuck   []string `json:"stuck_task_ids,omitempty"`
+	Message string   `json:"message"`
+	Remove  bool     `json:"remove"`
+	Force   bool     `json:"force"`
+	Timeout string   `json:"replacement_timeout"`
+	Stuck   []string `json:"stuck_task_ids"`
 }
 
 func toDrainView(d *api.NodeDrain) *drainView {
@@ -52,7 +52,7 @@ func toDrainView(d *api.NodeDrain) *drainView {
 		return nil
 	}
 	v := &drainView{State: word(d.State.String(), "DRAIN_STATE_"), Moved: d.Moved, Total: d.Total,
-		Message: d.Message, Remove: d.Remove, Force: d.Force, Stuck: d.StuckTaskIds}
+		Message: d.Message, Remove: d.Remove, Force: d.Force, Stuck: append([]string{}, d.StuckTaskIds...)}
 	if d.ReplacementTimeout != nil {
 		v.Timeout = d.ReplacementTimeout.AsDuration().String()
 	}
@@ -109,6 +109,9 @@ func nodeTable(w io.Writer, views []nodeView) error {
 func toNodeView(n *api.Node) nodeView {
 	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address,
 		Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Labels: n.Labels, Drain: toDrainView(n.Drain)}
+	if v.Labels == nil {
+		v.Labels = map[string]string{} // {} as every view writes an empty map
+	}
 	if n.RaftId != 0 {
 		v.RaftID = fmt.Sprintf("%x", n.RaftId)
 	}
@@ -128,7 +131,7 @@ func nodeInspectCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeJSON(cmd.OutOrStdout(), toNodeView(resp.Node))
+				return writeJSON(cmd.OutOrStdout(), protoView(resp.Node))
 			})
 		},
 	}

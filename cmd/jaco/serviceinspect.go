@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
@@ -23,12 +21,7 @@ func serviceInspectCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				out, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(resp.Service)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(out))
-				return nil
+				return writeJSON(cmd.OutOrStdout(), protoView(resp.Service))
 			})
 		},
 	}

@@ -103,7 +103,7 @@ type taskView struct {
 	Desired string    `json:"desired"`
 	State   string    `json:"state"`
 	Since   time.Time `json:"since"`
-	Message string    `json:"message,omitempty"`
+	Message string    `json:"message"`
 }
 
 func servicePsCmd(g *globals) *cobra.Command {

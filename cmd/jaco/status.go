@@ -26,7 +26,7 @@ type nodeStatusView struct {
 	Replicas     int    `json:"replicas"`
 	// Drain is the drain's progress ("draining: 2/6 moved", "timed_out:
 	// ... pending: drain_timeout ..."), empty without one.
-	Drain string `json:"drain,omitempty"`
+	Drain string `json:"drain"`
 }
 
 func statusCmd(g *globals) *cobra.Command {
