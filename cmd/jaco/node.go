@@ -120,21 +120,27 @@ func toNodeView(n *api.Node) nodeView {
 }
 
 func nodeInspectCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var out inspectFlags
+	cmd := &cobra.Command{
 		Use:   "inspect NODE",
-		Short: "Show one node, named by id or hostname, as JSON",
+		Short: "Show one node, named by id or hostname, as JSON (--pretty for people)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.GetNode(ctx, &api.GetNodeRequest{Node: args[0],
 					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
 				if err != nil {
 					return err
 				}
-				return writeJSON(cmd.OutOrStdout(), protoView(resp.Node))
+				return out.write(cmd.OutOrStdout(), protoView(resp.Node))
 			})
 		},
 	}
+	out.add(cmd)
+	return cmd
 }
 
 func issueJoinTokenCmd(g *globals) *cobra.Command {

@@ -25,6 +25,15 @@ func checkFormat(format string) error {
 	return nil
 }
 
+// writeAs writes v as format asks when that is json, and reports whether
+// it did: a table is the caller's to draw.
+func writeAs(w io.Writer, format string, v any) (bool, error) {
+	if format == "json" {
+		return true, writeJSON(w, v)
+	}
+	return false, nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

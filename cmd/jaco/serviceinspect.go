@@ -10,19 +10,25 @@ import (
 )
 
 func serviceInspectCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var out inspectFlags
+	cmd := &cobra.Command{
 		Use:   "inspect SERVICE",
-		Short: "Show one service as JSON",
+		Short: "Show one service as JSON (--pretty for people)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.GetService(ctx, &api.GetServiceRequest{Service: args[0],
 					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
 				if err != nil {
 					return err
 				}
-				return writeJSON(cmd.OutOrStdout(), protoView(resp.Service))
+				return out.write(cmd.OutOrStdout(), protoView(resp.Service))
 			})
 		},
 	}
+	out.add(cmd)
+	return cmd
 }
