@@ -85,8 +85,8 @@ func clusterStatusCmd(g *globals) *cobra.Command {
 					return err
 				}
 				v := toStatusView(resp)
-				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), v)
+				if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
+					return err
 				}
 				return printStatus(cmd, v)
 			})

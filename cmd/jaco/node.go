@@ -87,8 +87,8 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				for _, n := range nodes {
 					views = append(views, toNodeView(n))
 				}
-				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), views)
+				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+					return err
 				}
 				return nodeTable(cmd.OutOrStdout(), views)
 			})

@@ -39,8 +39,8 @@ func serviceLsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), views)
+				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+					return err
 				}
 				rows := make([][]string, len(views))
 				for i, v := range views {
@@ -122,8 +122,8 @@ func servicePsCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), views)
+				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+					return err
 				}
 				return printReplicas(cmd.OutOrStdout(), views)
 			})

@@ -48,8 +48,8 @@ func statusCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if format == "json" {
-					return writeJSON(cmd.OutOrStdout(), v)
+				if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
+					return err
 				}
 				w := cmd.OutOrStdout()
 				rows := make([][]string, len(v.Nodes))
@@ -146,8 +146,8 @@ func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, form
 		v.Replicas = append(v.Replicas, localTask{ID: t.Id, Name: name,
 			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status)})
 	}
-	if format == "json" {
-		return writeJSON(cmd.OutOrStdout(), v)
+	if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
+		return err
 	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintln(w, "This node is a worker: the cluster's nodes and services are on the managers (jaco --server MANAGER:7000 status).")
