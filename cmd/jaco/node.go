@@ -68,14 +68,15 @@ func (d *drainView) progress() string {
 }
 
 func nodeLsCmd(g *globals) *cobra.Command {
-	var format string
+	lf := listFlags{keys: map[string][]string{"id": nil, "name": nil, "label": nil,
+		"role": {"manager", "worker"}, "availability": {"active", "pause", "drain"}}}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List the cluster's nodes",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
+			if err := lf.check(); err != nil {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
@@ -85,17 +86,37 @@ func nodeLsCmd(g *globals) *cobra.Command {
 				}
 				views := make([]nodeView, 0, len(nodes))
 				for _, n := range nodes {
-					views = append(views, toNodeView(n))
+					if v := toNodeView(n); v.passes(&lf) {
+						views = append(views, v)
+					}
 				}
-				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+				if lf.quiet {
+					ids := make([]string, len(views))
+					for i, v := range views {
+						ids[i] = v.ID
+					}
+					return writeIDs(cmd, ids)
+				}
+				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
 					return err
 				}
 				return nodeTable(cmd.OutOrStdout(), views)
 			})
 		},
 	}
-	formatFlag(cmd, &format)
+	lf.add(cmd, "id (prefix), name (hostname prefix), role (manager|worker), label (KEY or KEY=VALUE), availability (active|pause|drain)")
 	return cmd
+}
+
+// passes reports whether the node passes lf's filters.
+func (v nodeView) passes(lf *listFlags) bool {
+	label := func(f string) bool {
+		k, want, withValue := strings.Cut(f, "=")
+		got, ok := v.Labels[k]
+		return ok && (!withValue || got == want)
+	}
+	return lf.match("id", prefix(v.ID)) && lf.match("name", prefix(v.Hostname)) && lf.match("role", equal(v.Role)) &&
+		lf.match("label", label) && lf.match("availability", equal(v.Availability))
 }
 
 func nodeTable(w io.Writer, views []nodeView) error {

@@ -24,22 +24,30 @@ type serviceView struct {
 }
 
 func serviceLsCmd(g *globals) *cobra.Command {
-	var format string
+	lf := listFlags{keys: map[string][]string{"id": nil, "name": nil, "mode": {"replicated", "global"}}}
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List services with their running and desired replicas",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkFormat(format); err != nil {
+			if err := lf.check(); err != nil {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				views, err := listServices(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
+				all, err := listServices(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
 				if err != nil {
 					return err
 				}
-				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+				views := filterServices(all, &lf)
+				if lf.quiet {
+					ids := make([]string, len(views))
+					for i, v := range views {
+						ids[i] = v.ID
+					}
+					return writeIDs(cmd, ids)
+				}
+				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
 					return err
 				}
 				rows := make([][]string, len(views))
@@ -50,8 +58,19 @@ func serviceLsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	formatFlag(cmd, &format)
+	lf.add(cmd, "id (prefix), name (prefix), mode (replicated|global)")
 	return cmd
+}
+
+// filterServices keeps the services that pass lf's filters.
+func filterServices(views []serviceView, lf *listFlags) []serviceView {
+	out := make([]serviceView, 0, len(views))
+	for _, v := range views {
+		if lf.match("id", prefix(v.ID)) && lf.match("name", prefix(v.Name)) && lf.match("mode", equal(v.Mode)) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // listServices counts each service's replicas from the local store of the
@@ -104,25 +123,37 @@ type taskView struct {
 	State   string    `json:"state"`
 	Since   time.Time `json:"since"`
 	Message string    `json:"message"`
+	// nodeID lets --filter node= name the node by id too.
+	nodeID string
 }
 
 func servicePsCmd(g *globals) *cobra.Command {
-	var format string
+	lf := listFlags{keys: map[string][]string{"node": nil, "name": nil, "desired-state": {"running", "shutdown", "complete"}}}
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "ps SERVICE",
 		Short: "List a service's replicas with their node and state",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkFormat(format); err != nil {
+			if err := lf.check(); err != nil {
 				return err
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				views, err := listReplicas(ctx, c, args[0], all, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
+				// A desired-state filter looks at every replica: the
+				// default hides the replaced ones it may ask for.
+				listed, err := listReplicas(ctx, c, args[0], all || lf.has("desired-state"), g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL))
 				if err != nil {
 					return err
 				}
-				if ok, err := writeAs(cmd.OutOrStdout(), format, views); ok {
+				views := filterReplicas(listed, &lf)
+				if lf.quiet {
+					ids := make([]string, len(views))
+					for i, v := range views {
+						ids[i] = v.ID
+					}
+					return writeIDs(cmd, ids)
+				}
+				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
 					return err
 				}
 				return printReplicas(cmd.OutOrStdout(), views)
@@ -130,8 +161,20 @@ func servicePsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "also list replaced and ended replicas")
-	formatFlag(cmd, &format)
+	lf.add(cmd, "node (hostname or id), name (NAME.SLOT), desired-state (running|shutdown|complete; looks at replaced replicas too)")
 	return cmd
+}
+
+// filterReplicas keeps the replicas that pass lf's filters.
+func filterReplicas(views []taskView, lf *listFlags) []taskView {
+	out := make([]taskView, 0, len(views))
+	for _, v := range views {
+		onNode := func(n string) bool { return n == v.Node || n == v.nodeID }
+		if lf.match("node", onNode) && lf.match("name", equal(v.Name)) && lf.match("desired-state", equal(v.Desired)) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func printReplicas(w io.Writer, views []taskView) error {
@@ -177,7 +220,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 			continue
 		}
 		views = append(views, taskView{
-			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId],
+			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId], nodeID: t.NodeId,
 			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status),
 			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(),
 		})
