@@ -123,13 +123,17 @@ type taskView struct {
 	State   string    `json:"state"`
 	Since   time.Time `json:"since"`
 	Message string    `json:"message"`
+	// Error is why the replica failed or did not start: its status
+	// message when it failed or was rejected, or when the status names a
+	// reason (exit_code, no_suitable_node); else "".
+	Error string `json:"error"`
 	// nodeID lets --filter node= name the node by id too.
 	nodeID string
 }
 
 func servicePsCmd(g *globals) *cobra.Command {
 	lf := listFlags{keys: map[string][]string{"node": nil, "name": nil, "desired-state": {"running", "shutdown", "complete"}}}
-	var all bool
+	var all, noTrunc bool
 	cmd := &cobra.Command{
 		Use:   "ps SERVICE",
 		Short: "List a service's replicas with their node and state",
@@ -156,11 +160,12 @@ func servicePsCmd(g *globals) *cobra.Command {
 				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
 					return err
 				}
-				return printReplicas(cmd.OutOrStdout(), views)
+				return printReplicas(cmd.OutOrStdout(), views, noTrunc)
 			})
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all", "a", false, "also list replaced and ended replicas")
+	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print the ERROR column whole, not cut to 40 characters")
 	lf.add(cmd, "node (hostname or id), name (NAME.SLOT), desired-state (running|shutdown|complete; looks at replaced replicas too)")
 	return cmd
 }
@@ -177,12 +182,45 @@ func filterReplicas(views []taskView, lf *listFlags) []taskView {
 	return out
 }
 
-func printReplicas(w io.Writer, views []taskView) error {
+func printReplicas(w io.Writer, views []taskView, noTrunc bool) error {
 	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since)}
+		e := terminalSafe(v.Error)
+		if !noTrunc {
+			e = cut(e, errorWidth)
+		}
+		rows[i] = []string{v.ID, v.Name, v.Node, v.Desired, v.State, ago(v.Since), e}
 	}
-	return table(w, "ID\tNAME\tNODE\tDESIRED\tSTATE\tSINCE", rows)
+	return table(w, "ID\tNAME\tNODE\tDESIRED\tSTATE\tSINCE\tERROR", rows)
+}
+
+// errorWidth is how much of a replica's error `service ps` shows unless
+// --no-trunc: enough for the reason and the start of the sentence.
+const errorWidth = 40
+
+// cut shortens s to n characters, the last an ellipsis when it cut.
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// replicaError is what the ERROR column shows: the status message of a
+// replica that failed or was rejected, or whose status names a reason.
+func replicaError(s *api.TaskStatus) string {
+	switch st := s.GetState(); {
+	case st == api.TaskState_TASK_STATE_FAILED, st == api.TaskState_TASK_STATE_REJECTED, s.GetReason() != "":
+		if m := s.GetMessage(); m != "" {
+			return m
+		}
+		if r := s.GetReason(); r != "" {
+			return r
+		}
+		return fmt.Sprintf("exit code %d", s.GetExitCode())
+	}
+	return ""
 }
 
 // listReplicas lists what runs or should run: every replica desired
@@ -222,7 +260,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 		views = append(views, taskView{
 			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId], nodeID: t.NodeId,
 			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status),
-			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(),
+			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(), Error: replicaError(t.Status),
 		})
 	}
 	return views, nil
