@@ -9,6 +9,7 @@ package api
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -28,8 +29,11 @@ type LogsRequest struct {
 	TaskIds []string `protobuf:"bytes,1,rep,name=task_ids,json=taskIds,proto3" json:"task_ids,omitempty"`
 	// follow keeps the stream open and sends new lines as they are written.
 	Follow bool `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
-	// tail limits the lines sent from before the call per replica (0: all).
-	Tail          int64 `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	// tail limits the lines sent from before the call per replica (0: all);
+	// it counts lines at or after since only.
+	Tail int64 `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	// since leaves out lines the node wrote down before it (unset: none).
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -85,15 +89,31 @@ func (x *LogsRequest) GetTail() int64 {
 	return 0
 }
 
+func (x *LogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
 type LogLine struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// stream is "stdout" for a replica's output (its log file holds stdout
 	// and stderr interleaved) and "stderr" for the manager's own note that a
 	// node's logs could not be read.
-	Stream        string `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
-	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
-	NodeId        string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Stream string `protobuf:"bytes,2,opt,name=stream,proto3" json:"stream,omitempty"`
+	Data   []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	NodeId string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// time is when the node wrote the line down (unset on the manager's own
+	// notes).
+	Time *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	// The manager fills these in from the store so the CLI can name the
+	// replica NAME.SLOT@NODE without asking again: slot is 0 for a global
+	// service's replica, node_name the node's hostname.
+	ServiceName   string `protobuf:"bytes,7,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	Slot          uint64 `protobuf:"varint,8,opt,name=slot,proto3" json:"slot,omitempty"`
+	NodeName      string `protobuf:"bytes,9,opt,name=node_name,json=nodeName,proto3" json:"node_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,6 +172,34 @@ func (x *LogLine) GetData() []byte {
 func (x *LogLine) GetNodeId() string {
 	if x != nil {
 		return x.NodeId
+	}
+	return ""
+}
+
+func (x *LogLine) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *LogLine) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *LogLine) GetSlot() uint64 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *LogLine) GetNodeName() string {
+	if x != nil {
+		return x.NodeName
 	}
 	return ""
 }
@@ -407,16 +455,21 @@ var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"T\n" +
+	"\x0fapi/agent.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x86\x01\n" +
 	"\vLogsRequest\x12\x19\n" +
 	"\btask_ids\x18\x01 \x03(\tR\ataskIds\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
-	"\x04tail\x18\x03 \x01(\x03R\x04tail\"x\n" +
+	"\x04tail\x18\x03 \x01(\x03R\x04tail\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\"\xfc\x01\n" +
 	"\aLogLine\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06stream\x18\x02 \x01(\tR\x06stream\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12\x17\n" +
-	"\anode_id\x18\x05 \x01(\tR\x06nodeIdJ\x04\b\x04\x10\x05R\ttimestamp\"6\n" +
+	"\anode_id\x18\x05 \x01(\tR\x06nodeId\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12!\n" +
+	"\fservice_name\x18\a \x01(\tR\vserviceName\x12\x12\n" +
+	"\x04slot\x18\b \x01(\x04R\x04slot\x12\x1b\n" +
+	"\tnode_name\x18\t \x01(\tR\bnodeNameJ\x04\b\x04\x10\x05R\ttimestamp\"6\n" +
 	"\vLogsMessage\x12'\n" +
 	"\x05lines\x18\x01 \x03(\v2\x11.jaco.api.LogLineR\x05lines\"(\n" +
 	"\x10LoadImageRequest\x12\x14\n" +
@@ -459,22 +512,25 @@ var file_api_agent_proto_goTypes = []any{
 	(*LoadImageResponse)(nil),         // 4: jaco.api.LoadImageResponse
 	(*ListLocalReplicasRequest)(nil),  // 5: jaco.api.ListLocalReplicasRequest
 	(*ListLocalReplicasResponse)(nil), // 6: jaco.api.ListLocalReplicasResponse
-	(*Task)(nil),                      // 7: jaco.api.Task
+	(*timestamppb.Timestamp)(nil),     // 7: google.protobuf.Timestamp
+	(*Task)(nil),                      // 8: jaco.api.Task
 }
 var file_api_agent_proto_depIdxs = []int32{
-	1, // 0: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
-	7, // 1: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
-	0, // 2: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
-	3, // 3: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
-	5, // 4: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
-	2, // 5: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
-	4, // 6: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
-	6, // 7: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	7, // 0: jaco.api.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	7, // 1: jaco.api.LogLine.time:type_name -> google.protobuf.Timestamp
+	1, // 2: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
+	8, // 3: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
+	0, // 4: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
+	3, // 5: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
+	5, // 6: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
+	2, // 7: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
+	4, // 8: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
+	6, // 9: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
+	7, // [7:10] is the sub-list for method output_type
+	4, // [4:7] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_proto_init() }

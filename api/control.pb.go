@@ -2354,10 +2354,13 @@ func (x *WatchServiceMessage) GetSlots() []*SlotProgress {
 }
 
 type ServiceLogsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
-	Follow        bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
-	Tail          int64                  `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Service string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Follow  bool                   `protobuf:"varint,2,opt,name=follow,proto3" json:"follow,omitempty"`
+	// tail is the number of lines per replica from before the call (0: all).
+	Tail int64 `protobuf:"varint,3,opt,name=tail,proto3" json:"tail,omitempty"`
+	// since leaves out lines written before it (unset: none).
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2411,6 +2414,13 @@ func (x *ServiceLogsRequest) GetTail() int64 {
 		return x.Tail
 	}
 	return 0
+}
+
+func (x *ServiceLogsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
 }
 
 var File_api_control_proto protoreflect.FileDescriptor
@@ -2566,11 +2576,12 @@ const file_api_control_proto_rawDesc = "" +
 	"\x13WatchServiceMessage\x12+\n" +
 	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\x12\x18\n" +
 	"\aremoved\x18\x02 \x01(\bR\aremoved\x12,\n" +
-	"\x05slots\x18\x03 \x03(\v2\x16.jaco.api.SlotProgressR\x05slots\"Z\n" +
+	"\x05slots\x18\x03 \x03(\v2\x16.jaco.api.SlotProgressR\x05slots\"\x8c\x01\n" +
 	"\x12ServiceLogsRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
-	"\x04tail\x18\x03 \x01(\x03R\x04tail*\x98\x01\n" +
+	"\x04tail\x18\x03 \x01(\x03R\x04tail\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since*\x98\x01\n" +
 	"\tNodeState\x12\x1a\n" +
 	"\x16NODE_STATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18NODE_STATE_UNINITIALIZED\x10\x01\x12\x15\n" +
@@ -2734,49 +2745,50 @@ var file_api_control_proto_depIdxs = []int32{
 	52, // 30: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
 	49, // 31: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
 	39, // 32: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	3,  // 33: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 34: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 35: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 36: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 37: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 38: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 39: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 40: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 41: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 42: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	36, // 43: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 44: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 45: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	28, // 46: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	30, // 47: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	32, // 48: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	34, // 49: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	38, // 50: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	41, // 51: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 52: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 53: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 54: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 55: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 56: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 57: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 58: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 59: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 60: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 61: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	37, // 62: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 63: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 64: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	29, // 65: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	31, // 66: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	33, // 67: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	35, // 68: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	40, // 69: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	53, // 70: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	52, // [52:71] is the sub-list for method output_type
-	33, // [33:52] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	47, // 33: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 34: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 35: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 36: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 37: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 38: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 39: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 40: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 41: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 42: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 43: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	36, // 44: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 45: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 46: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	28, // 47: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	30, // 48: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	32, // 49: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	34, // 50: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	38, // 51: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	41, // 52: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 53: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 54: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 55: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 56: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 57: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 58: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 59: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 60: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 61: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 62: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	37, // 63: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 64: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 65: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	29, // 66: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	31, // 67: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	33, // 68: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	35, // 69: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	40, // 70: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	53, // 71: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	53, // [53:72] is the sub-list for method output_type
+	34, // [34:53] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
