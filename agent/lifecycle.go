@@ -10,6 +10,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/health"
+	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -245,8 +246,9 @@ func exitStatus(res waitResult) *api.TaskStatus {
 	return st
 }
 
-// cleanup removes the replica from the node, then forgets it.
-func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller) {
+// cleanup removes the replica from the node, then forgets it. Its log is
+// kept, among the last few of its slot (agent/logs Retire).
+func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller, col *logs.Collector) {
 	if ctl != nil {
 		for attempt := 0; ; attempt++ {
 			err := ctl.Remove(ctx)
@@ -267,8 +269,15 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller) {
 		if err := os.RemoveAll(cfg.replicaDir(r.id)); err != nil {
 			r.w.log.Warn("remove replica dir", "task", r.id, "err", err)
 		}
+		if col != nil {
+			col.Finish()
+		}
 		if err := os.Remove(LogPath(cfg.Dir, r.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			r.w.log.Warn("remove replica log", "task", r.id, "err", err)
+		}
+		t := r.snapshot()
+		if err := r.w.logs.Retire(r.id, t.GetServiceId(), t.GetSlot()); err != nil {
+			r.w.log.Warn("keep ended replica's log", "task", r.id, "err", err)
 		}
 	}
 	r.mu.Lock()

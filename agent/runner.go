@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"google.golang.org/protobuf/proto"
@@ -217,6 +218,13 @@ func (r *taskRunner) run(ctx context.Context) {
 			r.report(failed(ReasonPrepareFailed, "%v", err))
 		}
 	}
+	// The runtime writes the replica's output to its raw log from
+	// prepare on; the collector keeps it, timestamped, past the replica.
+	var col *logs.Collector
+	if ctl != nil {
+		col = r.w.logs.Collect(ctx, r.id)
+		defer col.Wait()
+	}
 	if !terminal(r.state()) {
 		r.runToEnd(ctx, ctl)
 	}
@@ -225,5 +233,5 @@ func (r *taskRunner) run(ctx context.Context) {
 		return
 	case <-r.removed:
 	}
-	r.cleanup(ctx, ctl)
+	r.cleanup(ctx, ctl, col)
 }

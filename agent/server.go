@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // logBatch bounds the lines in one LogsMessage; logFlush is how long a
@@ -48,9 +50,10 @@ func (a *Agent) Server() *Server {
 	return NewServer(a.cfg.NodeID, a.cfg.Dir, imageLoader(a.cfg.Runtimes))
 }
 
-// Logs streams the lines of the requested replicas' logs, each replica's
-// in order. Replicas this node has no log for are skipped (when following,
-// their log is waited for).
+// Logs streams the lines of the requested replicas' kept logs, each
+// replica's in order; without follow the replicas come one after the
+// other in the order asked. Replicas this node has no log for are skipped
+// (when following, their log is waited for).
 func (s *Server) Logs(req *api.LogsRequest, stream grpc.ServerStreamingServer[api.LogsMessage]) error {
 	for _, id := range req.GetTaskIds() {
 		if err := validTaskID(id); err != nil {
@@ -61,22 +64,44 @@ func (s *Server) Logs(req *api.LogsRequest, stream grpc.ServerStreamingServer[ap
 	defer cancel()
 	lines := make(chan *api.LogLine, logBatch)
 	errc := make(chan error, len(req.GetTaskIds()))
+	opts := logs.Options{Tail: int(req.GetTail()), Follow: req.GetFollow(), Poll: s.poll}
+	if req.GetSince() != nil {
+		opts.Since = req.GetSince().AsTime()
+	}
+	// The logs directory of LogPath.
+	store := logs.NewStore(filepath.Join(s.dir, "logs"))
+	read := func(id string) {
+		err := logs.Read(ctx, store.Path(id), opts, func(l logs.Line) error {
+			line := &api.LogLine{TaskId: id, Stream: "stdout", Data: l.Data, NodeId: s.nodeID}
+			if !l.Time.IsZero() {
+				line.Time = timestamppb.New(l.Time)
+			}
+			select {
+			case lines <- line:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+			errc <- fmt.Errorf("read log of %s: %w", id, err)
+		}
+	}
 	var wg sync.WaitGroup
-	for _, id := range req.GetTaskIds() {
+	if opts.Follow {
+		for _, id := range req.GetTaskIds() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				read(id)
+			}()
+		}
+	} else {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := logs.Options{Tail: int(req.GetTail()), Follow: req.GetFollow(), Poll: s.poll}
-			err := logs.Read(ctx, LogPath(s.dir, id), opts, func(b []byte) error {
-				select {
-				case lines <- &api.LogLine{TaskId: id, Stream: "stdout", Data: b, NodeId: s.nodeID}:
-					return nil
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			})
-			if err != nil && !errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
-				errc <- fmt.Errorf("read log of %s: %w", id, err)
+			for _, id := range req.GetTaskIds() {
+				read(id)
 			}
 		}()
 	}

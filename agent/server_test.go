@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -48,9 +49,13 @@ func serveAgent(t *testing.T, s *Server) api.AgentServiceClient {
 	return api.NewAgentServiceClient(conn)
 }
 
+// writeLog appends content's lines to replica id's kept log as its
+// collector would, stamped with the time now.
 func writeLog(t *testing.T, dir, id, content string) {
 	t.Helper()
-	path := LogPath(dir, id)
+	path := logs.NewStore(filepath.Join(dir, "logs")).Path(id)
+	stamp := time.Now().UTC().Format(time.RFC3339Nano) + " "
+	content = stamp + strings.ReplaceAll(strings.TrimSuffix(content, "\n"), "\n", "\n"+stamp) + "\n"
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		t.Fatal(err)
 	}

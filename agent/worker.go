@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/jaco-project/jaco/agent/db"
+	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -17,6 +18,8 @@ type worker struct {
 	log      *slog.Logger
 	db       *db.DB
 	reporter *reporter
+	// logs keeps replicas' output, past their end (docs/design.md §9).
+	logs *logs.Store
 	// ctx is the agent's run context; runners end with it.
 	ctx context.Context
 
@@ -29,7 +32,9 @@ type worker struct {
 }
 
 func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter) *worker {
-	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, ctx: ctx,
+	store := logs.NewStore(cfg.logsDir())
+	store.Logger = cfg.Logger
+	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, ctx: ctx, logs: store,
 		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{}}
 }
 
