@@ -202,44 +202,75 @@ func (c *copier) flushPartial() error {
 	return c.write()
 }
 
-// write appends the queued lines to the kept log, rotating it first when
-// they would take it past MaxFile.
+// write appends the queued lines to the kept log, rotating it whenever
+// the next lines would take it past MaxFile, so neither part ever holds
+// much more than MaxFile however much one pass brought.
 func (c *copier) write() error {
-	if len(c.buf) == 0 {
+	for len(c.buf) > 0 {
+		if err := c.openOut(); err != nil {
+			return err
+		}
+		n := c.fits(c.s.maxFile() - c.outSize)
+		if n == 0 {
+			if err := c.rotate(); err != nil {
+				return err
+			}
+			continue
+		}
+		w, err := c.out.Write(c.buf[:n])
+		c.outSize += int64(w)
+		c.buf = c.buf[:copy(c.buf, c.buf[n:])]
+		if err != nil {
+			return fmt.Errorf("write kept log: %w", err)
+		}
+	}
+	return nil
+}
+
+// fits is how many bytes of whole queued lines fit in room; an empty log
+// takes at least one line however long.
+func (c *copier) fits(room int64) int {
+	if int64(len(c.buf)) <= room {
+		return len(c.buf)
+	}
+	if room > 0 {
+		if i := bytes.LastIndexByte(c.buf[:room], '\n'); i >= 0 {
+			return i + 1
+		}
+	}
+	if c.outSize == 0 {
+		return bytes.IndexByte(c.buf, '\n') + 1
+	}
+	return 0
+}
+
+// openOut opens the kept log for appending unless it is open.
+func (c *copier) openOut() error {
+	if c.out != nil {
 		return nil
 	}
-	path := c.s.Path(c.id)
-	if c.out != nil && c.outSize > 0 && c.outSize+int64(len(c.buf)) > c.s.maxFile() {
-		c.closeOut()
-		if err := os.Rename(path, path+".1"); err != nil {
-			return fmt.Errorf("rotate kept log: %w", err)
-		}
+	if err := os.MkdirAll(c.s.keptDir(), 0o755); err != nil {
+		return fmt.Errorf("make kept log dir: %w", err)
 	}
-	if c.out == nil {
-		if err := os.MkdirAll(c.s.keptDir(), 0o755); err != nil {
-			return fmt.Errorf("make kept log dir: %w", err)
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
-		if err != nil {
-			return fmt.Errorf("open kept log: %w", err)
-		}
-		info, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("stat kept log: %w", err)
-		}
-		c.out, c.outSize = f, info.Size()
-		// A log kept before this collector started (an agent restart)
-		// may already be past the limit.
-		if c.outSize > 0 && c.outSize+int64(len(c.buf)) > c.s.maxFile() {
-			return c.write()
-		}
-	}
-	n, err := c.out.Write(c.buf)
-	c.outSize += int64(n)
-	c.buf = c.buf[:0]
+	f, err := os.OpenFile(c.s.Path(c.id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
-		return fmt.Errorf("write kept log: %w", err)
+		return fmt.Errorf("open kept log: %w", err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stat kept log: %w", err)
+	}
+	c.out, c.outSize = f, info.Size()
+	return nil
+}
+
+// rotate moves the kept log to its one old part.
+func (c *copier) rotate() error {
+	c.closeOut()
+	path := c.s.Path(c.id)
+	if err := os.Rename(path, path+".1"); err != nil {
+		return fmt.Errorf("rotate kept log: %w", err)
 	}
 	return nil
 }

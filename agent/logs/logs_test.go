@@ -164,3 +164,80 @@ func TestFollowStartsAtTail(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// stamped is a kept log's line at minute m past a fixed hour.
+func stamped(m int, data string) string {
+	return time.Date(2026, 1, 2, 3, m, 0, 0, time.UTC).Format(time.RFC3339Nano) + " " + data + "\n"
+}
+
+// TestSinceAndTail: since leaves out older lines, tail counts only the
+// lines since lets through, and both span the rotated part.
+func TestSinceAndTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.log")
+	if err := os.WriteFile(path+".1", []byte(stamped(1, "one")+stamped(2, "two")+stamped(3, "three")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(stamped(4, "four")+stamped(5, "five")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	at := func(m int) time.Time { return time.Date(2026, 1, 2, 3, m, 0, 0, time.UTC) }
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"all, rotated part first", Options{}, []string{"one", "two", "three", "four", "five"}},
+		{"tail spans both parts", Options{Tail: 3}, []string{"three", "four", "five"}},
+		{"since is inclusive", Options{Since: at(2)}, []string{"two", "three", "four", "five"}},
+		{"since then tail", Options{Since: at(4), Tail: 5}, []string{"four", "five"}},
+		{"tail of what since keeps", Options{Since: at(2), Tail: 1}, []string{"five"}},
+		{"since after every line", Options{Since: at(9)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := readAll(t, path, tc.opts); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	var times []time.Time
+	err := Read(context.Background(), path, Options{Tail: 1}, func(l Line) error {
+		times = append(times, l.Time)
+		return nil
+	})
+	if err != nil || len(times) != 1 || !times[0].Equal(at(5)) {
+		t.Fatalf("time of the last line: %v (%v), want %v", times, err, at(5))
+	}
+}
+
+// TestFollowAcrossRotation: a follower carries on into the new file when
+// the log rotates, losing nothing written to the old one.
+func TestFollowAcrossRotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.log")
+	write := func(p, s string) {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(path, stamped(1, "before"))
+	ctx, cancel := context.WithCancel(context.Background())
+	var l lines
+	done := make(chan error, 1)
+	go func() { done <- Read(ctx, path, Options{Follow: true, Poll: time.Millisecond}, l.add) }()
+	l.waitFor(t, []string{"before"})
+
+	write(path, stamped(2, "last of old"))
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	write(path, stamped(3, "first of new"))
+	l.waitFor(t, []string{"before", "last of old", "first of new"})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Read after cancel: %v", err)
+	}
+}
