@@ -26,7 +26,10 @@ const (
 // applied: each is given before a write is proposed. A word missing here
 // makes its operations Unknown, which is weaker but never wrong.
 var refusedReasons = map[string]bool{
-	reason.NoLeader:             true,
+	reason.NoLeader: true,
+	// quorum_lost is no_leader after the quorum-loss window: given by a
+	// manager with no leader to forward to, before anything is proposed.
+	reason.QuorumLost:           true,
 	reason.NotReady:             true,
 	reason.InvalidSpec:          true,
 	reason.VersionConflict:      true,

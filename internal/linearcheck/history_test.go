@@ -24,6 +24,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"version conflict", reason.Error(codes.FailedPrecondition, reason.VersionConflict, "stale"), Refused},
 		{"invalid spec", reason.Error(codes.InvalidArgument, reason.InvalidSpec, "bad"), Refused},
 		{"not ready", reason.Error(codes.Unavailable, reason.NotReady, "replaying"), Refused},
+		{"quorum lost", reason.Error(codes.Unavailable, reason.QuorumLost, "no leader for 30s"), Refused},
 		{"wrapped refusal", fmt.Errorf("update web: %w", reason.Error(codes.Unavailable, reason.NoLeader, "x")), Refused},
 		{"outcome unknown", reason.Error(codes.Unavailable, reason.OutcomeUnknown, "leader changed"), Unknown},
 		// The message text must not decide: only the reason word does.

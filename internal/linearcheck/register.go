@@ -23,7 +23,10 @@ type RegisterInput struct {
 // RegisterOutput is what an OK register operation returned: for a read the
 // value and version it saw, for a write the version it created (only Version
 // is set). Versions are opaque: the model only compares them, because the
-// client cannot know which version the cluster will give a write.
+// client cannot know which version the cluster will give a write. A write
+// whose answer did not show its version (the server answered with the
+// object as it stood later) has Version 0: applied, at a version a later
+// operation reveals.
 type RegisterOutput struct {
 	Value   string `json:"value,omitempty"`
 	Version uint64 `json:"version"`
@@ -75,6 +78,9 @@ func regStep(state, input, output any) []any {
 	}
 	if !s.matches(in.Expect) {
 		return nil
+	}
+	if out.out.Version == 0 {
+		return []any{regState{value: in.Value, versionUnknown: true}}
 	}
 	return []any{regState{value: in.Value, version: out.out.Version}}
 }

@@ -93,6 +93,11 @@ func TestRegistersViolations(t *testing.T) {
 			write(1, "web", "b", 1, 20, 30, OK, 2),
 			write(2, "web", "c", 1, 40, 50, OK, 3),
 		}},
+		{"an acknowledged write of unknown version was lost", []Op{
+			write(0, "web", "a", 0, 0, 10, OK, 1),
+			write(0, "web", "b", 1, 20, 30, OK, 0),
+			read(1, "web", 40, 50, "a", 1),
+		}},
 		{"a refused write was applied", []Op{
 			write(0, "web", "a", 0, 0, 10, OK, 1),
 			write(1, "web", "b", 1, 20, 30, Refused, 0),
@@ -156,6 +161,12 @@ func TestRegistersValidHistories(t *testing.T) {
 			write(0, "web", "b", 1, 20, 30, Unknown, 0),
 			read(1, "web", 40, 50, "a", 1),
 			read(1, "web", 60, 70, "b", 9),
+		}},
+		{"an acknowledged write whose version a read reveals", []Op{
+			write(0, "web", "a", 0, 0, 10, OK, 1),
+			write(0, "web", "b", 1, 20, 30, OK, 0),
+			read(1, "web", 40, 50, "b", 5),
+			write(1, "web", "c", 5, 60, 70, OK, 6),
 		}},
 		{"refused operations are left out", []Op{
 			write(0, "web", "a", 0, 0, 10, OK, 1),
