@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,6 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.StringVar(&g.consistency, "consistency", "", "how current a read must be: local (the store of the daemon asked: fast, and answers without a leader) "+
 		"or linearizable (holds every write acknowledged before it). Default: linearizable for inspect and the read before an update, local for ls, ps and status")
 	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), imageCmd(g), statusCmd(g), backupCmd(g), restoreCmd(g))
+	refuseUnknownSubcommands(root)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -95,6 +97,34 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// flags, wrong arguments, a bad --format.
 	fmt.Fprintf(stderr, "error: usage: %v\n", err)
 	return 2
+}
+
+// refuseUnknownSubcommands makes every group command (one that only holds
+// subcommands: jaco, jaco service, ...) refuse a word that names none of
+// them as a usage error. Left alone, cobra prints the group's help and
+// exits 0 for `jaco service lss`, so a script's typo would pass as success.
+// A group given no word still prints its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, sub := range cmd.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+		}
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += " (did you mean " + strings.Join(s, " or ") + "?)"
+		}
+		return errors.New(msg)
+	}
 }
 
 // failure is an error of what a command did, not of how it was called:
