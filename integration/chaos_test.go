@@ -1,0 +1,119 @@
+package integration
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/internal/chaos"
+	"github.com/jaco-project/jaco/internal/linearcheck"
+)
+
+// chaosSeed is the fixed seed of the CI runs: a failure replays with it
+// (JACO_CHAOS_SEED overrides it, for a replay or `make chaos`).
+const chaosSeed = 20261125
+
+// chaosDuration is how long each nemesis injects faults in CI: enough for
+// one or two episodes, each a fault, its heal and a quiet spell.
+const chaosDuration = 12 * time.Second
+
+// TestChaos runs every nemesis against both workloads (docs/design.md
+// §14), one cluster of three managers each, and requires no
+// linearizability violation, no lost acknowledged write, no crash and a
+// cluster that recovers once each fault heals. It logs how long writes
+// stopped. JACO_CHAOS_NEMESES narrows it to one nemesis (or "random"),
+// JACO_CHAOS_DURATION and JACO_CHAOS_SEED lengthen and vary it, and
+// JACO_CHAOS_EVIDENCE is where a failed run's histories, visualizations
+// and daemon logs are kept (default: the system's temporary directory; the
+// path is printed). JACO_CHAOS_REPORT writes the results table there.
+func TestChaos(t *testing.T) {
+	requireNetns(t)
+	seed := uint64(chaosSeed)
+	if s := os.Getenv("JACO_CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("JACO_CHAOS_SEED=%q: %v", s, err)
+		}
+		seed = v
+	}
+	duration := chaosDuration
+	if s := os.Getenv("JACO_CHAOS_DURATION"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("JACO_CHAOS_DURATION=%q: %v", s, err)
+		}
+		duration = d
+	}
+	names := chaos.NemesisNames()
+	if s := os.Getenv("JACO_CHAOS_NEMESES"); s != "" {
+		names = filepath.SplitList(s)
+	}
+	var reports []*chaos.Report
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			reports = append(reports, runChaos(t, name, seed, duration))
+		})
+	}
+	if out := os.Getenv("JACO_CHAOS_REPORT"); out != "" {
+		if err := chaos.WriteResults(out, reports, duration); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runChaos runs one nemesis and fails t on anything the run found.
+func runChaos(t *testing.T, name string, seed uint64, duration time.Duration) *chaos.Report {
+	t.Helper()
+	// Not t.TempDir: a failed run's histories and daemon logs are kept.
+	dir, err := os.MkdirTemp(os.Getenv("JACO_CHAOS_EVIDENCE"), "jaco-chaos-"+name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("histories and daemon logs kept in %s", dir)
+			return
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), duration+5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	rep, err := chaos.Run(ctx, chaos.Config{
+		Binaries:     chaos.Binaries{Jacod: jacodBin, Jaco: jacoBin},
+		Nemesis:      name,
+		Seed:         seed,
+		Duration:     duration,
+		Dir:          dir,
+		CheckTimeout: 2 * time.Minute,
+		Log:          slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	})
+	if err != nil {
+		t.Fatalf("chaos run seed=%d nemesis=%s: %v", seed, name, err)
+	}
+	p50, longest := rep.Unavailability()
+	t.Logf("%s in %s; writes stopped p50 %s, max %s", rep, time.Since(start).Round(time.Second), p50, longest)
+	if rep.Failed() {
+		t.Errorf("chaos run seed=%d nemesis=%s failed; replay with JACO_CHAOS_SEED=%d JACO_CHAOS_NEMESES=%s", seed, name, seed, name)
+	}
+	for _, w := range rep.Workloads {
+		if w.Result.Verdict == linearcheck.Inconclusive {
+			t.Errorf("%s: the check was inconclusive: shorten the run or the clients' rate", w.Workload)
+		}
+	}
+	return rep
+}
+
+// testWriter sends the runner's log lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// pauseHold is how long a pause nemesis keeps its manager stopped: five
+// election timeouts, long enough for the others to elect and take writes.
+const pauseHold = 5 * time.Second
+
+// fault is one injected fault: what was done, and how to undo it.
+type fault struct {
+	// what names the managers hit, for the schedule.
+	what string
+	// hold, when set, is how long the fault must last whatever the
+	// schedule says (a pause is 5 s).
+	hold time.Duration
+	heal func(ctx context.Context) error
+}
+
+// Nemesis is a named fault: inject does it to the cluster and returns how
+// to heal it. rng picks the targets, so a seed replays them.
+type Nemesis struct {
+	Name   string
+	inject func(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error)
+}
+
+// Nemeses are the faults the runner knows, by name.
+var Nemeses = []Nemesis{
+	{"kill-leader", killLeader},
+	{"kill-follower", killFollower},
+	{"kill-majority", killMajority},
+	{"pause-leader", pauseLeader},
+	{"pause-follower", pauseFollower},
+	{"partition-minority", partitionMinority},
+	{"partition-leader-alone", partitionLeaderAlone},
+	{"partition-bridge", partitionBridge},
+	{"restart-all", restartAll},
+}
+
+// NemesisNames lists Nemeses' names in order.
+func NemesisNames() []string {
+	names := make([]string, len(Nemeses))
+	for i, n := range Nemeses {
+		names[i] = n.Name
+	}
+	return names
+}
+
+// nemesisByName returns the nemesis called name.
+func nemesisByName(name string) (Nemesis, error) {
+	i := slices.IndexFunc(Nemeses, func(n Nemesis) bool { return n.Name == name })
+	if i < 0 {
+		return Nemesis{}, fmt.Errorf("no nemesis %q; known: %s", name, strings.Join(NemesisNames(), ", "))
+	}
+	return Nemeses[i], nil
+}
+
+// followers returns the indexes of every member but leader, shuffled.
+func followers(c *cluster, leader int, rng *rand.Rand) []int {
+	var out []int
+	for i := range c.members {
+		if i != leader {
+			out = append(out, i)
+		}
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// kill SIGKILLs the members at idx; healing starts them again on the same
+// data dirs, all at once.
+func kill(c *cluster, idx ...int) (fault, error) {
+	var names []string
+	for _, i := range idx {
+		if err := c.members[i].kill(); err != nil {
+			return fault{}, err
+		}
+		names = append(names, c.members[i].name)
+	}
+	return fault{what: "SIGKILL " + strings.Join(names, ","), heal: func(ctx context.Context) error {
+		errs := make(chan error, len(idx))
+		for _, i := range idx {
+			go func() { errs <- c.members[i].start(ctx) }()
+		}
+		var all []error
+		for range idx {
+			all = append(all, <-errs)
+		}
+		return errors.Join(all...)
+	}}, nil
+}
+
+func killLeader(ctx context.Context, c *cluster, _ *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return kill(c, l)
+}
+
+func killFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return kill(c, followers(c, l, rng)[0])
+}
+
+// killMajority kills the leader and a follower: the survivor cannot
+// elect, and the restarted pair must come back with everything the
+// cluster acknowledged.
+func killMajority(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return kill(c, l, followers(c, l, rng)[0])
+}
+
+func restartAll(_ context.Context, c *cluster, _ *rand.Rand) (fault, error) {
+	idx := make([]int, len(c.members))
+	for i := range idx {
+		idx[i] = i
+	}
+	f, err := kill(c, idx...)
+	// Every manager restarted at once: the fault is the restart, not a
+	// long outage.
+	f.hold = time.Second
+	return f, err
+}
+
+// pause SIGSTOPs member i for pauseHold.
+func pause(ctx context.Context, c *cluster, i int) (fault, error) {
+	m := c.members[i]
+	if err := m.pause(ctx); err != nil {
+		return fault{}, err
+	}
+	return fault{what: "SIGSTOP " + m.name, hold: pauseHold, heal: m.resume}, nil
+}
+
+func pauseLeader(ctx context.Context, c *cluster, _ *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return pause(ctx, c, l)
+}
+
+func pauseFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return pause(ctx, c, followers(c, l, rng)[0])
+}
+
+// isolate cuts member i off from every other member. Dropping on one side
+// cuts both directions; its clients, on the socket, still reach it.
+func isolate(ctx context.Context, c *cluster, i int) (fault, error) {
+	m := c.members[i]
+	var others []*host
+	for j, o := range c.members {
+		if j != i {
+			others = append(others, o.host)
+		}
+	}
+	if err := m.host.cut(ctx, others); err != nil {
+		return fault{}, err
+	}
+	return fault{what: "isolate " + m.name, heal: m.host.heal}, nil
+}
+
+// partitionMinority cuts a follower off: the majority keeps its leader.
+func partitionMinority(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return isolate(ctx, c, followers(c, l, rng)[0])
+}
+
+// partitionLeaderAlone cuts the leader off: the majority elects another
+// while the old one may still believe it leads.
+func partitionLeaderAlone(ctx context.Context, c *cluster, _ *rand.Rand) (fault, error) {
+	l, err := c.leader(ctx)
+	if err != nil {
+		return fault{}, err
+	}
+	return isolate(ctx, c, l)
+}
+
+// partitionBridge cuts two members from each other and leaves the third,
+// the bridge, seeing both. Which member bridges is picked at random: a
+// leader on one side of the cut loses the other side's votes to the
+// bridge or keeps them, and both must be safe.
+func partitionBridge(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
+	order := rng.Perm(len(c.members))
+	bridge, a, b := c.members[order[0]], c.members[order[1]], c.members[order[2]]
+	if err := a.host.cut(ctx, []*host{b.host}); err != nil {
+		return fault{}, err
+	}
+	return fault{what: fmt.Sprintf("cut %s|%s, bridge %s", a.name, b.name, bridge.name), heal: a.host.heal}, nil
+}

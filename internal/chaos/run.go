@@ -1,0 +1,257 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/linearcheck"
+)
+
+// Binaries are the programs under test.
+type Binaries struct {
+	Jacod, Jaco string
+}
+
+// Random is the Config.Nemesis that picks a nemesis at random (from the
+// seed) for every episode.
+const Random = "random"
+
+// Config is one run.
+type Config struct {
+	Binaries
+	// Nemesis is a name from Nemeses, or Random.
+	Nemesis string
+	Seed    uint64
+	// Duration is how long faults are injected; the last episode may end
+	// a few seconds later, and forming and checking come on top.
+	Duration time.Duration
+	// Dir holds the managers' data dirs and logs and, on failure, the
+	// evidence. It must exist.
+	Dir string
+	// CheckTimeout bounds the linearizability search (0: linearcheck's
+	// default).
+	CheckTimeout time.Duration
+	Log          *slog.Logger
+}
+
+// Timing of the schedule; hold and quiet are drawn from the seed.
+const (
+	warmup       = 2 * time.Second
+	holdMin      = 3 * time.Second
+	holdMax      = 6 * time.Second
+	quietMin     = 2 * time.Second
+	quietMax     = 4 * time.Second
+	recoverLimit = 60 * time.Second
+)
+
+// Workload sizes: per manager, registerClients register clients and one
+// set client; registerKeysPerEpisode fresh register keys each episode.
+const (
+	registerClients        = 2
+	registerKeysPerEpisode = 3
+	runnerClient           = 1000 // the runner's creates in the history
+)
+
+// Run forms a cluster, runs both workloads under the configured nemesis,
+// heals, and checks the histories. The error is about the harness (a
+// cluster that could not be formed, a fault that could not be injected);
+// what the cluster did wrong is in the Report (Report.Failed).
+func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	rep := &Report{Seed: cfg.Seed, Nemesis: cfg.Nemesis, Dir: cfg.Dir}
+	pick, err := picker(cfg.Nemesis)
+	if err != nil {
+		return nil, err
+	}
+	// One stream for the schedule and one per client, all from the seed.
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
+	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		cerr := c.close(context.WithoutCancel(ctx))
+		if cerr != nil {
+			rep.Problems = append(rep.Problems, "at the end: "+cerr.Error())
+		}
+		rep.Problems = append(rep.Problems, raceReports(c)...)
+	}()
+
+	rec := linearcheck.NewRecorder()
+	// The recorder's clock and the schedule's start together: schedule
+	// times and operation times are on one timeline, give or take the
+	// nanoseconds between these two lines.
+	start := time.Now()
+	since := func() time.Duration { return time.Since(start) }
+	keys := &registerKeys{}
+	if err := rotateKeys(ctx, c, rec, keys, 0); err != nil {
+		return nil, err
+	}
+
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	id := 0
+	for i, m := range c.members {
+		conn := c.conns[i]
+		for range registerClients + 1 {
+			w := &worker{id: id, member: m.name, conn: conn, control: api.NewControlServiceClient(conn), rec: rec,
+				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)+1))}
+			var op func(context.Context) bool
+			if id%(registerClients+1) < registerClients {
+				w.think = [2]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}
+				op = (&registerClient{worker: w, keys: keys, known: map[string]*api.Service{}}).op
+			} else {
+				w.think = [2]time.Duration{20 * time.Millisecond, 80 * time.Millisecond}
+				op = (&setClient{worker: w}).op
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.loop(wctx, op)
+			}()
+			id++
+		}
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopWorkers()
+			wg.Wait()
+		}
+	}
+	defer stop()
+
+	if err := sleep(ctx, warmup); err != nil {
+		return nil, err
+	}
+	for episode := 1; since() < cfg.Duration; episode++ {
+		if err := rotateKeys(ctx, c, rec, keys, episode); err != nil {
+			return nil, err
+		}
+		n := pick(rng)
+		ev := Event{Episode: episode, Nemesis: n.Name, Inject: since()}
+		cfg.Log.Info("chaos: inject", "episode", episode, "nemesis", n.Name)
+		f, err := n.inject(ctx, c, rng)
+		if err != nil {
+			return nil, fmt.Errorf("episode %d: inject %s: %w", episode, n.Name, err)
+		}
+		ev.What = f.what
+		hold := f.hold
+		if hold == 0 {
+			hold = between(rng, holdMin, holdMax)
+		}
+		if err := sleep(ctx, hold); err != nil {
+			return nil, err
+		}
+		ev.Heal = since()
+		if err := f.heal(ctx); err != nil {
+			return nil, fmt.Errorf("episode %d: heal %s: %w", episode, n.Name, err)
+		}
+		if err := c.waitHealthy(ctx, recoverLimit); err != nil {
+			rep.Events = append(rep.Events, ev)
+			rep.Problems = append(rep.Problems, fmt.Sprintf("episode %d (%s): the cluster did not recover: %v", episode, n.Name, err))
+			break
+		}
+		ev.Recovered = since()
+		rep.Events = append(rep.Events, ev)
+		cfg.Log.Info("chaos: healed", "episode", episode, "nemesis", n.Name, "what", f.what, "recovered_after", ev.Recovered-ev.Heal)
+		if err := c.crashes(); err != nil {
+			rep.Problems = append(rep.Problems, err.Error())
+			break
+		}
+		if err := sleep(ctx, between(rng, quietMin, quietMax)); err != nil {
+			return nil, err
+		}
+	}
+	stop()
+	end := since()
+	ops := rec.Ops()
+	rep.unavailability(ops, end)
+
+	if err := c.waitHealthy(ctx, recoverLimit); err != nil {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the cluster is not healthy at the end: %v", err))
+		return rep, nil
+	}
+	return rep, rep.check(ctx, c, ops, cfg)
+}
+
+// picker returns how each episode chooses its nemesis.
+func picker(name string) (func(*rand.Rand) Nemesis, error) {
+	if name == Random {
+		return func(rng *rand.Rand) Nemesis { return Nemeses[rng.IntN(len(Nemeses))] }, nil
+	}
+	n, err := nemesisByName(name)
+	if err != nil {
+		return nil, err
+	}
+	return func(*rand.Rand) Nemesis { return n }, nil
+}
+
+// rotateKeys creates the register keys of an episode, each through any
+// member that takes it, and hands them to the clients.
+func rotateKeys(ctx context.Context, c *cluster, rec *linearcheck.Recorder, keys *registerKeys, episode int) error {
+	names := make([]string, 0, registerKeysPerEpisode)
+	for k := range registerKeysPerEpisode {
+		names = append(names, fmt.Sprintf("reg-%d-%d", episode, k))
+	}
+	for _, name := range names {
+		i := 0
+		err := waitFor(ctx, recoverLimit, func() error {
+			control := api.NewControlServiceClient(c.conns[i%len(c.conns)])
+			i++
+			octx, cancel := context.WithTimeout(ctx, opTimeout)
+			defer cancel()
+			err := createRegister(octx, control, rec, runnerClient, name)
+			if status.Code(err) == codes.AlreadyExists {
+				return nil // an earlier try that answered Unknown did create it
+			}
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("create register %s of episode %d: %w", name, episode, err)
+		}
+	}
+	keys.names.Store(&names)
+	return nil
+}
+
+// between draws a duration in [lo, hi).
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// raceReports names the members whose log holds a data race report (a
+// daemon built with -race).
+func raceReports(c *cluster) []string {
+	var out []string
+	for _, m := range c.members {
+		if b, err := os.ReadFile(m.logPath); err == nil && raceReport.Match(b) {
+			out = append(out, fmt.Sprintf("jacod %s reported a data race (log %s)", m.name, filepath.Base(m.logPath)))
+		}
+	}
+	return out
+}
