@@ -31,7 +31,7 @@ func (s *Server) ServiceLogs(req *api.ServiceLogsRequest, stream grpc.ServerStre
 	if s.dial == nil {
 		return reason.Error(codes.Unimplemented, reason.NotAManager, "this server cannot reach nodes for logs")
 	}
-	byAddr, err := s.replicasByNode(req.Service)
+	byAddr, names, err := s.replicasByNode(req.Service)
 	if err != nil {
 		return err
 	}
@@ -43,6 +43,11 @@ func (s *Server) ServiceLogs(req *api.ServiceLogsRequest, stream grpc.ServerStre
 		errs   = make([]error, 0, len(byAddr))
 	)
 	send := func(m *api.LogsMessage) error {
+		for _, l := range m.Lines {
+			if n, ok := names[l.TaskId]; ok {
+				l.ServiceName, l.Slot, l.NodeName = n.service, n.slot, n.node
+			}
+		}
 		sendMu.Lock()
 		defer sendMu.Unlock()
 		return stream.Send(m)
@@ -51,7 +56,7 @@ func (s *Server) ServiceLogs(req *api.ServiceLogsRequest, stream grpc.ServerStre
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := s.nodeLogs(ctx, addr, &api.LogsRequest{TaskIds: ids, Follow: req.Follow, Tail: req.Tail}, send)
+			err := s.nodeLogs(ctx, addr, &api.LogsRequest{TaskIds: ids, Follow: req.Follow, Tail: req.Tail, Since: req.Since}, send)
 			if err == nil || ctx.Err() != nil {
 				return
 			}
@@ -69,10 +74,21 @@ func (s *Server) ServiceLogs(req *api.ServiceLogsRequest, stream grpc.ServerStre
 	return nil
 }
 
-// replicasByNode groups the ids of a service's placed replicas by the
-// address of their node.
-func (s *Server) replicasByNode(service string) (map[string][]string, error) {
+// replicaName is what the CLI prints a replica's lines under,
+// NAME.SLOT@NODE, taken from the store so the nodes need not know it.
+type replicaName struct {
+	service string
+	slot    uint64
+	node    string
+}
+
+// replicasByNode groups the ids of a service's replicas that were placed
+// by the address of their node, ended ones included: their node keeps
+// their logs as long as the orchestrator keeps them in the store
+// (docs/design.md §9), which is how logs show why a replica crashed.
+func (s *Server) replicasByNode(service string) (map[string][]string, map[string]replicaName, error) {
 	byAddr := map[string][]string{}
+	names := map[string]replicaName{}
 	var err error
 	s.store.View(func(tx store.ReadTx) {
 		svc := findService(tx, service)
@@ -81,12 +97,15 @@ func (s *Server) replicasByNode(service string) (map[string][]string, error) {
 			return
 		}
 		for _, t := range tx.ListTasksByService(svc.Id) {
-			if n := tx.GetNode(t.NodeId); n != nil && n.Address != "" {
-				byAddr[n.Address] = append(byAddr[n.Address], t.Id)
+			n := tx.GetNode(t.NodeId)
+			if n == nil || n.Address == "" {
+				continue
 			}
+			byAddr[n.Address] = append(byAddr[n.Address], t.Id)
+			names[t.Id] = replicaName{service: svc.GetSpec().GetName(), slot: t.Slot, node: n.Hostname}
 		}
 	})
-	return byAddr, err
+	return byAddr, names, err
 }
 
 func (s *Server) nodeLogs(ctx context.Context, addr string, req *api.LogsRequest, send func(*api.LogsMessage) error) error {
