@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
+	"github.com/jaco-project/jaco/internal/buildinfo"
 	"github.com/jaco-project/jaco/node"
 )
 
@@ -80,7 +81,9 @@ func run(args []string) int {
 	// The daemon and its offline restore; no generated completion
 	// command beside them.
 	cmd.CompletionOptions.DisableDefaultCmd = true
-	cmd.AddCommand(restoreCmd())
+	cmd.AddCommand(restoreCmd(), versionCmd())
+	cmd.Version = buildinfo.Read().Format("jacod")
+	cmd.SetVersionTemplate("{{.Version}}")
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err == nil {
