@@ -52,7 +52,7 @@ type Option func(*options)
 func WithSocket(path string) Option { return func(o *options) { o.socket = path } }
 
 // WithServer dials addr over TLS, pinning the CA named in token, and sends
-// token with every call.
+// token with every call. addr is HOST or HOST:PORT as ServerAddr takes it.
 func WithServer(addr, token string) Option {
 	return func(o *options) { o.server, o.token = addr, token }
 }
@@ -85,7 +85,11 @@ func New(opts ...Option) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("operator token: %w", err)
 		}
-		target = "dns:///" + o.server
+		addr, err := ServerAddr(o.server)
+		if err != nil {
+			return nil, err
+		}
+		target = "dns:///" + addr
 		dialOpts = append(dialOpts,
 			grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))),
 			// The parsed form: text around the token (a trailing newline

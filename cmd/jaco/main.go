@@ -71,7 +71,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.dataDir, "data-dir", envOr("JACO_DATA_DIR", datadir.Default), "data dir of the local daemon, whose socket is used ($JACO_DATA_DIR)")
-	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST:PORT of a daemon to reach over TCP, with $JACO_TOKEN ($JACO_SERVER)")
+	pf.StringVar(&g.server, "server", os.Getenv("JACO_SERVER"), "HOST[:PORT] of a daemon to reach over TCP, with $JACO_TOKEN; the port defaults to 7000, an IPv6 address may be bare (::1) or in brackets ([::1]:7000) ($JACO_SERVER)")
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then; a write answered outcome_unknown is not, it may have been applied)")
 	pf.StringVar(&g.consistency, "consistency", "", "how current a read must be: local (the store of the daemon asked: fast, and answers without a leader) "+
 		"or linearizable (holds every write acknowledged before it). Default: linearizable for inspect and the read before an update, local for ls, ps and status")
@@ -192,7 +192,13 @@ func (g *globals) call(ctx context.Context, fn func(ctx context.Context, c *clie
 func (g *globals) stream(ctx context.Context, fn func(ctx context.Context, c *client.Client) error) error {
 	var opt client.Option
 	if g.server != "" {
-		opt = client.WithServer(g.server, os.Getenv("JACO_TOKEN"))
+		// Checked here, not by client.New, so that the message names
+		// the flag; a bad address is a usage mistake (exit 2).
+		addr, err := client.ServerAddr(g.server)
+		if err != nil {
+			return fmt.Errorf("--server: %w", err)
+		}
+		opt = client.WithServer(addr, os.Getenv("JACO_TOKEN"))
 	} else {
 		opt = client.WithSocket(datadir.Dir(g.dataDir).Socket())
 	}
