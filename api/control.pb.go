@@ -715,8 +715,12 @@ type UpdateClusterRequest struct {
 	// create or update may ask for from now on, 1 to 1048576 (0 is refused).
 	// Services that already have more keep them (docs/adr/0022).
 	MaxReplicasPerService *uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3,oneof" json:"max_replicas_per_service,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// max_services, when set, is the most services the cluster may hold
+	// from now on, 1 to 1048576 (0 is refused). Lowering it below the
+	// services there are removes none; only creating more is refused.
+	MaxServices   *uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3,oneof" json:"max_services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -770,6 +774,13 @@ func (x *UpdateClusterRequest) GetMaxReplicasPerService() uint64 {
 	return 0
 }
 
+func (x *UpdateClusterRequest) GetMaxServices() uint64 {
+	if x != nil && x.MaxServices != nil {
+		return *x.MaxServices
+	}
+	return 0
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -778,8 +789,10 @@ type UpdateClusterResponse struct {
 	UnlockKey string `protobuf:"bytes,2,opt,name=unlock_key,json=unlockKey,proto3" json:"unlock_key,omitempty"`
 	// max_replicas_per_service is the limit in force after the call.
 	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// max_services is the limit in force after the call.
+	MaxServices   uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
@@ -829,6 +842,13 @@ func (x *UpdateClusterResponse) GetUnlockKey() string {
 func (x *UpdateClusterResponse) GetMaxReplicasPerService() uint64 {
 	if x != nil {
 		return x.MaxReplicasPerService
+	}
+	return 0
+}
+
+func (x *UpdateClusterResponse) GetMaxServices() uint64 {
+	if x != nil {
+		return x.MaxServices
 	}
 	return 0
 }
@@ -2464,18 +2484,21 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
 	"\x12UnlockNodeResponse\x12)\n" +
-	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"\xcb\x01\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"\x84\x02\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
-	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01B\v\n" +
+	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01\x12&\n" +
+	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01B\v\n" +
 	"\t_autolockB\x1b\n" +
-	"\x19_max_replicas_per_service\"\x8b\x01\n" +
+	"\x19_max_replicas_per_serviceB\x0f\n" +
+	"\r_max_services\"\xae\x01\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
-	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\"\x15\n" +
+	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\x12!\n" +
+	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +

@@ -714,8 +714,11 @@ type Cluster struct {
 	// max_replicas_per_service bounds the replicas a service create or
 	// update may ask for; 0 is the default (api/limits, docs/adr/0022).
 	MaxReplicasPerService uint64 `protobuf:"varint,9,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// max_services bounds how many services the cluster holds; 0 is the
+	// default (api/limits, docs/adr/0022).
+	MaxServices   uint64 `protobuf:"varint,10,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -807,6 +810,13 @@ func (x *Cluster) GetPreviousUnlockKey() []byte {
 func (x *Cluster) GetMaxReplicasPerService() uint64 {
 	if x != nil {
 		return x.MaxReplicasPerService
+	}
+	return 0
+}
+
+func (x *Cluster) GetMaxServices() uint64 {
+	if x != nil {
+		return x.MaxServices
 	}
 	return 0
 }
@@ -2713,7 +2723,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xcf\x02\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf2\x02\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -2725,7 +2735,9 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"unlock_key\x18\a \x01(\fR\tunlockKey\x12.\n" +
 	"\x13previous_unlock_key\x18\b \x01(\fR\x11previousUnlockKey\x127\n" +
-	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\"\x91\x01\n" +
+	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\x12!\n" +
+	"\fmax_services\x18\n" +
+	" \x01(\x04R\vmaxServices\"\x91\x01\n" +
 	"\n" +
 	"NodeStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +

@@ -40,4 +40,11 @@ func TestReplicaLimit(t *testing.T) {
 	wantOK(t, m.jaco("service", "create", "-d", "--name", "web", "--replicas", "5", image))
 	wantRefusal(m.jaco("service", "scale", "-d", "web=6"), "limit_exceeded", "replicas 6")
 	wantRefusal(m.jaco("cluster", "update", "--max-replicas-per-service", "0"), "invalid_spec", "max_replicas_per_service 0")
+
+	// The count of services is a setting too.
+	if out := wantOK(t, m.jaco("cluster", "update", "--max-services", "1")).stdout; out != "Max services: 1.\n" {
+		t.Fatalf("cluster update --max-services 1 printed %q", out)
+	}
+	wantRefusal(m.jaco("service", "create", "-d", "--name", "two", image), "limit_exceeded", "max_services is 1")
+	wantRefusal(m.jaco("cluster", "update", "--max-services", "0"), "invalid_spec", "max_services 0")
 }

@@ -25,7 +25,27 @@ const (
 	// placement decision.
 	MaxNodeLabels      = 64
 	MaxLabelValueBytes = 1024
+
+	// DefaultMaxServices is the service limit of a cluster whose object
+	// sets none; MaxServicesCeiling the highest it may be raised to.
+	DefaultMaxServices = 10_000
+	MaxServicesCeiling = 1 << 20
+	// MaxClusterReplicas and MaxClusterReplicaSpecBytes bound the
+	// replicated services of the whole cluster together, as the limits
+	// above bound one: without them many services each within its own
+	// limits would still exhaust the leader.
+	MaxClusterReplicas         = 1 << 20
+	MaxClusterReplicaSpecBytes = 1 << 30
 )
+
+// MaxServices is the service limit in force in cluster c (nil or unset:
+// the default).
+func MaxServices(c *api.Cluster) uint64 {
+	if n := c.GetMaxServices(); n != 0 {
+		return n
+	}
+	return DefaultMaxServices
+}
 
 // MaxReplicasPerService is the replica limit in force in cluster c (nil
 // or unset: the default).

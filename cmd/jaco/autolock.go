@@ -16,9 +16,9 @@ import (
 
 func clusterUpdateCmd(g *globals) *cobra.Command {
 	var autolock, quiet bool
-	var maxReplicas uint64
+	var maxReplicas, maxServices uint64
 	cmd := &cobra.Command{
-		Use:   "update [--autolock=true|false] [--max-replicas-per-service N]",
+		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N]",
 		Short: "Change cluster-wide settings (autolock, limits)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -29,8 +29,11 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("max-replicas-per-service") {
 				req.MaxReplicasPerService = &maxReplicas
 			}
-			if req.Autolock == nil && req.MaxReplicasPerService == nil {
-				return errors.New("nothing to change: give --autolock=true|false or --max-replicas-per-service N")
+			if cmd.Flags().Changed("max-services") {
+				req.MaxServices = &maxServices
+			}
+			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil {
+				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N or --max-services N")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateCluster(ctx, req)
@@ -44,6 +47,9 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				if req.MaxReplicasPerService != nil && !quiet {
 					fmt.Fprintf(out, "Max replicas per service: %d.\n", resp.MaxReplicasPerService)
 				}
+				if req.MaxServices != nil && !quiet {
+					fmt.Fprintf(out, "Max services: %d.\n", resp.MaxServices)
+				}
 				return nil
 			})
 		},
@@ -52,6 +58,9 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().Uint64Var(&maxReplicas, "max-replicas-per-service", 0,
 		fmt.Sprintf("the most replicas a service create or update may ask for, 1 to %d (a new cluster's: %d); services above it keep theirs but cannot grow",
 			limits.MaxReplicasCeiling, limits.DefaultMaxReplicasPerService))
+	cmd.Flags().Uint64Var(&maxServices, "max-services", 0,
+		fmt.Sprintf("the most services the cluster may hold, 1 to %d (a new cluster's: %d); lowering it removes none, only creating more is refused",
+			limits.MaxServicesCeiling, limits.DefaultMaxServices))
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
 	return cmd
 }

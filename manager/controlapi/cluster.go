@@ -69,8 +69,18 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 				c.MaxReplicasPerService = *n
 			}
 		}
+		if n := req.MaxServices; n != nil {
+			if *n == 0 || *n > limits.MaxServicesCeiling {
+				return invalid("max_services %d: give 1 to %d", *n, limits.MaxServicesCeiling)
+			}
+			if *n != c.MaxServices {
+				changed = true
+				c.MaxServices = *n
+			}
+		}
 		resp.Autolock = c.Autolock
 		resp.MaxReplicasPerService = limits.MaxReplicasPerService(c)
+		resp.MaxServices = limits.MaxServices(c)
 		if !changed {
 			return nil
 		}

@@ -16,6 +16,13 @@ import (
 // already over a limit passes, so lowering a limit stops a service growing
 // without freezing one already above it (docs/adr/0022).
 func checkLimits(tx store.ReadTx, spec, was *api.ServiceSpec) error {
+	if was == nil {
+		if n, limit := uint64(len(tx.ListServices())), limits.MaxServices(tx.Cluster()); n >= limit {
+			return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+				"service %s: the cluster holds %d services, its max_services is %d "+
+					"(remove one, or jaco cluster update --max-services changes it)", spec.GetName(), n, limit)
+		}
+	}
 	if spec.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
 		return nil // one replica per node: the nodes bound it
 	}
@@ -36,6 +43,36 @@ func checkLimits(tx store.ReadTx, spec, was *api.ServiceSpec) error {
 			"service %s: replicas %d × a %d-byte spec is over the limit of %d bytes of replica specs per service "+
 				"(at most %d replicas of this spec; every replica holds a copy of it)",
 			spec.GetName(), replicas, size, limits.MaxReplicaSpecBytes, limits.MaxReplicaSpecBytes/size)
+	}
+	if grows {
+		return checkClusterTotals(tx, spec, replicas, size)
+	}
+	return nil
+}
+
+// checkClusterTotals refuses spec when, with the other replicated
+// services as stored, the cluster's replicas or its replica specs' bytes
+// would pass their cluster-wide bounds. Each term is within the
+// per-service limits checked before, so the sums cannot overflow.
+func checkClusterTotals(tx store.ReadTx, spec *api.ServiceSpec, replicas, size uint64) error {
+	totalReplicas, totalBytes := replicas, replicas*size
+	for _, svc := range tx.ListServices() {
+		other := svc.GetSpec()
+		if other.GetName() == spec.GetName() || other.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+			continue
+		}
+		totalReplicas += other.GetReplicas()
+		totalBytes += other.GetReplicas() * uint64(proto.Size(other))
+	}
+	if totalReplicas > limits.MaxClusterReplicas {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"service %s: replicas %d would bring the cluster's replicated services to %d replicas, over the limit of %d",
+			spec.GetName(), replicas, totalReplicas, limits.MaxClusterReplicas)
+	}
+	if totalBytes > limits.MaxClusterReplicaSpecBytes {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"service %s: replicas %d × a %d-byte spec would bring the cluster's replica specs to %d bytes, over the limit of %d",
+			spec.GetName(), replicas, size, totalBytes, limits.MaxClusterReplicaSpecBytes)
 	}
 	return nil
 }

@@ -130,3 +130,85 @@ func TestReplicasTimesSpecSizeIsBounded(t *testing.T) {
 	_, err = s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: big(1500)})
 	wantLimitExceeded(t, "update to 1500 replicas of a 256 KiB spec", err, "replicas 1500")
 }
+
+// Services each within their own limits must not add up to more than the
+// leader can hold: the count of services is a setting, replicas and
+// replica spec bytes have cluster-wide bounds.
+func TestServiceCountIsBounded(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	resp, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{})
+	if err != nil || resp.MaxServices != limits.DefaultMaxServices {
+		t.Fatalf("service limit of a cluster that sets none: %v, %v; want the default", resp, err)
+	}
+	for _, bad := range []uint64{0, limits.MaxServicesCeiling + 1} {
+		if _, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{MaxServices: &bad}); reason.Of(err) != reason.InvalidSpec {
+			t.Fatalf("max_services %d: %v, want invalid_spec", bad, err)
+		}
+	}
+	three := uint64(3)
+	if resp, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{MaxServices: &three}); err != nil || resp.MaxServices != 3 {
+		t.Fatalf("set max_services 3: %v, %v", resp, err)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		create(t, s, scaled(name, 1))
+	}
+	_, err = s.CreateService(ctx, &api.CreateServiceRequest{Spec: scaled("d", 1)})
+	wantLimitExceeded(t, "a fourth service", err, "holds 3 services", "max_services is 3")
+	if _, ok := storedReplicas(st, "d"); ok {
+		t.Fatal("refused create stored the service")
+	}
+	// Lowered below what there is, the limit removes nothing and leaves
+	// the services free to change.
+	one := uint64(1)
+	if _, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{MaxServices: &one}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "b", Spec: scaled("b", 2)}); err != nil {
+		t.Fatalf("update of b over a lowered service limit: %v", err)
+	}
+}
+
+func TestClusterReplicasAreBounded(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	ceiling := uint64(limits.MaxReplicasCeiling)
+	if _, err := s.UpdateCluster(ctx, &api.UpdateClusterRequest{MaxReplicasPerService: &ceiling}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, scaled("a", limits.MaxClusterReplicas-1))
+	create(t, s, scaled("b", 1))
+	_, err := s.CreateService(ctx, &api.CreateServiceRequest{Spec: scaled("c", 1)})
+	wantLimitExceeded(t, "one replica past the cluster's", err, "1048577 replicas", "limit of 1048576")
+	_, err = s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "b", Spec: scaled("b", 2)})
+	wantLimitExceeded(t, "growing b past the cluster's replicas", err, "limit of 1048576")
+	if n, _ := storedReplicas(st, "b"); n != 1 {
+		t.Fatalf("refused update left b at %d replicas", n)
+	}
+	// Shrinking one makes room for the other.
+	if _, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "a", Spec: scaled("a", limits.MaxClusterReplicas-2)}); err != nil {
+		t.Fatalf("shrinking a: %v", err)
+	}
+	if _, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "b", Spec: scaled("b", 2)}); err != nil {
+		t.Fatalf("growing b into the room a left: %v", err)
+	}
+}
+
+func TestClusterReplicaSpecBytesAreBounded(t *testing.T) {
+	s, st := newLimitsServer(t)
+	ctx := context.Background()
+	// 250 replicas of a 1 MiB spec each: 4 services fit in 1 GiB, not 5.
+	big := func(name string) *api.ServiceSpec {
+		spec := scaled(name, 250)
+		spec.Env = []string{"BLOB=" + strings.Repeat("x", 1<<20)}
+		return spec
+	}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		create(t, s, big(name))
+	}
+	_, err := s.CreateService(ctx, &api.CreateServiceRequest{Spec: big("e")})
+	wantLimitExceeded(t, "a fifth 250 MiB service", err, "cluster's replica specs", "limit of 1073741824")
+	if _, ok := storedReplicas(st, "e"); ok {
+		t.Fatal("refused create stored the service")
+	}
+}
