@@ -107,6 +107,21 @@ FUZZTIME ?= 10
 fuzz: ## run every fuzz target for FUZZTIME seconds each (default 10; FUZZTIME=60 make fuzz for longer)
 	./scripts/fuzz.sh $(FUZZTIME)
 
+# The long randomized fault suite (internal/chaos, docs/reliability/): every
+# nemesis, then a random one per episode, each for CHAOS_DURATION, with a
+# fresh seed unless CHAOS_SEED is given. Root (network namespaces). The test
+# process runs without -race so the checker keeps up with long histories;
+# `make test` runs the short version under -race.
+CHAOS_DURATION ?= 3m
+CHAOS_SEED     ?= $(shell date +%s)
+CHAOS_NEMESES  ?= kill-leader,kill-follower,kill-majority,pause-leader,pause-follower,partition-minority,partition-leader-alone,partition-bridge,restart-all,random
+CHAOS_RESULTS  ?= $(CURDIR)/docs/reliability/results.md
+.PHONY: chaos
+chaos: ## long randomized fault suite, writes docs/reliability/results.md (root; CHAOS_DURATION per nemesis, CHAOS_SEED)
+	cd integration && JACO_CHAOS_DURATION=$(CHAOS_DURATION) JACO_CHAOS_SEED=$(CHAOS_SEED) \
+		JACO_CHAOS_NEMESES=$(CHAOS_NEMESES) JACO_CHAOS_REPORT=$(CHAOS_RESULTS) \
+		$(GO) test -run '^TestChaos$$' -count=1 -timeout 24h -v .
+
 .PHONY: bench
 bench: ## committed-write benchmark and its fsync reference, read consistencies beside a write (docs/bench)
 	$(GO) test -run '^$$' -bench 'CommittedWrites|FsyncReference|ReadConsistency' -benchtime 2000x -count 5 ./manager/ ./manager/state/raft/storage/ ./manager/state/raft/

@@ -4,8 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,12 +25,16 @@ const chaosDuration = 12 * time.Second
 // §14), one cluster of three managers each, and requires no
 // linearizability violation, no lost acknowledged write, no crash and a
 // cluster that recovers once each fault heals. It logs how long writes
-// stopped. JACO_CHAOS_NEMESES narrows it to one nemesis (or "random"),
+// stopped. JACO_CHAOS_NEMESES narrows it to a comma-separated list of nemeses
+// ("random" picks one per episode),
 // JACO_CHAOS_DURATION and JACO_CHAOS_SEED lengthen and vary it, and
 // JACO_CHAOS_EVIDENCE is where a failed run's histories, visualizations
 // and daemon logs are kept (default: the system's temporary directory; the
 // path is printed). JACO_CHAOS_REPORT writes the results table there.
 func TestChaos(t *testing.T) {
+	// Parallel with the other tests, its nemeses one after another: one
+	// of the suite's slots for the few minutes they take.
+	t.Parallel()
 	requireNetns(t)
 	seed := uint64(chaosSeed)
 	if s := os.Getenv("JACO_CHAOS_SEED"); s != "" {
@@ -50,7 +54,7 @@ func TestChaos(t *testing.T) {
 	}
 	names := chaos.NemesisNames()
 	if s := os.Getenv("JACO_CHAOS_NEMESES"); s != "" {
-		names = filepath.SplitList(s)
+		names = strings.Split(s, ",")
 	}
 	var reports []*chaos.Report
 	for _, name := range names {
@@ -114,6 +118,6 @@ func runChaos(t *testing.T, name string, seed uint64, duration time.Duration) *c
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
