@@ -90,8 +90,11 @@ func New(opts ...Option) (*Client, error) {
 			return nil, err
 		}
 		target = "dns:///" + addr
+		check := &caCheck{target: addr}
 		dialOpts = append(dialOpts,
-			grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))),
+			grpc.WithTransportCredentials(check.creds(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint)))),
+			grpc.WithChainUnaryInterceptor(check.unary),
+			grpc.WithChainStreamInterceptor(check.stream),
 			// The parsed form: text around the token (a trailing newline
 			// from a secret file) must not reach the header.
 			grpc.WithPerRPCCredentials(bearer(tok.String())))

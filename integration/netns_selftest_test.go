@@ -111,8 +111,9 @@ func TestNetnsHubsIsolated(t *testing.T) {
 			t.Errorf("hub %d: 198.18.0.2 answers for cluster %s, want its own %s", i, got.ClusterID, want.ClusterID)
 		}
 		// The other hub's token names the other hub's CA: the daemon this
-		// hub reaches at 198.18.0.2 cannot prove it, so the client refuses.
+		// hub reaches at 198.18.0.2 cannot prove it, so the client refuses:
+		// ca_mismatch, not unavailable (docs/design.md §11).
 		other := sides[1-i]
-		wantError(t, s.d.jacoFrom(s.client, other.token, "--timeout", "3s", "cluster", "status"), 1, "unavailable")
+		wantError(t, s.d.jacoFrom(s.client, other.token, "--timeout", "3s", "cluster", "status"), 1, "ca_mismatch")
 	}
 }

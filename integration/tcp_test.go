@@ -42,7 +42,7 @@ func TestTCPOperatorAccess(t *testing.T) {
 	}{
 		{"wrong secret", func() result { return d.jacoTCP(forged, "node", "ls") }, 1, "permission_denied"},
 		// The client refuses the server before sending the token.
-		{"token of another cluster", func() result { return d.jacoTCP(otherToken, "node", "ls") }, 1, "unavailable"},
+		{"token of another cluster", func() result { return d.jacoTCP(otherToken, "node", "ls") }, 1, "ca_mismatch"},
 		{"no token", func() result { return jaco(nil, "--server", d.addr, "node", "ls") }, 2, "usage"},
 		// init is for the machine's own admin, on the local socket only.
 		{"init over TCP", func() result { return d.jacoTCP(token, "cluster", "init") }, 1, "permission_denied"},

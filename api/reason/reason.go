@@ -67,6 +67,11 @@ const (
 	// ones): the message says when the next attempt is accepted
 	// (docs/adr/0023). It is not retried by clients on their own.
 	RateLimited = "rate_limited"
+	// CAMismatch is a server, dialled over TCP with an operator token,
+	// whose certificate is not issued by the CA the token pins: the
+	// address names another cluster (or a node not yet in one), or a man
+	// in the middle answers. Nothing was sent; retrying will not help.
+	CAMismatch = "ca_mismatch"
 )
 
 // retryable lists the reasons a client may retry unchanged. It must never

@@ -31,6 +31,12 @@ func FingerprintDER(der []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ErrCAMismatch is a server whose certificate is not issued by the CA a
+// token pins: another cluster, or a man in the middle. Clients tell it
+// apart from a server they cannot reach (reason ca_mismatch,
+// docs/design.md §11).
+var ErrCAMismatch = errors.New("the server's CA is not the one the token names")
+
 // PinnedTLSConfig is the config of a client that has no CA certificate yet
 // but knows the CA's fingerprint from a token (the operator CLI, a joining
 // node). It accepts a server only if the chain it presents contains a CA
@@ -58,10 +64,17 @@ func verifyPinned(cs tls.ConnectionState, fp string) error {
 			roots := x509.NewCertPool()
 			roots.AddCert(c)
 			// No name: the pin names the cluster, any of its nodes may answer.
-			return VerifyServer(cs, roots, "")
+			err := VerifyServer(cs, roots, "")
+			// A chain that carries the pinned CA's certificate beside a
+			// leaf another CA signed is a mismatch too; an expired leaf of
+			// the right CA is not.
+			if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+				return fmt.Errorf("%w: %w", ErrCAMismatch, err)
+			}
+			return err
 		}
 	}
-	return fmt.Errorf("server's chain holds no CA certificate with fingerprint %s", fp)
+	return fmt.Errorf("%w: the server's chain holds no CA certificate with fingerprint %s", ErrCAMismatch, fp)
 }
 
 // VerifyServer verifies the chain the server presented against roots, for
