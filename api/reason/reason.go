@@ -56,10 +56,12 @@ const (
 	// InvalidPageToken is a page token the server did not give (a list
 	// call's page_token); the listing starts again with an empty one.
 	InvalidPageToken = "invalid_page_token"
-	// LimitExceeded is a request that asks for more than a cluster-wide
-	// limit allows (replicas per service; replicas × spec size): the
-	// message names the field and the limit, and nothing was changed.
-	// The settable limits change with `jaco cluster update`
+	// LimitExceeded is a request that asks for more than a limit allows:
+	// services in the cluster, replicas per service, replicas × spec size
+	// per service and across the cluster, entries of a spec's lists
+	// (depends_on, ports, mounts, env, ...), labels of a node and their
+	// size. The message names the field and the limit, and nothing was
+	// changed. The settable limits change with `jaco cluster update`
 	// (api/limits, docs/adr/0022).
 	LimitExceeded = "limit_exceeded"
 	// RateLimited is an attempt refused, without being looked at, because
@@ -72,6 +74,25 @@ const (
 	// address names another cluster (or a node not yet in one), or a man
 	// in the middle answers. Nothing was sent; retrying will not help.
 	CAMismatch = "ca_mismatch"
+)
+
+// The outcomes of a CLI command that waits for a service to converge
+// (create, update, rollback, scale; docs/design.md §8): the write
+// succeeded, the service did not get where it was sent. The CLI sets them
+// from the update_status and replicas it follows, not a server.
+const (
+	// UpdatePaused is an update the leader paused under its failure
+	// action pause: replicas of the new spec failed; the message names
+	// the replica, its node and why.
+	UpdatePaused = "update_paused"
+	// RollbackPaused is a rollback paused because its own replicas failed.
+	RollbackPaused = "rollback_paused"
+	// UpdateRolledBack is an update whose failure action rollback
+	// returned every slot to the previous spec.
+	UpdateRolledBack = "update_rolled_back"
+	// ReplicaFailed is a replica that ended and whose restart policy
+	// allows no more attempts.
+	ReplicaFailed = "replica_failed"
 )
 
 // retryable lists the reasons a client may retry unchanged. It must never

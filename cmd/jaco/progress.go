@@ -16,16 +16,6 @@ import (
 // default too, api/objects.proto UpdatePolicy.monitor).
 const defaultMonitor = 5 * time.Second
 
-// The reason words of a wait that ended without convergence. They are the
-// CLI's own: the write succeeded, the service did not get where it was
-// sent.
-const (
-	reasonUpdatePaused     = "update_paused"
-	reasonRollbackPaused   = "rollback_paused"
-	reasonUpdateRolledBack = "update_rolled_back"
-	reasonReplicaFailed    = "replica_failed"
-)
-
 // waitKind is the command that waits: it decides how a rollback ends.
 type waitKind int
 
@@ -171,18 +161,18 @@ func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) ver
 		v := withMessage(counted("rolled back"))
 		v.done = true
 		if p.kind == waitUpdate && p.startedAs == api.UpdateState_UPDATE_STATE_UPDATING {
-			v.err = reason.Error(codes.Aborted, reasonUpdateRolledBack, "update rolled back: %s",
+			v.err = reason.Error(codes.Aborted, reason.UpdateRolledBack, "update rolled back: %s",
 				orDefault(p.rollbackWhy, orDefault(msg, "its failure action rolled it back")))
 		}
 		return v
 	case api.UpdateState_UPDATE_STATE_PAUSED:
 		return verdict{done: true, lines: []progressLine{{"overall", word + ": " + orDefault(msg, "no reason given")}},
-			err: reason.Error(codes.Aborted, reasonUpdatePaused,
+			err: reason.Error(codes.Aborted, reason.UpdatePaused,
 				"update paused: %s; resume it with `jaco service update %s`, or return to the previous spec with `jaco service rollback %s`",
 				orDefault(msg, "no reason given"), p.name, p.name)}
 	case api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED:
 		return verdict{done: true, lines: []progressLine{{"overall", word + ": " + orDefault(msg, "no reason given")}},
-			err: reason.Error(codes.Aborted, reasonRollbackPaused,
+			err: reason.Error(codes.Aborted, reason.RollbackPaused,
 				"rollback paused: %s; resume it with `jaco service update %s`", orDefault(msg, "no reason given"), p.name)}
 	case api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED:
 		return counted("rolled back")
@@ -239,7 +229,7 @@ func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now tim
 		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("verifying: waiting %s for stability", monitor)}}, wake: wait}
 	case failed != nil:
 		return verdict{done: true, lines: []progressLine{{"overall", "failed: " + p.slotLabel(svc, failed) + " ended for good"}},
-			err: reason.Error(codes.Aborted, reasonReplicaFailed, "replica %s ended and its restart policy allows no more attempts: %s",
+			err: reason.Error(codes.Aborted, reason.ReplicaFailed, "replica %s ended and its restart policy allows no more attempts: %s",
 				p.replicaName(svc, failed), orDefault(detail(failed), word(failed.State.String(), "TASK_STATE_")))}
 	}
 	return verdict{done: true, lines: []progressLine{{"overall", "verified: service converged"}}}

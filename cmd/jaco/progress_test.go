@@ -232,7 +232,7 @@ func TestProgressReplicaEndedForGood(t *testing.T) {
 	p := newProgress(waitConverge, svc, nil)
 	p.observe(watchMsg(svc, done, bad), t0)
 	v := p.judge(t0)
-	if !v.done || reason.Of(v.err) != reasonReplicaFailed || !strings.Contains(describe(v.err), "web.2 ") || !strings.Contains(describe(v.err), "exit 3") {
+	if !v.done || reason.Of(v.err) != reason.ReplicaFailed || !strings.Contains(describe(v.err), "web.2 ") || !strings.Contains(describe(v.err), "exit 3") {
 		t.Fatalf("verdict %+v (%v), want replica_failed naming the replica and its reason", v, v.err)
 	}
 }
