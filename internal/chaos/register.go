@@ -55,6 +55,9 @@ type registerClient struct {
 	// send back and the version to expect. Absent: read before writing.
 	known map[string]*api.Service
 	seq   uint64
+	// consistency of reads: linearizable, but for the test that shows
+	// the checker catches stale local reads.
+	consistency api.ReadConsistency
 }
 
 func (c *registerClient) op(ctx context.Context) bool {
@@ -72,7 +75,7 @@ func (c *registerClient) op(ctx context.Context) bool {
 func (c *registerClient) read(ctx context.Context, key string) bool {
 	p := c.rec.Invoke(c.id, "read", linearcheck.RegisterInput{Key: key})
 	resp, err := c.control.GetService(ctx, &api.GetServiceRequest{
-		Service: key, Consistency: api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE})
+		Service: key, Consistency: c.consistency})
 	if err != nil {
 		p.DoneErr(nil, err)
 		return false

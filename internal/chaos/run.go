@@ -42,6 +42,11 @@ type Config struct {
 	// default).
 	CheckTimeout time.Duration
 	Log          *slog.Logger
+	// LocalReads makes the register workload read from the answering
+	// manager's store instead of linearizably: reads a cut-off manager
+	// answers stale. Only for the test that shows the runner catches
+	// them.
+	LocalReads bool
 }
 
 // Timing of the schedule; hold and quiet are drawn from the seed.
@@ -111,7 +116,12 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 			var op func(context.Context) bool
 			if id%(registerClients+1) < registerClients {
 				w.think = [2]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}
-				op = (&registerClient{worker: w, keys: keys, known: map[string]*api.Service{}}).op
+				rc := &registerClient{worker: w, keys: keys, known: map[string]*api.Service{},
+					consistency: api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE}
+				if cfg.LocalReads {
+					rc.consistency = api.ReadConsistency_READ_CONSISTENCY_LOCAL
+				}
+				op = rc.op
 			} else {
 				w.think = [2]time.Duration{20 * time.Millisecond, 80 * time.Millisecond}
 				op = (&setClient{worker: w}).op
