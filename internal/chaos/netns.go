@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"sync"
 )
 
 // NamespacePrefix starts the name of every network namespace this package
@@ -33,6 +35,7 @@ type host struct {
 // newNetwork creates a hub and n hosts. On error everything created so far
 // is deleted.
 func newNetwork(ctx context.Context, n int) (_ *network, err error) {
+	sweepOnce.Do(func() { sweepStale(ctx) })
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	nw := &network{hub: fmt.Sprintf("%s%d-%s", NamespacePrefix, os.Getpid(), hex.EncodeToString(b))}
@@ -75,6 +78,36 @@ func newNetwork(ctx context.Context, n int) (_ *network, err error) {
 		}
 	}
 	return nw, nil
+}
+
+var sweepOnce sync.Once
+
+// staleName matches this package's namespaces, capturing the pid of the
+// process that made them.
+var staleName = regexp.MustCompile(`^` + regexp.QuoteMeta(NamespacePrefix) + `(\d+)-`)
+
+// sweepStale deletes namespaces left by runs that died without cleaning
+// up (a test -timeout panic, a SIGKILL): only those whose process is gone
+// and that hold no process (their daemons died with the run, Pdeathsig).
+func sweepStale(ctx context.Context) {
+	out, err := exec.CommandContext(ctx, "ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for line := range strings.Lines(string(out)) {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		m := staleName.FindStringSubmatch(name)
+		if m == nil || m[1] == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + m[1]); err == nil {
+			continue // still running (or its pid was reused: leave it)
+		}
+		if pids, _ := exec.CommandContext(ctx, "ip", "netns", "pids", name).Output(); len(strings.TrimSpace(string(pids))) > 0 {
+			continue
+		}
+		_ = ip(ctx, "netns", "delete", name)
+	}
 }
 
 // close deletes every namespace of the network; the processes in them must
