@@ -19,6 +19,8 @@ func TestBadInput(t *testing.T) {
 		word string
 	}{
 		{"unknown flag", []string{"--bogus-flag"}, 2, "usage"},
+		{"unknown subcommand", []string{"--data-dir", noDaemon, "service", "lss"}, 2, "usage"},
+		{"server address that is none", []string{"--server", "node1:http", "service", "ls"}, 2, "usage"},
 		{"no daemon behind the socket", []string{"--data-dir", noDaemon, "cluster", "status"}, 1, "unavailable"},
 		// Checked before dialing: no daemon is needed to say the flag is wrong.
 		{"unknown output format", []string{"--data-dir", noDaemon, "cluster", "status", "--format", "yaml"}, 2, "usage"},
@@ -28,6 +30,33 @@ func TestBadInput(t *testing.T) {
 			wantError(t, jaco(nil, tc.args...), tc.code, tc.word)
 		})
 	}
+
+	// Rows only a daemon can refuse: exit 1 with the reason word, and the
+	// service as it was.
+	t.Run("refused by the daemon", func(t *testing.T) {
+		t.Parallel()
+		d := startDaemon(t, "badinput")
+		d.initQuiet()
+		bundle := writeBundle(t, t.TempDir(), "sleep 600")
+		wantOK(t, d.jaco("service", "create", "-d", "--name", "web", "--replicas", "0", "--bundle", bundle))
+		before := wantOK(t, d.jaco("service", "inspect", "web", "--format", "json")).stdout
+		for _, tc := range []struct {
+			args []string
+			word string
+		}{
+			{[]string{"service", "update", "web", "--mode", "global"}, "invalid_spec"},
+			{[]string{"service", "update", "-d", "nosuch", "--replicas", "2"}, "not_found"},
+			{[]string{"service", "scale", "-d", "nosuch=2"}, "not_found"},
+			{[]string{"service", "inspect", "nosuch"}, "not_found"},
+			{[]string{"service", "rollback", "-d", "web"}, "invalid_spec"},
+			{[]string{"node", "inspect", "nosuch"}, "not_found"},
+		} {
+			wantError(t, d.jaco(tc.args...), 1, tc.word)
+		}
+		if after := wantOK(t, d.jaco("service", "inspect", "web", "--format", "json")).stdout; after != before {
+			t.Errorf("refused calls changed the service:\nbefore %s\nafter  %s", before, after)
+		}
+	})
 
 	t.Run("jacod bad listen address", func(t *testing.T) {
 		t.Parallel()

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,25 +16,108 @@ type badInput struct {
 	want string
 }
 
-// TestBadInput runs each row without a daemon: runCLI points at an empty
-// data dir, so a row refused with 2 was refused before anything was
-// dialled (a call that got as far as dialling fails unavailable, 1).
+// usage is a row refused as a usage error whose message holds want.
+func usage(want string, args ...string) badInput {
+	return badInput{args: args, code: 2, want: want}
+}
+
+// TestBadInput runs the rows of the table that need no daemon: jaco is
+// pointed at an empty data dir, so a row refused with 2 was refused before
+// anything was dialled (a call that got as far as dialling fails
+// unavailable, 1). Rows that need a daemon (a mode change refused
+// invalid_spec, a token of another cluster refused ca_mismatch) are in
+// integration/badinput_test.go and integration/tcp_test.go.
 func TestBadInput(t *testing.T) {
 	t.Setenv("JACO_SERVER", "")
 	t.Setenv("JACO_TOKEN", "")
-	for _, c := range []badInput{
-		// --server: HOST alone means port 7000; anything else that is
-		// not HOST:PORT or an IPv6 literal is refused.
-		{[]string{"--server", "node1:", "service", "ls"}, 2, `error: usage: --server: server address "node1:"`},
-		{[]string{"--server", "node1:http", "service", "ls"}, 2, `port "http" is not a number`},
-		{[]string{"--server", "node1:70000", "service", "ls"}, 2, `port "70000" is not a number`},
-		{[]string{"--server", "[::1", "service", "ls"}, 2, `error: usage: --server: server address "[::1"`},
-		{[]string{"--server", "https://node1", "service", "ls"}, 2, `is a URL`},
-		{[]string{"--server", "node 1", "service", "ls"}, 2, `neither an IP address nor a host name`},
-	} {
-		code, stderr := runCLI(t, c.args...)
-		if code != c.code || !strings.Contains(stderr, c.want) {
-			t.Errorf("jaco %s: exit %d, stderr %q; want %d and %q", strings.Join(c.args, " "), code, stderr, c.code, c.want)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	create := func(args ...string) []string {
+		return append([]string{"service", "create", "--name", "web"}, append(args, "busybox")...)
+	}
+	rows := []badInput{
+		// Commands, flags and arguments.
+		usage(`unknown command "lss" for "jaco service"`, "service", "lss"),
+		usage(`unknown command "frob" for "jaco node"`, "node", "frob"),
+		usage(`unknown command "frob" for "jaco"`, "frob"),
+		usage("unknown flag: --bogus", "--bogus"),
+		usage("unknown flag: --bogus", "service", "ls", "--bogus"),
+		usage("accepts 1 arg(s), received 0", "service", "inspect"),
+		usage("accepts 1 arg(s), received 2", "service", "ps", "a", "b"),
+		usage("requires at least 1 arg(s)", "service", "rm"),
+		usage(`required flag(s) "name" not set`, "service", "create", "busybox"),
+		usage("give an IMAGE or --bundle DIR", "service", "create", "--name", "web"),
+		usage("--image cannot be combined with a rollback", "service", "update", "web", "--rollback", "--image", "x"),
+		// Global flags.
+		usage(`time: missing unit in duration "5"`, "--timeout", "5", "service", "ls"),
+		usage(`--consistency "eventual"`, "--consistency", "eventual", "service", "ls"),
+		usage(`--server: server address "node1:"`, "--server", "node1:", "service", "ls"),
+		usage(`port "http" is not a number`, "--server", "node1:http", "service", "ls"),
+		usage(`port "70000" is not a number`, "--server", "node1:70000", "service", "ls"),
+		usage(`--server: server address "[::1"`, "--server", "[::1", "service", "ls"),
+		usage("is a URL", "--server", "https://node1", "service", "ls"),
+		usage("neither an IP address nor a host name", "--server", "node 1", "service", "ls"),
+		// scale takes NAME=N with N a plain decimal count.
+		usage(`the replica count must be a whole number`, "service", "scale", "web=3abc"),
+		usage(`the replica count must be a whole number`, "service", "scale", "web=0x2"),
+		usage(`the replica count must be a whole number`, "service", "scale", "web=1 2"),
+		usage("requires at least 1 arg(s)", "service", "scale"),
+		// Output: --format, --filter.
+		usage("--format must be table, json or a Go template", "service", "ls", "--format", "yaml"),
+		usage("--format must be table, json or a Go template", "service", "ps", "web", "--format", "xml"),
+		usage("--format must be table, json or a Go template", "cluster", "status", "--format", "yaml"),
+		usage("--format: template:", "node", "ls", "--format", "{{.id"),
+		usage(`--filter "bogus=1": no key "bogus"`, "service", "ls", "--filter", "bogus=1"),
+		usage(`--filter "name": want KEY=VALUE`, "service", "ls", "--filter", "name"),
+		usage(`--filter desired-state="maybe"`, "service", "ps", "web", "--filter", "desired-state=maybe"),
+		// Sizes and durations, as Docker reads them.
+		usage(`size "64XB"`, create("--limit-memory", "64XB")...),
+		usage(`size "-1"`, create("--reserve-memory", "-1")...),
+		usage(`time: missing unit in duration "5"`, create("--restart-delay", "5")...),
+		usage(`time: unknown unit "x"`, create("--health-interval", "5x")...),
+		usage(`time: missing unit in duration "5"`, "node", "issue-join-token", "--ttl", "5"),
+		// The update and rollback policy.
+		usage(`"--update-delay" flag: want 0s to 1h0m0s`, create("--update-delay", "2h")...),
+		usage(`"--update-monitor" flag: want 0s to 1h0m0s`, create("--update-monitor", "-1s")...),
+		usage(`"--rollback-monitor" flag: want a duration such as 10s`, create("--rollback-monitor", "1d")...),
+		usage(`"--update-order" flag: want stop-first or start-first`, create("--update-order", "middle-first")...),
+		usage(`"--update-failure-action" flag: want pause or continue or rollback`, create("--update-failure-action", "explode")...),
+		usage(`"--rollback-failure-action" flag: want pause or continue`, create("--rollback-failure-action", "rollback")...),
+		usage(`"--update-max-failure-ratio" flag: want a fraction from 0 to 1`, create("--update-max-failure-ratio", "1.5")...),
+		usage(`"--rollback-max-failure-ratio" flag: want a fraction from 0 to 1`, create("--rollback-max-failure-ratio", "x")...),
+		usage(`"--update-parallelism" flag`, create("--update-parallelism", "-1")...),
+		usage(`"--update-order" flag: want stop-first or start-first`, "service", "update", "web", "--update-order", "x"),
+		// The rest of the spec.
+		usage(`"--mode" flag: want replicated, global`, create("--mode", "foo")...),
+		usage(`"--restart-condition" flag: want any, on-failure, none`, create("--restart-condition", "sometimes")...),
+		usage(`want SOURCE:TARGET[:ro] or type=bind`, create("--mount", "/a")...),
+		usage(`only bind mounts are supported`, create("--mount", "type=volume,source=a,target=/b")...),
+		usage(`a bind mount needs source= and target=`, create("--mount", "type=bind,source=/a")...),
+		usage(`want PUBLISHED:TARGET[/udp]`, create("-p", "80")...),
+		usage(`ports are numbers up to 65535`, create("-p", "99999:80")...),
+		usage(`want PORT[/path]`, create("--health-http", "x")...),
+		usage(`want spread=node.labels.KEY`, create("--placement-pref", "zone")...),
+		// Nodes.
+		usage(`--availability must be active, pause or drain`, "node", "update", "--availability", "sleepy", "n1"),
+		usage(`--label-add "novalue": want KEY=VALUE`, "node", "update", "--label-add", "novalue", "n1"),
+		usage(`--role must be manager or worker`, "node", "issue-join-token", "--role", "king"),
+		// A local file that cannot be read is no usage mistake: 1, and
+		// still before dialling (no unavailable).
+		{args: []string{"service", "create", "--name", "web", "--bundle", filepath.Join(file, "missing")}, code: 1, want: "error: hook bundle: "},
+	}
+	for _, c := range rows {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"--data-dir", t.TempDir(), "--timeout", "1s"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+		prefix := "error: "
+		if c.code == 2 {
+			prefix = "error: usage: "
+		}
+		line, rest, _ := strings.Cut(stderr.String(), "\n")
+		if code != c.code || !strings.HasPrefix(line, prefix) || !strings.Contains(line, c.want) || rest != "" || stdout.Len() != 0 {
+			t.Errorf("jaco %s: exit %d, stdout %q, stderr %q; want %d, nothing on stdout and one line %q holding %q",
+				strings.Join(c.args, " "), code, stdout.String(), stderr.String(), c.code, prefix, c.want)
 		}
 	}
 }
