@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -25,6 +26,7 @@ type worker struct {
 	conn    *grpc.ClientConn
 	control api.ControlServiceClient
 	rec     *linearcheck.Recorder
+	acked   *atomic.Int64 // acknowledged writes, cluster-wide
 	rng     *rand.Rand
 	// think is the pause between operations: it keeps the history small
 	// enough for the checker over a long run.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -31,12 +32,15 @@ type cluster struct {
 	// status asks each member about the cluster, over its socket.
 	status []api.ClusterServiceClient
 	conns  []*grpc.ClientConn
+	// acked counts the writes the workloads saw acknowledged, for a
+	// nemesis that holds its fault until the cluster moved on.
+	acked atomic.Int64
 }
 
 // formCluster starts n managers, each on a host of its own: the first
 // inits the cluster and the others join through it. It returns once every
 // member names the same leader and all n are voters.
-func formCluster(ctx context.Context, bins Binaries, dir string, n int) (_ *cluster, err error) {
+func formCluster(ctx context.Context, bins Binaries, dir string, n int, flags []string) (_ *cluster, err error) {
 	nw, err := newNetwork(ctx, n)
 	if err != nil {
 		return nil, err
@@ -50,7 +54,7 @@ func formCluster(ctx context.Context, bins Binaries, dir string, n int) (_ *clus
 	for i, hs := range nw.hosts {
 		name := fmt.Sprintf("m%d", i+1)
 		c.members = append(c.members, &member{
-			name: name, host: hs, jacod: bins.Jacod,
+			name: name, host: hs, jacod: bins.Jacod, flags: flags,
 			dir:     filepath.Join(dir, name),
 			logPath: filepath.Join(dir, name+".log"),
 		})

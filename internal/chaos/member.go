@@ -30,6 +30,7 @@ type member struct {
 	dir     string
 	logPath string
 	jacod   string
+	flags   []string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -52,11 +53,12 @@ func (m *member) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open log of %s: %w", m.name, err)
 	}
-	fmt.Fprintf(logf, "=== chaos: start jacod %s at %s\n", m.name, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "%s%s at %s\n", startMarker, m.name, time.Now().Format(time.RFC3339Nano))
 	w := &servingWatch{file: logf, serving: make(chan struct{})}
 	// nsenter execs jacod, so the pid signals go to is jacod's.
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+m.host.ns, m.jacod,
 		"--data-dir", m.dir, "--listen-addr", m.addr(), "--advertise-addr", m.addr(), "--node-name", m.name)
+	cmd.Args = append(cmd.Args, m.flags...)
 	cmd.Env = daemonEnv()
 	cmd.Stdout, cmd.Stderr = w, w
 	// If the runner dies without cleaning up, the kernel kills the daemon.
@@ -93,6 +95,9 @@ func (m *member) start(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// startMarker begins each start's part of a member's log.
+const startMarker = "=== chaos: start jacod "
 
 // daemonEnv is the runner's environment without JACO_* variables, which
 // would change what the daemon does.
@@ -282,6 +287,19 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() error) erro
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logSince returns what the daemon logged since its latest start.
+func (m *member) logSince() string {
+	b, err := os.ReadFile(m.logPath)
+	if err != nil {
+		return ""
+	}
+	l := string(b)
+	if i := strings.LastIndex(l, startMarker); i >= 0 {
+		return l[i:]
+	}
+	return l
 }
 
 // logTail returns the last n lines of the member's log, for a report.

@@ -21,27 +21,36 @@ type fault struct {
 	// hold, when set, is how long the fault must last whatever the
 	// schedule says (a pause is 5 s).
 	hold time.Duration
+	// wait, when set, holds the fault instead of a time: until the
+	// cluster has done what the nemesis needs.
+	wait func(ctx context.Context) error
 	heal func(ctx context.Context) error
+	// check, when set, runs once the cluster recovered and says whether
+	// the fault did what the nemesis is named for.
+	check func() error
 }
 
 // Nemesis is a named fault: inject does it to the cluster and returns how
 // to heal it. rng picks the targets, so a seed replays them.
 type Nemesis struct {
-	Name   string
+	Name string
+	// flags are every daemon's extra flags in a run of this nemesis.
+	flags  []string
 	inject func(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error)
 }
 
 // Nemeses are the faults the runner knows, by name.
 var Nemeses = []Nemesis{
-	{"kill-leader", killLeader},
-	{"kill-follower", killFollower},
-	{"kill-majority", killMajority},
-	{"pause-leader", pauseLeader},
-	{"pause-follower", pauseFollower},
-	{"partition-minority", partitionMinority},
-	{"partition-leader-alone", partitionLeaderAlone},
-	{"partition-bridge", partitionBridge},
-	{"restart-all", restartAll},
+	{Name: "kill-leader", inject: killLeader},
+	{Name: "kill-follower", inject: killFollower},
+	{Name: "kill-majority", inject: killMajority},
+	{Name: "pause-leader", inject: pauseLeader},
+	{Name: "pause-follower", inject: pauseFollower},
+	{Name: "partition-minority", inject: partitionMinority},
+	{Name: "partition-leader-alone", inject: partitionLeaderAlone},
+	{Name: "partition-bridge", inject: partitionBridge},
+	{Name: "snapshot-follower", flags: snapshotFlags, inject: snapshotFollower},
+	{Name: "restart-all", inject: restartAll},
 }
 
 // NemesisNames lists Nemeses' names in order.
@@ -51,6 +60,22 @@ func NemesisNames() []string {
 		names[i] = n.Name
 	}
 	return names
+}
+
+// nemesisFlags are the daemon flags a run of name needs: for Random, those
+// of every nemesis.
+func nemesisFlags(name string) []string {
+	var flags []string
+	for _, n := range Nemeses {
+		if n.Name == name || name == Random {
+			for _, f := range n.flags {
+				if !slices.Contains(flags, f) {
+					flags = append(flags, f)
+				}
+			}
+		}
+	}
+	return flags
 }
 
 // nemesisByName returns the nemesis called name.

@@ -125,5 +125,6 @@ func (c *registerClient) write(ctx context.Context, key string, was *api.Service
 		delete(c.known, key)
 	}
 	p.Done(out, linearcheck.OK)
+	c.acked.Add(1)
 	return true
 }

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	// One stream for the schedule and one per client, all from the seed.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
-	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3)
+	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3, nemesisFlags(cfg.Nemesis))
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	for i, m := range c.members {
 		conn := c.conns[i]
 		for range registerClients + 1 {
-			w := &worker{id: id, member: m.name, conn: conn, control: api.NewControlServiceClient(conn), rec: rec,
+			w := &worker{id: id, member: m.name, conn: conn, control: api.NewControlServiceClient(conn), rec: rec, acked: &c.acked,
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)+1))}
 			var op func(context.Context) bool
 			if id%(registerClients+1) < registerClients {
@@ -163,8 +163,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		if hold == 0 {
 			hold = between(rng, holdMin, holdMax)
 		}
-		if err := sleep(ctx, hold); err != nil {
-			return nil, err
+		if f.wait != nil {
+			err = f.wait(ctx)
+		} else {
+			err = sleep(ctx, hold)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("episode %d: hold %s: %w", episode, n.Name, err)
 		}
 		ev.Heal = since()
 		if err := f.heal(ctx); err != nil {
@@ -177,6 +182,11 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		}
 		ev.Recovered = since()
 		rep.Events = append(rep.Events, ev)
+		if f.check != nil {
+			if err := f.check(); err != nil {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("episode %d (%s): %v", episode, n.Name, err))
+			}
+		}
 		cfg.Log.Info("chaos: healed", "episode", episode, "nemesis", n.Name, "what", f.what, "recovered_after", ev.Recovered-ev.Heal)
 		if err := c.crashes(); err != nil {
 			rep.Problems = append(rep.Problems, err.Error())

@@ -24,6 +24,9 @@ func (c *setClient) op(ctx context.Context) bool {
 	p := c.rec.Invoke(c.id, "add", linearcheck.SetAdd{Element: name})
 	_, err := c.control.CreateService(ctx, &api.CreateServiceRequest{Spec: &api.ServiceSpec{Name: name, Image: "busybox"}})
 	p.DoneErr(nil, err)
+	if err == nil {
+		c.acked.Add(1)
+	}
 	return err == nil
 }
 
