@@ -189,7 +189,10 @@ func (ReadConsistency) EnumDescriptor() ([]byte, []int) {
 }
 
 type InitClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// overlay_pool is the CIDR overlay networks take their subnets from
+	// (empty: 10.0.0.0/8); IPv4, /8 to /16.
+	OverlayPool   string `protobuf:"bytes,1,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -222,6 +225,13 @@ func (x *InitClusterRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use InitClusterRequest.ProtoReflect.Descriptor instead.
 func (*InitClusterRequest) Descriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *InitClusterRequest) GetOverlayPool() string {
+	if x != nil {
+		return x.OverlayPool
+	}
+	return ""
 }
 
 type InitClusterResponse struct {
@@ -1585,6 +1595,370 @@ func (x *UpdateServiceResponse) GetService() *Service {
 	return nil
 }
 
+type CreateNetworkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *NetworkSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNetworkRequest) Reset() {
+	*x = CreateNetworkRequest{}
+	mi := &file_api_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNetworkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNetworkRequest) ProtoMessage() {}
+
+func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
+func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CreateNetworkResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Network       *Network               `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateNetworkResponse) Reset() {
+	*x = CreateNetworkResponse{}
+	mi := &file_api_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateNetworkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateNetworkResponse) ProtoMessage() {}
+
+func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
+func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CreateNetworkResponse) GetNetwork() *Network {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+type GetNetworkRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// network is an id or a name.
+	Network       string          `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNetworkRequest) Reset() {
+	*x = GetNetworkRequest{}
+	mi := &file_api_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNetworkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNetworkRequest) ProtoMessage() {}
+
+func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
+func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetNetworkRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+func (x *GetNetworkRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type GetNetworkResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Network *Network               `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	// services are the names of the services attached to the network.
+	Services      []string `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetNetworkResponse) Reset() {
+	*x = GetNetworkResponse{}
+	mi := &file_api_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetNetworkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetNetworkResponse) ProtoMessage() {}
+
+func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
+func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetNetworkResponse) GetNetwork() *Network {
+	if x != nil {
+		return x.Network
+	}
+	return nil
+}
+
+func (x *GetNetworkResponse) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+// ListNetworksRequest lists every network: there are at most
+// api/limits.MaxNetworks of them, so one reply holds them all.
+type ListNetworksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consistency   ReadConsistency        `protobuf:"varint,1,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNetworksRequest) Reset() {
+	*x = ListNetworksRequest{}
+	mi := &file_api_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNetworksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNetworksRequest) ProtoMessage() {}
+
+func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
+func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type ListNetworksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Networks      []*Network             `protobuf:"bytes,1,rep,name=networks,proto3" json:"networks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListNetworksResponse) Reset() {
+	*x = ListNetworksResponse{}
+	mi := &file_api_control_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListNetworksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListNetworksResponse) ProtoMessage() {}
+
+func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
+func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListNetworksResponse) GetNetworks() []*Network {
+	if x != nil {
+		return x.Networks
+	}
+	return nil
+}
+
+type RemoveNetworkRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Network       string                 `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNetworkRequest) Reset() {
+	*x = RemoveNetworkRequest{}
+	mi := &file_api_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNetworkRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNetworkRequest) ProtoMessage() {}
+
+func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
+func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RemoveNetworkRequest) GetNetwork() string {
+	if x != nil {
+		return x.Network
+	}
+	return ""
+}
+
+type RemoveNetworkResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveNetworkResponse) Reset() {
+	*x = RemoveNetworkResponse{}
+	mi := &file_api_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveNetworkResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveNetworkResponse) ProtoMessage() {}
+
+func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
+func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{32}
+}
+
 type RemoveServiceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
@@ -1594,7 +1968,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1606,7 +1980,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1619,7 +1993,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -1637,7 +2011,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +2023,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +2036,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 type GetServiceRequest struct {
@@ -1675,7 +2049,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +2061,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +2074,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -1726,7 +2100,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +2112,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +2125,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -1776,7 +2150,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1788,7 +2162,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1801,7 +2175,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -1836,7 +2210,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2222,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2235,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -1896,7 +2270,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2282,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2295,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -1970,7 +2344,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2356,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2369,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -2032,7 +2406,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2418,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2431,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -2118,7 +2492,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2504,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2517,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -2163,7 +2537,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2175,7 +2549,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2188,7 +2562,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -2220,7 +2594,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2606,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2619,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -2324,7 +2698,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2710,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2723,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -2387,7 +2761,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2399,7 +2773,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2412,7 +2786,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -2447,8 +2821,9 @@ var File_api_control_proto protoreflect.FileDescriptor
 
 const file_api_control_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fapi/agent.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\x14\n" +
-	"\x12InitClusterRequest\"t\n" +
+	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fapi/agent.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"7\n" +
+	"\x12InitClusterRequest\x12!\n" +
+	"\foverlay_pool\x18\x01 \x01(\tR\voverlayPool\"t\n" +
 	"\x13InitClusterResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -2541,7 +2916,24 @@ const file_api_control_proto_rawDesc = "" +
 	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12\x1a\n" +
 	"\brollback\x18\x04 \x01(\bR\brollback\"D\n" +
 	"\x15UpdateServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"0\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"A\n" +
+	"\x14CreateNetworkRequest\x12)\n" +
+	"\x04spec\x18\x01 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"D\n" +
+	"\x15CreateNetworkResponse\x12+\n" +
+	"\anetwork\x18\x01 \x01(\v2\x11.jaco.api.NetworkR\anetwork\"j\n" +
+	"\x11GetNetworkRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"]\n" +
+	"\x12GetNetworkResponse\x12+\n" +
+	"\anetwork\x18\x01 \x01(\v2\x11.jaco.api.NetworkR\anetwork\x12\x1a\n" +
+	"\bservices\x18\x02 \x03(\tR\bservices\"R\n" +
+	"\x13ListNetworksRequest\x12;\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"E\n" +
+	"\x14ListNetworksResponse\x12-\n" +
+	"\bnetworks\x18\x01 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\"0\n" +
+	"\x14RemoveNetworkRequest\x12\x18\n" +
+	"\anetwork\x18\x01 \x01(\tR\anetwork\"\x17\n" +
+	"\x15RemoveNetworkResponse\"0\n" +
 	"\x14RemoveServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\"\x17\n" +
 	"\x15RemoveServiceResponse\"j\n" +
@@ -2628,7 +3020,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
 	"\vNodeService\x12\xc3\x01\n" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
-	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xf8\x12\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\x84\x18\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -2651,6 +3043,15 @@ const file_api_control_proto_rawDesc = "" +
 	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
+	"\rCreateNetwork\x12\x1e.jaco.api.CreateNetworkRequest\x1a\x1f.jaco.api.CreateNetworkResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
+	"\rRemoveNetwork\x12\x1e.jaco.api.RemoveNetworkRequest\x1a\x1f.jaco.api.RemoveNetworkResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9c\x01\n" +
+	"\n" +
+	"GetNetwork\x12\x1b.jaco.api.GetNetworkRequest\x1a\x1c.jaco.api.GetNetworkResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa2\x01\n" +
+	"\fListNetworks\x12\x1d.jaco.api.ListNetworksRequest\x1a\x1e.jaco.api.ListNetworksResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9c\x01\n" +
 	"\n" +
 	"GetService\x12\x1b.jaco.api.GetServiceRequest\x1a\x1c.jaco.api.GetServiceResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
@@ -2677,7 +3078,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -2707,111 +3108,135 @@ var file_api_control_proto_goTypes = []any{
 	(*CreateServiceResponse)(nil),  // 25: jaco.api.CreateServiceResponse
 	(*UpdateServiceRequest)(nil),   // 26: jaco.api.UpdateServiceRequest
 	(*UpdateServiceResponse)(nil),  // 27: jaco.api.UpdateServiceResponse
-	(*RemoveServiceRequest)(nil),   // 28: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 29: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 30: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 31: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 32: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 33: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 34: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 35: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 36: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 37: jaco.api.UpdateNodeResponse
-	(*WatchServiceRequest)(nil),    // 38: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 39: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 40: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 41: jaco.api.ServiceLogsRequest
-	nil,                            // 42: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 43: jaco.api.Suffrage
-	(*Node)(nil),                   // 44: jaco.api.Node
-	(NodeRole)(0),                  // 45: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 46: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 48: jaco.api.ServiceSpec
-	(*Service)(nil),                // 49: jaco.api.Service
-	(*Task)(nil),                   // 50: jaco.api.Task
-	(NodeAvailability)(0),          // 51: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 52: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 53: jaco.api.LogsMessage
+	(*CreateNetworkRequest)(nil),   // 28: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),  // 29: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),      // 30: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),     // 31: jaco.api.GetNetworkResponse
+	(*ListNetworksRequest)(nil),    // 32: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 33: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 34: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 35: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 36: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 37: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 38: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 39: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 40: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 41: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 42: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 43: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 44: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 45: jaco.api.UpdateNodeResponse
+	(*WatchServiceRequest)(nil),    // 46: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 47: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 48: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 49: jaco.api.ServiceLogsRequest
+	nil,                            // 50: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 51: jaco.api.Suffrage
+	(*Node)(nil),                   // 52: jaco.api.Node
+	(NodeRole)(0),                  // 53: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 54: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 56: jaco.api.ServiceSpec
+	(*Service)(nil),                // 57: jaco.api.Service
+	(*NetworkSpec)(nil),            // 58: jaco.api.NetworkSpec
+	(*Network)(nil),                // 59: jaco.api.Network
+	(*Task)(nil),                   // 60: jaco.api.Task
+	(NodeAvailability)(0),          // 61: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 62: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 63: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	43, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	51, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	44, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	52, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	44, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	45, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	46, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	47, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	46, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	48, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	49, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	48, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	49, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 17: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	49, // 18: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 19: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	49, // 20: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	2,  // 21: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	50, // 22: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	51, // 23: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	42, // 24: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	45, // 25: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	46, // 26: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	44, // 27: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	52, // 28: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	47, // 29: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	52, // 30: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	49, // 31: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	39, // 32: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	47, // 33: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 34: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 35: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 36: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 37: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 38: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 39: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 40: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 41: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 42: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 43: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	36, // 44: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 45: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 46: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	28, // 47: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	30, // 48: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	32, // 49: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	34, // 50: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	38, // 51: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	41, // 52: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 53: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 54: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 55: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 56: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 57: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 58: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 59: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 60: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 61: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 62: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	37, // 63: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 64: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 65: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	29, // 66: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	31, // 67: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	33, // 68: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	35, // 69: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	40, // 70: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	53, // 71: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	53, // [53:72] is the sub-list for method output_type
-	34, // [34:53] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	52, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	53, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	54, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	55, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	54, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	56, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	57, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	56, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	57, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	58, // 17: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	59, // 18: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 19: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	59, // 20: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 21: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	59, // 22: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 23: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	57, // 24: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 25: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	57, // 26: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	2,  // 27: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	60, // 28: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	61, // 29: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	50, // 30: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	53, // 31: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	54, // 32: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	52, // 33: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	62, // 34: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	55, // 35: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	62, // 36: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	57, // 37: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	47, // 38: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	55, // 39: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 40: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 41: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 42: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 43: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 44: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 45: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 46: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 47: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 48: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 49: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	44, // 50: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 51: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 52: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	36, // 53: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	28, // 54: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	34, // 55: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	30, // 56: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	32, // 57: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	38, // 58: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	40, // 59: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	42, // 60: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	46, // 61: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	49, // 62: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 63: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 64: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 65: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 66: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 67: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 68: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 69: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 70: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 71: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 72: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	45, // 73: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 74: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 75: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	37, // 76: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	29, // 77: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	35, // 78: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	31, // 79: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	33, // 80: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	39, // 81: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	41, // 82: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	43, // 83: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	48, // 84: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	63, // 85: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	63, // [63:86] is the sub-list for method output_type
+	40, // [40:63] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -2823,14 +3248,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[33].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[41].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   40,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

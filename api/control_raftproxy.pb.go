@@ -128,6 +128,42 @@ func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *Re
 	return NewControlServiceClient(conn).RemoveService(ctx, r)
 }
 
+func (p *raftProxyControlServiceServer) CreateNetwork(ctx context.Context, r *CreateNetworkRequest) (*CreateNetworkResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.CreateNetwork(ctx, r)
+	}
+	return NewControlServiceClient(conn).CreateNetwork(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) RemoveNetwork(ctx context.Context, r *RemoveNetworkRequest) (*RemoveNetworkResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveNetwork(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveNetwork(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetNetwork(ctx context.Context, r *GetNetworkRequest) (*GetNetworkResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.GetNetwork(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListNetworks(ctx context.Context, r *ListNetworksRequest) (*ListNetworksResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.ListNetworks(ctx, r) // local_read: never forwarded
+}
+
 func (p *raftProxyControlServiceServer) GetService(ctx context.Context, r *GetServiceRequest) (*GetServiceResponse, error) {
 	if err := p.router.LocalRead(ctx, r); err != nil {
 		return nil, err

@@ -716,7 +716,11 @@ type Cluster struct {
 	MaxReplicasPerService uint64 `protobuf:"varint,9,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
 	// max_services bounds how many services the cluster holds; 0 is the
 	// default (api/limits, docs/adr/0022).
-	MaxServices   uint64 `protobuf:"varint,10,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	MaxServices uint64 `protobuf:"varint,10,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	// overlay_pool is the CIDR networks take their subnets from when they
+	// name none; set at init (jaco cluster init --overlay-pool), never
+	// changed after (docs/adr/0026).
+	OverlayPool   string `protobuf:"bytes,11,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -821,6 +825,132 @@ func (x *Cluster) GetMaxServices() uint64 {
 	return 0
 }
 
+func (x *Cluster) GetOverlayPool() string {
+	if x != nil {
+		return x.OverlayPool
+	}
+	return ""
+}
+
+// Network is an overlay network: replicas attached to it reach each other
+// from any node, by address and by service name (docs/adr/0026).
+type Network struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta          *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Spec          *NetworkSpec           `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Network) Reset() {
+	*x = Network{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Network) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Network) ProtoMessage() {}
+
+func (x *Network) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Network.ProtoReflect.Descriptor instead.
+func (*Network) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Network) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Network) GetMeta() *Meta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Network) GetSpec() *NetworkSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type NetworkSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name follows the rules of service names; services name their
+	// networks by it.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// subnet is the network's IPv4 CIDR, /8 to /24 (given, or taken from the
+	// cluster's overlay pool at create); no two networks overlap. Each node
+	// running a replica of the network gets a /26 block of it.
+	Subnet        string `protobuf:"bytes,2,opt,name=subnet,proto3" json:"subnet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkSpec) Reset() {
+	*x = NetworkSpec{}
+	mi := &file_api_objects_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkSpec) ProtoMessage() {}
+
+func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
+func (*NetworkSpec) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *NetworkSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NetworkSpec) GetSubnet() string {
+	if x != nil {
+		return x.Subnet
+	}
+	return ""
+}
+
 type NodeStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	State         NodeStatusState        `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.NodeStatusState" json:"state,omitempty"`
@@ -832,7 +962,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +974,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +987,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -892,7 +1022,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1034,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1047,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -955,7 +1085,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1097,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1110,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1047,7 +1177,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1059,7 +1189,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1072,7 +1202,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1164,7 +1294,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1306,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1319,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Node) GetId() string {
@@ -1288,7 +1418,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1430,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1443,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Mount) GetSource() string {
@@ -1351,7 +1481,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1493,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1506,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -1414,7 +1544,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1556,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1569,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -1472,7 +1602,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1614,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1627,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -1535,7 +1665,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1677,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1690,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -1609,7 +1739,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1751,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1764,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -1731,7 +1861,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1873,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1886,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -1777,7 +1907,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1919,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1932,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -1829,7 +1959,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1971,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1984,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -1898,14 +2028,17 @@ type ServiceSpec struct {
 	Rollback *UpdatePolicy `protobuf:"bytes,20,opt,name=rollback,proto3" json:"rollback,omitempty"`
 	// force_update is bumped by `service update --force` to replace every
 	// replica with the same spec.
-	ForceUpdate   uint64 `protobuf:"varint,21,opt,name=force_update,json=forceUpdate,proto3" json:"force_update,omitempty"`
+	ForceUpdate uint64 `protobuf:"varint,21,opt,name=force_update,json=forceUpdate,proto3" json:"force_update,omitempty"`
+	// networks are the overlay networks (by name) the replicas attach to;
+	// each must exist, at most 8, none twice.
+	Networks      []string `protobuf:"bytes,22,rep,name=networks,proto3" json:"networks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2050,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2063,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2080,6 +2213,13 @@ func (x *ServiceSpec) GetForceUpdate() uint64 {
 	return 0
 }
 
+func (x *ServiceSpec) GetNetworks() []string {
+	if x != nil {
+		return x.Networks
+	}
+	return nil
+}
+
 // UpdatePolicy is Swarm's update (and rollback) config. A replica counts
 // as updated once it has run, healthy where it has a check, for monitor;
 // one that ends before that is a failure.
@@ -2103,7 +2243,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +2255,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +2268,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -2187,7 +2327,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2339,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2352,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -2257,7 +2397,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2409,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2422,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -2317,7 +2457,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2469,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2482,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Service) GetId() string {
@@ -2403,7 +2543,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2555,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2568,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -2502,7 +2642,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2514,7 +2654,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2527,7 +2667,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Task) GetId() string {
@@ -2643,7 +2783,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +2795,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +2808,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JoinToken) GetId() string {
@@ -2723,7 +2863,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf2\x02\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x95\x03\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -2737,7 +2877,15 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x13previous_unlock_key\x18\b \x01(\fR\x11previousUnlockKey\x127\n" +
 	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\x12!\n" +
 	"\fmax_services\x18\n" +
-	" \x01(\x04R\vmaxServices\"\x91\x01\n" +
+	" \x01(\x04R\vmaxServices\x12!\n" +
+	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\"h\n" +
+	"\aNetwork\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"9\n" +
+	"\vNetworkSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06subnet\x18\x02 \x01(\tR\x06subnet\"\x91\x01\n" +
 	"\n" +
 	"NodeStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +
@@ -2823,7 +2971,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\x91\a\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xad\a\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -2847,7 +2995,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\anetwork\x18\x12 \x01(\v2\x17.jaco.api.NetworkAccessR\anetwork\x12.\n" +
 	"\x06update\x18\x13 \x01(\v2\x16.jaco.api.UpdatePolicyR\x06update\x122\n" +
 	"\brollback\x18\x14 \x01(\v2\x16.jaco.api.UpdatePolicyR\brollback\x12!\n" +
-	"\fforce_update\x18\x15 \x01(\x04R\vforceUpdate\"\xb5\x02\n" +
+	"\fforce_update\x18\x15 \x01(\x04R\vforceUpdate\x12\x1a\n" +
+	"\bnetworks\x18\x16 \x03(\tR\bnetworks\"\xb5\x02\n" +
 	"\fUpdatePolicy\x12 \n" +
 	"\vparallelism\x18\x01 \x01(\x04R\vparallelism\x12/\n" +
 	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12+\n" +
@@ -2980,7 +3129,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -2995,103 +3144,107 @@ var file_api_objects_proto_goTypes = []any{
 	(TaskState)(0),                // 10: jaco.api.TaskState
 	(*Meta)(nil),                  // 11: jaco.api.Meta
 	(*Cluster)(nil),               // 12: jaco.api.Cluster
-	(*NodeStatus)(nil),            // 13: jaco.api.NodeStatus
-	(*Resources)(nil),             // 14: jaco.api.Resources
-	(*NodeDescription)(nil),       // 15: jaco.api.NodeDescription
-	(*NodeDrain)(nil),             // 16: jaco.api.NodeDrain
-	(*Node)(nil),                  // 17: jaco.api.Node
-	(*Mount)(nil),                 // 18: jaco.api.Mount
-	(*PortConfig)(nil),            // 19: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 20: jaco.api.HookBundle
-	(*Placement)(nil),             // 21: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 22: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 23: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 24: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 25: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 26: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 27: jaco.api.ServiceSpec
-	(*UpdatePolicy)(nil),          // 28: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 29: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 30: jaco.api.NetworkAccess
-	(*Service)(nil),               // 31: jaco.api.Service
-	(*TaskStatus)(nil),            // 32: jaco.api.TaskStatus
-	(*Task)(nil),                  // 33: jaco.api.Task
-	(*JoinToken)(nil),             // 34: jaco.api.JoinToken
-	nil,                           // 35: jaco.api.Node.LabelsEntry
-	nil,                           // 36: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 37: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*Network)(nil),               // 13: jaco.api.Network
+	(*NetworkSpec)(nil),           // 14: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 15: jaco.api.NodeStatus
+	(*Resources)(nil),             // 16: jaco.api.Resources
+	(*NodeDescription)(nil),       // 17: jaco.api.NodeDescription
+	(*NodeDrain)(nil),             // 18: jaco.api.NodeDrain
+	(*Node)(nil),                  // 19: jaco.api.Node
+	(*Mount)(nil),                 // 20: jaco.api.Mount
+	(*PortConfig)(nil),            // 21: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 22: jaco.api.HookBundle
+	(*Placement)(nil),             // 23: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 24: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 25: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 26: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 27: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 28: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 29: jaco.api.ServiceSpec
+	(*UpdatePolicy)(nil),          // 30: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 31: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 32: jaco.api.NetworkAccess
+	(*Service)(nil),               // 33: jaco.api.Service
+	(*TaskStatus)(nil),            // 34: jaco.api.TaskStatus
+	(*Task)(nil),                  // 35: jaco.api.Task
+	(*JoinToken)(nil),             // 36: jaco.api.JoinToken
+	nil,                           // 37: jaco.api.Node.LabelsEntry
+	nil,                           // 38: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	37, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	37, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	39, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	39, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	3,  // 3: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	37, // 4: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	14, // 5: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	4,  // 6: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	38, // 7: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	37, // 8: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	11, // 9: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 10: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 11: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	35, // 12: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	13, // 13: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	15, // 14: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 15: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	16, // 16: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	36, // 17: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	6,  // 18: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	38, // 19: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	38, // 20: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	24, // 21: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	25, // 22: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	26, // 23: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	38, // 24: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	38, // 25: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	38, // 26: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 27: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	20, // 28: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	14, // 29: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	14, // 30: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	18, // 31: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	19, // 32: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	21, // 33: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	22, // 34: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	23, // 35: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	38, // 36: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	38, // 37: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	30, // 38: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	28, // 39: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	28, // 40: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	38, // 41: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	7,  // 42: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	8,  // 43: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	38, // 44: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	9,  // 45: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	37, // 46: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	37, // 47: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	11, // 48: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	27, // 49: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	27, // 50: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	29, // 51: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	10, // 52: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	37, // 53: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	11, // 54: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	10, // 55: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	32, // 56: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	27, // 57: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	37, // 58: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	37, // 59: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	11, // 60: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 61: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	37, // 62: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	37, // 63: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	64, // [64:64] is the sub-list for method output_type
-	64, // [64:64] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	11, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	14, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	39, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	16, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	4,  // 8: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	40, // 9: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	39, // 10: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	11, // 11: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 12: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 13: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	37, // 14: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	15, // 15: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	17, // 16: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 17: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	18, // 18: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	38, // 19: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	6,  // 20: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	40, // 21: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	40, // 22: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	26, // 23: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	27, // 24: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	28, // 25: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	40, // 26: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	40, // 27: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	40, // 28: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 29: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	22, // 30: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	16, // 31: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	16, // 32: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	20, // 33: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	21, // 34: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	23, // 35: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	24, // 36: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	25, // 37: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	40, // 38: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	40, // 39: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	32, // 40: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	30, // 41: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	30, // 42: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	40, // 43: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	7,  // 44: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	8,  // 45: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	40, // 46: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	9,  // 47: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	39, // 48: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	39, // 49: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	11, // 50: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	29, // 51: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	29, // 52: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	31, // 53: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	10, // 54: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	39, // 55: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 56: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	10, // 57: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	34, // 58: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	29, // 59: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	39, // 60: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	39, // 61: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	11, // 62: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 63: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	39, // 64: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	39, // 65: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	66, // [66:66] is the sub-list for method output_type
+	66, // [66:66] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -3099,7 +3252,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[12].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[14].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -3110,7 +3263,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -84,6 +84,7 @@ type StoreAction struct {
 	//	*StoreAction_Service
 	//	*StoreAction_Task
 	//	*StoreAction_JoinToken
+	//	*StoreAction_Network
 	Target        isStoreAction_Target `protobuf_oneof:"target"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -178,6 +179,15 @@ func (x *StoreAction) GetJoinToken() *JoinToken {
 	return nil
 }
 
+func (x *StoreAction) GetNetwork() *Network {
+	if x != nil {
+		if x, ok := x.Target.(*StoreAction_Network); ok {
+			return x.Network
+		}
+	}
+	return nil
+}
+
 type isStoreAction_Target interface {
 	isStoreAction_Target()
 }
@@ -202,6 +212,10 @@ type StoreAction_JoinToken struct {
 	JoinToken *JoinToken `protobuf:"bytes,6,opt,name=join_token,json=joinToken,proto3,oneof"`
 }
 
+type StoreAction_Network struct {
+	Network *Network `protobuf:"bytes,7,opt,name=network,proto3,oneof"`
+}
+
 func (*StoreAction_Cluster) isStoreAction_Target() {}
 
 func (*StoreAction_Node) isStoreAction_Target() {}
@@ -211,6 +225,8 @@ func (*StoreAction_Service) isStoreAction_Target() {}
 func (*StoreAction_Task) isStoreAction_Target() {}
 
 func (*StoreAction_JoinToken) isStoreAction_Target() {}
+
+func (*StoreAction_Network) isStoreAction_Target() {}
 
 // InternalRaftRequest is the payload of every normal raft entry: a batch of
 // store actions applied all or nothing.
@@ -275,6 +291,7 @@ type StoreSnapshot struct {
 	Services      []*Service             `protobuf:"bytes,3,rep,name=services,proto3" json:"services,omitempty"`
 	Tasks         []*Task                `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	JoinTokens    []*JoinToken           `protobuf:"bytes,5,rep,name=join_tokens,json=joinTokens,proto3" json:"join_tokens,omitempty"`
+	Networks      []*Network             `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -340,6 +357,13 @@ func (x *StoreSnapshot) GetTasks() []*Task {
 func (x *StoreSnapshot) GetJoinTokens() []*JoinToken {
 	if x != nil {
 		return x.JoinTokens
+	}
+	return nil
+}
+
+func (x *StoreSnapshot) GetNetworks() []*Network {
+	if x != nil {
+		return x.Networks
 	}
 	return nil
 }
@@ -1088,7 +1112,7 @@ var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xf8\x02\n" +
+	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xa7\x03\n" +
 	"\vStoreAction\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.jaco.api.StoreAction.KindR\x04kind\x12-\n" +
 	"\acluster\x18\x02 \x01(\v2\x11.jaco.api.ClusterH\x00R\acluster\x12$\n" +
@@ -1096,7 +1120,8 @@ const file_api_raft_proto_rawDesc = "" +
 	"\aservice\x18\x04 \x01(\v2\x11.jaco.api.ServiceH\x00R\aservice\x12$\n" +
 	"\x04task\x18\x05 \x01(\v2\x0e.jaco.api.TaskH\x00R\x04task\x124\n" +
 	"\n" +
-	"join_token\x18\x06 \x01(\v2\x13.jaco.api.JoinTokenH\x00R\tjoinToken\"O\n" +
+	"join_token\x18\x06 \x01(\v2\x13.jaco.api.JoinTokenH\x00R\tjoinToken\x12-\n" +
+	"\anetwork\x18\a \x01(\v2\x11.jaco.api.NetworkH\x00R\anetwork\"O\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_CREATE\x10\x01\x12\x0f\n" +
@@ -1105,14 +1130,15 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x06target\"V\n" +
 	"\x13InternalRaftRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12/\n" +
-	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\xef\x01\n" +
+	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\x9e\x02\n" +
 	"\rStoreSnapshot\x12-\n" +
 	"\bclusters\x18\x01 \x03(\v2\x11.jaco.api.ClusterR\bclusters\x12$\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12-\n" +
 	"\bservices\x18\x03 \x03(\v2\x11.jaco.api.ServiceR\bservices\x12$\n" +
 	"\x05tasks\x18\x04 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\x124\n" +
 	"\vjoin_tokens\x18\x05 \x03(\v2\x13.jaco.api.JoinTokenR\n" +
-	"joinTokens\"X\n" +
+	"joinTokens\x12-\n" +
+	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\"X\n" +
 	"\n" +
 	"RaftMember\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
@@ -1211,7 +1237,8 @@ var file_api_raft_proto_goTypes = []any{
 	(*Service)(nil),                    // 19: jaco.api.Service
 	(*Task)(nil),                       // 20: jaco.api.Task
 	(*JoinToken)(nil),                  // 21: jaco.api.JoinToken
-	(NodeRole)(0),                      // 22: jaco.api.NodeRole
+	(*Network)(nil),                    // 22: jaco.api.Network
+	(NodeRole)(0),                      // 23: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
@@ -1220,35 +1247,37 @@ var file_api_raft_proto_depIdxs = []int32{
 	19, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
 	20, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
 	21, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
-	1,  // 6: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	17, // 7: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	18, // 8: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	19, // 9: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	20, // 10: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	21, // 11: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
-	3,  // 12: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
-	4,  // 13: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
-	4,  // 14: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
-	4,  // 15: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	22, // 16: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 17: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	22, // 18: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 19: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 20: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 21: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 22: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 23: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 24: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	8,  // 25: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 26: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 27: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 28: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	16, // 29: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	25, // [25:30] is the sub-list for method output_type
-	20, // [20:25] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	22, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
+	1,  // 7: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
+	17, // 8: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	18, // 9: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	19, // 10: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	20, // 11: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	21, // 12: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	22, // 13: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
+	3,  // 14: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
+	4,  // 15: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
+	4,  // 16: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
+	4,  // 17: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
+	23, // 18: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 19: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
+	23, // 20: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 21: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 22: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 23: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 24: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 25: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 26: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	8,  // 27: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 28: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 29: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 30: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	16, // 31: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	27, // [27:32] is the sub-list for method output_type
+	22, // [22:27] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1264,6 +1293,7 @@ func file_api_raft_proto_init() {
 		(*StoreAction_Service)(nil),
 		(*StoreAction_Task)(nil),
 		(*StoreAction_JoinToken)(nil),
+		(*StoreAction_Network)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -175,7 +175,7 @@ func (n *Node) resolveJoinAddrs(ctx context.Context) ([]string, error) {
 // bootstrapOrdinal initializes the cluster as `jaco cluster init` would
 // and leaves the operator token in the data dir.
 func (n *Node) bootstrapOrdinal(ctx context.Context) error {
-	resp, err := n.initCluster(ctx)
+	resp, err := n.initCluster(ctx, &api.InitClusterRequest{})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/manager/ipam"
 	"github.com/jaco-project/jaco/manager/state/raft"
 
 	"github.com/google/uuid"
@@ -27,12 +28,22 @@ const initTimeout = 30 * time.Second
 // cluster (cluster-lifecycle "Bootstrap"). Files are written before the
 // raft state, and the raft state appears atomically, so a crash part-way
 // leaves the node uninitialized and init can run again.
-func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error) {
+func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
 	n.initMu.Lock()
 	defer n.initMu.Unlock()
 	if n.initialized() {
 		cid, _ := n.clusterID.Load().(string)
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", cid)
+	}
+	// The pool is written down as chosen, default included, so a later
+	// default never moves a cluster's networks.
+	pool := ipam.DefaultPool
+	if req.GetOverlayPool() != "" {
+		p, err := ipam.ParsePool(req.GetOverlayPool())
+		if err != nil {
+			return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v", err)
+		}
+		pool = p
 	}
 	clusterID := uuid.NewString()
 	nodeID, err := identity.NewNodeID()
@@ -76,6 +87,7 @@ func (n *Node) initCluster(ctx context.Context) (*api.InitClusterResponse, error
 	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{
 		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Cluster{Cluster: &api.Cluster{
 			Id: clusterID, Meta: meta(), CaCertPem: caCert, CaKeyPem: caKey, OperatorTokenHash: tok.Hash(),
+			OverlayPool: pool.String(),
 		}}},
 		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Node{Node: &api.Node{
 			Id: nodeID, Meta: meta(), Hostname: n.cfg.NodeName, Address: n.advertise,

@@ -33,8 +33,8 @@ type clusterService struct {
 	n *Node
 }
 
-func (s *clusterService) Init(ctx context.Context, _ *api.InitClusterRequest) (*api.InitClusterResponse, error) {
-	return s.n.initCluster(ctx)
+func (s *clusterService) Init(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
+	return s.n.initCluster(ctx, req)
 }
 
 func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {

@@ -36,6 +36,13 @@ const (
 	// limits would still exhaust the leader.
 	MaxClusterReplicas         = 1 << 20
 	MaxClusterReplicaSpecBytes = 1 << 30
+
+	// MaxNetworks bounds the cluster's networks: each is a peer set and
+	// ruleset on every node it reaches, and a listing returns them all at
+	// once. MaxServiceNetworks bounds the networks of one service (an
+	// interface in each of its replicas).
+	MaxNetworks        = 1024
+	MaxServiceNetworks = 8
 )
 
 // MaxServices is the service limit in force in cluster c (nil or unset:

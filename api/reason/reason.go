@@ -74,6 +74,11 @@ const (
 	// address names another cluster (or a node not yet in one), or a man
 	// in the middle answers. Nothing was sent; retrying will not help.
 	CAMismatch = "ca_mismatch"
+	// AlreadyExists is a create whose name is taken (a network).
+	AlreadyExists = "already_exists"
+	// NetworkInUse refuses removing a network a service (or the spec a
+	// service would roll back to) still names; the message lists them.
+	NetworkInUse = "network_in_use"
 )
 
 // The outcomes of a CLI command that waits for a service to converge

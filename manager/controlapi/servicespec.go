@@ -241,7 +241,7 @@ func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 	if pin := spec.GetPlacement().GetPinNode(); pin != "" && FindNode(tx, pin) == nil {
 		return invalid("service %s is pinned to node %q, which does not exist", spec.Name, pin)
 	}
-	return nil
+	return checkNetworks(tx, spec)
 }
 
 func invalid(format string, args ...any) error {

@@ -4,6 +4,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/api/reason"
 )
 
@@ -24,6 +25,7 @@ var specListLimits = []struct {
 	{"mounts", 64, func(s *api.ServiceSpec) int { return len(s.GetMounts()) }},
 	{"env", 1024, func(s *api.ServiceSpec) int { return len(s.GetEnv()) }},
 	{"command", 1024, func(s *api.ServiceSpec) int { return len(s.GetCommand()) }},
+	{"networks", limits.MaxServiceNetworks, func(s *api.ServiceSpec) int { return len(s.GetNetworks()) }},
 }
 
 // checkSpecLists refuses a spec with a list longer than its bound, naming
@@ -41,6 +43,16 @@ func checkSpecLists(spec *api.ServiceSpec) error {
 			return invalid("depends_on names %s twice", d)
 		}
 		seen[d] = true
+	}
+	clear(seen)
+	for _, n := range spec.GetNetworks() {
+		if seen[n] {
+			return invalid("networks names %s twice", n)
+		}
+		if !serviceName.MatchString(n) {
+			return invalid("network name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", n)
+		}
+		seen[n] = true
 	}
 	return nil
 }

@@ -45,6 +45,8 @@ func TestSpecListBounds(t *testing.T) {
 			}
 		case "command":
 			spec.Command = names(l.max + 1)
+		case "networks":
+			spec.Networks = names(l.max + 1)
 		default:
 			t.Fatalf("no case for %s", l.field)
 		}

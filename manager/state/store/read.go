@@ -39,6 +39,10 @@ type ReadTx interface {
 	GetJoinToken(id string) *api.JoinToken
 	ListJoinTokens() []*api.JoinToken
 
+	GetNetwork(id string) *api.Network
+	FindNetworkByName(name string) *api.Network
+	ListNetworks() []*api.Network
+
 	// ScanNodes, ScanServices and ScanTasks call fn with a clone of each
 	// object whose id sorts after after ("" for the first), in id order,
 	// until fn returns false: a page of a listing clones what it sends,
@@ -109,6 +113,16 @@ func (r readTx) GetJoinToken(id string) *api.JoinToken {
 }
 func (r readTx) ListJoinTokens() []*api.JoinToken {
 	return list[*api.JoinToken](r.txn, tableJoinToken, indexID)
+}
+
+func (r readTx) GetNetwork(id string) *api.Network {
+	return first[*api.Network](r.txn, tableNetwork, indexID, id)
+}
+func (r readTx) FindNetworkByName(name string) *api.Network {
+	return first[*api.Network](r.txn, tableNetwork, indexName, name)
+}
+func (r readTx) ListNetworks() []*api.Network {
+	return list[*api.Network](r.txn, tableNetwork, indexID)
 }
 
 func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {

@@ -34,6 +34,7 @@ func save(txn *memdb.Txn) *api.StoreSnapshot {
 		Services:   list[*api.Service](txn, tableService, indexID),
 		Tasks:      list[*api.Task](txn, tableTask, indexID),
 		JoinTokens: list[*api.JoinToken](txn, tableJoinToken, indexID),
+		Networks:   list[*api.Network](txn, tableNetwork, indexID),
 	}
 }
 
@@ -56,6 +57,7 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 		restore(txn, snap.GetServices()),
 		restore(txn, snap.GetTasks()),
 		restore(txn, snap.GetJoinTokens()),
+		restore(txn, snap.GetNetworks()),
 	)
 	if err != nil {
 		txn.Abort()

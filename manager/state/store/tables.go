@@ -12,7 +12,7 @@ import (
 )
 
 // Object is a stored object: *api.Cluster, *api.Node, *api.Service,
-// *api.Task or *api.JoinToken.
+// *api.Task, *api.JoinToken or *api.Network.
 type Object interface {
 	proto.Message
 	GetId() string
@@ -27,6 +27,7 @@ const (
 	tableService   = "service"
 	tableTask      = "task"
 	tableJoinToken = "join_token"
+	tableNetwork   = "network"
 
 	indexID        = "id"
 	indexHostname  = "hostname"
@@ -46,6 +47,8 @@ var tables = map[protoreflect.FullName]*memdb.TableSchema{
 		newIndex(indexRaftID, false, uintIndex[*api.Node]((*api.Node).GetRaftId))),
 	fullName[*api.Service](): newTable(tableService,
 		newIndex(indexName, true, stringIndex[*api.Service](func(s *api.Service) string { return s.GetSpec().GetName() }))),
+	fullName[*api.Network](): newTable(tableNetwork,
+		newIndex(indexName, true, stringIndex[*api.Network](func(n *api.Network) string { return n.GetSpec().GetName() }))),
 	fullName[*api.Task](): newTable(tableTask,
 		newIndex(indexServiceID, false, stringIndex[*api.Task]((*api.Task).GetServiceId)),
 		newIndex(indexNodeID, false, stringIndex[*api.Task]((*api.Task).GetNodeId))),
@@ -150,6 +153,8 @@ func target(a *api.StoreAction) Object {
 		return t.Task
 	case *api.StoreAction_JoinToken:
 		return t.JoinToken
+	case *api.StoreAction_Network:
+		return t.Network
 	}
 	return nil
 }
@@ -168,6 +173,8 @@ func newAction(kind api.StoreAction_Kind, obj Object) (*api.StoreAction, error) 
 		a.Target = &api.StoreAction_Task{Task: o}
 	case *api.JoinToken:
 		a.Target = &api.StoreAction_JoinToken{JoinToken: o}
+	case *api.Network:
+		a.Target = &api.StoreAction_Network{Network: o}
 	default:
 		return nil, fmt.Errorf("%T is not stored: %w", obj, ErrInvalid)
 	}

@@ -1,0 +1,179 @@
+package controlapi
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/limits"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/ipam"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// CreateNetwork records an overlay network. Its subnet is the one asked
+// for or the lowest free one of the cluster's pool, chosen in the write
+// itself so two creates can never get overlapping subnets
+// (docs/adr/0026).
+func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkRequest) (*api.CreateNetworkResponse, error) {
+	spec := req.GetSpec()
+	if spec == nil {
+		return nil, invalid("no network spec")
+	}
+	if !serviceName.MatchString(spec.Name) {
+		return nil, invalid("network name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
+	}
+	var asked netip.Prefix
+	if spec.Subnet != "" {
+		p, err := ipam.ParseSubnet(spec.Subnet)
+		if err != nil {
+			return nil, invalid("network %s: %v", spec.Name, err)
+		}
+		asked = p
+	}
+	id, err := identity.NewID()
+	if err != nil {
+		return nil, apierror.ToStatus(err)
+	}
+	var nw *api.Network
+	err = s.update(ctx, func(tx *store.Tx) error {
+		if tx.FindNetworkByName(spec.Name) != nil {
+			return reason.Error(codes.AlreadyExists, reason.AlreadyExists, "a network named %s exists already", spec.Name)
+		}
+		networks := tx.ListNetworks()
+		if len(networks) >= limits.MaxNetworks {
+			return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+				"network %s: the cluster holds %d networks, the limit", spec.Name, len(networks))
+		}
+		subnet, err := chooseSubnet(tx.Cluster(), spec.Name, asked, networks)
+		if err != nil {
+			return err
+		}
+		nw = &api.Network{Id: id, Meta: &api.Meta{}, Spec: &api.NetworkSpec{Name: spec.Name, Subnet: subnet.String()}}
+		return tx.Create(nw)
+	})
+	if err != nil {
+		return nil, apierror.ToStatus(err)
+	}
+	var stored *api.Network
+	s.store.View(func(tx store.ReadTx) { stored = tx.GetNetwork(id) })
+	return &api.CreateNetworkResponse{Network: stored}, nil
+}
+
+// chooseSubnet checks asked against the other networks' subnets, or, when
+// nothing was asked, takes a free one from the cluster's pool.
+func chooseSubnet(c *api.Cluster, name string, asked netip.Prefix, networks []*api.Network) (netip.Prefix, error) {
+	taken := make([]netip.Prefix, 0, len(networks))
+	owner := map[netip.Prefix]string{}
+	for _, n := range networks {
+		p, err := netip.ParsePrefix(n.GetSpec().GetSubnet())
+		if err != nil {
+			continue // stored by this code, always valid
+		}
+		taken = append(taken, p)
+		owner[p] = n.GetSpec().GetName()
+	}
+	if asked.IsValid() {
+		if p, ok := ipam.Overlapping(asked, taken); ok {
+			return netip.Prefix{}, invalid("network %s: subnet %s overlaps %s of network %s", name, asked, p, owner[p])
+		}
+		return asked, nil
+	}
+	pool := ipam.DefaultPool
+	if c.GetOverlayPool() != "" {
+		p, err := ipam.ParsePool(c.GetOverlayPool())
+		if err != nil {
+			return netip.Prefix{}, invalid("the cluster's overlay pool: %v", err)
+		}
+		pool = p
+	}
+	p, err := ipam.Allocate(pool, ipam.NetworkBits(pool), taken)
+	if errors.Is(err, ipam.ErrExhausted) {
+		return netip.Prefix{}, reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"network %s: the overlay pool %s has no free /%d left; give --subnet outside it", name, pool, ipam.NetworkBits(pool))
+	}
+	if err != nil {
+		return netip.Prefix{}, invalid("network %s: %v", name, err)
+	}
+	return p, nil
+}
+
+// RemoveNetwork deletes a network no service names, in its spec or in
+// the spec it would roll back to.
+func (s *Server) RemoveNetwork(ctx context.Context, req *api.RemoveNetworkRequest) (*api.RemoveNetworkResponse, error) {
+	err := s.update(ctx, func(tx *store.Tx) error {
+		nw := findNetwork(tx, req.Network)
+		if nw == nil {
+			return notFound("network", req.Network)
+		}
+		if users := networkUsers(tx, nw.Spec.Name, true); len(users) > 0 {
+			return reason.Error(codes.FailedPrecondition, reason.NetworkInUse,
+				"network %s is used by services %s: remove them or update them off it first", nw.Spec.Name, strings.Join(users, ", "))
+		}
+		return tx.Delete(nw)
+	})
+	if err != nil {
+		return nil, apierror.ToStatus(err)
+	}
+	return &api.RemoveNetworkResponse{}, nil
+}
+
+// GetNetwork returns a network and the services attached to it.
+func (s *Server) GetNetwork(_ context.Context, req *api.GetNetworkRequest) (*api.GetNetworkResponse, error) {
+	resp := &api.GetNetworkResponse{}
+	s.store.View(func(tx store.ReadTx) {
+		if resp.Network = findNetwork(tx, req.Network); resp.Network != nil {
+			resp.Services = networkUsers(tx, resp.Network.Spec.Name, false)
+		}
+	})
+	if resp.Network == nil {
+		return nil, notFound("network", req.Network)
+	}
+	return resp, nil
+}
+
+// ListNetworks lists every network in the local store, in id order.
+func (s *Server) ListNetworks(_ context.Context, _ *api.ListNetworksRequest) (*api.ListNetworksResponse, error) {
+	resp := &api.ListNetworksResponse{}
+	s.store.View(func(tx store.ReadTx) { resp.Networks = tx.ListNetworks() })
+	return resp, nil
+}
+
+// findNetwork resolves a network's id, or else its name.
+func findNetwork(tx store.ReadTx, idOrName string) *api.Network {
+	if nw := tx.GetNetwork(idOrName); nw != nil {
+		return nw
+	}
+	return tx.FindNetworkByName(idOrName)
+}
+
+// networkUsers names the services whose spec lists network (and, with
+// previous, those whose previous spec does), sorted.
+func networkUsers(tx store.ReadTx, network string, previous bool) []string {
+	var users []string
+	for _, svc := range tx.ListServices() {
+		if slices.Contains(svc.GetSpec().GetNetworks(), network) ||
+			previous && slices.Contains(svc.GetPreviousSpec().GetNetworks(), network) {
+			users = append(users, svc.GetSpec().GetName())
+		}
+	}
+	slices.Sort(users)
+	return users
+}
+
+// checkNetworks refuses a spec naming a network that does not exist.
+func checkNetworks(tx store.ReadTx, spec *api.ServiceSpec) error {
+	for _, n := range spec.GetNetworks() {
+		if tx.FindNetworkByName(n) == nil {
+			return reason.Error(codes.NotFound, reason.NotFound, "service %s: no network named %q (jaco network create %s)", spec.GetName(), n, n)
+		}
+	}
+	return nil
+}
