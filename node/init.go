@@ -11,10 +11,10 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/ipam"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
-	"github.com/jaco-project/jaco/manager/ipam"
 	"github.com/jaco-project/jaco/manager/state/raft"
 
 	"github.com/google/uuid"

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/ipam"
 	"github.com/jaco-project/jaco/client"
 )
 
@@ -20,13 +21,14 @@ func clusterCmd(g *globals) *cobra.Command {
 
 func clusterInitCmd(g *globals) *cobra.Command {
 	var quiet bool
+	var pool string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Make the local daemon the first manager of a new cluster",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Cluster.Init(ctx, &api.InitClusterRequest{})
+				resp, err := c.Cluster.Init(ctx, &api.InitClusterRequest{OverlayPool: pool})
 				if err != nil {
 					return err
 				}
@@ -43,6 +45,8 @@ func clusterInitCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only the operator token")
+	cmd.Flags().Var(&checkedString{&pool, func(s string) error { _, err := ipam.ParsePool(s); return err }}, "overlay-pool",
+		"IPv4 CIDR (/8 to /16) overlay networks take their subnets from, fixed for the cluster's life (default 10.0.0.0/8)")
 	return cmd
 }
 

@@ -39,6 +39,7 @@ type specFlags struct {
 	prepareStartLimit              uint32
 	networkOpen                    bool
 	allowFrom                      []string
+	networks                       []string
 	update, rollback               policyFlags
 }
 
@@ -81,6 +82,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.Uint32Var(&f.prepareStartLimit, "prepare-start-limit", 10, "attempts of the prepare hook")
 	fs.BoolVar(&f.networkOpen, "network-open", false, "let replicas of every service reach this one (default: its own and its dependents')")
 	fs.StringArrayVar(&f.allowFrom, "allow-from", nil, "another service whose replicas may reach this one (repeatable)")
+	fs.StringArrayVar(&f.networks, "network", nil, "overlay network the replicas attach to (repeatable; on update the list replaces the service's)")
 	f.update.register(fs, "update")
 	f.rollback.register(fs, "rollback")
 }
@@ -120,6 +122,9 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	}
 	if set("mount") {
 		spec.Mounts = f.mounts.mounts
+	}
+	if set("network") {
+		spec.Networks = f.networks
 	}
 	if set("publish") {
 		spec.Ports = nil

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/ipam"
+	"github.com/jaco-project/jaco/client"
+)
+
+func networkCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "network", Short: "Manage overlay networks (services attach with --network)"}
+	cmd.AddCommand(networkCreateCmd(g), networkLsCmd(g), networkInspectCmd(g), networkRmCmd(g))
+	return cmd
+}
+
+func networkCreateCmd(g *globals) *cobra.Command {
+	var subnet string
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create an overlay network; its subnet is given or taken from the cluster's overlay pool",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: args[0], Subnet: subnet}})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), resp.Network.Id)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().Var(&checkedString{&subnet, func(s string) error { _, err := ipam.ParseSubnet(s); return err }}, "subnet",
+		"IPv4 CIDR of the network, /8 to /24, overlapping no other network's (default: the next free one of the overlay pool)")
+	return cmd
+}
+
+// networkView is a row of `jaco network ls`.
+type networkView struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Subnet string `json:"subnet"`
+}
+
+func networkLsCmd(g *globals) *cobra.Command {
+	lf := listFlags{keys: map[string][]string{"id": nil, "name": nil}}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List overlay networks",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lf.check(); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.ListNetworks(ctx, &api.ListNetworksRequest{
+					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)})
+				if err != nil {
+					return err
+				}
+				views := make([]networkView, 0, len(resp.Networks))
+				for _, n := range resp.Networks {
+					v := networkView{ID: n.Id, Name: n.GetSpec().GetName(), Subnet: n.GetSpec().GetSubnet()}
+					if lf.match("id", prefix(v.ID)) && lf.match("name", prefix(v.Name)) {
+						views = append(views, v)
+					}
+				}
+				if lf.quiet {
+					ids := make([]string, len(views))
+					for i, v := range views {
+						ids[i] = v.ID
+					}
+					return writeIDs(cmd, ids)
+				}
+				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
+					return err
+				}
+				rows := make([][]string, len(views))
+				for i, v := range views {
+					rows[i] = []string{v.ID, v.Name, v.Subnet}
+				}
+				return table(cmd.OutOrStdout(), "ID\tNAME\tSUBNET", rows)
+			})
+		},
+	}
+	lf.add(cmd, "id (prefix), name (prefix)")
+	return cmd
+}
+
+func networkInspectCmd(g *globals) *cobra.Command {
+	var out inspectFlags
+	cmd := &cobra.Command{
+		Use:   "inspect NETWORK",
+		Short: "Show one network and the services attached to it as JSON (--pretty for people)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Control.GetNetwork(ctx, &api.GetNetworkRequest{Network: args[0],
+					Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)})
+				if err != nil {
+					return err
+				}
+				view, _ := protoView(resp.Network).(jsonObject)
+				services := resp.Services
+				if services == nil {
+					services = []string{}
+				}
+				return out.write(cmd.OutOrStdout(), append(view, jsonField{Key: "services", Value: services}))
+			})
+		},
+	}
+	out.add(cmd)
+	return cmd
+}
+
+func networkRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NETWORK...",
+		Aliases: []string{"remove"},
+		Short:   "Remove networks no service uses",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var errs []error
+			for _, name := range args {
+				err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+					_, err := c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: name})
+					return err
+				})
+				if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), name)
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
