@@ -40,7 +40,7 @@ type cluster struct {
 // formCluster starts n managers, each on a host of its own: the first
 // inits the cluster and the others join through it. It returns once every
 // member names the same leader and all n are voters.
-func formCluster(ctx context.Context, bins Binaries, dir string, n int, flags []string) (_ *cluster, err error) {
+func formCluster(ctx context.Context, bins Binaries, dir string, n int, setup setup) (_ *cluster, err error) {
 	nw, err := newNetwork(ctx, n)
 	if err != nil {
 		return nil, err
@@ -54,10 +54,17 @@ func formCluster(ctx context.Context, bins Binaries, dir string, n int, flags []
 	for i, hs := range nw.hosts {
 		name := fmt.Sprintf("m%d", i+1)
 		c.members = append(c.members, &member{
-			name: name, host: hs, jacod: bins.Jacod, flags: flags,
+			name: name, host: hs, jacod: bins.Jacod, flags: setup.flags,
 			dir:     filepath.Join(dir, name),
 			logPath: filepath.Join(dir, name+".log"),
 		})
+	}
+	if setup.smallDisks {
+		for _, m := range c.members {
+			if err := m.mountDisk(ctx); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, m := range c.members {
 		if err := m.start(ctx); err != nil {
@@ -217,6 +224,7 @@ func (c *cluster) close(ctx context.Context) error {
 		if m.running() || m.crash() != nil {
 			errs = append(errs, m.stop())
 		}
+		errs = append(errs, m.unmountDisk(ctx))
 	}
 	return errors.Join(append(errs, c.net.close(ctx))...)
 }

@@ -31,6 +31,9 @@ type member struct {
 	logPath string
 	jacod   string
 	flags   []string
+	// disk is the mount point of the member's own small filesystem, when
+	// it has one (the data dir is inside it); "" otherwise.
+	disk string
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -73,6 +76,7 @@ func (m *member) start(ctx context.Context) error {
 	m.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
+		fmt.Fprintf(logf, "=== chaos: jacod %s exited at %s: %v\n", m.name, time.Now().Format(time.RFC3339Nano), err)
 		logf.Close()
 		m.mu.Lock()
 		m.waitErr = err
@@ -125,6 +129,14 @@ func (m *member) running() bool {
 	default:
 		return true
 	}
+}
+
+// allowExit tells the runner the daemon may exit by itself until its next
+// start without that counting as a crash.
+func (m *member) allowExit() {
+	m.mu.Lock()
+	m.ending = true
+	m.mu.Unlock()
 }
 
 // kill SIGKILLs the daemon, as a power loss would stop it.

@@ -25,6 +25,9 @@ type fault struct {
 	// cluster has done what the nemesis needs.
 	wait func(ctx context.Context) error
 	heal func(ctx context.Context) error
+	// after, when set, runs after heal and adds to what: what the fault
+	// turned out to do.
+	after func() string
 	// check, when set, runs once the cluster recovered and says whether
 	// the fault did what the nemesis is named for.
 	check func() error
@@ -33,9 +36,8 @@ type fault struct {
 // Nemesis is a named fault: inject does it to the cluster and returns how
 // to heal it. rng picks the targets, so a seed replays them.
 type Nemesis struct {
-	Name string
-	// flags are every daemon's extra flags in a run of this nemesis.
-	flags  []string
+	Name   string
+	setup  setup
 	inject func(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error)
 }
 
@@ -49,7 +51,8 @@ var Nemeses = []Nemesis{
 	{Name: "partition-minority", inject: partitionMinority},
 	{Name: "partition-leader-alone", inject: partitionLeaderAlone},
 	{Name: "partition-bridge", inject: partitionBridge},
-	{Name: "snapshot-follower", flags: snapshotFlags, inject: snapshotFollower},
+	{Name: "snapshot-follower", setup: setup{flags: snapshotFlags}, inject: snapshotFollower},
+	{Name: "full-disk-follower", setup: setup{flags: fullDiskFlags, smallDisks: true}, inject: fullDiskFollower},
 	{Name: "restart-all", inject: restartAll},
 }
 
@@ -62,20 +65,31 @@ func NemesisNames() []string {
 	return names
 }
 
-// nemesisFlags are the daemon flags a run of name needs: for Random, those
-// of every nemesis.
-func nemesisFlags(name string) []string {
-	var flags []string
+// setup is what a nemesis needs of the cluster it runs against.
+type setup struct {
+	// flags are every daemon's extra flags.
+	flags []string
+	// smallDisks puts every member's data dir on a small filesystem of
+	// its own, which a nemesis can fill.
+	smallDisks bool
+}
+
+// nemesisSetup is the setup a run of name needs: for Random, that of
+// every nemesis.
+func nemesisSetup(name string) setup {
+	var s setup
 	for _, n := range Nemeses {
-		if n.Name == name || name == Random {
-			for _, f := range n.flags {
-				if !slices.Contains(flags, f) {
-					flags = append(flags, f)
-				}
+		if n.Name != name && name != Random {
+			continue
+		}
+		for _, f := range n.setup.flags {
+			if !slices.Contains(s.flags, f) {
+				s.flags = append(s.flags, f)
 			}
 		}
+		s.smallDisks = s.smallDisks || n.setup.smallDisks
 	}
-	return flags
+	return s
 }
 
 // nemesisByName returns the nemesis called name.

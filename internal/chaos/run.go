@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	}
 	// One stream for the schedule and one per client, all from the seed.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
-	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3, nemesisFlags(cfg.Nemesis))
+	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3, nemesisSetup(cfg.Nemesis))
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +174,9 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		ev.Heal = since()
 		if err := f.heal(ctx); err != nil {
 			return nil, fmt.Errorf("episode %d: heal %s: %w", episode, n.Name, err)
+		}
+		if f.after != nil {
+			ev.What += f.after()
 		}
 		if err := c.waitHealthy(ctx, recoverLimit); err != nil {
 			rep.Events = append(rep.Events, ev)
