@@ -50,8 +50,15 @@ func (m *member) addr() string   { return m.host.ip + ":7000" }
 func (m *member) socket() string { return datadir.Dir(m.dir).Socket() }
 
 // start runs jacod inside the host's namespace and waits until it logs
-// that it serves.
-func (m *member) start(ctx context.Context) error {
+// that it serves. From then on, an exit the runner did not cause is a
+// crash.
+func (m *member) start(ctx context.Context) error { return m.run(ctx, false) }
+
+// startMayExit is start for a daemon that may exit by itself, at once or
+// later, without that counting as a crash (until expectUp).
+func (m *member) startMayExit(ctx context.Context) error { return m.run(ctx, true) }
+
+func (m *member) run(ctx context.Context, mayExit bool) error {
 	logf, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open log of %s: %w", m.name, err)
@@ -72,7 +79,7 @@ func (m *member) start(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	m.mu.Lock()
-	m.cmd, m.exited, m.paused, m.ending = cmd, exited, false, false
+	m.cmd, m.exited, m.paused, m.ending = cmd, exited, false, mayExit
 	m.mu.Unlock()
 	go func() {
 		err := cmd.Wait()
@@ -136,6 +143,13 @@ func (m *member) running() bool {
 func (m *member) allowExit() {
 	m.mu.Lock()
 	m.ending = true
+	m.mu.Unlock()
+}
+
+// expectUp undoes allowExit: from now on an exit is a crash again.
+func (m *member) expectUp() {
+	m.mu.Lock()
+	m.ending = false
 	m.mu.Unlock()
 }
 

@@ -53,6 +53,7 @@ var Nemeses = []Nemesis{
 	{Name: "partition-bridge", inject: partitionBridge},
 	{Name: "snapshot-follower", setup: setup{flags: snapshotFlags}, inject: snapshotFollower},
 	{Name: "full-disk-follower", setup: setup{flags: fullDiskFlags, smallDisks: true}, inject: fullDiskFollower},
+	{Name: "torn-wal-follower", inject: tornWALFollower},
 	{Name: "restart-all", inject: restartAll},
 }
 
