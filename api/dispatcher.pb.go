@@ -65,7 +65,7 @@ func (x AssignmentsMessage_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AssignmentsMessage_Type.Descriptor instead.
 func (AssignmentsMessage_Type) EnumDescriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{5, 0}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{6, 0}
 }
 
 type SessionRequest struct {
@@ -124,7 +124,10 @@ type SessionMessage struct {
 	Managers        []string             `protobuf:"bytes,2,rep,name=managers,proto3" json:"managers,omitempty"`
 	HeartbeatPeriod *durationpb.Duration `protobuf:"bytes,3,opt,name=heartbeat_period,json=heartbeatPeriod,proto3" json:"heartbeat_period,omitempty"`
 	// node is the agent's own node object as the cluster knows it.
-	Node          *Node `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Node *Node `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	// overlay_peers are the other nodes this node's overlay link must
+	// reach: the whole set, sent again whenever it changes (docs/adr/0026).
+	OverlayPeers  []*OverlayPeer `protobuf:"bytes,5,rep,name=overlay_peers,json=overlayPeers,proto3" json:"overlay_peers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -187,6 +190,85 @@ func (x *SessionMessage) GetNode() *Node {
 	return nil
 }
 
+func (x *SessionMessage) GetOverlayPeers() []*OverlayPeer {
+	if x != nil {
+		return x.OverlayPeers
+	}
+	return nil
+}
+
+// OverlayPeer is another node's end of the overlay.
+type OverlayPeer struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	PublicKey []byte                 `protobuf:"bytes,2,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// endpoint is the node's underlay host:port for WireGuard.
+	Endpoint string `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// allowed are the node's overlay blocks: what it may send from and what
+	// is routed to it.
+	Allowed       []string `protobuf:"bytes,4,rep,name=allowed,proto3" json:"allowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayPeer) Reset() {
+	*x = OverlayPeer{}
+	mi := &file_api_dispatcher_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayPeer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayPeer) ProtoMessage() {}
+
+func (x *OverlayPeer) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayPeer.ProtoReflect.Descriptor instead.
+func (*OverlayPeer) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *OverlayPeer) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *OverlayPeer) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+func (x *OverlayPeer) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *OverlayPeer) GetAllowed() []string {
+	if x != nil {
+		return x.Allowed
+	}
+	return nil
+}
+
 type HeartbeatRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
@@ -196,7 +278,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[2]
+	mi := &file_api_dispatcher_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +290,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[2]
+	mi := &file_api_dispatcher_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +303,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HeartbeatRequest) GetSessionId() string {
@@ -241,7 +323,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_api_dispatcher_proto_msgTypes[3]
+	mi := &file_api_dispatcher_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -253,7 +335,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[3]
+	mi := &file_api_dispatcher_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -266,7 +348,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HeartbeatResponse) GetPeriod() *durationpb.Duration {
@@ -285,7 +367,7 @@ type AssignmentsRequest struct {
 
 func (x *AssignmentsRequest) Reset() {
 	*x = AssignmentsRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[4]
+	mi := &file_api_dispatcher_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +379,7 @@ func (x *AssignmentsRequest) String() string {
 func (*AssignmentsRequest) ProtoMessage() {}
 
 func (x *AssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[4]
+	mi := &file_api_dispatcher_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +392,7 @@ func (x *AssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*AssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AssignmentsRequest) GetSessionId() string {
@@ -342,7 +424,7 @@ type AssignmentsMessage struct {
 
 func (x *AssignmentsMessage) Reset() {
 	*x = AssignmentsMessage{}
-	mi := &file_api_dispatcher_proto_msgTypes[5]
+	mi := &file_api_dispatcher_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +436,7 @@ func (x *AssignmentsMessage) String() string {
 func (*AssignmentsMessage) ProtoMessage() {}
 
 func (x *AssignmentsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[5]
+	mi := &file_api_dispatcher_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +449,7 @@ func (x *AssignmentsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentsMessage.ProtoReflect.Descriptor instead.
 func (*AssignmentsMessage) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{5}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AssignmentsMessage) GetType() AssignmentsMessage_Type {
@@ -408,7 +490,7 @@ type TaskStatusUpdate struct {
 
 func (x *TaskStatusUpdate) Reset() {
 	*x = TaskStatusUpdate{}
-	mi := &file_api_dispatcher_proto_msgTypes[6]
+	mi := &file_api_dispatcher_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +502,7 @@ func (x *TaskStatusUpdate) String() string {
 func (*TaskStatusUpdate) ProtoMessage() {}
 
 func (x *TaskStatusUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[6]
+	mi := &file_api_dispatcher_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +515,7 @@ func (x *TaskStatusUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatusUpdate.ProtoReflect.Descriptor instead.
 func (*TaskStatusUpdate) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskStatusUpdate) GetTaskId() string {
@@ -460,7 +542,7 @@ type UpdateTaskStatusRequest struct {
 
 func (x *UpdateTaskStatusRequest) Reset() {
 	*x = UpdateTaskStatusRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[7]
+	mi := &file_api_dispatcher_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +554,7 @@ func (x *UpdateTaskStatusRequest) String() string {
 func (*UpdateTaskStatusRequest) ProtoMessage() {}
 
 func (x *UpdateTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[7]
+	mi := &file_api_dispatcher_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +567,7 @@ func (x *UpdateTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UpdateTaskStatusRequest) GetSessionId() string {
@@ -510,7 +592,7 @@ type UpdateTaskStatusResponse struct {
 
 func (x *UpdateTaskStatusResponse) Reset() {
 	*x = UpdateTaskStatusResponse{}
-	mi := &file_api_dispatcher_proto_msgTypes[8]
+	mi := &file_api_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +604,7 @@ func (x *UpdateTaskStatusResponse) String() string {
 func (*UpdateTaskStatusResponse) ProtoMessage() {}
 
 func (x *UpdateTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[8]
+	mi := &file_api_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +617,7 @@ func (x *UpdateTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 var File_api_dispatcher_proto protoreflect.FileDescriptor
@@ -544,13 +626,20 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"\x14api/dispatcher.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"M\n" +
 	"\x0eSessionRequest\x12;\n" +
-	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\xb5\x01\n" +
+	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\xf1\x01\n" +
 	"\x0eSessionMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
 	"\bmanagers\x18\x02 \x03(\tR\bmanagers\x12D\n" +
 	"\x10heartbeat_period\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x0fheartbeatPeriod\x12\"\n" +
-	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\"1\n" +
+	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\x12:\n" +
+	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\"{\n" +
+	"\vOverlayPeer\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x02 \x01(\fR\tpublicKey\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
+	"\aallowed\x18\x04 \x03(\tR\aallowed\"1\n" +
 	"\x10HeartbeatRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"F\n" +
@@ -598,46 +687,48 @@ func file_api_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_api_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_api_dispatcher_proto_goTypes = []any{
 	(AssignmentsMessage_Type)(0),     // 0: jaco.api.AssignmentsMessage.Type
 	(*SessionRequest)(nil),           // 1: jaco.api.SessionRequest
 	(*SessionMessage)(nil),           // 2: jaco.api.SessionMessage
-	(*HeartbeatRequest)(nil),         // 3: jaco.api.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 4: jaco.api.HeartbeatResponse
-	(*AssignmentsRequest)(nil),       // 5: jaco.api.AssignmentsRequest
-	(*AssignmentsMessage)(nil),       // 6: jaco.api.AssignmentsMessage
-	(*TaskStatusUpdate)(nil),         // 7: jaco.api.TaskStatusUpdate
-	(*UpdateTaskStatusRequest)(nil),  // 8: jaco.api.UpdateTaskStatusRequest
-	(*UpdateTaskStatusResponse)(nil), // 9: jaco.api.UpdateTaskStatusResponse
-	(*NodeDescription)(nil),          // 10: jaco.api.NodeDescription
-	(*durationpb.Duration)(nil),      // 11: google.protobuf.Duration
-	(*Node)(nil),                     // 12: jaco.api.Node
-	(*Task)(nil),                     // 13: jaco.api.Task
-	(*TaskStatus)(nil),               // 14: jaco.api.TaskStatus
+	(*OverlayPeer)(nil),              // 3: jaco.api.OverlayPeer
+	(*HeartbeatRequest)(nil),         // 4: jaco.api.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 5: jaco.api.HeartbeatResponse
+	(*AssignmentsRequest)(nil),       // 6: jaco.api.AssignmentsRequest
+	(*AssignmentsMessage)(nil),       // 7: jaco.api.AssignmentsMessage
+	(*TaskStatusUpdate)(nil),         // 8: jaco.api.TaskStatusUpdate
+	(*UpdateTaskStatusRequest)(nil),  // 9: jaco.api.UpdateTaskStatusRequest
+	(*UpdateTaskStatusResponse)(nil), // 10: jaco.api.UpdateTaskStatusResponse
+	(*NodeDescription)(nil),          // 11: jaco.api.NodeDescription
+	(*durationpb.Duration)(nil),      // 12: google.protobuf.Duration
+	(*Node)(nil),                     // 13: jaco.api.Node
+	(*Task)(nil),                     // 14: jaco.api.Task
+	(*TaskStatus)(nil),               // 15: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
-	10, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
-	11, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
-	12, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
-	11, // 3: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
-	0,  // 4: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
-	13, // 5: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	14, // 6: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
-	7,  // 7: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
-	1,  // 8: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
-	3,  // 9: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
-	5,  // 10: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
-	8,  // 11: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 12: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	4,  // 13: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	6,  // 14: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	9,  // 15: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	12, // [12:16] is the sub-list for method output_type
-	8,  // [8:12] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
+	12, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
+	13, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
+	3,  // 3: jaco.api.SessionMessage.overlay_peers:type_name -> jaco.api.OverlayPeer
+	12, // 4: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
+	0,  // 5: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
+	14, // 6: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
+	15, // 7: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	8,  // 8: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
+	1,  // 9: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
+	4,  // 10: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
+	6,  // 11: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
+	9,  // 12: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
+	2,  // 13: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	5,  // 14: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	7,  // 15: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	10, // 16: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_dispatcher_proto_init() }
@@ -653,7 +744,7 @@ func file_api_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_dispatcher_proto_rawDesc), len(file_api_dispatcher_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1079,8 +1079,11 @@ type NodeDescription struct {
 	// addresses its container subnet hands out. 0: no containerd runtime, or
 	// no limit known.
 	ContainerSlots uint32 `protobuf:"varint,6,opt,name=container_slots,json=containerSlots,proto3" json:"container_slots,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// overlay is the node's end of the overlay (docs/adr/0026); unset when
+	// the agent predates it.
+	Overlay       *OverlayEndpoint `protobuf:"bytes,7,opt,name=overlay,proto3" json:"overlay,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NodeDescription) Reset() {
@@ -1155,6 +1158,151 @@ func (x *NodeDescription) GetContainerSlots() uint32 {
 	return 0
 }
 
+func (x *NodeDescription) GetOverlay() *OverlayEndpoint {
+	if x != nil {
+		return x.Overlay
+	}
+	return nil
+}
+
+// OverlayEndpoint is what other nodes need to reach this one over the
+// overlay. The private key never leaves the node.
+type OverlayEndpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// public_key is the node's WireGuard public key (32 bytes).
+	PublicKey []byte `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// port is the UDP port WireGuard listens on, at the node's address.
+	Port uint32 `protobuf:"varint,2,opt,name=port,proto3" json:"port,omitempty"`
+	// kind is "kernel" or "userspace": which WireGuard runs.
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// unavailable: the node could bring up no overlay (message says why);
+	// it runs no replica attached to a network.
+	Unavailable   bool   `protobuf:"varint,4,opt,name=unavailable,proto3" json:"unavailable,omitempty"`
+	Message       string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayEndpoint) Reset() {
+	*x = OverlayEndpoint{}
+	mi := &file_api_objects_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayEndpoint) ProtoMessage() {}
+
+func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
+func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *OverlayEndpoint) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+func (x *OverlayEndpoint) GetPort() uint32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *OverlayEndpoint) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OverlayEndpoint) GetUnavailable() bool {
+	if x != nil {
+		return x.Unavailable
+	}
+	return false
+}
+
+func (x *OverlayEndpoint) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// OverlayBlock is the part of a network's subnet one node gives its
+// replicas on that network, allocated by the leader.
+type OverlayBlock struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NetworkId string                 `protobuf:"bytes,1,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	// prefix is a /26 of the network's subnet.
+	Prefix        string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayBlock) Reset() {
+	*x = OverlayBlock{}
+	mi := &file_api_objects_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayBlock) ProtoMessage() {}
+
+func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
+func (*OverlayBlock) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *OverlayBlock) GetNetworkId() string {
+	if x != nil {
+		return x.NetworkId
+	}
+	return ""
+}
+
+func (x *OverlayBlock) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
 // NodeDrain is the drain machine's progress on a node, written by the
 // leader; `jaco node inspect` and `jaco status` show it.
 type NodeDrain struct {
@@ -1177,7 +1325,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1189,7 +1337,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1202,7 +1350,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1286,15 +1434,18 @@ type Node struct {
 	Description *NodeDescription  `protobuf:"bytes,10,opt,name=description,proto3" json:"description,omitempty"`
 	// desired_role is what the operator asked for (promote / demote); the
 	// role manager moves role to it. Unset means role.
-	DesiredRole   NodeRole   `protobuf:"varint,11,opt,name=desired_role,json=desiredRole,proto3,enum=jaco.api.NodeRole" json:"desired_role,omitempty"`
-	Drain         *NodeDrain `protobuf:"bytes,12,opt,name=drain,proto3" json:"drain,omitempty"`
+	DesiredRole NodeRole   `protobuf:"varint,11,opt,name=desired_role,json=desiredRole,proto3,enum=jaco.api.NodeRole" json:"desired_role,omitempty"`
+	Drain       *NodeDrain `protobuf:"bytes,12,opt,name=drain,proto3" json:"drain,omitempty"`
+	// overlay_blocks are this node's blocks of the networks its replicas
+	// attach to, one per network, written by the leader (docs/adr/0026).
+	OverlayBlocks []*OverlayBlock `protobuf:"bytes,13,rep,name=overlay_blocks,json=overlayBlocks,proto3" json:"overlay_blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1457,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1470,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Node) GetId() string {
@@ -1406,6 +1557,13 @@ func (x *Node) GetDrain() *NodeDrain {
 	return nil
 }
 
+func (x *Node) GetOverlayBlocks() []*OverlayBlock {
+	if x != nil {
+		return x.OverlayBlocks
+	}
+	return nil
+}
+
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// source is a path on the node; target the path in the container.
@@ -1418,7 +1576,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1588,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1601,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Mount) GetSource() string {
@@ -1481,7 +1639,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1651,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1664,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -1544,7 +1702,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1556,7 +1714,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1569,7 +1727,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -1602,7 +1760,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1772,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1785,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -1665,7 +1823,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1835,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1848,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -1739,7 +1897,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +1909,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +1922,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -1861,7 +2019,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +2031,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2044,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -1907,7 +2065,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2077,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2090,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -1959,7 +2117,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2129,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2142,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2038,7 +2196,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2208,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2221,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2243,7 +2401,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2255,7 +2413,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2268,7 +2426,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -2327,7 +2485,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2339,7 +2497,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2352,7 +2510,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -2397,7 +2555,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2567,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2580,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -2457,7 +2615,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2627,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2640,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Service) GetId() string {
@@ -2543,7 +2701,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2555,7 +2713,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2568,7 +2726,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -2642,7 +2800,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2654,7 +2812,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2667,7 +2825,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Task) GetId() string {
@@ -2783,7 +2941,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +2953,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +2966,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *JoinToken) GetId() string {
@@ -2893,14 +3051,26 @@ const file_api_objects_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"K\n" +
 	"\tResources\x12\x1b\n" +
 	"\tnano_cpus\x18\x01 \x01(\x03R\bnanoCpus\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\x87\x02\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xbc\x02\n" +
 	"\x0fNodeDescription\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x121\n" +
 	"\tresources\x18\x02 \x01(\v2\x13.jaco.api.ResourcesR\tresources\x12\x1a\n" +
 	"\bruntimes\x18\x03 \x03(\tR\bruntimes\x123\n" +
 	"\x15isolation_unavailable\x18\x04 \x01(\bR\x14isolationUnavailable\x12+\n" +
 	"\x11isolation_message\x18\x05 \x01(\tR\x10isolationMessage\x12'\n" +
-	"\x0fcontainer_slots\x18\x06 \x01(\rR\x0econtainerSlots\"\xd8\x02\n" +
+	"\x0fcontainer_slots\x18\x06 \x01(\rR\x0econtainerSlots\x123\n" +
+	"\aoverlay\x18\a \x01(\v2\x19.jaco.api.OverlayEndpointR\aoverlay\"\x94\x01\n" +
+	"\x0fOverlayEndpoint\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x12\n" +
+	"\x04port\x18\x02 \x01(\rR\x04port\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12 \n" +
+	"\vunavailable\x18\x04 \x01(\bR\vunavailable\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"E\n" +
+	"\fOverlayBlock\x12\x1d\n" +
+	"\n" +
+	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"\xd8\x02\n" +
 	"\tNodeDrain\x12*\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x14.jaco.api.DrainStateR\x05state\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\rR\x05total\x12\x14\n" +
@@ -2911,7 +3081,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
 	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
-	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xad\x04\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xec\x04\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
@@ -2925,7 +3095,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\vdescription\x18\n" +
 	" \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\x125\n" +
 	"\fdesired_role\x18\v \x01(\x0e2\x12.jaco.api.NodeRoleR\vdesiredRole\x12)\n" +
-	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x1a9\n" +
+	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x12=\n" +
+	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
@@ -3129,7 +3300,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -3149,102 +3320,106 @@ var file_api_objects_proto_goTypes = []any{
 	(*NodeStatus)(nil),            // 15: jaco.api.NodeStatus
 	(*Resources)(nil),             // 16: jaco.api.Resources
 	(*NodeDescription)(nil),       // 17: jaco.api.NodeDescription
-	(*NodeDrain)(nil),             // 18: jaco.api.NodeDrain
-	(*Node)(nil),                  // 19: jaco.api.Node
-	(*Mount)(nil),                 // 20: jaco.api.Mount
-	(*PortConfig)(nil),            // 21: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 22: jaco.api.HookBundle
-	(*Placement)(nil),             // 23: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 24: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 25: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 26: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 27: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 28: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 29: jaco.api.ServiceSpec
-	(*UpdatePolicy)(nil),          // 30: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 31: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 32: jaco.api.NetworkAccess
-	(*Service)(nil),               // 33: jaco.api.Service
-	(*TaskStatus)(nil),            // 34: jaco.api.TaskStatus
-	(*Task)(nil),                  // 35: jaco.api.Task
-	(*JoinToken)(nil),             // 36: jaco.api.JoinToken
-	nil,                           // 37: jaco.api.Node.LabelsEntry
-	nil,                           // 38: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*OverlayEndpoint)(nil),       // 18: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 19: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 20: jaco.api.NodeDrain
+	(*Node)(nil),                  // 21: jaco.api.Node
+	(*Mount)(nil),                 // 22: jaco.api.Mount
+	(*PortConfig)(nil),            // 23: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 24: jaco.api.HookBundle
+	(*Placement)(nil),             // 25: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 26: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 27: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 28: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 29: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 30: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 31: jaco.api.ServiceSpec
+	(*UpdatePolicy)(nil),          // 32: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 33: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 34: jaco.api.NetworkAccess
+	(*Service)(nil),               // 35: jaco.api.Service
+	(*TaskStatus)(nil),            // 36: jaco.api.TaskStatus
+	(*Task)(nil),                  // 37: jaco.api.Task
+	(*JoinToken)(nil),             // 38: jaco.api.JoinToken
+	nil,                           // 39: jaco.api.Node.LabelsEntry
+	nil,                           // 40: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 42: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	39, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	39, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	41, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	41, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	11, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
 	11, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
 	14, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
 	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	39, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	41, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
 	16, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	4,  // 8: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	40, // 9: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	39, // 10: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	11, // 11: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 12: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 13: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	37, // 14: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	15, // 15: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	17, // 16: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 17: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	18, // 18: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	38, // 19: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	6,  // 20: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	40, // 21: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	40, // 22: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	26, // 23: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	27, // 24: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	28, // 25: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	40, // 26: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	40, // 27: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	40, // 28: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 29: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	22, // 30: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	16, // 31: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	16, // 32: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	20, // 33: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	21, // 34: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	23, // 35: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	24, // 36: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	25, // 37: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	40, // 38: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	40, // 39: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	32, // 40: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	30, // 41: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	30, // 42: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	40, // 43: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	7,  // 44: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	8,  // 45: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	40, // 46: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	9,  // 47: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	39, // 48: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	39, // 49: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	11, // 50: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	29, // 51: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	29, // 52: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	31, // 53: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	10, // 54: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	39, // 55: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	11, // 56: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	10, // 57: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	34, // 58: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	29, // 59: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	39, // 60: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	39, // 61: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	11, // 62: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 63: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	39, // 64: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	39, // 65: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	66, // [66:66] is the sub-list for method output_type
-	66, // [66:66] is the sub-list for method input_type
-	66, // [66:66] is the sub-list for extension type_name
-	66, // [66:66] is the sub-list for extension extendee
-	0,  // [0:66] is the sub-list for field type_name
+	18, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	42, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	41, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	11, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	39, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	15, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	17, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	20, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	19, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	40, // 21: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	6,  // 22: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	42, // 23: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	42, // 24: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	28, // 25: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	29, // 26: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	30, // 27: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	42, // 28: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	42, // 29: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	42, // 30: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 31: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	24, // 32: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	16, // 33: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	16, // 34: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	22, // 35: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	23, // 36: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	25, // 37: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	26, // 38: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	27, // 39: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	42, // 40: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	42, // 41: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	34, // 42: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	32, // 43: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	32, // 44: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	42, // 45: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	7,  // 46: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	8,  // 47: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	42, // 48: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	9,  // 49: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	41, // 50: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	41, // 51: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	11, // 52: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	31, // 53: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	31, // 54: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	33, // 55: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	10, // 56: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	41, // 57: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 58: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	10, // 59: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	36, // 60: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	31, // 61: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	41, // 62: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	41, // 63: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	11, // 64: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 65: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	41, // 66: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	41, // 67: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	68, // [68:68] is the sub-list for method output_type
+	68, // [68:68] is the sub-list for method input_type
+	68, // [68:68] is the sub-list for extension type_name
+	68, // [68:68] is the sub-list for extension extendee
+	0,  // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -3252,7 +3427,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[14].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[16].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -3263,7 +3438,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      11,
-			NumMessages:   28,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -34,13 +34,38 @@ func checkDescription(d *api.NodeDescription) (*api.NodeDescription, error) {
 	if err := checkRuntimes(d); err != nil {
 		return nil, err
 	}
+	if err := checkOverlay(d.GetOverlay()); err != nil {
+		return nil, err
+	}
 	host, msg := printable(d.GetHostname(), nodename.MaxLen), printable(d.GetIsolationMessage(), maxIsolationBytes)
-	if host == d.GetHostname() && msg == d.GetIsolationMessage() {
+	overlayMsg := printable(d.GetOverlay().GetMessage(), maxIsolationBytes)
+	if host == d.GetHostname() && msg == d.GetIsolationMessage() && overlayMsg == d.GetOverlay().GetMessage() {
 		return d, nil
 	}
 	d = proto.CloneOf(d)
 	d.Hostname, d.IsolationMessage = host, msg
+	if d.Overlay != nil {
+		d.Overlay.Message = overlayMsg
+	}
 	return d, nil
+}
+
+// checkOverlay refuses an overlay endpoint other nodes could not use: a
+// key that is no WireGuard key, a port that is none, an unknown kind.
+func checkOverlay(o *api.OverlayEndpoint) error {
+	if o == nil || o.GetUnavailable() {
+		return nil
+	}
+	if len(o.GetPublicKey()) != 32 {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "node description: overlay public key of %d bytes, want 32", len(o.GetPublicKey()))
+	}
+	if o.GetPort() == 0 || o.GetPort() > 65535 {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "node description: overlay port %d", o.GetPort())
+	}
+	if k := o.GetKind(); k != "kernel" && k != "userspace" {
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "node description: overlay kind %q, want kernel or userspace", printable(k, 32))
+	}
+	return nil
 }
 
 // printable is s as valid UTF-8 with control characters replaced by

@@ -17,6 +17,9 @@ func TestSessionDescriptionBounds(t *testing.T) {
 	for _, d := range []*api.NodeDescription{
 		{Hostname: "w1", Runtimes: []string{"hooks", "evil\nname"}},
 		{Hostname: "w1", Runtimes: strings.Split(strings.Repeat("r,", 20), ",")},
+		{Hostname: "w1", Overlay: &api.OverlayEndpoint{PublicKey: []byte("short"), Port: 51820, Kind: "userspace"}},
+		{Hostname: "w1", Overlay: &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 70000, Kind: "userspace"}},
+		{Hostname: "w1", Overlay: &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820, Kind: "magic"}},
 	} {
 		c, ctx := h.client(nodeID("n1"))
 		stream, err := c.Session(ctx, &api.SessionRequest{Description: d})

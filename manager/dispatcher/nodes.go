@@ -62,19 +62,30 @@ func (s *Server) watchNodes(t *term, events <-chan store.Event) {
 			var nodes []*api.Node
 			s.st.View(func(tx store.ReadTx) { nodes = tx.ListNodes() })
 			s.resyncNodes(t, nodes)
+			t.peers.reset(nodes)
+			notifyAll(t)
 		case store.EventCreate:
 			n := e.Object.(*api.Node)
 			if t.sessions[n.Id] == nil && !t.expiry.tracked(n.Id) {
 				t.expiry.touch(n.Id, s.cfg.now().Add(s.grace()))
+			}
+			if t.peers.set(n) {
+				notifyAll(t)
 			}
 		case store.EventUpdate:
 			n := e.Object.(*api.Node)
 			if sess := t.sessions[n.Id]; sess != nil {
 				sess.setNode(n)
 			}
+			if t.peers.set(n) {
+				notifyAll(t)
+			}
 		case store.EventDelete:
 			n := e.Object.(*api.Node)
 			s.removeNode(t, n.Id)
+			if t.peers.remove(n.Id) {
+				notifyAll(t)
+			}
 		}
 		s.mu.Unlock()
 	}
@@ -102,5 +113,13 @@ func (s *Server) removeNode(t *term, id string) {
 	if sess := t.sessions[id]; sess != nil {
 		sess.end(errNodeRemoved(id))
 		delete(t.sessions, id)
+	}
+}
+
+// notifyAll wakes every session to send what changed. Called with
+// Server.mu held.
+func notifyAll(t *term) {
+	for _, sess := range t.sessions {
+		sess.notify()
 	}
 }

@@ -104,6 +104,7 @@ type term struct {
 	sessions map[string]*session // by node id; guarded by Server.mu
 	expiry   *expiry             // guarded by Server.mu
 	managers []string            // guarded by Server.mu
+	peers    *overlayPeers       // guarded by Server.mu
 
 	nodes    *batcher[nodeChange]
 	statuses *batcher[statusChange]
@@ -174,6 +175,7 @@ func (s *Server) Run(ctx context.Context) {
 		sessions: map[string]*session{},
 		expiry:   newExpiry(),
 		managers: s.cfg.managers(),
+		peers:    newOverlayPeers(),
 		nodes:    newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes),
 		statuses: newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses),
 	}
@@ -192,7 +194,9 @@ func (s *Server) Run(ctx context.Context) {
 	nodeEvents := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.trackAll(t, tx.ListNodes())
+		nodes := tx.ListNodes()
+		s.trackAll(t, nodes)
+		t.peers.reset(nodes)
 	}, store.ObjectType[*api.Node]())
 	wg.Go(func() { s.watchNodes(t, nodeEvents) })
 	wg.Go(func() { s.sweep(t) })

@@ -97,18 +97,26 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 	first := true
 	var sent uint64 // meta.version of the node last sent
 	var sentManagers []string
+	var sentPeers uint64 // t.peers.version last sent
 	for {
+		// Every message carries the whole peer set: the agent replaces its
+		// link's peers with it (docs/adr/0026).
 		s.mu.Lock()
-		node, managers := sess.node, t.managers
+		node, managers, peersVersion := sess.node, t.managers, t.peers.version
+		send := first || node.GetMeta().GetVersion() != sent || !slices.Equal(managers, sentManagers) || peersVersion != sentPeers
+		var peers []*api.OverlayPeer
+		if send {
+			peers = t.peers.except(sess.nodeID)
+		}
 		s.mu.Unlock()
-		if first || node.GetMeta().GetVersion() != sent || !slices.Equal(managers, sentManagers) {
+		if send {
 			first = false
 			msg := &api.SessionMessage{SessionId: sess.id, Managers: managers,
-				HeartbeatPeriod: durationpb.New(s.cfg.period), Node: node}
+				HeartbeatPeriod: durationpb.New(s.cfg.period), Node: node, OverlayPeers: peers}
 			if err := stream.Send(msg); err != nil {
 				return err
 			}
-			sent, sentManagers = node.GetMeta().GetVersion(), managers
+			sent, sentManagers, sentPeers = node.GetMeta().GetVersion(), managers, peersVersion
 		}
 		select {
 		case <-sess.changed:
