@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // The netns test runs one node per network namespace, each a copy of this
@@ -60,6 +62,15 @@ type helperReply struct {
 	Reply     string
 	Capture   captureResult
 	Mbps      float64
+	Iface     ifaceState
+}
+
+// ifaceState is what the kernel says of the overlay interface.
+type ifaceState struct {
+	MTU    int
+	Up     bool
+	Addrs  []string
+	Routes []string // "dst src", only the routes this package marks
 }
 
 // helper is one node's state in its helper process.
@@ -127,6 +138,8 @@ func (h *helper) do(c helperCmd) (r helperReply) {
 		h.capture, err = startCapture(c.Iface, &h.wg)
 	case "capture-stop":
 		r.Capture = h.capture.stop(c.Msg)
+	case "inspect":
+		r.Iface, err = inspect(DefaultName)
 	case "close":
 		err = h.shutdown()
 	default:
@@ -148,6 +161,10 @@ func (h *helper) shutdown() error {
 	if h.link == nil {
 		return nil
 	}
+	// The goroutine check below can see wireguard-go's goroutines.
+	if h.link.Kind() == KindUserspace && wireguardGoroutines() == "" {
+		return errors.New("no wireguard goroutines seen while the link is open")
+	}
 	if err := h.link.Close(); err != nil {
 		return err
 	}
@@ -165,6 +182,30 @@ func (h *helper) shutdown() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func inspect(name string) (ifaceState, error) {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return ifaceState{}, err
+	}
+	st := ifaceState{MTU: l.Attrs().MTU, Up: l.Attrs().Flags&net.FlagUp != 0}
+	addrs, err := netlink.AddrList(l, unix.AF_INET)
+	if err != nil {
+		return ifaceState{}, err
+	}
+	for _, a := range addrs {
+		st.Addrs = append(st.Addrs, a.IPNet.String())
+	}
+	routes, err := netlink.RouteListFiltered(unix.AF_INET, &netlink.Route{LinkIndex: l.Attrs().Index, Protocol: rtprotJaco},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return ifaceState{}, err
+	}
+	for _, r := range routes {
+		st.Routes = append(st.Routes, r.Dst.String()+" "+r.Src.String())
+	}
+	return st, nil
 }
 
 // wireguardGoroutines returns the stacks of goroutines running

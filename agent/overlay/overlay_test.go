@@ -2,6 +2,7 @@ package overlay
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 )
@@ -32,6 +33,13 @@ func TestOverlay(t *testing.T) {
 		n.do(helperCmd{Op: "serve", Addr: addr + ":7002"})
 	}
 	b.do(helperCmd{Op: "serve", Addr: "198.18.0.2:7001"}) // in clear, on the underlay
+	// The veth's MTU is 1500: the link's is 1420. The pool is routed
+	// through it, from the node's overlay address.
+	st := a.do(helperCmd{Op: "inspect"}).Iface
+	if st.MTU != 1500-Overhead || !st.Up || !slices.Equal(st.Addrs, []string{"198.19.1.1/24"}) ||
+		!slices.Equal(st.Routes, []string{"198.19.0.0/16 198.19.1.1"}) {
+		t.Errorf("a's interface: %+v", st)
+	}
 
 	// Both ways over the overlay, with the underlay captured on A's side.
 	secret := marker(t, "SECRET")
@@ -108,6 +116,27 @@ func TestOverlay(t *testing.T) {
 	}
 	if reply, err := b.dialUntil("198.19.1.1:7000", "back", 15*time.Second); err != nil || reply != "back/ack" {
 		t.Errorf("b → a after a added b back: %q, %v", reply, err)
+	}
+
+	// The MTU follows the underlay's on the next Configure.
+	ipCmd(t, "-n", nsA, "link", "set", "eth0", "mtu", "4000")
+	a.do(helperCmd{Op: "configure", Config: cfgA})
+	if st := a.do(helperCmd{Op: "inspect"}).Iface; st.MTU != 4000-Overhead {
+		t.Errorf("a's MTU over a 4000 underlay: %d, want %d", st.MTU, 4000-Overhead)
+	}
+
+	// A new address and no pool: the old address and the pool route go,
+	// the peer's subnet is routed instead, and traffic still flows.
+	moved := cfgA
+	moved.Address, moved.Pool = netip.MustParsePrefix("198.19.1.2/24"), netip.Prefix{}
+	a.do(helperCmd{Op: "configure", Config: moved})
+	if st := a.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Addrs, []string{"198.19.1.2/24"}) ||
+		!slices.Equal(st.Routes, []string{"198.19.2.0/24 198.19.1.2"}) {
+		t.Errorf("a's interface after moving its address: %+v", st)
+	}
+	a.do(helperCmd{Op: "serve", Addr: "198.19.1.2:7002"})
+	if reply, err := b.dialUntil("198.19.1.2:7002", "moved", 10*time.Second); err != nil || reply != "moved/ack" {
+		t.Errorf("b → a's new address: %q, %v", reply, err)
 	}
 
 	// Close removes the interface and stops wireguard-go's goroutines (the
