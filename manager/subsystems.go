@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/manager/dispatcher"
 	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/membership"
+	"github.com/jaco-project/jaco/manager/netalloc"
 	"github.com/jaco-project/jaco/manager/orchestrator"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/scheduler"
@@ -74,6 +75,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		Subsystem{Name: "orchestrator", Run: orchestrator.New(st, orchestrator.WithLogger(log.With("component", "orchestrator")),
 			orchestrator.WithNodeRemover(members)).Run},
 		Subsystem{Name: "role-reconciler", Run: roles.Run},
+		Subsystem{Name: "overlay-blocks", Run: netalloc.New(st, netalloc.WithLogger(log.With("component", "overlay-blocks"))).Run},
 	)
 }
 

@@ -113,3 +113,16 @@ func ipv4(a netip.Addr) uint32 {
 func fromIPv4(v uint32) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
+
+// VIPBlock is the last NodeBlockBits block of a network's subnet: it is
+// never given to a node, and services' virtual IPs come from it.
+func VIPBlock(subnet netip.Prefix) netip.Prefix {
+	last := ipv4(subnet.Masked().Addr()) | (1<<(32-subnet.Bits()) - 1)
+	return netip.PrefixFrom(fromIPv4(last), NodeBlockBits).Masked()
+}
+
+// AllocateBlock returns the lowest node block of subnet that overlaps
+// none of taken and is not its VIP block.
+func AllocateBlock(subnet netip.Prefix, taken []netip.Prefix) (netip.Prefix, error) {
+	return Allocate(subnet, NodeBlockBits, append(taken[:len(taken):len(taken)], VIPBlock(subnet)))
+}

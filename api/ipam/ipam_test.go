@@ -73,3 +73,21 @@ func TestParse(t *testing.T) {
 		t.Error("network sizes: want /16 from a /8 and /19 from a /15")
 	}
 }
+
+func TestNodeBlocks(t *testing.T) {
+	subnet := netip.MustParsePrefix("198.18.5.0/24")
+	if got := VIPBlock(subnet).String(); got != "198.18.5.192/26" {
+		t.Fatalf("VIP block of %s: %s, want the last /26", subnet, got)
+	}
+	var taken []netip.Prefix
+	for _, want := range []string{"198.18.5.0/26", "198.18.5.64/26", "198.18.5.128/26"} {
+		b, err := AllocateBlock(subnet, taken)
+		if err != nil || b.String() != want {
+			t.Fatalf("block %d: %v, %v; want %s", len(taken), b, err, want)
+		}
+		taken = append(taken, b)
+	}
+	if _, err := AllocateBlock(subnet, taken); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("a fourth node block of a /24: %v, want ErrExhausted (the last is the VIPs')", err)
+	}
+}

@@ -1,0 +1,111 @@
+// Package netalloc gives nodes their blocks of overlay networks (docs/adr/0026):
+// a node that runs, or is about to run, a replica attached to a network
+// gets a /26 of the network's subnet, which its replicas on that network
+// take their addresses from and which its overlay peers route to it; the
+// block goes back once no task on the node names the network. It runs on
+// the leader, as one pass per batch of changes, each pass one store
+// transaction, so two leaders never hand out one block twice.
+package netalloc
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// Allocator is the leader subsystem.
+type Allocator struct {
+	st    *store.Store
+	log   *slog.Logger
+	delay time.Duration
+}
+
+// Option configures an Allocator.
+type Option func(*Allocator)
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(a *Allocator) { a.log = l } }
+
+// WithBatchDelay sets how long changes are gathered before a pass.
+func WithBatchDelay(d time.Duration) Option { return func(a *Allocator) { a.delay = d } }
+
+// New returns an allocator over st.
+func New(st *store.Store, opts ...Option) *Allocator {
+	a := &Allocator{st: st, log: slog.Default(), delay: 20 * time.Millisecond}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// retryDelay is how soon a failed pass is tried again.
+const retryDelay = time.Second
+
+// Run keeps nodes' blocks in step with the tasks placed on them until ctx
+// ends.
+func (a *Allocator) Run(ctx context.Context) {
+	events := a.st.ViewAndWatch(ctx, func(store.ReadTx) {}, relevant)
+	timer := time.NewTimer(0) // the first pass
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+			timer.Reset(a.delay)
+			continue
+		case <-timer.C:
+		}
+		if err := a.pass(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("overlay block pass failed; trying again", "err", err)
+			timer.Reset(retryDelay)
+		}
+	}
+}
+
+// pass writes every node whose blocks must change, in one transaction.
+func (a *Allocator) pass(ctx context.Context) error {
+	var short []shortage
+	err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
+		var changed []*api.Node
+		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks())
+		for _, n := range changed {
+			if err := tx.Update(n); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, s := range short {
+		a.log.Warn("no overlay block for a node", "node_id", s.nodeID, "network", s.network, "err", s.err)
+	}
+	return err
+}
+
+// relevant passes the changes that can change what blocks nodes need:
+// tasks placed, moved or deleted with networks, nodes and networks
+// coming and going. Task status reports, the bulk of writes, do not.
+func relevant(e store.Event) bool {
+	switch o := e.Object.(type) {
+	case *api.Network:
+		return true
+	case *api.Node:
+		return e.Kind != store.EventUpdate
+	case *api.Task:
+		if len(o.GetSpec().GetNetworks()) == 0 {
+			return false
+		}
+		if e.Kind != store.EventUpdate {
+			return true
+		}
+		old, _ := e.Old.(*api.Task)
+		return old.GetNodeId() != o.GetNodeId()
+	}
+	return e.Kind == store.EventReset
+}
