@@ -34,6 +34,10 @@ func TestFilters(t *testing.T) {
 	unisolated.Description.IsolationUnavailable = true
 	unisolated.Description.IsolationMessage = "network isolation unavailable: operation not permitted"
 
+	noOverlay := readyNode("bad")
+	brokenOverlay := readyNode("bad")
+	brokenOverlay.Description.Overlay = &api.OverlayEndpoint{Unavailable: true, Message: "no TUN device"}
+
 	withSpec := func(f func(*api.ServiceSpec)) *api.ServiceSpec {
 		s := imageSpec("svc")
 		s.Reservations = &api.Resources{NanoCpus: 1e9, MemoryBytes: gib}
@@ -42,6 +46,7 @@ func TestFilters(t *testing.T) {
 	}
 	plain := withSpec(func(*api.ServiceSpec) {})
 	hooks := withSpec(func(s *api.ServiceSpec) { s.Image, s.Bundle = "", &api.HookBundle{} })
+	networked := withSpec(func(s *api.ServiceSpec) { s.Networks = []string{"front"} })
 	for _, tc := range []struct {
 		name    string
 		bad     *api.Node
@@ -54,6 +59,9 @@ func TestFilters(t *testing.T) {
 		// A node without network isolation runs replicas of neither runtime.
 		{"isolation", unisolated, plain, "1 node without network isolation"},
 		{"isolation, hooks runtime", unisolated, hooks, "1 node without network isolation"},
+		// Replicas on networks go only where the overlay works.
+		{"overlay", noOverlay, networked, "1 node without a working overlay"},
+		{"overlay unavailable", brokenOverlay, networked, "1 node without a working overlay"},
 		{"runtime", hooksOnly, plain, "1 node without the containerd runtime"},
 		{"memory", small, plain, "1 node with insufficient memory"},
 		{"cpu", fewCPU, plain, "1 node with insufficient CPU"},
@@ -72,6 +80,7 @@ func TestFilters(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			good := readyNode("good")
 			good.Description.Runtimes = []string{RuntimeContainerd, RuntimeHooks}
+			good.Description.Overlay = &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820, Kind: "userspace"}
 			task := pendingTasks(tc.spec, 1)
 			got := decideOnce(t, testIndex(tc.bad, good, task[0]))
 			if got.node["svc.001"] != "good" {

@@ -53,6 +53,8 @@ type needs struct {
 	pin         string
 	need        resources
 	ports       []portKey
+	// networked: the replicas attach to overlay networks.
+	networked bool
 }
 
 func newNeeds(serviceID string, spec *api.ServiceSpec) (*needs, error) {
@@ -71,6 +73,7 @@ func newNeeds(serviceID string, spec *api.ServiceSpec) (*needs, error) {
 		pin:         spec.GetPlacement().GetPinNode(),
 		need:        resourcesOf(spec.GetReservations()),
 		ports:       publishedPorts(spec),
+		networked:   len(spec.GetNetworks()) > 0,
 	}
 	switch {
 	case spec.GetBundle() != nil:
@@ -89,6 +92,7 @@ const (
 	exNone exclusion = iota - 1
 	exUnavailable
 	exIsolation
+	exOverlay
 	exPin
 	exRuntime
 	exConstraints
@@ -102,6 +106,7 @@ const (
 var exclusionPhrase = [numExclusions]string{
 	exUnavailable:    "not available for new tasks",
 	exIsolation:      "without network isolation",
+	exOverlay:        "without a working overlay",
 	exPin:            "not the pinned node",
 	exRuntime:        "without the replica's runtime",
 	exConstraints:    "not satisfying the constraints",
@@ -121,6 +126,9 @@ func (p *needs) check(ni *nodeInfo) exclusion {
 	// of any runtime (docs/design.md §9, isolation_unavailable).
 	if n.GetDescription().GetIsolationUnavailable() {
 		return exIsolation
+	}
+	if p.networked && !hasOverlay(n) {
+		return exOverlay
 	}
 	if !placement.PinAllows(p.pin, n) {
 		return exPin
@@ -157,6 +165,13 @@ func (p *needs) checkRoom(ni *nodeInfo) exclusion {
 		}
 	}
 	return exNone
+}
+
+// hasOverlay: the node published a working overlay end, so replicas on
+// networks can reach and be reached from other nodes (docs/adr/0026).
+func hasOverlay(n *api.Node) bool {
+	o := n.GetDescription().GetOverlay()
+	return o != nil && !o.GetUnavailable()
 }
 
 // supportsRuntime: a node that reports no runtimes has not told us what it
