@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"os"
@@ -52,9 +53,13 @@ func TestChaos(t *testing.T) {
 		}
 		duration = d
 	}
-	names := chaos.NemesisNames()
-	if s := os.Getenv("JACO_CHAOS_NEMESES"); s != "" {
-		names = strings.Split(s, ",")
+	var names []string
+	for _, n := range strings.Split(cmp.Or(os.Getenv("JACO_CHAOS_NEMESES"), "all"), ",") {
+		if n == "all" {
+			names = append(names, chaos.NemesisNames()...)
+		} else {
+			names = append(names, n)
+		}
 	}
 	var reports []*chaos.Report
 	for _, name := range names {

@@ -54,6 +54,9 @@ var Nemeses = []Nemesis{
 	{Name: "snapshot-follower", setup: setup{flags: snapshotFlags}, inject: snapshotFollower},
 	{Name: "full-disk-follower", setup: setup{flags: fullDiskFlags, smallDisks: true}, inject: fullDiskFollower},
 	{Name: "torn-wal-follower", inject: tornWALFollower},
+	{Name: "membership-churn", inject: membershipChurn},
+	{Name: "leader-transfer", inject: leaderTransfer},
+	{Name: "partition-joining", inject: partitionJoining},
 	{Name: "restart-all", inject: restartAll},
 }
 

@@ -149,24 +149,3 @@ func (c *cluster) restartTorn(ctx context.Context, i, via int) (string, error) {
 	}
 	return m.name + " refused its log (lost acknowledged entries); removed, wiped and joined afresh", nil
 }
-
-// rejoin is the runbook for a member that must not come back with its
-// log: remove it through member via, wipe its data dir, join it again.
-func (c *cluster) rejoin(ctx context.Context, i, via int) error {
-	m, peer := c.members[i], c.members[via]
-	if _, err := c.cli(ctx, peer, "node", "remove", "--force", m.name); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(m.dir); err != nil {
-		return fmt.Errorf("wipe %s: %w", m.dir, err)
-	}
-	if err := m.start(ctx); err != nil {
-		return err
-	}
-	tok, err := c.cli(ctx, peer, "node", "issue-join-token", "--role", "manager")
-	if err != nil {
-		return err
-	}
-	_, err = c.cli(ctx, m, "node", "join", "--peer", peer.addr(), "--token", strings.TrimSpace(tok))
-	return err
-}
