@@ -52,12 +52,14 @@ type helperCmd struct {
 	Timeout time.Duration // of a dial
 	Iface   string        // captured on
 	Bytes   int64         // throughput
+	Kind    Kind          // opened
 }
 
 type helperReply struct {
 	Err       string
 	PublicKey PublicKey
 	Kind      Kind
+	Kernel    bool // KernelAvailable in the helper's namespace
 	Peers     []PeerStatus
 	Reply     string
 	Capture   captureResult
@@ -119,7 +121,8 @@ func (h *helper) do(c helperCmd) (r helperReply) {
 		if h.key, err = GeneratePrivateKey(); err != nil {
 			return r
 		}
-		if h.link, err = Open(ctx, Options{}); err != nil {
+		r.Kernel = KernelAvailable()
+		if h.link, err = Open(ctx, Options{Kind: c.Kind}); err != nil {
 			return r
 		}
 		r.PublicKey, r.Kind = h.key.PublicKey(), h.link.Kind()

@@ -95,8 +95,16 @@ func underlay(t *testing.T) (a, b string) {
 	return a, b
 }
 
-// startNode runs a helper in ns and opens its link.
-func startNode(t *testing.T, name, ns string) *node {
+// startNode runs a helper in ns and opens its link of the given kind.
+func startNode(t *testing.T, name, ns string, kind Kind) *node {
+	n := startHelper(t, name, ns)
+	r := n.do(helperCmd{Op: "open", Kind: kind})
+	n.pub, n.kind = r.PublicKey, r.Kind
+	return n
+}
+
+// startHelper runs a helper in ns, stopped when the test ends.
+func startHelper(t *testing.T, name, ns string) *node {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -115,8 +123,8 @@ func startNode(t *testing.T, name, ns string) *node {
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	readerDone := make(chan struct{})
-	go func() { // ends when the helper's stdout closes
+	readerDone, stop := make(chan struct{}), make(chan struct{})
+	go func() { // ends when the helper's stdout closes or the test ends
 		defer close(readerDone)
 		defer close(n.replies)
 		sc := bufio.NewScanner(stdout)
@@ -125,12 +133,17 @@ func startNode(t *testing.T, name, ns string) *node {
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 				r.Err = fmt.Sprintf("bad reply %q: %v", sc.Text(), err)
 			}
-			n.replies <- r
+			select {
+			case n.replies <- r:
+			case <-stop:
+				return
+			}
 		}
 	}()
 	// Registered after the namespaces' cleanups, so it runs before them:
 	// the helper is gone before its namespace is deleted.
 	t.Cleanup(func() {
+		close(stop)
 		_ = n.cmd.Process.Kill()
 		_ = n.cmd.Wait()
 		<-readerDone
@@ -138,8 +151,6 @@ func startNode(t *testing.T, name, ns string) *node {
 			t.Logf("node %s stderr:\n%s", name, n.stderr.String())
 		}
 	})
-	r := n.do(helperCmd{Op: "open"})
-	n.pub, n.kind = r.PublicKey, r.Kind
 	return n
 }
 
