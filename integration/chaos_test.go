@@ -26,8 +26,8 @@ const chaosDuration = 12 * time.Second
 // §14), one cluster of three managers each, and requires no
 // linearizability violation, no lost acknowledged write, no crash and a
 // cluster that recovers once each fault heals. It logs how long writes
-// stopped. JACO_CHAOS_NEMESES narrows it to a comma-separated list of nemeses
-// ("random" picks one per episode),
+// stopped. JACO_CHAOS_NEMESES narrows it to a comma-separated list of
+// nemeses ("all" for every one, "random" for one picked per episode),
 // JACO_CHAOS_DURATION and JACO_CHAOS_SEED lengthen and vary it, and
 // JACO_CHAOS_EVIDENCE is where a failed run's histories, visualizations
 // and daemon logs are kept (default: the system's temporary directory; the
