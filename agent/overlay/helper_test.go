@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,7 @@ type helperReply struct {
 	Reply     string
 	Capture   captureResult
 	Mbps      float64
+	RTT       [2]time.Duration // p50, p99
 	Iface     ifaceState
 }
 
@@ -137,6 +139,8 @@ func (h *helper) do(c helperCmd) (r helperReply) {
 		r.Reply, err = dialEcho(c.Addr, c.Msg, c.Timeout)
 	case "throughput":
 		r.Mbps, err = throughput(c.Addr, c.Bytes)
+	case "rtt":
+		r.RTT, err = roundTrips(c.Addr, int(c.Bytes))
 	case "capture-start":
 		h.capture, err = startCapture(c.Iface, &h.wg)
 	case "capture-stop":
@@ -249,6 +253,17 @@ func (h *helper) serve(addr string) error {
 					return
 				}
 				line = strings.TrimSuffix(line, "\n")
+				if line == "PING" {
+					for {
+						l, err := br.ReadString('\n')
+						if err != nil {
+							return
+						}
+						if _, err := io.WriteString(c, l); err != nil {
+							return
+						}
+					}
+				}
 				if line == "SINK" {
 					n, _ := io.Copy(io.Discard, br)
 					fmt.Fprintf(c, "%d\n", n)
@@ -273,6 +288,34 @@ func dialEcho(addr, msg string, timeout time.Duration) (string, error) {
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return strings.TrimSuffix(line, "\n"), err
+}
+
+// roundTrips times n one-line exchanges on one connection to a serve
+// listener and returns their p50 and p99.
+func roundTrips(addr string, n int) ([2]time.Duration, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return [2]time.Duration{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Minute))
+	if _, err := io.WriteString(c, "PING\n"); err != nil {
+		return [2]time.Duration{}, err
+	}
+	br := bufio.NewReader(c)
+	ds := make([]time.Duration, n)
+	for i := range ds {
+		start := time.Now()
+		if _, err := io.WriteString(c, "x\n"); err != nil {
+			return [2]time.Duration{}, err
+		}
+		if _, err := br.ReadString('\n'); err != nil {
+			return [2]time.Duration{}, err
+		}
+		ds[i] = time.Since(start)
+	}
+	slices.Sort(ds)
+	return [2]time.Duration{ds[n/2], ds[n*99/100]}, nil
 }
 
 // throughput sends n bytes to a serve listener and returns Mbit/s.

@@ -116,15 +116,27 @@ func Open(ctx context.Context, opts Options) (Link, error) {
 			kind = KindKernel
 		}
 	}
+	var (
+		l   Link
+		err error
+	)
 	switch kind {
 	case KindKernel:
-		return openKernel(ctx, opts.Name)
+		l, err = openKernel(ctx, opts.Name)
 	case KindUserspace:
-		return openUserspace(ctx, opts.Name)
+		l, err = openUserspace(ctx, opts.Name)
 	default:
 		return nil, fmt.Errorf("overlay: unknown link kind %q", kind)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return l, nil
 }
+
+// ErrUnavailable wraps every failure of Open to make the interface: the
+// node can run no overlay, which the agent reports as overlay_unavailable.
+var ErrUnavailable = errors.New("overlay unavailable")
 
 // resolved is a Config checked and with endpoints resolved, ready to apply.
 type resolved struct {

@@ -41,16 +41,10 @@ func syncInterface(name string, addr netip.Prefix, mtu int, routes []netip.Prefi
 	return syncRoutes(l, addr.Addr(), routes)
 }
 
-func family(a netip.Addr) int {
-	if a.Is4() {
-		return unix.AF_INET
-	}
-	return unix.AF_INET6
-}
-
-// syncAddr leaves addr the link's only address of its family.
+// syncAddr leaves addr the link's only address, besides the IPv6
+// link-local one the kernel gives it.
 func syncAddr(l netlink.Link, addr netip.Prefix) error {
-	have, err := netlink.AddrList(l, family(addr.Addr()))
+	have, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}
@@ -81,17 +75,24 @@ func syncAddr(l netlink.Link, addr netip.Prefix) error {
 
 // syncRoutes leaves exactly want routed through the link (with src, so
 // the overlay address is the source and the peer's allowed IPs accept
-// it), among the routes this package marks.
+// it), among the routes this package marks. A prefix of the other address
+// family than src is not routed.
 func syncRoutes(l netlink.Link, src netip.Addr, want []netip.Prefix) error {
-	have, err := netlink.RouteListFiltered(family(src),
+	have, err := netlink.RouteListFiltered(netlink.FAMILY_ALL,
 		&netlink.Route{LinkIndex: l.Attrs().Index, Protocol: rtprotJaco},
 		netlink.RT_FILTER_OIF|netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		return fmt.Errorf("list routes: %w", err)
 	}
+	kept := make(map[netip.Prefix]bool)
 	for _, r := range have {
-		p, ok := prefixOf(*r.Dst)
+		var p netip.Prefix
+		ok := false
+		if r.Dst != nil {
+			p, ok = prefixOf(*r.Dst)
+		}
 		if ok && slices.Contains(want, p) && r.Src.Equal(src.AsSlice()) {
+			kept[p] = true
 			continue
 		}
 		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
@@ -99,7 +100,7 @@ func syncRoutes(l netlink.Link, src netip.Addr, want []netip.Prefix) error {
 		}
 	}
 	for _, p := range want {
-		if p.Addr().Is4() != src.Is4() {
+		if kept[p] || p.Addr().Is4() != src.Is4() {
 			continue
 		}
 		dst := ipNet(p)
