@@ -76,6 +76,10 @@ func TestValidate(t *testing.T) {
 	if _, err := resolve(context.Background(), c); err == nil {
 		t.Error("endpoint without a port resolved")
 	}
+	c.Peers[0].Endpoint = "198.19.3.7:51820"
+	if _, err := resolve(context.Background(), c); err == nil || !strings.Contains(err.Error(), "inside the overlay") {
+		t.Errorf("endpoint inside the pool: %v", err)
+	}
 	c.Peers[0].Endpoint = "localhost:51820"
 	r, err := resolve(context.Background(), c)
 	if err != nil {

@@ -19,8 +19,11 @@
 //
 // The userspace device's goroutines belong to the Link: Close stops the
 // device, waits for its routines, and the TUN interface goes with its file
-// descriptor. A kernel link holds no goroutine; it outlives jacod, and the
-// next Open adopts it.
+// descriptor. A kernel link holds no goroutine of ours; one left by a
+// jacod that died keeps forwarding, and the next Open adopts it.
+//
+// Open wraps every failure to make the interface in ErrUnavailable: a node
+// that can run neither implementation reports overlay_unavailable.
 //
 // # Peers follow the store
 //
@@ -35,7 +38,11 @@
 //
 // When Config.Pool is set the whole pool is routed through jaco0: traffic
 // for a peer just removed is then dropped by WireGuard (no peer's allowed
-// IPs match) instead of following the default route out in clear.
+// IPs match) instead of following the default route out in clear. Without
+// a pool each peer's subnet gets its own route. Routes are marked with
+// their own protocol number, so a sync removes only its own. An endpoint
+// inside what the link routes is refused: WireGuard would send its own
+// packets into the tunnel.
 //
 // # MTU
 //

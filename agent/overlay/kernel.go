@@ -11,8 +11,9 @@ import (
 )
 
 // kernel is the kernel's WireGuard, configured over generic netlink by
-// wgctrl. Nothing runs in this process: the link outlives jacod, and a
-// restarted jacod adopts it and its sessions.
+// wgctrl. Nothing runs in this process: a link left by a jacod that died
+// keeps carrying traffic, and the next Open adopts it and its sessions.
+// Close deletes it.
 type kernel struct {
 	name   string
 	client *wgctrl.Client

@@ -158,6 +158,13 @@ func resolve(ctx context.Context, cfg Config) (resolved, error) {
 		if err != nil {
 			return resolved{}, fmt.Errorf("peer %s: %w", p.PublicKey, err)
 		}
+		// An endpoint the link itself routes would send WireGuard's own
+		// packets into the tunnel, a loop.
+		for _, o := range cfg.routes() {
+			if o.Contains(ap.Addr()) {
+				return resolved{}, fmt.Errorf("peer %s: endpoint %v is inside the overlay (%v)", p.PublicKey, ap, o)
+			}
+		}
 		r.endpoints[i] = ap
 	}
 	return r, nil
