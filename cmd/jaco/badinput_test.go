@@ -50,6 +50,9 @@ func TestBadInput(t *testing.T) {
 		usage(`required flag(s) "name" not set`, "service", "create", "busybox"),
 		usage("give an IMAGE or --bundle DIR", "service", "create", "--name", "web"),
 		usage("--image cannot be combined with a rollback", "service", "update", "web", "--rollback", "--image", "x"),
+		usage("--env replaces the whole list and --env-add edits it: give one", "service", "update", "web", "-e", "A=1", "--env-add", "B=2"),
+		usage("--env-rm cannot be combined with a rollback", "service", "update", "web", "--rollback", "--env-rm", "A"),
+		usage(`"--publish-rm" flag: want PUBLISHED[/udp]`, "service", "update", "web", "--publish-rm", "80/sctp"),
 		// Global flags.
 		usage(`time: missing unit in duration "5"`, "--timeout", "5", "service", "ls"),
 		usage(`--consistency "eventual"`, "--consistency", "eventual", "service", "ls"),

@@ -65,6 +65,7 @@ func serviceCreateCmd(g *globals) *cobra.Command {
 
 func serviceUpdateCmd(g *globals) *cobra.Command {
 	var f specFlags
+	var edits listEdits
 	var wf waitFlags
 	var image string
 	var force, rollback bool
@@ -85,6 +86,9 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 				}
 				return g.writeAndWait(cmd, &wf, waitRollback, rollBack(name))
 			}
+			if err := edits.check(cmd); err != nil {
+				return err
+			}
 			return g.writeAndWait(cmd, &wf, waitUpdate, func(ctx context.Context, c *client.Client) (*api.Service, error) {
 				return updateService(ctx, c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), name, func(spec *api.ServiceSpec) error {
 					if image != "" {
@@ -96,7 +100,10 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 					if force {
 						spec.ForceUpdate++
 					}
-					return f.apply(cmd, spec, false)
+					if err := f.apply(cmd, spec, false); err != nil {
+						return err
+					}
+					return edits.apply(spec)
 				})
 			})
 		},
@@ -105,6 +112,7 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "replace every replica, even when the spec does not change")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "return to the previous spec under the rollback policy (as jaco service rollback does)")
 	f.register(cmd.Flags())
+	edits.register(cmd.Flags())
 	wf.register(cmd)
 	return cmd
 }
