@@ -112,7 +112,22 @@ func (s *Server) serviceProgress(id string) *api.WatchServiceMessage {
 		}
 		msg.Slots = slotProgress(msg.Service, tx.ListTasksByService(id))
 	})
+	slim(msg.Service)
 	return msg
+}
+
+// slim drops from a watched service what following a roll never reads
+// and what makes it large: the previous spec, and the hook bundle's files
+// (each up to 1 MiB; a message goes out up to ten times a second during a
+// roll). GetService has them.
+func slim(svc *api.Service) {
+	if svc == nil {
+		return
+	}
+	svc.PreviousSpec = nil
+	if b := svc.GetSpec().GetBundle(); b != nil {
+		b.Files = nil
+	}
 }
 
 // slotKey tells a service's slots apart: the slot number of a replicated

@@ -290,3 +290,23 @@ func TestWatchServiceSameSpecIsCurrent(t *testing.T) {
 		t.Fatalf("slots %v, want slot 1 current (3) and slot 2 at its own 2", m.Slots)
 	}
 }
+
+// A watched service leaves out what following a roll never reads and
+// what makes it large: the previous spec and the bundle's files.
+func TestWatchServiceIsSlim(t *testing.T) {
+	s, _ := newServiceServer(t)
+	spec := imageSpec("web")
+	spec.Image, spec.Bundle = "", &api.HookBundle{Files: map[string][]byte{"launch": make([]byte, 512<<10)}}
+	create(t, s, spec)
+	changed := proto.CloneOf(spec)
+	changed.Env = []string{"A=1"}
+	if _, err := s.UpdateService(context.Background(), &api.UpdateServiceRequest{Service: "web", Spec: changed}); err != nil {
+		t.Fatal(err)
+	}
+	w, _, _ := startWatch(t, s, "web")
+	m := w.next(t)
+	if m.Service.GetPreviousSpec() != nil || len(m.Service.GetSpec().GetBundle().GetFiles()) != 0 || len(m.Service.GetSpec().GetEnv()) != 1 {
+		t.Fatalf("watched service carries %d bytes: previous spec %v, %d bundle files; want neither, and the spec's env",
+			proto.Size(m), m.Service.GetPreviousSpec() != nil, len(m.Service.GetSpec().GetBundle().GetFiles()))
+	}
+}
