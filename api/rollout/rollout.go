@@ -16,6 +16,11 @@ import (
 // has a check, to count as updated when the policy does not say.
 const DefaultMonitor = 5 * time.Second
 
+// MaxPolicyDuration bounds an update policy's delay and monitor: longer
+// is a typo (5h for 5s) that would hold an update for hours. The server
+// refuses more, and the CLI as it parses the flags.
+const MaxPolicyDuration = time.Hour
+
 // Replaces reports whether changing a service's spec from a to b replaces
 // its replicas: a change of the replica count or of the update and
 // rollback policies alone does not.

@@ -17,10 +17,6 @@ import (
 // so a bad value is a usage error (exit 2) on update too, where the spec
 // is only changed after the service has been read from the daemon.
 
-// maxPolicyDuration bounds --update-delay and --update-monitor as the
-// server does (manager/controlapi/servicespec.go).
-const maxPolicyDuration = time.Hour
-
 // maxSize bounds a size flag far beyond any machine's memory, so a value
 // such as 1e30 is refused instead of overflowing int64.
 const maxSize = 1 << 60

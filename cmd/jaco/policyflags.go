@@ -6,6 +6,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/rollout"
 )
 
 // policyFlags are the six --update-* or --rollback-* flags, Swarm's
@@ -26,8 +27,8 @@ func (p *policyFlags) register(fs *pflag.FlagSet, prefix string) {
 	if prefix == "rollback" {
 		actions, actionHelp = actions[:2], "pause or continue"
 	}
-	p.delay = durationValue{max: maxPolicyDuration}
-	p.monitor = durationValue{d: defaultMonitor, max: maxPolicyDuration}
+	p.delay = durationValue{max: rollout.MaxPolicyDuration}
+	p.monitor = durationValue{d: rollout.DefaultMonitor, max: rollout.MaxPolicyDuration}
 	p.order = choiceValue{word: "stop-first", choices: []string{"stop-first", "start-first"}}
 	p.action = choiceValue{word: "pause", choices: actions}
 	fs.Uint64Var(&p.parallelism, prefix+"-parallelism", 1, "replicas replaced at a time in "+what+" (0: all at once)")
@@ -46,7 +47,7 @@ func defaultPolicy() *api.UpdatePolicy {
 		Delay:         durationpb.New(0),
 		Order:         api.UpdateOrder_UPDATE_ORDER_STOP_FIRST,
 		FailureAction: api.UpdateFailureAction_UPDATE_FAILURE_ACTION_PAUSE,
-		Monitor:       durationpb.New(defaultMonitor),
+		Monitor:       durationpb.New(rollout.DefaultMonitor),
 	}
 }
 

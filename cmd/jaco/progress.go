@@ -9,12 +9,8 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/rollout"
 )
-
-// defaultMonitor is how long a replica must have run to count as stable
-// when the service's update policy sets no monitor period (the server's
-// default too, api/objects.proto UpdatePolicy.monitor).
-const defaultMonitor = 5 * time.Second
 
 // waitKind is the command that waits: it decides how a rollback ends.
 type waitKind int
@@ -188,7 +184,7 @@ func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now tim
 	if replicated {
 		want = int(svc.GetSpec().GetReplicas())
 	}
-	monitor := defaultMonitor
+	monitor := rollout.DefaultMonitor
 	if d := svc.GetSpec().GetUpdate().GetMonitor(); d != nil {
 		monitor = max(d.AsDuration(), 0)
 	}

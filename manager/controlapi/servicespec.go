@@ -14,6 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/rollout"
 	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -161,10 +162,6 @@ func validateDurations(spec *api.ServiceSpec) error {
 	return nil
 }
 
-// maxPolicyDuration bounds an update policy's delay and monitor: longer
-// is a typo (5h for 5s) that would hold an update for hours.
-const maxPolicyDuration = time.Hour
-
 // validatePolicy checks an update or rollback policy (which names it); nil
 // is the defaults.
 func validatePolicy(which string, p *api.UpdatePolicy) error {
@@ -178,8 +175,8 @@ func validatePolicy(which string, p *api.UpdatePolicy) error {
 		name string
 		d    durationLike
 	}{{"delay", p.Delay}, {"monitor", p.Monitor}} {
-		if v := f.d.AsDuration(); v < 0 || v > maxPolicyDuration {
-			return invalid("%s.%s %v: want 0s to %v", which, f.name, v, maxPolicyDuration)
+		if v := f.d.AsDuration(); v < 0 || v > rollout.MaxPolicyDuration {
+			return invalid("%s.%s %v: want 0s to %v", which, f.name, v, rollout.MaxPolicyDuration)
 		}
 	}
 	if _, ok := api.UpdateOrder_name[int32(p.Order)]; !ok {
