@@ -23,7 +23,10 @@
 // jacod that died keeps forwarding, and the next Open adopts it.
 //
 // Open wraps every failure to make the interface in ErrUnavailable: a node
-// that can run neither implementation reports overlay_unavailable.
+// that can run neither implementation reports overlay_unavailable. An
+// interface deleted behind the Link's back (wireguard-go then stops by
+// itself) is made again by the next Configure, the old device closed
+// first, so following the store also repairs the link.
 //
 // # Peers follow the store
 //

@@ -124,7 +124,7 @@ func (h *helper) do(c helperCmd) (r helperReply) {
 			return r
 		}
 		r.Kernel = KernelAvailable()
-		if h.link, err = Open(ctx, Options{Kind: c.Kind}); err != nil {
+		if h.link, err = Open(Options{Kind: c.Kind}); err != nil {
 			return r
 		}
 		r.PublicKey, r.Kind = h.key.PublicKey(), h.link.Kind()

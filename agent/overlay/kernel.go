@@ -1,7 +1,6 @@
 package overlay
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -22,7 +21,7 @@ type kernel struct {
 // openKernel creates the wireguard link, or adopts one of that name left
 // by an earlier run; a link of that name of another type is refused rather
 // than deleted, since it is not ours.
-func openKernel(_ context.Context, name string) (Link, error) {
+func openKernel(name string) (device, error) {
 	l, err := netlink.LinkByName(name)
 	var nf netlink.LinkNotFoundError
 	switch {
@@ -39,7 +38,7 @@ func openKernel(_ context.Context, name string) (Link, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("overlay: open wgctrl: %w", err), deleteLink(name))
 	}
-	return &link{name: name, kind: KindKernel, dev: &kernel{name: name, client: c}}, nil
+	return &kernel{name: name, client: c}, nil
 }
 
 func (k *kernel) apply(c wgtypes.Config) error {

@@ -105,7 +105,7 @@ type Options struct {
 
 // Open creates the interface (or adopts a kernel one left by an earlier
 // run) and returns it unconfigured: down, no address, no peers.
-func Open(ctx context.Context, opts Options) (Link, error) {
+func Open(opts Options) (Link, error) {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
@@ -116,22 +116,20 @@ func Open(ctx context.Context, opts Options) (Link, error) {
 			kind = KindKernel
 		}
 	}
-	var (
-		l   Link
-		err error
-	)
+	var open func(string) (device, error)
 	switch kind {
 	case KindKernel:
-		l, err = openKernel(ctx, opts.Name)
+		open = openKernel
 	case KindUserspace:
-		l, err = openUserspace(ctx, opts.Name)
+		open = openUserspace
 	default:
 		return nil, fmt.Errorf("overlay: unknown link kind %q", kind)
 	}
+	dev, err := open(opts.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	return l, nil
+	return &link{name: opts.Name, kind: kind, dev: dev, open: open}, nil
 }
 
 // ErrUnavailable wraps every failure of Open to make the interface: the

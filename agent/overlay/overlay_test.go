@@ -165,6 +165,18 @@ func testOverlay(t *testing.T, kind Kind) {
 		t.Errorf("b → a after a added b back: %q, %v", reply, err)
 	}
 
+	// jaco0 deleted behind the link's back: the next Configure makes it
+	// again (the old device stopped; the close check at the end sees no
+	// goroutine of it left) and traffic flows again.
+	ipCmd(t, "-n", nsA, "link", "del", DefaultName)
+	a.do(helperCmd{Op: "configure", Config: cfgA})
+	if reply, err := a.dialUntil("198.19.2.1:7000", "again", 15*time.Second); err != nil || reply != "again/ack" {
+		t.Errorf("a → b after jaco0 was made again: %q, %v", reply, err)
+	}
+	if ps := a.peers(); len(ps) != 1 || time.Since(ps[0].LastHandshake) > time.Minute {
+		t.Errorf("a's peers after jaco0 was made again: %+v", ps)
+	}
+
 	// The MTU follows the underlay's on the next Configure.
 	ipCmd(t, "-n", nsA, "link", "set", "eth0", "mtu", "4000")
 	a.do(helperCmd{Op: "configure", Config: cfgA})

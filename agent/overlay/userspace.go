@@ -1,7 +1,6 @@
 package overlay
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,7 +23,7 @@ type userspace struct {
 // openUserspace creates the TUN interface and starts wireguard-go on it.
 // The interface starts with fallbackUnderlayMTU-Overhead; Configure sets
 // the real one.
-func openUserspace(_ context.Context, name string) (Link, error) {
+func openUserspace(name string) (device, error) {
 	t, err := tun.CreateTUN(name, fallbackUnderlayMTU-Overhead)
 	if err != nil {
 		return nil, fmt.Errorf("overlay: create TUN %s: %w", name, err)
@@ -42,7 +41,7 @@ func openUserspace(_ context.Context, name string) (Link, error) {
 	if err := dev.Up(); err != nil {
 		return nil, errors.Join(fmt.Errorf("overlay: start wireguard-go on %s: %w", name, err), u.close())
 	}
-	return &link{name: name, kind: KindUserspace, dev: u}, nil
+	return u, nil
 }
 
 func (u *userspace) apply(c wgtypes.Config) error {

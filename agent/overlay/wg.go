@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
 
+	"github.com/vishvananda/netlink"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -26,9 +28,10 @@ type device interface {
 type link struct {
 	name string
 	kind Kind
-	dev  device
+	open func(name string) (device, error)
 
 	mu     sync.Mutex // serialises Configure, Peers and Close
+	dev    device     // nil after the interface vanished and could not be made again
 	closed bool
 }
 
@@ -50,6 +53,9 @@ func (l *link) Configure(ctx context.Context, cfg Config) error {
 	if l.closed {
 		return errClosed
 	}
+	if err := l.ensure(); err != nil {
+		return fmt.Errorf("configure %s: %w", l.name, err)
+	}
 	cur, err := l.dev.state()
 	if err != nil {
 		return fmt.Errorf("configure %s: read device: %w", l.name, err)
@@ -68,6 +74,9 @@ func (l *link) Peers(ctx context.Context) ([]PeerStatus, error) {
 	defer l.mu.Unlock()
 	if l.closed {
 		return nil, errClosed
+	}
+	if l.dev == nil {
+		return nil, fmt.Errorf("peers of %s: %w", l.name, errGone)
 	}
 	d, err := l.dev.state()
 	if err != nil {
@@ -102,9 +111,39 @@ func (l *link) Close() error {
 		return nil
 	}
 	l.closed = true
+	if l.dev == nil {
+		return nil
+	}
 	if err := l.dev.close(); err != nil {
 		return fmt.Errorf("close %s: %w", l.name, err)
 	}
+	return nil
+}
+
+var errGone = errors.New("the interface vanished and could not be made again")
+
+// ensure makes the interface anew when it has vanished (someone deleted
+// it; wireguard-go then stops by itself), so that a caller following the
+// store repairs the link with its next Configure. The old device is
+// closed first: its goroutines end with it.
+func (l *link) ensure() error {
+	if l.dev != nil {
+		_, err := netlink.LinkByName(l.name)
+		var nf netlink.LinkNotFoundError
+		if !errors.As(err, &nf) {
+			return nil // there, or a netlink error the next step reports
+		}
+		slog.Warn("overlay interface vanished; making it again", "link", l.name, "kind", l.kind)
+		if err := l.dev.close(); err != nil {
+			slog.Warn("overlay: close the vanished interface's device", "link", l.name, "err", err)
+		}
+		l.dev = nil
+	}
+	dev, err := l.open(l.name)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	l.dev = dev
 	return nil
 }
 
