@@ -1,6 +1,11 @@
 package main
 
-import "github.com/jaco-project/jaco/api/reason"
+import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/api/reason"
+)
 
 // checkWith is a write answered outcome_unknown, with the command that
 // shows whether it was applied. describe adds it to the advice.
@@ -13,8 +18,13 @@ func (c checkWith) Unwrap() error { return c.error }
 
 // mayHaveApplied names the command that shows whether a write answered
 // outcome_unknown was applied (jaco service inspect NAME); other errors
-// pass unchanged.
+// pass unchanged. A write the client gave up on at --timeout is
+// outcome_unknown too: the request may have reached the leader and
+// committed after the client stopped waiting.
 func mayHaveApplied(err error, command string) error {
+	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded && reason.Of(err) == "" {
+		err = reason.Error(codes.DeadlineExceeded, reason.OutcomeUnknown, "no answer from jacod within --timeout (%s)", st.Message())
+	}
 	if reason.Of(err) != reason.OutcomeUnknown {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/datadir"
@@ -83,5 +85,18 @@ func TestServiceUpdateMayHaveBeenApplied(t *testing.T) {
 	defer leader.mu.Unlock()
 	if leader.updates != 1 || leader.replicas != 3 {
 		t.Fatalf("%d update calls, %d replicas; want the one update, applied", leader.updates, leader.replicas)
+	}
+}
+
+// A write the client stopped waiting for may still commit: it is reported
+// outcome_unknown with the command to check, not unavailable.
+func TestTimedOutWriteIsOutcomeUnknown(t *testing.T) {
+	err := mayHaveApplied(status.Error(codes.DeadlineExceeded, "context deadline exceeded"), "jaco service inspect web")
+	got := describe(err)
+	if !strings.HasPrefix(got, "outcome_unknown: no answer from jacod within --timeout") || !strings.Contains(got, "check with `jaco service inspect web`") {
+		t.Fatalf("a timed-out write is described %q", got)
+	}
+	if got := describe(mayHaveApplied(status.Error(codes.Unavailable, "connection refused"), "x")); !strings.HasPrefix(got, "unavailable:") {
+		t.Fatalf("an unreachable daemon is described %q, want unavailable (nothing was sent)", got)
 	}
 }
