@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,5 +91,48 @@ func (w *worker) loop(ctx context.Context, op func(ctx context.Context) bool) {
 		octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opTimeout)
 		failed = !op(octx)
 		cancel()
+	}
+}
+
+// startClients starts the workloads' clients on every member: per
+// manager, registerClients register clients and one set client, each with
+// a random source of its own from the seed. The returned stop ends them
+// and waits; it may be called more than once.
+func startClients(ctx context.Context, c *cluster, cfg Config, rec *linearcheck.Recorder, keys *registerKeys) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	id := 0
+	for i, m := range c.members {
+		conn := c.conns[i]
+		for k := range registerClients + 1 {
+			w := &worker{id: id, member: m.name, conn: conn, control: api.NewControlServiceClient(conn), rec: rec,
+				acked: &c.acked, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)+1))}
+			var op func(context.Context) bool
+			if k < registerClients {
+				w.think = [2]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}
+				rc := &registerClient{worker: w, keys: keys, known: map[string]*api.Service{},
+					consistency: api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE}
+				if cfg.LocalReads {
+					rc.consistency = api.ReadConsistency_READ_CONSISTENCY_LOCAL
+				}
+				op = rc.op
+			} else {
+				w.think = [2]time.Duration{20 * time.Millisecond, 80 * time.Millisecond}
+				op = (&setClient{worker: w}).op
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.loop(wctx, op)
+			}()
+			id++
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+		})
 	}
 }

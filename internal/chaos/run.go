@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -105,43 +104,7 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return nil, err
 	}
 
-	wctx, stopWorkers := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	id := 0
-	for i, m := range c.members {
-		conn := c.conns[i]
-		for range registerClients + 1 {
-			w := &worker{id: id, member: m.name, conn: conn, control: api.NewControlServiceClient(conn), rec: rec, acked: &c.acked,
-				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(id)+1))}
-			var op func(context.Context) bool
-			if id%(registerClients+1) < registerClients {
-				w.think = [2]time.Duration{10 * time.Millisecond, 50 * time.Millisecond}
-				rc := &registerClient{worker: w, keys: keys, known: map[string]*api.Service{},
-					consistency: api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE}
-				if cfg.LocalReads {
-					rc.consistency = api.ReadConsistency_READ_CONSISTENCY_LOCAL
-				}
-				op = rc.op
-			} else {
-				w.think = [2]time.Duration{20 * time.Millisecond, 80 * time.Millisecond}
-				op = (&setClient{worker: w}).op
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w.loop(wctx, op)
-			}()
-			id++
-		}
-	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			stopWorkers()
-			wg.Wait()
-		}
-	}
+	stop := startClients(ctx, c, cfg, rec, keys)
 	defer stop()
 
 	if err := sleep(ctx, warmup); err != nil {
@@ -151,48 +114,13 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		if err := rotateKeys(ctx, c, rec, keys, episode); err != nil {
 			return nil, err
 		}
-		n := pick(rng)
-		ev := Event{Episode: episode, Nemesis: n.Name, Inject: since()}
-		cfg.Log.Info("chaos: inject", "episode", episode, "nemesis", n.Name)
-		f, err := n.inject(ctx, c, rng)
+		ev, problem, err := runEpisode(ctx, c, cfg, rng, pick(rng), episode, since)
 		if err != nil {
-			return nil, fmt.Errorf("episode %d: inject %s: %w", episode, n.Name, err)
+			return nil, err
 		}
-		ev.What = f.what
-		hold := f.hold
-		if hold == 0 {
-			hold = between(rng, holdMin, holdMax)
-		}
-		if f.wait != nil {
-			err = f.wait(ctx)
-		} else {
-			err = sleep(ctx, hold)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("episode %d: hold %s: %w", episode, n.Name, err)
-		}
-		ev.Heal = since()
-		if err := f.heal(ctx); err != nil {
-			return nil, fmt.Errorf("episode %d: heal %s: %w", episode, n.Name, err)
-		}
-		if f.after != nil {
-			ev.What += f.after()
-		}
-		if err := c.waitHealthy(ctx, recoverLimit); err != nil {
-			rep.Events = append(rep.Events, ev)
-			rep.Problems = append(rep.Problems, fmt.Sprintf("episode %d (%s): the cluster did not recover: %v", episode, n.Name, err))
-			break
-		}
-		ev.Recovered = since()
 		rep.Events = append(rep.Events, ev)
-		if f.check != nil {
-			if err := f.check(); err != nil {
-				rep.Problems = append(rep.Problems, fmt.Sprintf("episode %d (%s): %v", episode, n.Name, err))
-			}
-		}
-		cfg.Log.Info("chaos: healed", "episode", episode, "nemesis", n.Name, "what", f.what, "recovered_after", ev.Recovered-ev.Heal)
-		if err := c.crashes(); err != nil {
-			rep.Problems = append(rep.Problems, err.Error())
+		if problem != "" {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("episode %d (%s): %s", episode, ev.Nemesis, problem))
 			break
 		}
 		if err := sleep(ctx, between(rng, quietMin, quietMax)); err != nil {
@@ -209,6 +137,53 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 		return rep, nil
 	}
 	return rep, rep.check(ctx, c, ops, cfg)
+}
+
+// runEpisode injects nemesis n, holds the fault, heals it and waits for
+// the cluster to recover. A problem is something the cluster did wrong
+// (it did not recover, a daemon crashed, the heal found it misbehaving);
+// the error is about the harness.
+func runEpisode(ctx context.Context, c *cluster, cfg Config, rng *rand.Rand, n Nemesis, episode int, since func() time.Duration) (ev Event, problem string, err error) {
+	ev = Event{Episode: episode, Nemesis: n.Name, Inject: since()}
+	cfg.Log.Info("chaos: inject", "episode", episode, "nemesis", n.Name)
+	f, err := n.inject(ctx, c, rng)
+	if err != nil {
+		return ev, "", fmt.Errorf("episode %d: inject %s: %w", episode, n.Name, err)
+	}
+	ev.What = f.what
+	hold := f.hold
+	if hold == 0 {
+		hold = between(rng, holdMin, holdMax)
+	}
+	if f.wait != nil {
+		err = f.wait(ctx)
+	} else {
+		err = sleep(ctx, hold)
+	}
+	if err != nil {
+		return ev, "", fmt.Errorf("episode %d: hold %s: %w", episode, n.Name, err)
+	}
+	ev.Heal = since()
+	if err := f.heal(ctx); err != nil {
+		return ev, "heal: " + err.Error(), nil
+	}
+	if f.after != nil {
+		ev.What += f.after()
+	}
+	if err := c.waitHealthy(ctx, recoverLimit); err != nil {
+		return ev, "the cluster did not recover: " + err.Error(), nil
+	}
+	ev.Recovered = since()
+	cfg.Log.Info("chaos: healed", "episode", episode, "nemesis", n.Name, "what", ev.What, "recovered_after", ev.Recovered-ev.Heal)
+	if f.check != nil {
+		if err := f.check(); err != nil {
+			return ev, err.Error(), nil
+		}
+	}
+	if err := c.crashes(); err != nil {
+		return ev, err.Error(), nil
+	}
+	return ev, "", nil
 }
 
 // picker returns how each episode chooses its nemesis.
