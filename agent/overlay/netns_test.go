@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,12 +73,46 @@ func ipCmd(t *testing.T, args ...string) {
 	}
 }
 
+// nsPrefix starts this package's namespace names, followed by the test
+// process's pid and a random part.
+const nsPrefix = "jacoovl"
+
+var (
+	staleNS   = regexp.MustCompile(`^` + nsPrefix + `(\d+)-[0-9a-f]{6}-[ab]$`)
+	sweepOnce sync.Once
+)
+
+// sweepStale deletes namespaces a killed earlier run left behind: those
+// whose test process is gone and that hold no process (its helpers die
+// with it, Pdeathsig).
+func sweepStale() {
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		m := staleNS.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + m[1]); err == nil {
+			continue // alive, or a reused pid: leave it
+		}
+		if pids, _ := exec.Command("ip", "netns", "pids", name).Output(); len(bytes.TrimSpace(pids)) > 0 {
+			continue
+		}
+		_ = exec.Command("ip", "netns", "delete", name).Run()
+	}
+}
+
 // underlay makes two namespaces joined by a veth pair, eth0 in each, at
 // 198.18.0.1/24 and 198.18.0.2/24, deleted when the test ends.
 func underlay(t *testing.T) (a, b string) {
+	sweepOnce.Do(sweepStale)
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
-	base := fmt.Sprintf("jacoovl%d-%s", os.Getpid(), hex.EncodeToString(suffix))
+	base := fmt.Sprintf("%s%d-%s", nsPrefix, os.Getpid(), hex.EncodeToString(suffix))
 	a, b = base+"-a", base+"-b"
 	for _, ns := range []string{a, b} {
 		ipCmd(t, "netns", "add", ns)
@@ -113,6 +149,9 @@ func startHelper(t *testing.T, name, ns string) *node {
 	n.cmd = exec.Command("ip", "netns", "exec", ns, exe)
 	n.cmd.Env = append(os.Environ(), helperEnv+"=1")
 	n.cmd.Stderr = n.stderr
+	// `ip netns exec` execs the helper in its own place, so the helper
+	// dies with this test process even when it is killed.
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if n.stdin, err = n.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
