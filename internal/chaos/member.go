@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -326,17 +325,4 @@ func (m *member) logSince() string {
 		return l[i:]
 	}
 	return l
-}
-
-// logTail returns the last n lines of the member's log, for a report.
-func (m *member) logTail(n int) string {
-	b, err := os.ReadFile(m.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return filepath.Base(m.logPath) + ":\n" + strings.Join(lines, "\n")
 }

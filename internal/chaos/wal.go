@@ -26,10 +26,12 @@ const lostAcknowledged = "lost raft entries it had acknowledged"
 // to either catch up or refuse.
 const tornWALLimit = 30 * time.Second
 
-// tearLastRecord cuts the newest WAL segment in walDir inside its last
-// record, as a crash in the middle of writing it would leave it: the
-// bytes from the middle of the record on are zeroed (a segment is
-// preallocated, so a torn write leaves zeros, not a shorter file).
+// tearLastRecord cuts the newest WAL segment in walDir in the middle of
+// its last record, as a crash while writing it could leave it. The file
+// is truncated there, so etcd's reader meets the end of the file inside
+// the record, which is how it tells a torn tail from damage; zeroing the
+// record's second half instead would read as damage unless a whole
+// 512-byte sector of it were zero.
 func tearLastRecord(walDir string) (string, error) {
 	segs, err := filepath.Glob(filepath.Join(walDir, "*.wal"))
 	if err != nil || len(segs) == 0 {
@@ -55,8 +57,7 @@ func tearLastRecord(walDir string) (string, error) {
 	if start < 0 {
 		return "", fmt.Errorf("no record in %s", path)
 	}
-	cut := start + (end-start)/2
-	if _, err := f.WriteAt(make([]byte, end-cut), cut); err != nil {
+	if err := f.Truncate(start + (end-start)/2); err != nil {
 		return "", fmt.Errorf("tear %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
