@@ -103,8 +103,9 @@ type Options struct {
 	Kind Kind
 }
 
-// Open creates the interface (or adopts a kernel one left by an earlier
-// run) and returns it unconfigured: down, no address, no peers.
+// Open creates the interface and returns it unconfigured: down, no
+// address, no peers. A kernel link left by an earlier run is adopted as
+// it is, sessions included, until the first Configure.
 func Open(opts Options) (Link, error) {
 	if opts.Name == "" {
 		opts.Name = DefaultName
