@@ -451,6 +451,201 @@ func (x *ListLocalReplicasResponse) GetNextPageToken() string {
 	return ""
 }
 
+type OverlayStatusRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayStatusRequest) Reset() {
+	*x = OverlayStatusRequest{}
+	mi := &file_api_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayStatusRequest) ProtoMessage() {}
+
+func (x *OverlayStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayStatusRequest.ProtoReflect.Descriptor instead.
+func (*OverlayStatusRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{7}
+}
+
+// OverlayStatusResponse is this node's overlay link as it runs now
+// (docs/adr/0026).
+type OverlayStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// endpoint is what the node publishes: key, port, kind, or why it has
+	// no overlay.
+	Endpoint *OverlayEndpoint     `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Peers    []*OverlayPeerStatus `protobuf:"bytes,2,rep,name=peers,proto3" json:"peers,omitempty"`
+	// addresses are this node's own overlay addresses, one per block.
+	Addresses     []string `protobuf:"bytes,3,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayStatusResponse) Reset() {
+	*x = OverlayStatusResponse{}
+	mi := &file_api_agent_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayStatusResponse) ProtoMessage() {}
+
+func (x *OverlayStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayStatusResponse.ProtoReflect.Descriptor instead.
+func (*OverlayStatusResponse) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *OverlayStatusResponse) GetEndpoint() *OverlayEndpoint {
+	if x != nil {
+		return x.Endpoint
+	}
+	return nil
+}
+
+func (x *OverlayStatusResponse) GetPeers() []*OverlayPeerStatus {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
+func (x *OverlayStatusResponse) GetAddresses() []string {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+type OverlayPeerStatus struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	NodeId    string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	PublicKey []byte                 `protobuf:"bytes,2,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	// endpoint is where the peer was last heard from (or is sent to).
+	Endpoint string   `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Allowed  []string `protobuf:"bytes,4,rep,name=allowed,proto3" json:"allowed,omitempty"`
+	// last_handshake is unset before the first.
+	LastHandshake *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_handshake,json=lastHandshake,proto3" json:"last_handshake,omitempty"`
+	RxBytes       int64                  `protobuf:"varint,6,opt,name=rx_bytes,json=rxBytes,proto3" json:"rx_bytes,omitempty"`
+	TxBytes       int64                  `protobuf:"varint,7,opt,name=tx_bytes,json=txBytes,proto3" json:"tx_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverlayPeerStatus) Reset() {
+	*x = OverlayPeerStatus{}
+	mi := &file_api_agent_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverlayPeerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverlayPeerStatus) ProtoMessage() {}
+
+func (x *OverlayPeerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverlayPeerStatus.ProtoReflect.Descriptor instead.
+func (*OverlayPeerStatus) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *OverlayPeerStatus) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *OverlayPeerStatus) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+func (x *OverlayPeerStatus) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *OverlayPeerStatus) GetAllowed() []string {
+	if x != nil {
+		return x.Allowed
+	}
+	return nil
+}
+
+func (x *OverlayPeerStatus) GetLastHandshake() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastHandshake
+	}
+	return nil
+}
+
+func (x *OverlayPeerStatus) GetRxBytes() int64 {
+	if x != nil {
+		return x.RxBytes
+	}
+	return 0
+}
+
+func (x *OverlayPeerStatus) GetTxBytes() int64 {
+	if x != nil {
+		return x.TxBytes
+	}
+	return 0
+}
+
 var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
@@ -482,14 +677,30 @@ const file_api_agent_proto_rawDesc = "" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\"o\n" +
 	"\x19ListLocalReplicasResponse\x12*\n" +
 	"\breplicas\x18\x01 \x03(\v2\x0e.jaco.api.TaskR\breplicas\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\xb0\x03\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x16\n" +
+	"\x14OverlayStatusRequest\"\x9f\x01\n" +
+	"\x15OverlayStatusResponse\x125\n" +
+	"\bendpoint\x18\x01 \x01(\v2\x19.jaco.api.OverlayEndpointR\bendpoint\x121\n" +
+	"\x05peers\x18\x02 \x03(\v2\x1b.jaco.api.OverlayPeerStatusR\x05peers\x12\x1c\n" +
+	"\taddresses\x18\x03 \x03(\tR\taddresses\"\xfa\x01\n" +
+	"\x11OverlayPeerStatus\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x02 \x01(\fR\tpublicKey\x12\x1a\n" +
+	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\x18\n" +
+	"\aallowed\x18\x04 \x03(\tR\aallowed\x12A\n" +
+	"\x0elast_handshake\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHandshake\x12\x19\n" +
+	"\brx_bytes\x18\x06 \x01(\x03R\arxBytes\x12\x19\n" +
+	"\btx_bytes\x18\a \x01(\x03R\atxBytes2\xc8\x04\n" +
 	"\fAgentService\x12q\n" +
 	"\x04Logs\x12\x15.jaco.api.LogsRequest\x1a\x15.jaco.api.LogsMessage\"9\xda\xf3\x185\n" +
 	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators0\x01\x12\x92\x01\n" +
 	"\tLoadImage\x12\x1a.jaco.api.LoadImageRequest\x1a\x1b.jaco.api.LoadImageResponse\"J\xda\xf3\x18F\n" +
 	"\x01\x02\x12\x01\x03\x1a>images are loaded on the node itself, through its local socket(\x01\x12\x97\x01\n" +
 	"\x11ListLocalReplicas\x12\".jaco.api.ListLocalReplicasRequest\x1a#.jaco.api.ListLocalReplicasResponse\"9\xda\xf3\x185\n" +
-	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operatorsB\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators\x12\x95\x01\n" +
+	"\rOverlayStatus\x12\x1e.jaco.api.OverlayStatusRequest\x1a\x1f.jaco.api.OverlayStatusResponse\"C\xda\xf3\x18?\n" +
+	"\x03\x02\x03\x05\x12\x01\x03\x1a5a node's overlay status is for managers and operatorsB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_agent_proto_rawDescOnce sync.Once
@@ -503,7 +714,7 @@ func file_api_agent_proto_rawDescGZIP() []byte {
 	return file_api_agent_proto_rawDescData
 }
 
-var file_api_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_api_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_api_agent_proto_goTypes = []any{
 	(*LogsRequest)(nil),               // 0: jaco.api.LogsRequest
 	(*LogLine)(nil),                   // 1: jaco.api.LogLine
@@ -512,25 +723,34 @@ var file_api_agent_proto_goTypes = []any{
 	(*LoadImageResponse)(nil),         // 4: jaco.api.LoadImageResponse
 	(*ListLocalReplicasRequest)(nil),  // 5: jaco.api.ListLocalReplicasRequest
 	(*ListLocalReplicasResponse)(nil), // 6: jaco.api.ListLocalReplicasResponse
-	(*timestamppb.Timestamp)(nil),     // 7: google.protobuf.Timestamp
-	(*Task)(nil),                      // 8: jaco.api.Task
+	(*OverlayStatusRequest)(nil),      // 7: jaco.api.OverlayStatusRequest
+	(*OverlayStatusResponse)(nil),     // 8: jaco.api.OverlayStatusResponse
+	(*OverlayPeerStatus)(nil),         // 9: jaco.api.OverlayPeerStatus
+	(*timestamppb.Timestamp)(nil),     // 10: google.protobuf.Timestamp
+	(*Task)(nil),                      // 11: jaco.api.Task
+	(*OverlayEndpoint)(nil),           // 12: jaco.api.OverlayEndpoint
 }
 var file_api_agent_proto_depIdxs = []int32{
-	7, // 0: jaco.api.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	7, // 1: jaco.api.LogLine.time:type_name -> google.protobuf.Timestamp
-	1, // 2: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
-	8, // 3: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
-	0, // 4: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
-	3, // 5: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
-	5, // 6: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
-	2, // 7: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
-	4, // 8: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
-	6, // 9: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	10, // 0: jaco.api.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	10, // 1: jaco.api.LogLine.time:type_name -> google.protobuf.Timestamp
+	1,  // 2: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
+	11, // 3: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
+	12, // 4: jaco.api.OverlayStatusResponse.endpoint:type_name -> jaco.api.OverlayEndpoint
+	9,  // 5: jaco.api.OverlayStatusResponse.peers:type_name -> jaco.api.OverlayPeerStatus
+	10, // 6: jaco.api.OverlayPeerStatus.last_handshake:type_name -> google.protobuf.Timestamp
+	0,  // 7: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
+	3,  // 8: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
+	5,  // 9: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
+	7,  // 10: jaco.api.AgentService.OverlayStatus:input_type -> jaco.api.OverlayStatusRequest
+	2,  // 11: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
+	4,  // 12: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
+	6,  // 13: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
+	8,  // 14: jaco.api.AgentService.OverlayStatus:output_type -> jaco.api.OverlayStatusResponse
+	11, // [11:15] is the sub-list for method output_type
+	7,  // [7:11] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_proto_init() }
@@ -546,7 +766,7 @@ func file_api_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_proto_rawDesc), len(file_api_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,5 +26,10 @@ func init() {
 			AlsoServed: []access.State{access.Worker},
 			Refusal:    "replica logs are for managers and operators",
 		},
+		"/jaco.api.AgentService/OverlayStatus": {
+			Allow:      []access.Caller{access.Local, access.Operator, access.Manager},
+			AlsoServed: []access.State{access.Worker},
+			Refusal:    "a node's overlay status is for managers and operators",
+		},
 	})
 }

@@ -22,6 +22,7 @@ const (
 	AgentService_Logs_FullMethodName              = "/jaco.api.AgentService/Logs"
 	AgentService_LoadImage_FullMethodName         = "/jaco.api.AgentService/LoadImage"
 	AgentService_ListLocalReplicas_FullMethodName = "/jaco.api.AgentService/ListLocalReplicas"
+	AgentService_OverlayStatus_FullMethodName     = "/jaco.api.AgentService/OverlayStatus"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -36,6 +37,7 @@ type AgentServiceClient interface {
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error)
 	LoadImage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[LoadImageRequest, LoadImageResponse], error)
 	ListLocalReplicas(ctx context.Context, in *ListLocalReplicasRequest, opts ...grpc.CallOption) (*ListLocalReplicasResponse, error)
+	OverlayStatus(ctx context.Context, in *OverlayStatusRequest, opts ...grpc.CallOption) (*OverlayStatusResponse, error)
 }
 
 type agentServiceClient struct {
@@ -88,6 +90,16 @@ func (c *agentServiceClient) ListLocalReplicas(ctx context.Context, in *ListLoca
 	return out, nil
 }
 
+func (c *agentServiceClient) OverlayStatus(ctx context.Context, in *OverlayStatusRequest, opts ...grpc.CallOption) (*OverlayStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OverlayStatusResponse)
+	err := c.cc.Invoke(ctx, AgentService_OverlayStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -100,6 +112,7 @@ type AgentServiceServer interface {
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogsMessage]) error
 	LoadImage(grpc.ClientStreamingServer[LoadImageRequest, LoadImageResponse]) error
 	ListLocalReplicas(context.Context, *ListLocalReplicasRequest) (*ListLocalReplicasResponse, error)
+	OverlayStatus(context.Context, *OverlayStatusRequest) (*OverlayStatusResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -118,6 +131,9 @@ func (UnimplementedAgentServiceServer) LoadImage(grpc.ClientStreamingServer[Load
 }
 func (UnimplementedAgentServiceServer) ListLocalReplicas(context.Context, *ListLocalReplicasRequest) (*ListLocalReplicasResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLocalReplicas not implemented")
+}
+func (UnimplementedAgentServiceServer) OverlayStatus(context.Context, *OverlayStatusRequest) (*OverlayStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method OverlayStatus not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -176,6 +192,24 @@ func _AgentService_ListLocalReplicas_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_OverlayStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OverlayStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).OverlayStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_OverlayStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).OverlayStatus(ctx, req.(*OverlayStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -186,6 +220,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListLocalReplicas",
 			Handler:    _AgentService_ListLocalReplicas_Handler,
+		},
+		{
+			MethodName: "OverlayStatus",
+			Handler:    _AgentService_OverlayStatus_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

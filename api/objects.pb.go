@@ -1254,7 +1254,10 @@ type OverlayBlock struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	NetworkId string                 `protobuf:"bytes,1,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
 	// prefix is a /26 of the network's subnet.
-	Prefix        string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Prefix string `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	// subnet is the network's whole subnet, which the node routes through
+	// its overlay link (so nothing for the network leaves in clear).
+	Subnet        string `protobuf:"bytes,3,opt,name=subnet,proto3" json:"subnet,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1299,6 +1302,13 @@ func (x *OverlayBlock) GetNetworkId() string {
 func (x *OverlayBlock) GetPrefix() string {
 	if x != nil {
 		return x.Prefix
+	}
+	return ""
+}
+
+func (x *OverlayBlock) GetSubnet() string {
+	if x != nil {
+		return x.Subnet
 	}
 	return ""
 }
@@ -3066,11 +3076,12 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x02 \x01(\rR\x04port\x12\x12\n" +
 	"\x04kind\x18\x03 \x01(\tR\x04kind\x12 \n" +
 	"\vunavailable\x18\x04 \x01(\bR\vunavailable\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"E\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"]\n" +
 	"\fOverlayBlock\x12\x1d\n" +
 	"\n" +
 	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x16\n" +
-	"\x06prefix\x18\x02 \x01(\tR\x06prefix\"\xd8\x02\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x16\n" +
+	"\x06subnet\x18\x03 \x01(\tR\x06subnet\"\xd8\x02\n" +
 	"\tNodeDrain\x12*\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x14.jaco.api.DrainStateR\x05state\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\rR\x05total\x12\x14\n" +

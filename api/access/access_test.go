@@ -67,6 +67,7 @@ var servedBeyondManaging = map[string][]access.State{
 	"/jaco.api.AgentService/Logs":              {access.Worker},
 	"/jaco.api.AgentService/LoadImage":         {access.Worker},
 	"/jaco.api.AgentService/ListLocalReplicas": {access.Worker},
+	"/jaco.api.AgentService/OverlayStatus":     {access.Worker},
 }
 
 // refusal is what a refused call gets: code, reason word, sentence.
@@ -153,6 +154,7 @@ var todaysRules = map[string]rule{
 	"/jaco.api.BackupService/":                     operators,
 	"/jaco.api.AgentService/Logs":                  replicaLogs,
 	"/jaco.api.AgentService/ListLocalReplicas":     replicaLogs,
+	"/jaco.api.AgentService/OverlayStatus":         {replicaLogs.allowed, deny("a node's overlay status is for managers and operators")},
 	"/jaco.api.AgentService/LoadImage":             {[]identity.Identity{local}, deny("images are loaded on the node itself, through its local socket")},
 	"/jaco.api.DispatcherService/":                 dispatcher,
 	"/jaco.api.RaftService/":                       raft,

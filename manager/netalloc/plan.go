@@ -77,7 +77,7 @@ func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task) ([]*api
 			if err == nil {
 				var p netip.Prefix
 				if p, err = ipam.AllocateBlock(subnet, taken[id]); err == nil {
-					blocks = append(blocks, &api.OverlayBlock{NetworkId: id, Prefix: p.String()})
+					blocks = append(blocks, &api.OverlayBlock{NetworkId: id, Prefix: p.String(), Subnet: subnet.String()})
 					taken[id] = append(taken[id], p)
 					continue
 				}
