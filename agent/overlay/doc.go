@@ -14,8 +14,8 @@
 // kernels a node may run on (this project's CI machine among them) have no
 // WireGuard module but do have /dev/net/tun; both speak the same protocol,
 // so a kernel node and a userspace node are peers of each other. Both sit
-// behind the same diff (wg.go): the address, MTU and routes are set over
-// netlink the same way for both.
+// behind the same diff (wg.go): the addresses, MTU and routes are set
+// over netlink the same way for both.
 //
 // The userspace device's goroutines belong to the Link: Close stops the
 // device, waits for its routines, and the TUN interface goes with its file
@@ -39,13 +39,26 @@
 // rewritten only when they differ (wireguard-go rebinds its socket on
 // every listen_port it is given).
 //
-// When Config.Pool is set the whole pool is routed through jaco0: traffic
-// for a peer just removed is then dropped by WireGuard (no peer's allowed
-// IPs match) instead of following the default route out in clear. Without
-// a pool each peer's subnet gets its own route. Routes are marked with
-// their own protocol number, so a sync removes only its own. An endpoint
-// inside what the link routes is refused: WireGuard would send its own
-// packets into the tunnel.
+// # Networks, blocks and routes
+//
+// The Config follows docs/adr/0026-overlay-networks.md: each overlay
+// network has its own subnet, and each node holds a /26 block of every
+// network it runs replicas of. A node has one address per block it holds
+// (Config.Addresses, host addresses such as 198.19.1.1/32), and a peer's
+// allowed IPs are exactly its blocks (Peer.Allowed), possibly none yet:
+// WireGuard accepts from a peer only sources in its blocks and sends
+// there only packets for them.
+//
+// Each network's whole subnet is routed through jaco0 (Config.Routes),
+// with the node's address in that network as the source, so a reply from
+// a peer's replica matches this node's block on the peer. Traffic for a
+// peer just removed, or for a block no peer holds, is then dropped by
+// WireGuard (no peer's allowed IPs match) instead of following the
+// default route out in clear. A peer block no route covers gets a route
+// of its own, with no source. Routes are marked with their own protocol
+// number, so a sync removes only its own. An endpoint inside what the
+// link routes is refused: WireGuard would send its own packets into the
+// tunnel.
 //
 // # MTU
 //

@@ -40,8 +40,8 @@ func TestMain(m *testing.M) {
 // wireConfig is Config without the private key.
 type wireConfig struct {
 	ListenPort int
-	Address    netip.Prefix
-	Pool       netip.Prefix
+	Addresses  []netip.Prefix
+	Routes     []Route
 	Peers      []Peer
 }
 
@@ -73,8 +73,8 @@ type helperReply struct {
 type ifaceState struct {
 	MTU    int
 	Up     bool
-	Addrs  []string
-	Routes []string // "dst src", only the routes this package marks
+	Addrs  []string // sorted
+	Routes []string // "dst src", only the routes this package marks, sorted
 }
 
 // helper is one node's state in its helper process.
@@ -130,7 +130,7 @@ func (h *helper) do(c helperCmd) (r helperReply) {
 		r.PublicKey, r.Kind = h.key.PublicKey(), h.link.Kind()
 	case "configure":
 		err = h.link.Configure(ctx, Config{PrivateKey: h.key, ListenPort: c.Config.ListenPort,
-			Address: c.Config.Address, Pool: c.Config.Pool, Peers: c.Config.Peers})
+			Addresses: c.Config.Addresses, Routes: c.Config.Routes, Peers: c.Config.Peers})
 	case "peers":
 		r.Peers, err = h.link.Peers(ctx)
 	case "serve":
@@ -212,6 +212,8 @@ func inspect(name string) (ifaceState, error) {
 	for _, r := range routes {
 		st.Routes = append(st.Routes, r.Dst.String()+" "+r.Src.String())
 	}
+	slices.Sort(st.Addrs)
+	slices.Sort(st.Routes)
 	return st, nil
 }
 

@@ -50,7 +50,7 @@ func TestPrivateKeyNeverPrints(t *testing.T) {
 		t.Fatal(err)
 	}
 	secretB64 := k.k.String() // wgtypes' own base64 form
-	cfg := Config{PrivateKey: k, Address: mustPrefix(t, "198.19.1.1/24")}
+	cfg := Config{PrivateKey: k, Addresses: prefixes(t, "198.19.1.1/32")}
 	var logged bytes.Buffer
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("cfg", "key", k, "cfg", cfg)
 	outputs := []string{

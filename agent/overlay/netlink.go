@@ -18,9 +18,9 @@ import (
 // Values above 4 are free for routing daemons; 'J'.
 const rtprotJaco = 0x4a
 
-// syncInterface gives the link exactly addr, the MTU and the routes, and
-// brings it up. Each step is a no-op when already so.
-func syncInterface(name string, addr netip.Prefix, mtu int, routes []netip.Prefix) error {
+// syncInterface gives the link exactly addrs, the MTU and the routes,
+// and brings it up. Each step is a no-op when already so.
+func syncInterface(name string, addrs []netip.Prefix, mtu int, routes []Route) error {
 	l, err := netlink.LinkByName(name)
 	if err != nil {
 		return fmt.Errorf("find link: %w", err)
@@ -30,7 +30,9 @@ func syncInterface(name string, addr netip.Prefix, mtu int, routes []netip.Prefi
 			return fmt.Errorf("set MTU %d: %w", mtu, err)
 		}
 	}
-	if err := syncAddr(l, addr); err != nil {
+	// Addresses before routes: the kernel refuses a route whose source is
+	// not yet an address of the node.
+	if err := syncAddrs(l, addrs); err != nil {
 		return err
 	}
 	if l.Attrs().Flags&net.FlagUp == 0 {
@@ -38,21 +40,21 @@ func syncInterface(name string, addr netip.Prefix, mtu int, routes []netip.Prefi
 			return fmt.Errorf("set up: %w", err)
 		}
 	}
-	return syncRoutes(l, addr.Addr(), routes)
+	return syncRoutes(l, routes)
 }
 
-// syncAddr leaves addr the link's only address, besides the IPv6
+// syncAddrs leaves want the link's only addresses, besides the IPv6
 // link-local one the kernel gives it.
-func syncAddr(l netlink.Link, addr netip.Prefix) error {
+func syncAddrs(l netlink.Link, want []netip.Prefix) error {
 	have, err := netlink.AddrList(l, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses: %w", err)
 	}
-	found := false
+	found := make(map[netip.Prefix]bool, len(want))
 	for _, a := range have {
 		p, ok := prefixOf(*a.IPNet)
-		if ok && p == addr {
-			found = true
+		if ok && slices.Contains(want, p) {
+			found[p] = true
 			continue
 		}
 		if a.Scope == unix.RT_SCOPE_LINK {
@@ -62,55 +64,74 @@ func syncAddr(l netlink.Link, addr netip.Prefix) error {
 			return fmt.Errorf("remove address %v: %w", a.IPNet, err)
 		}
 	}
-	if found {
-		return nil
-	}
-	n := ipNet(addr)
-	n.IP = addr.Addr().AsSlice() // the host address, not the masked one
-	if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &n}); err != nil {
-		return fmt.Errorf("add address %v: %w", addr, err)
+	for _, p := range want {
+		if found[p] {
+			continue
+		}
+		n := ipNet(p)
+		n.IP = p.Addr().AsSlice() // the host address, not the masked one
+		if err := netlink.AddrAdd(l, &netlink.Addr{IPNet: &n}); err != nil {
+			return fmt.Errorf("add address %v: %w", p, err)
+		}
 	}
 	return nil
 }
 
-// syncRoutes leaves exactly want routed through the link (with src, so
-// the overlay address is the source and the peer's allowed IPs accept
-// it), among the routes this package marks. A prefix of the other address
-// family than src is not routed.
-func syncRoutes(l netlink.Link, src netip.Addr, want []netip.Prefix) error {
+// syncRoutes leaves exactly want routed through the link, each with its
+// source when it has one (so this node's address in the network is the
+// source and the peers' allowed IPs accept it), among the routes this
+// package marks.
+func syncRoutes(l netlink.Link, want []Route) error {
 	have, err := netlink.RouteListFiltered(netlink.FAMILY_ALL,
 		&netlink.Route{LinkIndex: l.Attrs().Index, Protocol: rtprotJaco},
 		netlink.RT_FILTER_OIF|netlink.RT_FILTER_PROTOCOL)
 	if err != nil {
 		return fmt.Errorf("list routes: %w", err)
 	}
-	kept := make(map[netip.Prefix]bool)
+	kept := make(map[Route]bool)
 	for _, r := range have {
-		var p netip.Prefix
-		ok := false
-		if r.Dst != nil {
-			p, ok = prefixOf(*r.Dst)
-		}
-		if ok && slices.Contains(want, p) && r.Src.Equal(src.AsSlice()) {
-			kept[p] = true
+		if k, ok := routeOf(r); ok && slices.Contains(want, k) {
+			kept[k] = true
 			continue
 		}
 		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
 			return fmt.Errorf("remove route %v: %w", r.Dst, err)
 		}
 	}
-	for _, p := range want {
-		if kept[p] || p.Addr().Is4() != src.Is4() {
+	for _, w := range want {
+		if kept[w] {
 			continue
 		}
-		dst := ipNet(p)
-		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &dst, Src: src.AsSlice(),
+		dst := ipNet(w.Dst)
+		r := &netlink.Route{LinkIndex: l.Attrs().Index, Dst: &dst,
 			Protocol: rtprotJaco, Scope: netlink.SCOPE_LINK}
+		if w.Src.IsValid() {
+			r.Src = w.Src.AsSlice()
+		}
 		if err := netlink.RouteReplace(r); err != nil {
-			return fmt.Errorf("route %v: %w", p, err)
+			return fmt.Errorf("route %v from %v: %w", w.Dst, w.Src, err)
 		}
 	}
 	return nil
+}
+
+// routeOf is a kernel route as a Route, its Src invalid when it has none.
+func routeOf(r netlink.Route) (Route, bool) {
+	if r.Dst == nil {
+		return Route{}, false
+	}
+	dst, ok := prefixOf(*r.Dst)
+	if !ok {
+		return Route{}, false
+	}
+	var src netip.Addr
+	if len(r.Src) > 0 {
+		if src, ok = netip.AddrFromSlice(r.Src); !ok {
+			return Route{}, false
+		}
+		src = src.Unmap()
+	}
+	return Route{Dst: dst, Src: src}, true
 }
 
 // underlayMTU is the smallest MTU among the links the peers are reached

@@ -64,11 +64,16 @@ func testOverlay(t *testing.T, kind Kind) {
 		t.Fatalf("opened %s and %s, want %s", a.kind, b.kind, kind)
 	}
 
-	pool := netip.MustParsePrefix("198.19.0.0/16")
-	cfgA := wireConfig{Address: netip.MustParsePrefix("198.19.1.1/24"), Pool: pool,
-		Peers: []Peer{{PublicKey: b.pub, Endpoint: "198.18.0.2:51820", AllowedPrefix: netip.MustParsePrefix("198.19.2.0/24")}}}
-	cfgB := wireConfig{Address: netip.MustParsePrefix("198.19.2.1/24"), Pool: pool,
-		Peers: []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:51820", AllowedPrefix: netip.MustParsePrefix("198.19.1.0/24")}}}
+	// One network, 198.19.0.0/16, routed on both; A holds its block
+	// 198.19.1.0/26 (address .1), B its block 198.19.2.0/26.
+	subnet := netip.MustParsePrefix("198.19.0.0/16")
+	blockA, blockB := netip.MustParsePrefix("198.19.1.0/26"), netip.MustParsePrefix("198.19.2.0/26")
+	cfgA := wireConfig{Addresses: []netip.Prefix{netip.MustParsePrefix("198.19.1.1/32")},
+		Routes: []Route{{Dst: subnet, Src: netip.MustParseAddr("198.19.1.1")}},
+		Peers:  []Peer{{PublicKey: b.pub, Endpoint: "198.18.0.2:51820", Allowed: []netip.Prefix{blockB}}}}
+	cfgB := wireConfig{Addresses: []netip.Prefix{netip.MustParsePrefix("198.19.2.1/32")},
+		Routes: []Route{{Dst: subnet, Src: netip.MustParseAddr("198.19.2.1")}},
+		Peers:  []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:51820", Allowed: []netip.Prefix{blockA}}}}
 	a.do(helperCmd{Op: "configure", Config: cfgA})
 	b.do(helperCmd{Op: "configure", Config: cfgB})
 	for _, n := range []*node{a, b} {
@@ -77,10 +82,10 @@ func testOverlay(t *testing.T, kind Kind) {
 		n.do(helperCmd{Op: "serve", Addr: addr + ":7002"})
 	}
 	b.do(helperCmd{Op: "serve", Addr: "198.18.0.2:7001"}) // in clear, on the underlay
-	// The veth's MTU is 1500: the link's is 1420. The pool is routed
-	// through it, from the node's overlay address.
+	// The veth's MTU is 1500: the link's is 1420. The network's subnet is
+	// routed through it, from the node's address in the network.
 	st := a.do(helperCmd{Op: "inspect"}).Iface
-	if st.MTU != 1500-Overhead || !st.Up || !slices.Equal(st.Addrs, []string{"198.19.1.1/24"}) ||
+	if st.MTU != 1500-Overhead || !st.Up || !slices.Equal(st.Addrs, []string{"198.19.1.1/32"}) ||
 		!slices.Equal(st.Routes, []string{"198.19.0.0/16 198.19.1.1"}) {
 		t.Errorf("a's interface: %+v", st)
 	}
@@ -119,7 +124,7 @@ func testOverlay(t *testing.T, kind Kind) {
 	p := ps[0]
 	if p.PublicKey != b.pub || p.Endpoint.String() != "198.18.0.2:51820" || p.RxBytes == 0 || p.TxBytes == 0 ||
 		time.Since(p.LastHandshake) > time.Minute || len(p.AllowedPrefixes) != 1 ||
-		p.AllowedPrefixes[0] != netip.MustParsePrefix("198.19.2.0/24") {
+		p.AllowedPrefixes[0] != blockB {
 		t.Errorf("a's peer b: %+v", p)
 	}
 
@@ -184,18 +189,50 @@ func testOverlay(t *testing.T, kind Kind) {
 		t.Errorf("a's MTU over a 4000 underlay: %d, want %d", st.MTU, 4000-Overhead)
 	}
 
-	// A new address and no pool: the old address and the pool route go,
-	// the peer's subnet is routed instead, and traffic still flows.
+	// In place: A takes another address in its block and a block of a
+	// second network, 198.18.64.0/18, which B routes too (holding no block
+	// of it, so with no source) and allows from A. The old address goes;
+	// traffic flows to both new ones, in both networks.
+	net2, block2 := netip.MustParsePrefix("198.18.64.0/18"), netip.MustParsePrefix("198.18.64.0/26")
 	moved := cfgA
-	moved.Address, moved.Pool = netip.MustParsePrefix("198.19.1.2/24"), netip.Prefix{}
+	moved.Addresses = []netip.Prefix{netip.MustParsePrefix("198.19.1.2/32"), netip.MustParsePrefix("198.18.64.1/32")}
+	moved.Routes = []Route{{Dst: subnet, Src: netip.MustParseAddr("198.19.1.2")}, {Dst: net2, Src: netip.MustParseAddr("198.18.64.1")}}
 	a.do(helperCmd{Op: "configure", Config: moved})
-	if st := a.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Addrs, []string{"198.19.1.2/24"}) ||
-		!slices.Equal(st.Routes, []string{"198.19.2.0/24 198.19.1.2"}) {
-		t.Errorf("a's interface after moving its address: %+v", st)
+	grown := cfgB
+	grown.Routes = append(slices.Clone(cfgB.Routes), Route{Dst: net2})
+	grown.Peers = []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:51820", Allowed: []netip.Prefix{blockA, block2}}}
+	b.do(helperCmd{Op: "configure", Config: grown})
+	if st := a.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Addrs, []string{"198.18.64.1/32", "198.19.1.2/32"}) ||
+		!slices.Equal(st.Routes, []string{"198.18.64.0/18 198.18.64.1", "198.19.0.0/16 198.19.1.2"}) {
+		t.Errorf("a's interface after the change: %+v", st)
+	}
+	if st := b.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Routes, []string{"198.18.64.0/18 <nil>", "198.19.0.0/16 198.19.2.1"}) {
+		t.Errorf("b's interface after the change: %+v", st)
+	}
+	if ps := b.peers(); len(ps) != 1 || !slices.Equal(ps[0].AllowedPrefixes, []netip.Prefix{blockA, block2}) &&
+		!slices.Equal(ps[0].AllowedPrefixes, []netip.Prefix{block2, blockA}) {
+		t.Errorf("b's peers after the change: %+v", ps)
 	}
 	a.do(helperCmd{Op: "serve", Addr: "198.19.1.2:7002"})
-	if reply, err := b.dialUntil("198.19.1.2:7002", "moved", 10*time.Second); err != nil || reply != "moved/ack" {
-		t.Errorf("b → a's new address: %q, %v", reply, err)
+	a.do(helperCmd{Op: "serve", Addr: "198.18.64.1:7003"})
+	for _, to := range []string{"198.19.1.2:7002", "198.18.64.1:7003"} {
+		if reply, err := b.dialUntil(to, "moved", 10*time.Second); err != nil || reply != "moved/ack" {
+			t.Errorf("b → a's new address %s: %q, %v", to, reply, err)
+		}
+	}
+	if r := b.call(helperCmd{Op: "dial", Addr: "198.19.1.1:7000", Msg: "x", Timeout: 2 * time.Second}); r.Err == "" {
+		t.Errorf("b reached a's old address: %q", r.Reply)
+	}
+	// No routes: B's block alone is routed, with no source; the kernel
+	// picks one of A's addresses, both in blocks B allows.
+	bare := moved
+	bare.Routes = nil
+	a.do(helperCmd{Op: "configure", Config: bare})
+	if st := a.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Routes, []string{"198.19.2.0/26 <nil>"}) {
+		t.Errorf("a's routes with no network routed: %+v", st)
+	}
+	if reply, err := a.dialUntil("198.19.2.1:7000", "bare", 10*time.Second); err != nil || reply != "bare/ack" {
+		t.Errorf("a → b by its block's route: %q, %v", reply, err)
 	}
 
 	// Close removes the interface and stops wireguard-go's goroutines (the

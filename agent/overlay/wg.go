@@ -24,7 +24,7 @@ type device interface {
 }
 
 // link is the Link both implementations share: the WireGuard device plus
-// the interface's address, MTU and routes, set over netlink.
+// the interface's addresses, MTU and routes, set over netlink.
 type link struct {
 	name string
 	kind Kind
@@ -63,7 +63,7 @@ func (l *link) Configure(ctx context.Context, cfg Config) error {
 	if err := l.dev.apply(diff(cur, r)); err != nil {
 		return fmt.Errorf("configure %s: %w", l.name, err)
 	}
-	if err := syncInterface(l.name, r.Address, mtu, r.routes()); err != nil {
+	if err := syncInterface(l.name, r.Addresses, mtu, r.routes()); err != nil {
 		return fmt.Errorf("configure %s: %w", l.name, err)
 	}
 	return nil
@@ -163,12 +163,16 @@ func diff(cur *wgtypes.Device, r resolved) wgtypes.Config {
 	want := make(map[PublicKey]bool, len(r.Peers))
 	for i, p := range r.Peers {
 		want[p.PublicKey] = true
+		allowed := make([]net.IPNet, 0, len(p.Allowed))
+		for _, b := range p.Allowed {
+			allowed = append(allowed, ipNet(b))
+		}
 		c.Peers = append(c.Peers, wgtypes.PeerConfig{
 			PublicKey:                   p.PublicKey,
 			Endpoint:                    net.UDPAddrFromAddrPort(r.endpoints[i]),
 			PersistentKeepaliveInterval: &keepalive,
 			ReplaceAllowedIPs:           true,
-			AllowedIPs:                  []net.IPNet{ipNet(p.AllowedPrefix)},
+			AllowedIPs:                  allowed,
 		})
 	}
 	for _, p := range cur.Peers {
