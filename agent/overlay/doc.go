@@ -50,8 +50,9 @@
 // there only packets for them.
 //
 // Each network's whole subnet is routed through jaco0 (Config.Routes),
-// with the node's address in that network as the source, so a reply from
-// a peer's replica matches this node's block on the peer. Traffic for a
+// with the node's address in that network as the source, so what the
+// node itself sends there comes from inside its block, the only sources
+// its peers accept from it. Traffic for a
 // peer just removed, or for a block no peer holds, is then dropped by
 // WireGuard (no peer's allowed IPs match) instead of following the
 // default route out in clear. A peer block no route covers gets a route
