@@ -57,7 +57,10 @@ type Config struct {
 	// Description reports the machine at session start (default
 	// MachineDescription of Runtimes).
 	Description func() *api.NodeDescription
-	Logger      *slog.Logger
+	// Overlay, when set, is handed this node and the other nodes' overlay
+	// ends from every session message (docs/adr/0026). It must not block.
+	Overlay func(self *api.Node, peers []*api.OverlayPeer)
+	Logger  *slog.Logger
 
 	// ReconnectMin and ReconnectMax bound the backoff between session
 	// attempts (defaults DefaultReconnectMin, DefaultReconnectMax).

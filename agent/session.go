@@ -127,6 +127,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 	a.inSession.Store(true)
 	defer a.inSession.Store(false)
 	a.setManagers(first.GetManagers())
+	a.followOverlay(first)
 	var period atomic.Int64
 	period.Store(int64(periodOr(first.GetHeartbeatPeriod().AsDuration(), DefaultHeartbeatPeriod)))
 
@@ -137,6 +138,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 				return streamEnd("session", err)
 			}
 			a.setManagers(m.GetManagers())
+			a.followOverlay(m)
 			if p := m.GetHeartbeatPeriod().AsDuration(); p > 0 {
 				period.Store(int64(p))
 			}
@@ -202,4 +204,11 @@ func streamEnd(name string, err error) error {
 		return fmt.Errorf("%s stream: %w", name, errSessionClosed)
 	}
 	return fmt.Errorf("%s stream: %w", name, err)
+}
+
+// followOverlay hands the overlay what a session message says of it.
+func (a *Agent) followOverlay(m *api.SessionMessage) {
+	if a.cfg.Overlay != nil && m.GetNode() != nil {
+		a.cfg.Overlay(m.GetNode(), m.GetOverlayPeers())
+	}
 }

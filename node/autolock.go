@@ -175,6 +175,9 @@ func (n *Node) reconcileAutolock(ctx context.Context, m *manager.Manager) error 
 	if err := n.saveNodeFiles(caPEM, certPEM, keyPEM); err != nil {
 		return err
 	}
+	if err := n.resealOverlayKey(); err != nil {
+		return fmt.Errorf("reseal the overlay key: %w", err)
+	}
 	if len(keys.Previous) > 0 {
 		sealer, err := keys.Sealer()
 		if err != nil {

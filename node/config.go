@@ -40,6 +40,13 @@ type Config struct {
 	// ContainerSubnet is the CNI bridge subnet for this node's containers;
 	// empty derives one from the node id.
 	ContainerSubnet string
+	// NoOverlay keeps the node off the overlay: it publishes its overlay
+	// unavailable and runs no replica on a network (docs/adr/0026).
+	NoOverlay bool
+	// OverlayPort is the UDP port the overlay link listens on (0: 51820);
+	// OverlayInterface its name (empty: jaco0).
+	OverlayPort      int
+	OverlayInterface string
 	// HeartbeatPeriod is what the dispatcher asks of agents while this
 	// manager leads (0: 5 s); a node missing three is down.
 	HeartbeatPeriod time.Duration

@@ -69,7 +69,9 @@ type Node struct {
 	// (unlocklimit.go); guarded by initMu.
 	unlockNotBefore time.Time
 
-	agent      atomic.Pointer[agent.Agent]
+	agent atomic.Pointer[agent.Agent]
+	// overlay is this node's end of the overlay, set with the agent.
+	overlay    atomic.Pointer[overlayNode]
 	agentMu    sync.Mutex // guards starting and stopping the agent
 	agentStop  context.CancelFunc
 	containerd *ctrd.Runtime

@@ -24,8 +24,9 @@ import (
 // manager's data dir holds none of the secrets a manager knows, in any of
 // the forms they travel in: the operator token, the join tokens of both
 // roles, the unlock key, the CA key, the data keys (the one from before
-// autolock too) and the node's TLS key. Backup keys never reach the daemon
-// (the CLI makes them and seals the file). Without autolock the data and
+// autolock too), the node's TLS key and its overlay (WireGuard) key.
+// Backup keys never reach the daemon (the CLI makes them and seals the
+// file). Without autolock the data and
 // TLS keys are in clear by design (TestInitPersistsAndSealsSecrets checks
 // the rest).
 func TestNothingSecretInClearOnDiskUnderAutolock(t *testing.T) {
@@ -67,6 +68,15 @@ func TestNothingSecretInClearOnDiskUnderAutolock(t *testing.T) {
 		t.Fatal("node key is not PEM before autolock")
 	}
 	secrets["TLS private key"] = block.Bytes
+	// The overlay's WireGuard key, made when the agent started.
+	wgPEM, err := os.ReadFile(n.overlayKeyPath())
+	if err != nil {
+		t.Fatalf("overlay key before autolock: %v", err)
+	}
+	if block, _ = pem.Decode(wgPEM); block == nil || len(block.Bytes) != 32 {
+		t.Fatal("overlay key is not a PEM block of 32 bytes before autolock")
+	}
+	secrets["overlay private key"] = block.Bytes
 
 	on := true
 	resp, err := c.Control.UpdateCluster(ctxT(t), &api.UpdateClusterRequest{Autolock: &on})

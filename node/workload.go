@@ -55,6 +55,8 @@ func (n *Node) startAgent() error {
 	if n.Manager() != nil {
 		managers = append([]string{n.advertise}, managers...)
 	}
+	ov := n.openOverlay()
+	describeMachine := describe(runtimes, iso)
 	a, err := agent.New(agent.Config{
 		NodeID:   id.NodeID,
 		NodeName: n.cfg.NodeName,
@@ -62,17 +64,24 @@ func (n *Node) startAgent() error {
 		Dial: func(_ context.Context, addr string) (*grpc.ClientConn, error) {
 			return n.dialPeer(addr)
 		},
-		Managers:    managers,
-		Runtimes:    runtimes,
-		Description: describe(runtimes, iso),
-		Logger:      n.log,
+		Managers: managers,
+		Runtimes: runtimes,
+		Description: func() *api.NodeDescription {
+			d := describeMachine()
+			d.Overlay = ov.endpoint
+			return d
+		},
+		Overlay: ov.follow,
+		Logger:  n.log,
 	})
 	if err != nil {
 		cancel()
 		return err
 	}
 	n.agent.Store(a)
+	n.overlay.Store(ov)
 	n.agentStop = cancel
+	n.wg.Go(func() { ov.run(ctx) })
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -184,6 +193,14 @@ func (s agentService) ListLocalReplicas(_ context.Context, req *api.ListLocalRep
 		return nil, err
 	}
 	return localReplicasPage(a.Replicas(), req)
+}
+
+func (s agentService) OverlayStatus(ctx context.Context, _ *api.OverlayStatusRequest) (*api.OverlayStatusResponse, error) {
+	ov := s.n.overlay.Load()
+	if ov == nil {
+		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
+	}
+	return ov.status(ctx)
 }
 
 // localReplicasPage is the page of replicas req asks for, in id order as

@@ -29,9 +29,10 @@ func main() {
 
 func run(args []string) int {
 	var (
-		cfg      node.Config
-		logLevel string
-		joinAddr string
+		cfg       node.Config
+		logLevel  string
+		joinAddr  string
+		overlayOn bool
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -45,6 +46,7 @@ func run(args []string) int {
 				return usageError{fmt.Errorf("--log-level: %w", err)}
 			}
 			cfg.JoinAddrs = splitList(joinAddr)
+			cfg.NoOverlay = !overlayOn
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -67,6 +69,9 @@ func run(args []string) int {
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots; 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
 	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
+	f.BoolVar(&overlayOn, "overlay", envOr("JACO_OVERLAY", "true") != "false", "join the encrypted overlay other nodes' replicas reach this node's over; off, the node runs no replica on a network ($JACO_OVERLAY)")
+	f.IntVar(&cfg.OverlayPort, "overlay-port", 0, "UDP port of the overlay (WireGuard) link (0: 51820)")
+	f.StringVar(&cfg.OverlayInterface, "overlay-interface", "", "name of the overlay link (default jaco0)")
 	f.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "agent heartbeat period this manager asks for while it leads; a node missing 3 is down (0: 5s)")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", 0, "lifetime of the node certificates this manager signs while it leads; nodes renew at two thirds of it (0: 90 days)")
 	f.DurationVar(&cfg.RoleCheckInterval, "role-check-interval", 0, "how often the node asks the leader for its role (promote / demote) and renews a certificate that is due (0: 2s)")
