@@ -18,9 +18,10 @@ import (
 // (JACO_CHAOS_SEED overrides it, for a replay or `make chaos`).
 const chaosSeed = 20261125
 
-// chaosDuration is how long each nemesis injects faults in CI: enough for
-// one or two episodes, each a fault, its heal and a quiet spell.
-const chaosDuration = 12 * time.Second
+// chaosDuration is how long each nemesis injects faults in CI: one
+// episode (a fault held 3-6 s, its heal, recovery and a quiet spell), so
+// that every nemesis of the suite fits in a few minutes of one test slot.
+const chaosDuration = 8 * time.Second
 
 // TestChaos runs every nemesis against both workloads (docs/design.md
 // §14), one cluster of three managers each, and requires no
@@ -109,7 +110,8 @@ func runChaos(t *testing.T, name string, seed uint64, duration time.Duration) *c
 	p50, longest := rep.Unavailability()
 	t.Logf("%s in %s; writes stopped p50 %s, max %s", rep, time.Since(start).Round(time.Second), p50, longest)
 	if rep.Failed() {
-		t.Errorf("chaos run seed=%d nemesis=%s failed; replay with JACO_CHAOS_SEED=%d JACO_CHAOS_NEMESES=%s", seed, name, seed, name)
+		t.Errorf("chaos run seed=%d nemesis=%s failed; replay with JACO_CHAOS_SEED=%d JACO_CHAOS_NEMESES=%s JACO_CHAOS_DURATION=%s",
+			seed, name, seed, name, duration)
 	}
 	for _, w := range rep.Workloads {
 		if w.Result.Verdict == linearcheck.Inconclusive {
