@@ -6,19 +6,29 @@ import "github.com/jaco-project/jaco/api"
 // its network isolation ruleset: a member that runs no replicas.
 const stateIsolationUnavailable = "isolation_unavailable"
 
+// stateOverlayUnavailable is a ready node that has no overlay link: it
+// runs replicas, but none on a network (docs/adr/0026).
+const stateOverlayUnavailable = "overlay_unavailable"
+
 // nodeState is a node's state for `jaco node ls`: its status (ready,
-// down, unknown), or isolation_unavailable with the reason the node gave.
+// down, unknown), or isolation_unavailable, or for a ready node
+// overlay_unavailable, with the reason the node gave.
 func nodeState(n *api.Node) (state, message string) {
-	if d := n.GetDescription(); d.GetIsolationUnavailable() {
+	d := n.GetDescription()
+	if d.GetIsolationUnavailable() {
 		return stateIsolationUnavailable, d.GetIsolationMessage()
 	}
-	return word(n.GetStatus().GetState().String(), "NODE_STATUS_STATE_"), n.GetStatus().GetMessage()
+	st := n.GetStatus().GetState()
+	if st == api.NodeStatusState_NODE_STATUS_STATE_READY && d.GetOverlay().GetUnavailable() {
+		return stateOverlayUnavailable, d.GetOverlay().GetMessage()
+	}
+	return word(st.String(), "NODE_STATUS_STATE_"), n.GetStatus().GetMessage()
 }
 
 // stateColumn is the STATE cell: the state, and why when a node runs no
 // replicas.
 func (v nodeView) stateColumn() string {
-	if v.State == stateIsolationUnavailable && v.StateMessage != "" {
+	if (v.State == stateIsolationUnavailable || v.State == stateOverlayUnavailable) && v.StateMessage != "" {
 		return v.State + " (" + v.StateMessage + ")"
 	}
 	return v.State

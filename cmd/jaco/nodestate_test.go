@@ -24,3 +24,16 @@ func TestNodeStateShowsIsolationUnavailable(t *testing.T) {
 		t.Errorf("STATE %q, want %q", v.stateColumn(), want)
 	}
 }
+
+func TestNodeStateShowsOverlayUnavailable(t *testing.T) {
+	node := func(state api.NodeStatusState) *api.Node {
+		return &api.Node{Status: &api.NodeStatus{State: state},
+			Description: &api.NodeDescription{Overlay: &api.OverlayEndpoint{Unavailable: true, Message: "no TUN device"}}}
+	}
+	if got := toNodeView(node(api.NodeStatusState_NODE_STATUS_STATE_READY)).stateColumn(); got != "overlay_unavailable (no TUN device)" {
+		t.Errorf("ready node without an overlay: STATE %q", got)
+	}
+	if got := toNodeView(node(api.NodeStatusState_NODE_STATUS_STATE_DOWN)).stateColumn(); got != "down" {
+		t.Errorf("down node without an overlay: STATE %q, want down", got)
+	}
+}
