@@ -152,8 +152,8 @@ func (c *cluster) askStatus(ctx context.Context, i int) (*api.ClusterStatusRespo
 	return c.status[i].Status(ctx, &api.ClusterStatusRequest{})
 }
 
-// leader waits until the running, unpaused members among ask agree on a
-// leader, and returns its index.
+// leader waits until every member names the same leader, and returns its
+// index. Nemeses call it on a healthy cluster, before their fault.
 func (c *cluster) leader(ctx context.Context) (int, error) {
 	idx := -1
 	err := waitFor(ctx, electionTimeout, func() error {
