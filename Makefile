@@ -109,17 +109,18 @@ fuzz: ## run every fuzz target for FUZZTIME seconds each (default 10; FUZZTIME=6
 
 # The long randomized fault suite (internal/chaos, docs/reliability/): every
 # nemesis, then a random one per episode, each for CHAOS_DURATION, with a
-# fresh seed unless CHAOS_SEED is given. Root (network namespaces). The test
-# process runs without -race so the checker keeps up with long histories;
+# fresh seed unless CHAOS_SEED is given; CHAOS_MANAGERS=5 for five managers.
+# Root (network namespaces). The test process runs without -race so the checker keeps up with long histories;
 # `make test` runs the short version under -race.
 CHAOS_DURATION ?= 3m
 CHAOS_SEED     ?= $(shell date +%s)
 CHAOS_NEMESES  ?= all,random
+CHAOS_MANAGERS ?= 3
 CHAOS_RESULTS  ?= $(CURDIR)/docs/reliability/results.md
 .PHONY: chaos
 chaos: ## long randomized fault suite, writes docs/reliability/results.md (root; CHAOS_DURATION per nemesis, CHAOS_SEED)
 	cd integration && JACO_CHAOS_DURATION=$(CHAOS_DURATION) JACO_CHAOS_SEED=$(CHAOS_SEED) \
-		JACO_CHAOS_NEMESES=$(CHAOS_NEMESES) JACO_CHAOS_REPORT=$(CHAOS_RESULTS) \
+		JACO_CHAOS_NEMESES=$(CHAOS_NEMESES) JACO_CHAOS_MANAGERS=$(CHAOS_MANAGERS) JACO_CHAOS_REPORT=$(CHAOS_RESULTS) \
 		$(GO) test -run '^TestChaos$$' -count=1 -timeout 24h -v .
 
 .PHONY: bench

@@ -29,7 +29,8 @@ const chaosDuration = 8 * time.Second
 // cluster that recovers once each fault heals. It logs how long writes
 // stopped. JACO_CHAOS_NEMESES narrows it to a comma-separated list of
 // nemeses ("all" for every one, "random" for one picked per episode),
-// JACO_CHAOS_DURATION and JACO_CHAOS_SEED lengthen and vary it, and
+// JACO_CHAOS_DURATION and JACO_CHAOS_SEED lengthen and vary it,
+// JACO_CHAOS_MANAGERS=5 runs five managers instead of three, and
 // JACO_CHAOS_EVIDENCE is where a failed run's histories, visualizations
 // and daemon logs are kept (default: the system's temporary directory; the
 // path is printed). JACO_CHAOS_REPORT writes the results table there.
@@ -54,6 +55,14 @@ func TestChaos(t *testing.T) {
 		}
 		duration = d
 	}
+	managers := 3
+	if s := os.Getenv("JACO_CHAOS_MANAGERS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("JACO_CHAOS_MANAGERS=%q: %v", s, err)
+		}
+		managers = n
+	}
 	var names []string
 	for _, n := range strings.Split(cmp.Or(os.Getenv("JACO_CHAOS_NEMESES"), "all"), ",") {
 		if n == "all" {
@@ -65,7 +74,7 @@ func TestChaos(t *testing.T) {
 	var reports []*chaos.Report
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
-			reports = append(reports, runChaos(t, name, seed, duration))
+			reports = append(reports, runChaos(t, name, managers, seed, duration))
 		})
 	}
 	if out := os.Getenv("JACO_CHAOS_REPORT"); out != "" {
@@ -76,7 +85,7 @@ func TestChaos(t *testing.T) {
 }
 
 // runChaos runs one nemesis and fails t on anything the run found.
-func runChaos(t *testing.T, name string, seed uint64, duration time.Duration) *chaos.Report {
+func runChaos(t *testing.T, name string, managers int, seed uint64, duration time.Duration) *chaos.Report {
 	t.Helper()
 	// Not t.TempDir: a failed run's histories and daemon logs are kept.
 	dir, err := os.MkdirTemp(os.Getenv("JACO_CHAOS_EVIDENCE"), "jaco-chaos-"+name+"-")
@@ -98,6 +107,7 @@ func runChaos(t *testing.T, name string, seed uint64, duration time.Duration) *c
 	rep, err := chaos.Run(ctx, chaos.Config{
 		Binaries:     chaos.Binaries{Jacod: jacodBin, Jaco: jacoBin},
 		Nemesis:      name,
+		Managers:     managers,
 		Seed:         seed,
 		Duration:     duration,
 		Dir:          dir,

@@ -1,5 +1,5 @@
 // Package chaos is the nemesis runner of docs/design.md §14: it forms a
-// cluster of three jacod managers, each a real process in a network
+// cluster of three (or five) jacod managers, each a real process in a network
 // namespace of its own (198.18.0.0/15 addresses only), drives concurrent
 // clients on every manager while a named nemesis kills, pauses or
 // partitions managers, and checks what the clients saw with

@@ -49,15 +49,16 @@ func killFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error
 	return kill(c, followers(c, l, rng)[0])
 }
 
-// killMajority kills the leader and a follower: the survivor cannot
-// elect, and the restarted pair must come back with everything the
-// cluster acknowledged.
+// killMajority kills the leader and as many followers as make a majority
+// (one of three, two of five): the survivors cannot elect, and the
+// restarted members must come back with everything the cluster
+// acknowledged.
 func killMajority(ctx context.Context, c *cluster, rng *rand.Rand) (fault, error) {
 	l, err := c.leader(ctx)
 	if err != nil {
 		return fault{}, err
 	}
-	return kill(c, l, followers(c, l, rng)[0])
+	return kill(c, append([]int{l}, followers(c, l, rng)[:len(c.members)/2]...)...)
 }
 
 func restartAll(_ context.Context, c *cluster, _ *rand.Rand) (fault, error) {

@@ -46,6 +46,7 @@ type WorkloadStats struct {
 type Report struct {
 	Seed      uint64
 	Nemesis   string
+	Managers  int
 	Dir       string
 	Events    []Event
 	Workloads []WorkloadStats
@@ -78,7 +79,8 @@ func (r *Report) String() string {
 	if r.Failed() {
 		verdict = "FAILED"
 	}
-	fmt.Fprintf(&b, "chaos run seed=%d nemesis=%s: %s (dir %s)\nschedule:\n%s", r.Seed, r.Nemesis, verdict, r.Dir, r.Schedule())
+	fmt.Fprintf(&b, "chaos run seed=%d nemesis=%s managers=%d: %s (dir %s)\nschedule:\n%s",
+		r.Seed, r.Nemesis, r.Managers, verdict, r.Dir, r.Schedule())
 	for _, w := range r.Workloads {
 		fmt.Fprintf(&b, "%s: %d operations (%d ok, %d refused, %d unknown), %d lost\n  %s\n",
 			w.Workload, w.Ops, w.OK, w.Refused, w.Unknown, w.Lost, strings.ReplaceAll(w.Result.String(), "\n", "\n  "))

@@ -125,7 +125,7 @@ func TestPicker(t *testing.T) {
 func TestWriteResults(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "results.md")
 	reports := []*Report{
-		{Seed: 9, Nemesis: "pause-leader", Events: []Event{{Unavailable: 3 * time.Second}}, Workloads: []WorkloadStats{
+		{Seed: 9, Nemesis: "pause-leader", Managers: 5, Events: []Event{{Unavailable: 3 * time.Second}}, Workloads: []WorkloadStats{
 			{Workload: linearcheck.RegisterWorkload, Ops: 100, OK: 80, Refused: 15, Unknown: 5,
 				Result: linearcheck.Result{Verdict: linearcheck.Linearizable}},
 			{Workload: linearcheck.SetWorkload, Ops: 50, OK: 48, Refused: 1, Unknown: 1, Lost: 1,
@@ -140,8 +140,8 @@ func TestWriteResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| pause-leader | 9 | registers | 1 | 100 | 80 | 15 | 5 | 0 | – | 3s | 3s |",
-		"| pause-leader | 9 | set | 1 | 50 | 48 | 1 | 1 | 1 | 1 | 3s | 3s |",
+		"| pause-leader | 5 | 9 | registers | 1 | 100 | 80 | 15 | 5 | 0 | – | 3s | 3s |",
+		"| pause-leader | 5 | 9 | set | 1 | 50 | 48 | 1 | 1 | 1 | 1 | 3s | 3s |",
 		"## pause-leader (seed 9): failed",
 	} {
 		if !strings.Contains(string(b), want) {

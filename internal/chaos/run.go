@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -30,7 +31,9 @@ type Config struct {
 	Binaries
 	// Nemesis is a name from Nemeses, or Random.
 	Nemesis string
-	Seed    uint64
+	// Managers is how many managers the cluster has: 3 (also when 0) or 5.
+	Managers int
+	Seed     uint64
 	// Duration is how long faults are injected; the last episode may end
 	// a few seconds later, and forming and checking come on top.
 	Duration time.Duration
@@ -74,14 +77,17 @@ func Run(ctx context.Context, cfg Config) (_ *Report, err error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	rep := &Report{Seed: cfg.Seed, Nemesis: cfg.Nemesis, Dir: cfg.Dir}
+	rep := &Report{Seed: cfg.Seed, Nemesis: cfg.Nemesis, Managers: cmp.Or(cfg.Managers, 3), Dir: cfg.Dir}
 	pick, err := picker(cfg.Nemesis)
 	if err != nil {
 		return nil, err
 	}
 	// One stream for the schedule and one per client, all from the seed.
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0))
-	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, 3, nemesisSetup(cfg.Nemesis))
+	if rep.Managers != 3 && rep.Managers != 5 {
+		return nil, fmt.Errorf("%d managers: a run has 3 or 5", rep.Managers)
+	}
+	c, err := formCluster(ctx, cfg.Binaries, cfg.Dir, rep.Managers, nemesisSetup(cfg.Nemesis))
 	if err != nil {
 		return nil, err
 	}
