@@ -5,13 +5,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// nodeKeyFile is the one file in a data dir allowed to hold a private key
-// in the clear: the node's own TLS key, which it needs to start.
-var nodeKeyFile = filepath.Join("node", "key.pem")
+// nodeKeyFiles are the files in a data dir allowed to hold a private key
+// in the clear (without autolock): the node's own TLS key and its own
+// overlay (WireGuard) key, which it needs to start.
+var nodeKeyFiles = []string{filepath.Join("node", "key.pem"), filepath.Join("node", "overlay.key")}
 
 // TestSecretsAtRest reads every byte a node writes to its data dir and
 // looks for what an attacker with a copy of the disk (or a backup) must not
@@ -64,10 +66,11 @@ func TestSecretsAtRest(t *testing.T) {
 			}
 		}
 		hasKey := bytes.Contains(data, []byte("PRIVATE KEY"))
+		own := slices.Contains(nodeKeyFiles, rel)
 		switch {
-		case hasKey && rel != nodeKeyFile:
+		case hasKey && !own:
 			t.Errorf("%s holds a PEM private key in the clear", rel)
-		case !hasKey && rel == nodeKeyFile:
+		case !hasKey && own:
 			t.Errorf("%s holds no PEM private key; is the scan reading the right files?", rel)
 		}
 		return nil
@@ -75,7 +78,7 @@ func TestSecretsAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !scanned[nodeKeyFile] || !anyUnder(scanned, filepath.Join("raft", "wal")) || !anyUnder(scanned, filepath.Join("raft", "snap")) {
+	if !scanned[nodeKeyFiles[0]] || !scanned[nodeKeyFiles[1]] || !anyUnder(scanned, filepath.Join("raft", "wal")) || !anyUnder(scanned, filepath.Join("raft", "snap")) {
 		t.Errorf("scan missed the node key, the WAL or a snapshot; scanned %v", scanned)
 	}
 
