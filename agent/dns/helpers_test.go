@@ -131,8 +131,8 @@ func exchangeFrom(t testing.TB, server, src, network string, m *mdns.Msg) *mdns.
 	return r
 }
 
-// answers returns the addresses of the A and AAAA records of r, and
-// fails the test if one has a TTL other than 0.
+// answers returns the addresses of the A and AAAA records of r, in
+// order.
 func answers(t testing.TB, r *mdns.Msg) []netip.Addr {
 	t.Helper()
 	var out []netip.Addr

@@ -78,7 +78,13 @@ func TestTasksRoundRobin(t *testing.T) {
 	var prev []netip.Addr
 	firsts := map[netip.Addr]bool{}
 	for i := range 6 {
-		got := answers(t, ask(t, s.Addr(), onFront, "udp", "tasks.web.front", mdns.TypeA))
+		r := ask(t, s.Addr(), onFront, "udp", "tasks.web.front", mdns.TypeA)
+		for _, rr := range r.Answer {
+			if rr.Header().Ttl != 0 {
+				t.Fatalf("tasks answer with TTL %d, want 0", rr.Header().Ttl)
+			}
+		}
+		got := answers(t, r)
 		if !slices.Equal(sorted(got), want) {
 			t.Fatalf("query %d: got %v, want %v in some order", i, got, want)
 		}
