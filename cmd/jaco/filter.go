@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -79,6 +80,22 @@ func (l *listFlags) match(key string, ok func(value string) bool) bool {
 
 // has reports whether a filter on key was given.
 func (l *listFlags) has(key string) bool { return len(l.parsed[key]) > 0 }
+
+// writeList prints a listing as lf asks: the ids with -q, JSON or a
+// template with --format, else the table.
+func writeList[V any](cmd *cobra.Command, lf *listFlags, views []V, id func(V) string, table func(io.Writer, []V) error) error {
+	if lf.quiet {
+		ids := make([]string, len(views))
+		for i, v := range views {
+			ids[i] = id(v)
+		}
+		return writeIDs(cmd, ids)
+	}
+	if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
+		return err
+	}
+	return table(cmd.OutOrStdout(), views)
+}
 
 // writeIDs writes -q's output: the ids, one per line.
 func writeIDs(cmd *cobra.Command, ids []string) error {

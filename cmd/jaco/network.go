@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -71,26 +72,20 @@ func networkLsCmd(g *globals) *cobra.Command {
 						views = append(views, v)
 					}
 				}
-				if lf.quiet {
-					ids := make([]string, len(views))
-					for i, v := range views {
-						ids[i] = v.ID
-					}
-					return writeIDs(cmd, ids)
-				}
-				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
-					return err
-				}
-				rows := make([][]string, len(views))
-				for i, v := range views {
-					rows[i] = []string{v.ID, v.Name, v.Subnet}
-				}
-				return table(cmd.OutOrStdout(), "ID\tNAME\tSUBNET", rows)
+				return writeList(cmd, &lf, views, func(v networkView) string { return v.ID }, networkTable)
 			})
 		},
 	}
 	lf.add(cmd, "id (prefix), name (prefix)")
 	return cmd
+}
+
+func networkTable(w io.Writer, views []networkView) error {
+	rows := make([][]string, len(views))
+	for i, v := range views {
+		rows[i] = []string{v.ID, v.Name, v.Subnet}
+	}
+	return table(w, "ID\tNAME\tSUBNET", rows)
 }
 
 func networkInspectCmd(g *globals) *cobra.Command {

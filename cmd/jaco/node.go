@@ -90,17 +90,7 @@ func nodeLsCmd(g *globals) *cobra.Command {
 						views = append(views, v)
 					}
 				}
-				if lf.quiet {
-					ids := make([]string, len(views))
-					for i, v := range views {
-						ids[i] = v.ID
-					}
-					return writeIDs(cmd, ids)
-				}
-				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
-					return err
-				}
-				return nodeTable(cmd.OutOrStdout(), views)
+				return writeList(cmd, &lf, views, func(v nodeView) string { return v.ID }, nodeTable)
 			})
 		},
 	}

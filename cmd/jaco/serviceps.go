@@ -40,26 +40,20 @@ func serviceLsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				views := filterServices(all, &lf)
-				if lf.quiet {
-					ids := make([]string, len(views))
-					for i, v := range views {
-						ids[i] = v.ID
-					}
-					return writeIDs(cmd, ids)
-				}
-				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
-					return err
-				}
-				rows := make([][]string, len(views))
-				for i, v := range views {
-					rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs}
-				}
-				return table(cmd.OutOrStdout(), "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
+				return writeList(cmd, &lf, views, func(v serviceView) string { return v.ID }, serviceTable)
 			})
 		},
 	}
 	lf.add(cmd, "id (prefix), name (prefix), mode (replicated|global)")
 	return cmd
+}
+
+func serviceTable(w io.Writer, views []serviceView) error {
+	rows := make([][]string, len(views))
+	for i, v := range views {
+		rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs}
+	}
+	return table(w, "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
 }
 
 // filterServices keeps the services that pass lf's filters.
@@ -150,17 +144,9 @@ func servicePsCmd(g *globals) *cobra.Command {
 					return err
 				}
 				views := filterReplicas(listed, &lf)
-				if lf.quiet {
-					ids := make([]string, len(views))
-					for i, v := range views {
-						ids[i] = v.ID
-					}
-					return writeIDs(cmd, ids)
-				}
-				if ok, err := writeAs(cmd.OutOrStdout(), lf.format, views); ok {
-					return err
-				}
-				return printReplicas(cmd.OutOrStdout(), views, noTrunc)
+				return writeList(cmd, &lf, views, func(v taskView) string { return v.ID }, func(w io.Writer, views []taskView) error {
+					return printReplicas(w, views, noTrunc)
+				})
 			})
 		},
 	}
