@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -283,15 +284,7 @@ func (o *overlayNode) status(ctx context.Context) (*api.OverlayStatusResponse, e
 		}
 		resp.Peers = append(resp.Peers, ps)
 	}
-	slices.SortFunc(resp.Peers, func(a, b *api.OverlayPeerStatus) int {
-		switch {
-		case a.NodeId < b.NodeId:
-			return -1
-		case a.NodeId > b.NodeId:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(resp.Peers, func(a, b *api.OverlayPeerStatus) int { return strings.Compare(a.NodeId, b.NodeId) })
 	return resp, nil
 }
 

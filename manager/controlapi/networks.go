@@ -27,8 +27,8 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	if spec == nil {
 		return nil, invalid("no network spec")
 	}
-	if !serviceName.MatchString(spec.Name) {
-		return nil, invalid("network name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
+	if err := checkName("network", spec.Name); err != nil {
+		return nil, err
 	}
 	var asked netip.Prefix
 	if spec.Subnet != "" {

@@ -49,8 +49,8 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if err := checkSpecLists(spec); err != nil {
 		return err
 	}
-	if !serviceName.MatchString(spec.Name) {
-		return invalid("service name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", spec.Name)
+	if err := checkName("service", spec.Name); err != nil {
+		return err
 	}
 	switch {
 	case spec.Image == "" && spec.Bundle == nil:
@@ -239,6 +239,15 @@ func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 		return invalid("service %s is pinned to node %q, which does not exist", spec.Name, pin)
 	}
 	return checkNetworks(tx, spec)
+}
+
+// checkName refuses what may not name a service or a network (services
+// name their networks, and DNS answers both).
+func checkName(kind, name string) error {
+	if !serviceName.MatchString(name) {
+		return invalid("%s name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
+	}
+	return nil
 }
 
 func invalid(format string, args ...any) error {

@@ -49,8 +49,8 @@ func checkSpecLists(spec *api.ServiceSpec) error {
 		if seen[n] {
 			return invalid("networks names %s twice", n)
 		}
-		if !serviceName.MatchString(n) {
-			return invalid("network name %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", n)
+		if err := checkName("network", n); err != nil {
+			return err
 		}
 		seen[n] = true
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -71,15 +72,7 @@ func (p *overlayPeers) except(self string) []*api.OverlayPeer {
 			out = append(out, peer)
 		}
 	}
-	slices.SortFunc(out, func(a, b *api.OverlayPeer) int {
-		switch {
-		case a.NodeId < b.NodeId:
-			return -1
-		case a.NodeId > b.NodeId:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *api.OverlayPeer) int { return strings.Compare(a.NodeId, b.NodeId) })
 	return out
 }
 
