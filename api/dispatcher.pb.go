@@ -65,7 +65,7 @@ func (x AssignmentsMessage_Type) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AssignmentsMessage_Type.Descriptor instead.
 func (AssignmentsMessage_Type) EnumDescriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{6, 0}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{8, 0}
 }
 
 type SessionRequest struct {
@@ -127,7 +127,12 @@ type SessionMessage struct {
 	Node *Node `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
 	// overlay_peers are the other nodes this node's overlay link must
 	// reach: the whole set, sent again whenever it changes (docs/adr/0026).
-	OverlayPeers  []*OverlayPeer `protobuf:"bytes,5,rep,name=overlay_peers,json=overlayPeers,proto3" json:"overlay_peers,omitempty"`
+	OverlayPeers []*OverlayPeer `protobuf:"bytes,5,rep,name=overlay_peers,json=overlayPeers,proto3" json:"overlay_peers,omitempty"`
+	// networks are the networks this node holds a block of, and endpoints
+	// their services as the store has them now: the whole set, sent again
+	// whenever it changes. The node's DNS answers and VIP rules follow them.
+	Networks      []*Network         `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
+	Endpoints     []*ServiceEndpoint `protobuf:"bytes,7,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -197,6 +202,160 @@ func (x *SessionMessage) GetOverlayPeers() []*OverlayPeer {
 	return nil
 }
 
+func (x *SessionMessage) GetNetworks() []*Network {
+	if x != nil {
+		return x.Networks
+	}
+	return nil
+}
+
+func (x *SessionMessage) GetEndpoints() []*ServiceEndpoint {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
+// ServiceEndpoint is one service on one network: its virtual IP and the
+// replicas that serve it (running, healthy where checked, on a node that
+// is up).
+type ServiceEndpoint struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ServiceId   string                 `protobuf:"bytes,1,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"`
+	ServiceName string                 `protobuf:"bytes,2,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	NetworkId   string                 `protobuf:"bytes,3,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	// virtual_ip is empty under the DNSRR endpoint mode.
+	VirtualIp     string             `protobuf:"bytes,4,opt,name=virtual_ip,json=virtualIp,proto3" json:"virtual_ip,omitempty"`
+	Replicas      []*EndpointReplica `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceEndpoint) Reset() {
+	*x = ServiceEndpoint{}
+	mi := &file_api_dispatcher_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceEndpoint) ProtoMessage() {}
+
+func (x *ServiceEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceEndpoint.ProtoReflect.Descriptor instead.
+func (*ServiceEndpoint) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ServiceEndpoint) GetServiceId() string {
+	if x != nil {
+		return x.ServiceId
+	}
+	return ""
+}
+
+func (x *ServiceEndpoint) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *ServiceEndpoint) GetNetworkId() string {
+	if x != nil {
+		return x.NetworkId
+	}
+	return ""
+}
+
+func (x *ServiceEndpoint) GetVirtualIp() string {
+	if x != nil {
+		return x.VirtualIp
+	}
+	return ""
+}
+
+func (x *ServiceEndpoint) GetReplicas() []*EndpointReplica {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+type EndpointReplica struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	NodeId        string                 `protobuf:"bytes,2,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Address       string                 `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndpointReplica) Reset() {
+	*x = EndpointReplica{}
+	mi := &file_api_dispatcher_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndpointReplica) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndpointReplica) ProtoMessage() {}
+
+func (x *EndpointReplica) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndpointReplica.ProtoReflect.Descriptor instead.
+func (*EndpointReplica) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *EndpointReplica) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *EndpointReplica) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *EndpointReplica) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
 // OverlayPeer is another node's end of the overlay.
 type OverlayPeer struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -213,7 +372,7 @@ type OverlayPeer struct {
 
 func (x *OverlayPeer) Reset() {
 	*x = OverlayPeer{}
-	mi := &file_api_dispatcher_proto_msgTypes[2]
+	mi := &file_api_dispatcher_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -225,7 +384,7 @@ func (x *OverlayPeer) String() string {
 func (*OverlayPeer) ProtoMessage() {}
 
 func (x *OverlayPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[2]
+	mi := &file_api_dispatcher_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -238,7 +397,7 @@ func (x *OverlayPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayPeer.ProtoReflect.Descriptor instead.
 func (*OverlayPeer) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{2}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OverlayPeer) GetNodeId() string {
@@ -278,7 +437,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[3]
+	mi := &file_api_dispatcher_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -290,7 +449,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[3]
+	mi := &file_api_dispatcher_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -303,7 +462,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{3}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HeartbeatRequest) GetSessionId() string {
@@ -323,7 +482,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_api_dispatcher_proto_msgTypes[4]
+	mi := &file_api_dispatcher_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +494,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[4]
+	mi := &file_api_dispatcher_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +507,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{4}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HeartbeatResponse) GetPeriod() *durationpb.Duration {
@@ -367,7 +526,7 @@ type AssignmentsRequest struct {
 
 func (x *AssignmentsRequest) Reset() {
 	*x = AssignmentsRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[5]
+	mi := &file_api_dispatcher_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +538,7 @@ func (x *AssignmentsRequest) String() string {
 func (*AssignmentsRequest) ProtoMessage() {}
 
 func (x *AssignmentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[5]
+	mi := &file_api_dispatcher_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +551,7 @@ func (x *AssignmentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentsRequest.ProtoReflect.Descriptor instead.
 func (*AssignmentsRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{5}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AssignmentsRequest) GetSessionId() string {
@@ -424,7 +583,7 @@ type AssignmentsMessage struct {
 
 func (x *AssignmentsMessage) Reset() {
 	*x = AssignmentsMessage{}
-	mi := &file_api_dispatcher_proto_msgTypes[6]
+	mi := &file_api_dispatcher_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +595,7 @@ func (x *AssignmentsMessage) String() string {
 func (*AssignmentsMessage) ProtoMessage() {}
 
 func (x *AssignmentsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[6]
+	mi := &file_api_dispatcher_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +608,7 @@ func (x *AssignmentsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignmentsMessage.ProtoReflect.Descriptor instead.
 func (*AssignmentsMessage) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{6}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AssignmentsMessage) GetType() AssignmentsMessage_Type {
@@ -490,7 +649,7 @@ type TaskStatusUpdate struct {
 
 func (x *TaskStatusUpdate) Reset() {
 	*x = TaskStatusUpdate{}
-	mi := &file_api_dispatcher_proto_msgTypes[7]
+	mi := &file_api_dispatcher_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +661,7 @@ func (x *TaskStatusUpdate) String() string {
 func (*TaskStatusUpdate) ProtoMessage() {}
 
 func (x *TaskStatusUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[7]
+	mi := &file_api_dispatcher_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +674,7 @@ func (x *TaskStatusUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatusUpdate.ProtoReflect.Descriptor instead.
 func (*TaskStatusUpdate) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{7}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskStatusUpdate) GetTaskId() string {
@@ -542,7 +701,7 @@ type UpdateTaskStatusRequest struct {
 
 func (x *UpdateTaskStatusRequest) Reset() {
 	*x = UpdateTaskStatusRequest{}
-	mi := &file_api_dispatcher_proto_msgTypes[8]
+	mi := &file_api_dispatcher_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +713,7 @@ func (x *UpdateTaskStatusRequest) String() string {
 func (*UpdateTaskStatusRequest) ProtoMessage() {}
 
 func (x *UpdateTaskStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[8]
+	mi := &file_api_dispatcher_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +726,7 @@ func (x *UpdateTaskStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskStatusRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskStatusRequest) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{8}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdateTaskStatusRequest) GetSessionId() string {
@@ -592,7 +751,7 @@ type UpdateTaskStatusResponse struct {
 
 func (x *UpdateTaskStatusResponse) Reset() {
 	*x = UpdateTaskStatusResponse{}
-	mi := &file_api_dispatcher_proto_msgTypes[9]
+	mi := &file_api_dispatcher_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -604,7 +763,7 @@ func (x *UpdateTaskStatusResponse) String() string {
 func (*UpdateTaskStatusResponse) ProtoMessage() {}
 
 func (x *UpdateTaskStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[9]
+	mi := &file_api_dispatcher_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -617,7 +776,7 @@ func (x *UpdateTaskStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskStatusResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskStatusResponse) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{9}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
 var File_api_dispatcher_proto protoreflect.FileDescriptor
@@ -626,14 +785,29 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"\x14api/dispatcher.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"M\n" +
 	"\x0eSessionRequest\x12;\n" +
-	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\xf1\x01\n" +
+	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\xd9\x02\n" +
 	"\x0eSessionMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
 	"\bmanagers\x18\x02 \x03(\tR\bmanagers\x12D\n" +
 	"\x10heartbeat_period\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x0fheartbeatPeriod\x12\"\n" +
 	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\x12:\n" +
-	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\"{\n" +
+	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\x12-\n" +
+	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x127\n" +
+	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\xc8\x01\n" +
+	"\x0fServiceEndpoint\x12\x1d\n" +
+	"\n" +
+	"service_id\x18\x01 \x01(\tR\tserviceId\x12!\n" +
+	"\fservice_name\x18\x02 \x01(\tR\vserviceName\x12\x1d\n" +
+	"\n" +
+	"network_id\x18\x03 \x01(\tR\tnetworkId\x12\x1d\n" +
+	"\n" +
+	"virtual_ip\x18\x04 \x01(\tR\tvirtualIp\x125\n" +
+	"\breplicas\x18\x05 \x03(\v2\x19.jaco.api.EndpointReplicaR\breplicas\"]\n" +
+	"\x0fEndpointReplica\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x17\n" +
+	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\"{\n" +
 	"\vOverlayPeer\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1d\n" +
 	"\n" +
@@ -687,48 +861,54 @@ func file_api_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_api_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_dispatcher_proto_goTypes = []any{
 	(AssignmentsMessage_Type)(0),     // 0: jaco.api.AssignmentsMessage.Type
 	(*SessionRequest)(nil),           // 1: jaco.api.SessionRequest
 	(*SessionMessage)(nil),           // 2: jaco.api.SessionMessage
-	(*OverlayPeer)(nil),              // 3: jaco.api.OverlayPeer
-	(*HeartbeatRequest)(nil),         // 4: jaco.api.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 5: jaco.api.HeartbeatResponse
-	(*AssignmentsRequest)(nil),       // 6: jaco.api.AssignmentsRequest
-	(*AssignmentsMessage)(nil),       // 7: jaco.api.AssignmentsMessage
-	(*TaskStatusUpdate)(nil),         // 8: jaco.api.TaskStatusUpdate
-	(*UpdateTaskStatusRequest)(nil),  // 9: jaco.api.UpdateTaskStatusRequest
-	(*UpdateTaskStatusResponse)(nil), // 10: jaco.api.UpdateTaskStatusResponse
-	(*NodeDescription)(nil),          // 11: jaco.api.NodeDescription
-	(*durationpb.Duration)(nil),      // 12: google.protobuf.Duration
-	(*Node)(nil),                     // 13: jaco.api.Node
-	(*Task)(nil),                     // 14: jaco.api.Task
-	(*TaskStatus)(nil),               // 15: jaco.api.TaskStatus
+	(*ServiceEndpoint)(nil),          // 3: jaco.api.ServiceEndpoint
+	(*EndpointReplica)(nil),          // 4: jaco.api.EndpointReplica
+	(*OverlayPeer)(nil),              // 5: jaco.api.OverlayPeer
+	(*HeartbeatRequest)(nil),         // 6: jaco.api.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 7: jaco.api.HeartbeatResponse
+	(*AssignmentsRequest)(nil),       // 8: jaco.api.AssignmentsRequest
+	(*AssignmentsMessage)(nil),       // 9: jaco.api.AssignmentsMessage
+	(*TaskStatusUpdate)(nil),         // 10: jaco.api.TaskStatusUpdate
+	(*UpdateTaskStatusRequest)(nil),  // 11: jaco.api.UpdateTaskStatusRequest
+	(*UpdateTaskStatusResponse)(nil), // 12: jaco.api.UpdateTaskStatusResponse
+	(*NodeDescription)(nil),          // 13: jaco.api.NodeDescription
+	(*durationpb.Duration)(nil),      // 14: google.protobuf.Duration
+	(*Node)(nil),                     // 15: jaco.api.Node
+	(*Network)(nil),                  // 16: jaco.api.Network
+	(*Task)(nil),                     // 17: jaco.api.Task
+	(*TaskStatus)(nil),               // 18: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
-	11, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
-	12, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
-	13, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
-	3,  // 3: jaco.api.SessionMessage.overlay_peers:type_name -> jaco.api.OverlayPeer
-	12, // 4: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
-	0,  // 5: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
-	14, // 6: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	15, // 7: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
-	8,  // 8: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
-	1,  // 9: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
-	4,  // 10: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
-	6,  // 11: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
-	9,  // 12: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 13: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	5,  // 14: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	7,  // 15: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	10, // 16: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	13, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
+	14, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
+	15, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
+	5,  // 3: jaco.api.SessionMessage.overlay_peers:type_name -> jaco.api.OverlayPeer
+	16, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
+	3,  // 5: jaco.api.SessionMessage.endpoints:type_name -> jaco.api.ServiceEndpoint
+	4,  // 6: jaco.api.ServiceEndpoint.replicas:type_name -> jaco.api.EndpointReplica
+	14, // 7: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
+	0,  // 8: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
+	17, // 9: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
+	18, // 10: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	10, // 11: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
+	1,  // 12: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
+	6,  // 13: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
+	8,  // 14: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
+	11, // 15: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
+	2,  // 16: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	7,  // 17: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	9,  // 18: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	12, // 19: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_api_dispatcher_proto_init() }
@@ -744,7 +924,7 @@ func file_api_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_dispatcher_proto_rawDesc), len(file_api_dispatcher_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

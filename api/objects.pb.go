@@ -377,6 +377,59 @@ func (RestartCondition) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
+// EndpointMode is Swarm's --endpoint-mode.
+type EndpointMode int32
+
+const (
+	EndpointMode_ENDPOINT_MODE_UNSPECIFIED EndpointMode = 0 // vip
+	// VIP: NAME resolves to a virtual IP per network; every node spreads new
+	// connections to it over the service's running replicas (nftables DNAT).
+	EndpointMode_ENDPOINT_MODE_VIP EndpointMode = 1
+	// DNSRR: NAME resolves to the running replicas' addresses, no VIP.
+	EndpointMode_ENDPOINT_MODE_DNSRR EndpointMode = 2
+)
+
+// Enum value maps for EndpointMode.
+var (
+	EndpointMode_name = map[int32]string{
+		0: "ENDPOINT_MODE_UNSPECIFIED",
+		1: "ENDPOINT_MODE_VIP",
+		2: "ENDPOINT_MODE_DNSRR",
+	}
+	EndpointMode_value = map[string]int32{
+		"ENDPOINT_MODE_UNSPECIFIED": 0,
+		"ENDPOINT_MODE_VIP":         1,
+		"ENDPOINT_MODE_DNSRR":       2,
+	}
+)
+
+func (x EndpointMode) Enum() *EndpointMode {
+	p := new(EndpointMode)
+	*p = x
+	return p
+}
+
+func (x EndpointMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (EndpointMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[7].Descriptor()
+}
+
+func (EndpointMode) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[7]
+}
+
+func (x EndpointMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use EndpointMode.Descriptor instead.
+func (EndpointMode) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
+}
+
 // UpdateOrder: stop the old replica before starting its replacement, or
 // start the replacement and stop the old one once the new one runs.
 type UpdateOrder int32
@@ -412,11 +465,11 @@ func (x UpdateOrder) String() string {
 }
 
 func (UpdateOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[7].Descriptor()
+	return file_api_objects_proto_enumTypes[8].Descriptor()
 }
 
 func (UpdateOrder) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[7]
+	return &file_api_objects_proto_enumTypes[8]
 }
 
 func (x UpdateOrder) Number() protoreflect.EnumNumber {
@@ -425,7 +478,7 @@ func (x UpdateOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateOrder.Descriptor instead.
 func (UpdateOrder) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 // UpdateFailureAction is what an update does once more replicas failed
@@ -468,11 +521,11 @@ func (x UpdateFailureAction) String() string {
 }
 
 func (UpdateFailureAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[8].Descriptor()
+	return file_api_objects_proto_enumTypes[9].Descriptor()
 }
 
 func (UpdateFailureAction) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[8]
+	return &file_api_objects_proto_enumTypes[9]
 }
 
 func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
@@ -481,7 +534,7 @@ func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateFailureAction.Descriptor instead.
 func (UpdateFailureAction) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 // UpdateState is where a service's latest update (or rollback) stands.
@@ -530,11 +583,11 @@ func (x UpdateState) String() string {
 }
 
 func (UpdateState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[9].Descriptor()
+	return file_api_objects_proto_enumTypes[10].Descriptor()
 }
 
 func (UpdateState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[9]
+	return &file_api_objects_proto_enumTypes[10]
 }
 
 func (x UpdateState) Number() protoreflect.EnumNumber {
@@ -543,7 +596,7 @@ func (x UpdateState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateState.Descriptor instead.
 func (UpdateState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 // TaskState orders a replica's life; a replica only moves forward.
@@ -609,11 +662,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[10].Descriptor()
+	return file_api_objects_proto_enumTypes[11].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[10]
+	return &file_api_objects_proto_enumTypes[11]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -622,7 +675,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 // Meta is carried by every stored object.
@@ -2199,7 +2252,10 @@ type ServiceSpec struct {
 	ForceUpdate uint64 `protobuf:"varint,21,opt,name=force_update,json=forceUpdate,proto3" json:"force_update,omitempty"`
 	// networks are the overlay networks (by name) the replicas attach to;
 	// each must exist, at most 8, none twice.
-	Networks      []string `protobuf:"bytes,22,rep,name=networks,proto3" json:"networks,omitempty"`
+	Networks []string `protobuf:"bytes,22,rep,name=networks,proto3" json:"networks,omitempty"`
+	// endpoint_mode is how the service is found on its networks: by one
+	// virtual IP per network (default) or DNS round robin over its replicas.
+	EndpointMode  EndpointMode `protobuf:"varint,23,opt,name=endpoint_mode,json=endpointMode,proto3,enum=jaco.api.EndpointMode" json:"endpoint_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2386,6 +2442,13 @@ func (x *ServiceSpec) GetNetworks() []string {
 		return x.Networks
 	}
 	return nil
+}
+
+func (x *ServiceSpec) GetEndpointMode() EndpointMode {
+	if x != nil {
+		return x.EndpointMode
+	}
+	return EndpointMode_ENDPOINT_MODE_UNSPECIFIED
 }
 
 // UpdatePolicy is Swarm's update (and rollback) config. A replica counts
@@ -2617,8 +2680,12 @@ type Service struct {
 	SpecVersion uint64 `protobuf:"varint,4,opt,name=spec_version,json=specVersion,proto3" json:"spec_version,omitempty"`
 	// previous_spec is the spec before the latest change that replaced
 	// replicas: what a rollback returns to.
-	PreviousSpec  *ServiceSpec  `protobuf:"bytes,5,opt,name=previous_spec,json=previousSpec,proto3" json:"previous_spec,omitempty"`
-	UpdateStatus  *UpdateStatus `protobuf:"bytes,6,opt,name=update_status,json=updateStatus,proto3" json:"update_status,omitempty"`
+	PreviousSpec *ServiceSpec  `protobuf:"bytes,5,opt,name=previous_spec,json=previousSpec,proto3" json:"previous_spec,omitempty"`
+	UpdateStatus *UpdateStatus `protobuf:"bytes,6,opt,name=update_status,json=updateStatus,proto3" json:"update_status,omitempty"`
+	// virtual_ips are the service's addresses, one per network of its spec
+	// under the VIP endpoint mode, from the top block of each network's
+	// subnet; written by the leader (docs/adr/0026).
+	VirtualIps    []*VirtualIP `protobuf:"bytes,7,rep,name=virtual_ips,json=virtualIps,proto3" json:"virtual_ips,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2695,6 +2762,65 @@ func (x *Service) GetUpdateStatus() *UpdateStatus {
 	return nil
 }
 
+func (x *Service) GetVirtualIps() []*VirtualIP {
+	if x != nil {
+		return x.VirtualIps
+	}
+	return nil
+}
+
+type VirtualIP struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NetworkId     string                 `protobuf:"bytes,1,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VirtualIP) Reset() {
+	*x = VirtualIP{}
+	mi := &file_api_objects_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VirtualIP) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VirtualIP) ProtoMessage() {}
+
+func (x *VirtualIP) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
+func (*VirtualIP) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *VirtualIP) GetNetworkId() string {
+	if x != nil {
+		return x.NetworkId
+	}
+	return ""
+}
+
+func (x *VirtualIP) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
 type TaskStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	State TaskState              `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.TaskState" json:"state,omitempty"`
@@ -2703,15 +2829,18 @@ type TaskStatus struct {
 	Timestamp *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	// reason is a stable word for why the replica is pending or failed
 	// (waiting_on_dependency, no_suitable_node, exit_code, ...).
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	ExitCode      int32  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Reason   string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	ExitCode int32  `protobuf:"varint,5,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// addresses are the replica's addresses on its networks, reported with
+	// RUNNING by the agent; service discovery answers with them.
+	Addresses     []*NetworkAddress `protobuf:"bytes,7,rep,name=addresses,proto3" json:"addresses,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2723,7 +2852,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2736,7 +2865,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -2772,6 +2901,66 @@ func (x *TaskStatus) GetExitCode() int32 {
 		return x.ExitCode
 	}
 	return 0
+}
+
+func (x *TaskStatus) GetAddresses() []*NetworkAddress {
+	if x != nil {
+		return x.Addresses
+	}
+	return nil
+}
+
+// NetworkAddress is a replica's address on one overlay network.
+type NetworkAddress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NetworkId     string                 `protobuf:"bytes,1,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NetworkAddress) Reset() {
+	*x = NetworkAddress{}
+	mi := &file_api_objects_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkAddress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkAddress) ProtoMessage() {}
+
+func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
+func (*NetworkAddress) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *NetworkAddress) GetNetworkId() string {
+	if x != nil {
+		return x.NetworkId
+	}
+	return ""
+}
+
+func (x *NetworkAddress) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
 }
 
 // Task is one replica of a service.
@@ -2810,7 +2999,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +3011,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +3024,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Task) GetId() string {
@@ -2951,7 +3140,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3152,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3165,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3153,7 +3342,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\xad\a\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xea\a\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -3178,7 +3367,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x06update\x18\x13 \x01(\v2\x16.jaco.api.UpdatePolicyR\x06update\x122\n" +
 	"\brollback\x18\x14 \x01(\v2\x16.jaco.api.UpdatePolicyR\brollback\x12!\n" +
 	"\fforce_update\x18\x15 \x01(\x04R\vforceUpdate\x12\x1a\n" +
-	"\bnetworks\x18\x16 \x03(\tR\bnetworks\"\xb5\x02\n" +
+	"\bnetworks\x18\x16 \x03(\tR\bnetworks\x12;\n" +
+	"\rendpoint_mode\x18\x17 \x01(\x0e2\x16.jaco.api.EndpointModeR\fendpointMode\"\xb5\x02\n" +
 	"\fUpdatePolicy\x12 \n" +
 	"\vparallelism\x18\x01 \x01(\x04R\vparallelism\x12/\n" +
 	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12+\n" +
@@ -3195,22 +3385,33 @@ const file_api_objects_proto_rawDesc = "" +
 	"\rNetworkAccess\x12\x12\n" +
 	"\x04open\x18\x01 \x01(\bR\x04open\x12\x1d\n" +
 	"\n" +
-	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\x84\x02\n" +
+	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\xba\x02\n" +
 	"\aService\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
 	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12!\n" +
 	"\fspec_version\x18\x04 \x01(\x04R\vspecVersion\x12:\n" +
 	"\rprevious_spec\x18\x05 \x01(\v2\x15.jaco.api.ServiceSpecR\fpreviousSpec\x12;\n" +
-	"\rupdate_status\x18\x06 \x01(\v2\x16.jaco.api.UpdateStatusR\fupdateStatus\"\xd2\x01\n" +
+	"\rupdate_status\x18\x06 \x01(\v2\x16.jaco.api.UpdateStatusR\fupdateStatus\x124\n" +
+	"\vvirtual_ips\x18\a \x03(\v2\x13.jaco.api.VirtualIPR\n" +
+	"virtualIps\"D\n" +
+	"\tVirtualIP\x12\x1d\n" +
+	"\n" +
+	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x8a\x02\n" +
 	"\n" +
 	"TaskStatus\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.TaskStateR\x05state\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x128\n" +
 	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1b\n" +
-	"\texit_code\x18\x05 \x01(\x05R\bexitCodeJ\x04\b\x06\x10\aR\n" +
-	"runtime_id\"\x93\x04\n" +
+	"\texit_code\x18\x05 \x01(\x05R\bexitCode\x126\n" +
+	"\taddresses\x18\a \x03(\v2\x18.jaco.api.NetworkAddressR\taddressesJ\x04\b\x06\x10\aR\n" +
+	"runtime_id\"I\n" +
+	"\x0eNetworkAddress\x12\x1d\n" +
+	"\n" +
+	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x93\x04\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1d\n" +
@@ -3266,7 +3467,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10RestartCondition\x12\x19\n" +
 	"\x15RESTART_CONDITION_ANY\x10\x00\x12 \n" +
 	"\x1cRESTART_CONDITION_ON_FAILURE\x10\x01\x12\x1a\n" +
-	"\x16RESTART_CONDITION_NONE\x10\x02*f\n" +
+	"\x16RESTART_CONDITION_NONE\x10\x02*]\n" +
+	"\fEndpointMode\x12\x1d\n" +
+	"\x19ENDPOINT_MODE_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11ENDPOINT_MODE_VIP\x10\x01\x12\x17\n" +
+	"\x13ENDPOINT_MODE_DNSRR\x10\x02*f\n" +
 	"\vUpdateOrder\x12\x1c\n" +
 	"\x18UPDATE_ORDER_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17UPDATE_ORDER_STOP_FIRST\x10\x01\x12\x1c\n" +
@@ -3310,8 +3515,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -3320,117 +3525,123 @@ var file_api_objects_proto_goTypes = []any{
 	(DrainState)(0),               // 4: jaco.api.DrainState
 	(ServiceMode)(0),              // 5: jaco.api.ServiceMode
 	(RestartCondition)(0),         // 6: jaco.api.RestartCondition
-	(UpdateOrder)(0),              // 7: jaco.api.UpdateOrder
-	(UpdateFailureAction)(0),      // 8: jaco.api.UpdateFailureAction
-	(UpdateState)(0),              // 9: jaco.api.UpdateState
-	(TaskState)(0),                // 10: jaco.api.TaskState
-	(*Meta)(nil),                  // 11: jaco.api.Meta
-	(*Cluster)(nil),               // 12: jaco.api.Cluster
-	(*Network)(nil),               // 13: jaco.api.Network
-	(*NetworkSpec)(nil),           // 14: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 15: jaco.api.NodeStatus
-	(*Resources)(nil),             // 16: jaco.api.Resources
-	(*NodeDescription)(nil),       // 17: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 18: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 19: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 20: jaco.api.NodeDrain
-	(*Node)(nil),                  // 21: jaco.api.Node
-	(*Mount)(nil),                 // 22: jaco.api.Mount
-	(*PortConfig)(nil),            // 23: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 24: jaco.api.HookBundle
-	(*Placement)(nil),             // 25: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 26: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 27: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 28: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 29: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 30: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 31: jaco.api.ServiceSpec
-	(*UpdatePolicy)(nil),          // 32: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 33: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 34: jaco.api.NetworkAccess
-	(*Service)(nil),               // 35: jaco.api.Service
-	(*TaskStatus)(nil),            // 36: jaco.api.TaskStatus
-	(*Task)(nil),                  // 37: jaco.api.Task
-	(*JoinToken)(nil),             // 38: jaco.api.JoinToken
-	nil,                           // 39: jaco.api.Node.LabelsEntry
-	nil,                           // 40: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 42: google.protobuf.Duration
+	(EndpointMode)(0),             // 7: jaco.api.EndpointMode
+	(UpdateOrder)(0),              // 8: jaco.api.UpdateOrder
+	(UpdateFailureAction)(0),      // 9: jaco.api.UpdateFailureAction
+	(UpdateState)(0),              // 10: jaco.api.UpdateState
+	(TaskState)(0),                // 11: jaco.api.TaskState
+	(*Meta)(nil),                  // 12: jaco.api.Meta
+	(*Cluster)(nil),               // 13: jaco.api.Cluster
+	(*Network)(nil),               // 14: jaco.api.Network
+	(*NetworkSpec)(nil),           // 15: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 16: jaco.api.NodeStatus
+	(*Resources)(nil),             // 17: jaco.api.Resources
+	(*NodeDescription)(nil),       // 18: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 19: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 20: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 21: jaco.api.NodeDrain
+	(*Node)(nil),                  // 22: jaco.api.Node
+	(*Mount)(nil),                 // 23: jaco.api.Mount
+	(*PortConfig)(nil),            // 24: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 25: jaco.api.HookBundle
+	(*Placement)(nil),             // 26: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 27: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 28: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 29: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 30: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 31: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 32: jaco.api.ServiceSpec
+	(*UpdatePolicy)(nil),          // 33: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 34: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 35: jaco.api.NetworkAccess
+	(*Service)(nil),               // 36: jaco.api.Service
+	(*VirtualIP)(nil),             // 37: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 38: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 39: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 40: jaco.api.Task
+	(*JoinToken)(nil),             // 41: jaco.api.JoinToken
+	nil,                           // 42: jaco.api.Node.LabelsEntry
+	nil,                           // 43: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 45: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	41, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	41, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	11, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	14, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	44, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	44, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	12, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	12, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	15, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
 	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	41, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	16, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	18, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	44, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	17, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	19, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	42, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	41, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	11, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	45, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	44, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	12, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	39, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	15, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	17, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	42, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	16, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	18, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	20, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	19, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	40, // 21: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	21, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	20, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	43, // 21: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
 	6,  // 22: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	42, // 23: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	42, // 24: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	28, // 25: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	29, // 26: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	30, // 27: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	42, // 28: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	42, // 29: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	42, // 30: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	45, // 23: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	45, // 24: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	29, // 25: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	30, // 26: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	31, // 27: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	45, // 28: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	45, // 29: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	45, // 30: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
 	5,  // 31: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	24, // 32: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	16, // 33: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	16, // 34: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	22, // 35: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	23, // 36: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	25, // 37: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	26, // 38: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	27, // 39: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	42, // 40: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	42, // 41: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	34, // 42: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	32, // 43: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	32, // 44: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	42, // 45: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	7,  // 46: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	8,  // 47: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	42, // 48: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	9,  // 49: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	41, // 50: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	41, // 51: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	11, // 52: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	31, // 53: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	31, // 54: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	33, // 55: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	10, // 56: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	41, // 57: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	11, // 58: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	10, // 59: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	36, // 60: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	31, // 61: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	41, // 62: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	41, // 63: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	11, // 64: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 65: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	41, // 66: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	41, // 67: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	68, // [68:68] is the sub-list for method output_type
-	68, // [68:68] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	25, // 32: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	17, // 33: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	17, // 34: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	23, // 35: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	24, // 36: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	26, // 37: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	27, // 38: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	28, // 39: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	45, // 40: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	45, // 41: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	35, // 42: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	33, // 43: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	33, // 44: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	7,  // 45: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	45, // 46: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	8,  // 47: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	9,  // 48: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	45, // 49: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	10, // 50: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	44, // 51: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	44, // 52: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	12, // 53: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	32, // 54: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	32, // 55: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	34, // 56: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	37, // 57: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	11, // 58: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	44, // 59: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	39, // 60: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	12, // 61: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	11, // 62: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	38, // 63: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	32, // 64: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	44, // 65: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	44, // 66: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	12, // 67: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 68: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	44, // 69: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	44, // 70: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	71, // [71:71] is the sub-list for method output_type
+	71, // [71:71] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -3448,8 +3659,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      11,
-			NumMessages:   30,
+			NumEnums:      12,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
