@@ -1,0 +1,82 @@
+package netview
+
+import (
+	"net/netip"
+	"slices"
+	"testing"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+func testView() View {
+	node := &api.Node{Id: "node-a", OverlayBlocks: []*api.OverlayBlock{
+		{NetworkId: "n1", Prefix: "10.1.0.64/26", Subnet: "10.1.0.0/16"},
+		{NetworkId: "n2", Prefix: "10.2.0.0/26", Subnet: "10.2.0.0/16"},
+		{NetworkId: "gone", Prefix: "10.9.0.0/26", Subnet: "10.9.0.0/16"},
+	}}
+	nets := []*api.Network{
+		{Id: "n2", Spec: &api.NetworkSpec{Name: "back", Subnet: "10.2.0.0/16"}},
+		{Id: "n1", Spec: &api.NetworkSpec{Name: "front", Subnet: "10.1.0.0/16"}},
+	}
+	eps := []*api.ServiceEndpoint{
+		{ServiceId: "s1", ServiceName: "web", NetworkId: "n1", VirtualIp: "10.1.255.193", Replicas: []*api.EndpointReplica{
+			{TaskId: "t1", NodeId: "node-a", Address: "10.1.0.66"},
+			{TaskId: "t2", NodeId: "node-b", Address: "10.1.0.130"},
+		}},
+		{ServiceId: "s1", ServiceName: "web", NetworkId: "n2", VirtualIp: "10.2.255.193", Replicas: []*api.EndpointReplica{
+			{TaskId: "t1", NodeId: "node-a", Address: "10.2.0.2"},
+		}},
+		{ServiceId: "s2", ServiceName: "db", NetworkId: "n2", Replicas: []*api.EndpointReplica{
+			{TaskId: "t3", NodeId: "node-b", Address: "10.2.0.70"},
+		}},
+	}
+	return View{Node: node, Networks: nets, Endpoints: eps}
+}
+
+func TestAttachmentsOnlyForKnownNetworks(t *testing.T) {
+	atts := Attachments(testView(), 0)
+	if len(atts) != 2 {
+		t.Fatalf("attachments %v: want front and back only (a block of an unknown network gives none)", atts)
+	}
+	f := atts["front"]
+	if f.Gateway != netip.MustParseAddr("10.1.0.65") || f.Block.String() != "10.1.0.64/26" || f.Subnet.String() != "10.1.0.0/16" {
+		t.Errorf("front: %+v", f)
+	}
+	if f.MTU != DefaultMTU || f.NetworkID != "n1" {
+		t.Errorf("front: %+v", f)
+	}
+	if f.Bridge == atts["back"].Bridge || len(f.Bridge) > 15 {
+		t.Errorf("bridges %q and %q: want distinct names within IFNAMSIZ", f.Bridge, atts["back"].Bridge)
+	}
+	if BridgeName("node-b", "n1") == f.Bridge {
+		t.Error("two nodes on one machine got one bridge name")
+	}
+	want := []netip.Addr{netip.MustParseAddr("10.1.0.65"), netip.MustParseAddr("10.2.0.1")}
+	if got := Gateways(testView()); !slices.Equal(got, want) {
+		t.Errorf("gateways %v, want %v", got, want)
+	}
+}
+
+func TestRecordsCarryVIPsTasksAndAskers(t *testing.T) {
+	r := Records(testView())
+	if len(r.Networks) != 2 || r.Networks[0].Name != "back" || r.Networks[1].Name != "front" {
+		t.Fatalf("networks %+v", r.Networks)
+	}
+	back := r.Networks[0]
+	if len(back.Services) != 2 || back.Services[0].Name != "db" || back.Services[0].VIP.IsValid() {
+		t.Fatalf("back services %+v: want db without VIP (dnsrr) first", back.Services)
+	}
+	web := r.Networks[1].Services[0]
+	if web.VIP != netip.MustParseAddr("10.1.255.193") || len(web.Tasks) != 2 {
+		t.Errorf("web on front: %+v", web)
+	}
+	// t1 runs here on both networks: it sees both whichever it asks through.
+	for _, a := range []string{"10.1.0.66", "10.2.0.2"} {
+		if got := r.Askers[netip.MustParseAddr(a)]; !slices.Equal(got, []string{"back", "front"}) {
+			t.Errorf("asker %s sees %v, want [back front]", a, got)
+		}
+	}
+	if _, ok := r.Askers[netip.MustParseAddr("10.1.0.130")]; ok {
+		t.Error("another node's replica is listed as an asker here")
+	}
+}
