@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -336,4 +337,23 @@ func TestStartsBounded(t *testing.T) {
 	}
 	releaseStart()
 	waitFor(t, "t2 RUNNING", d.lastIs("t2", running))
+}
+
+// A replica on networks is reported RUNNING with its addresses on them:
+// service discovery answers with nothing else.
+func TestRunningCarriesNetworkAddresses(t *testing.T) {
+	d, rt, _ := setup(t)
+	rt.mu.Lock()
+	rt.addrs["t1"] = []exec.NetworkAddress{{NetworkID: "n1", Addr: netip.MustParseAddr("10.1.0.66")}}
+	rt.mu.Unlock()
+	d.assign(imageTask("t1"), imageTask("t2"))
+	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitFor(t, "RUNNING", d.lastIs("t2", running))
+	got := d.last("t1").GetAddresses()
+	if len(got) != 1 || got[0].GetNetworkId() != "n1" || got[0].GetAddress() != "10.1.0.66" {
+		t.Fatalf("t1 RUNNING with addresses %v, want n1 10.1.0.66", got)
+	}
+	if a := d.last("t2").GetAddresses(); len(a) != 0 {
+		t.Fatalf("t2 (no networks) RUNNING with addresses %v", a)
+	}
 }

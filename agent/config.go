@@ -60,7 +60,11 @@ type Config struct {
 	// Overlay, when set, is handed this node and the other nodes' overlay
 	// ends from every session message (docs/adr/0026). It must not block.
 	Overlay func(self *api.Node, peers []*api.OverlayPeer)
-	Logger  *slog.Logger
+	// Networks, when set, is handed this node, the networks it holds a
+	// block of and their services' endpoints from every session message
+	// (docs/adr/0026). It must not block.
+	Networks func(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint)
+	Logger   *slog.Logger
 
 	// ReconnectMin and ReconnectMax bound the backoff between session
 	// attempts (defaults DefaultReconnectMin, DefaultReconnectMax).

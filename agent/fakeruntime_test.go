@@ -22,6 +22,7 @@ type fakeRuntime struct {
 	replicas map[string]*fakeReplica
 	gates    map[string]chan struct{} // "prepare t1" → closed to let it go
 	failOp   map[string]error         // "start t1" → error to return
+	addrs    map[string][]exec.NetworkAddress
 }
 
 type fakeReplica struct {
@@ -31,7 +32,8 @@ type fakeReplica struct {
 }
 
 func newFakeRuntime(name string) *fakeRuntime {
-	return &fakeRuntime{name: name, replicas: map[string]*fakeReplica{}, gates: map[string]chan struct{}{}, failOp: map[string]error{}}
+	return &fakeRuntime{name: name, replicas: map[string]*fakeReplica{}, gates: map[string]chan struct{}{}, failOp: map[string]error{},
+		addrs: map[string][]exec.NetworkAddress{}}
 }
 
 func (f *fakeRuntime) Name() string { return f.name }
@@ -144,6 +146,13 @@ func (c *fakeController) Wait(ctx context.Context) (exec.Exit, error) {
 	case <-ctx.Done():
 		return exec.Exit{}, ctx.Err()
 	}
+}
+
+// NetworkAddresses implements exec.Networked: what the test set in addrs.
+func (c *fakeController) NetworkAddresses(context.Context) ([]exec.NetworkAddress, error) {
+	c.rt.mu.Lock()
+	defer c.rt.mu.Unlock()
+	return c.rt.addrs[c.id], nil
 }
 
 func (c *fakeController) Stop(ctx context.Context) error {

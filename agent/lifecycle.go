@@ -180,7 +180,7 @@ func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
 			})
 		}()
 	} else {
-		r.report(newStatus(api.TaskState_TASK_STATE_RUNNING, "running"))
+		r.report(r.running(ctx, ctl, "running"))
 	}
 
 	for {
@@ -190,7 +190,7 @@ func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
 		case <-r.stopWanted:
 			return false
 		case <-healthy:
-			r.report(newStatus(api.TaskState_TASK_STATE_RUNNING, "running, healthy"))
+			r.report(r.running(ctx, ctl, "running, healthy"))
 		case err := <-unhealthy:
 			if ctx.Err() != nil {
 				return false
@@ -289,4 +289,25 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller, col *logs
 	r.w.reporter.drop(r.id)
 	r.w.forget(r)
 	r.w.log.Info("replica removed", "task", r.id)
+}
+
+// running is the RUNNING status, with the replica's addresses on its
+// networks: service discovery answers with them (docs/adr/0026). A
+// runtime that cannot say them leaves the replica out of discovery, not
+// down.
+func (r *taskRunner) running(ctx context.Context, ctl exec.Controller, message string) *api.TaskStatus {
+	st := newStatus(api.TaskState_TASK_STATE_RUNNING, message)
+	nw, ok := ctl.(exec.Networked)
+	if !ok {
+		return st
+	}
+	addrs, err := nw.NetworkAddresses(ctx)
+	if err != nil {
+		r.w.log.Warn("replica's network addresses unknown; it is left out of service discovery", "task", r.id, "err", err)
+		return st
+	}
+	for _, a := range addrs {
+		st.Addresses = append(st.Addresses, &api.NetworkAddress{NetworkId: a.NetworkID, Address: a.Addr.String()})
+	}
+	return st
 }

@@ -206,9 +206,13 @@ func streamEnd(name string, err error) error {
 	return fmt.Errorf("%s stream: %w", name, err)
 }
 
-// followOverlay hands the overlay what a session message says of it.
+// followOverlay hands the overlay and the networks what a session message
+// says of them.
 func (a *Agent) followOverlay(m *api.SessionMessage) {
 	if a.cfg.Overlay != nil && m.GetNode() != nil {
 		a.cfg.Overlay(m.GetNode(), m.GetOverlayPeers())
+	}
+	if a.cfg.Networks != nil && m.GetNode() != nil {
+		a.cfg.Networks(m.GetNode(), m.GetNetworks(), m.GetEndpoints())
 	}
 }
