@@ -56,6 +56,7 @@ func (n *Node) startAgent() error {
 		managers = append([]string{n.advertise}, managers...)
 	}
 	ov := n.openOverlay()
+	plane := newNetPlane(n.log)
 	describeMachine := describe(runtimes, iso)
 	a, err := agent.New(agent.Config{
 		NodeID:   id.NodeID,
@@ -71,8 +72,9 @@ func (n *Node) startAgent() error {
 			d.Overlay = ov.endpoint
 			return d
 		},
-		Overlay: ov.follow,
-		Logger:  n.log,
+		Overlay:  ov.follow,
+		Networks: plane.follow,
+		Logger:   n.log,
 	})
 	if err != nil {
 		cancel()
@@ -82,6 +84,7 @@ func (n *Node) startAgent() error {
 	n.overlay.Store(ov)
 	n.agentStop = cancel
 	n.wg.Go(func() { ov.run(ctx) })
+	n.wg.Go(func() { plane.run(ctx) })
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

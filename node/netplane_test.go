@@ -1,0 +1,112 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	mdns "github.com/miekg/dns"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// planeView is a node holding a block of "front" on loopback (127/8 is all
+// local, so the DNS server can bind the gateway) with web on it.
+func planeView(withBlock bool) (*api.Node, []*api.Network, []*api.ServiceEndpoint) {
+	node := &api.Node{Id: "node-a"}
+	if withBlock {
+		node.OverlayBlocks = []*api.OverlayBlock{{NetworkId: "n1", Prefix: "127.77.0.0/26", Subnet: "127.77.0.0/16"}}
+	}
+	nets := []*api.Network{{Id: "n1", Spec: &api.NetworkSpec{Name: "front", Subnet: "127.77.0.0/16"}}}
+	eps := []*api.ServiceEndpoint{{ServiceName: "web", NetworkId: "n1", VirtualIp: "127.77.255.193",
+		Replicas: []*api.EndpointReplica{{TaskId: "t1", NodeId: "node-b", Address: "127.77.0.70"}}}}
+	return node, nets, eps
+}
+
+func startPlane(t *testing.T) *netPlane {
+	t.Helper()
+	p := newNetPlane(slog.New(slog.DiscardHandler))
+	p.dnsPort = 53530
+	p.resolvConf = filepath.Join(t.TempDir(), "resolv.conf")
+	if err := os.WriteFile(p.resolvConf, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return p
+}
+
+func TestAttachmentWaitsForTheBlock(t *testing.T) {
+	p := startPlane(t)
+	got := make(chan error, 1)
+	go func() {
+		att, err := p.Attachment(context.Background(), "front")
+		if err == nil && att.Gateway != netip.MustParseAddr("127.77.0.1") {
+			err = errors.New("gateway " + att.Gateway.String())
+		}
+		got <- err
+	}()
+	p.follow(planeView(false))
+	select {
+	case err := <-got:
+		t.Fatalf("Attachment returned before the node held a block: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.follow(planeView(true))
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Attachment still waiting after the block came")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := p.Attachment(ctx, "back"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Attachment of a network without a block: %v, want the deadline", err)
+	}
+}
+
+// The node answers replicas on its gateway of each network it holds a
+// block of, from the view, and stops when the block goes.
+func TestDNSOnEachGatewayFollowsTheView(t *testing.T) {
+	p := startPlane(t)
+	p.follow(planeView(true))
+	addr := "127.77.0.1:53530"
+	q := new(mdns.Msg)
+	q.SetQuestion("web.", mdns.TypeA)
+	// Asked from a replica's address on the network (loopback holds it).
+	c := &mdns.Client{Dialer: &net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.77.0.66")}}}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, _, err := c.Exchange(q, addr)
+		if err == nil && len(r.Answer) == 1 && r.Answer[0].(*mdns.A).A.String() == "127.77.255.193" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web. on %s: %v %v, want the VIP", addr, r, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.follow(planeView(false))
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("DNS still answers on the gateway of a block the node gave back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
