@@ -1740,7 +1740,9 @@ type GetNetworkResponse struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Network *Network               `protobuf:"bytes,1,opt,name=network,proto3" json:"network,omitempty"`
 	// services are the names of the services attached to the network.
-	Services      []string `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	Services []string `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	// peers are the nodes holding a block of the network, by node id.
+	Peers         []*NetworkPeer `protobuf:"bytes,3,rep,name=peers,proto3" json:"peers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1789,6 +1791,93 @@ func (x *GetNetworkResponse) GetServices() []string {
 	return nil
 }
 
+func (x *GetNetworkResponse) GetPeers() []*NetworkPeer {
+	if x != nil {
+		return x.Peers
+	}
+	return nil
+}
+
+// NetworkPeer is one node's part of a network.
+type NetworkPeer struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	NodeId   string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Hostname string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// block is the node's /26 of the network's subnet.
+	Block string `protobuf:"bytes,3,opt,name=block,proto3" json:"block,omitempty"`
+	// endpoint is the node's WireGuard host:port on the underlay.
+	Endpoint string `protobuf:"bytes,4,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	// overlay_message says why the node's overlay is unavailable, if it is.
+	OverlayMessage string `protobuf:"bytes,5,opt,name=overlay_message,json=overlayMessage,proto3" json:"overlay_message,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *NetworkPeer) Reset() {
+	*x = NetworkPeer{}
+	mi := &file_api_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NetworkPeer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NetworkPeer) ProtoMessage() {}
+
+func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
+func (*NetworkPeer) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *NetworkPeer) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *NetworkPeer) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *NetworkPeer) GetBlock() string {
+	if x != nil {
+		return x.Block
+	}
+	return ""
+}
+
+func (x *NetworkPeer) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *NetworkPeer) GetOverlayMessage() string {
+	if x != nil {
+		return x.OverlayMessage
+	}
+	return ""
+}
+
 // ListNetworksRequest lists every network: there are at most
 // api/limits.MaxNetworks of them, so one reply holds them all.
 type ListNetworksRequest struct {
@@ -1800,7 +1889,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1812,7 +1901,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1825,7 +1914,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -1844,7 +1933,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1856,7 +1945,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1869,7 +1958,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -1888,7 +1977,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +1989,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2002,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -1931,7 +2020,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1943,7 +2032,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1956,7 +2045,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 type RemoveServiceRequest struct {
@@ -1968,7 +2057,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2069,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2082,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -2011,7 +2100,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2112,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2125,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 type GetServiceRequest struct {
@@ -2049,7 +2138,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2150,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2163,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -2100,7 +2189,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2201,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2214,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -2150,7 +2239,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +2251,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +2264,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -2210,7 +2299,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2222,7 +2311,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2235,7 +2324,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -2270,7 +2359,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2371,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2384,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -2344,7 +2433,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2445,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2458,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -2406,7 +2495,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2507,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2520,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -2492,7 +2581,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2593,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2606,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -2537,7 +2626,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2638,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2651,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -2594,7 +2683,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2695,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2708,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -2698,7 +2787,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +2799,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +2812,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -2761,7 +2850,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2773,7 +2862,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2786,7 +2875,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -2923,10 +3012,17 @@ const file_api_control_proto_rawDesc = "" +
 	"\anetwork\x18\x01 \x01(\v2\x11.jaco.api.NetworkR\anetwork\"j\n" +
 	"\x11GetNetworkRequest\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\x12;\n" +
-	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"]\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"\x8a\x01\n" +
 	"\x12GetNetworkResponse\x12+\n" +
 	"\anetwork\x18\x01 \x01(\v2\x11.jaco.api.NetworkR\anetwork\x12\x1a\n" +
-	"\bservices\x18\x02 \x03(\tR\bservices\"R\n" +
+	"\bservices\x18\x02 \x03(\tR\bservices\x12+\n" +
+	"\x05peers\x18\x03 \x03(\v2\x15.jaco.api.NetworkPeerR\x05peers\"\x9d\x01\n" +
+	"\vNetworkPeer\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x14\n" +
+	"\x05block\x18\x03 \x01(\tR\x05block\x12\x1a\n" +
+	"\bendpoint\x18\x04 \x01(\tR\bendpoint\x12'\n" +
+	"\x0foverlay_message\x18\x05 \x01(\tR\x0eoverlayMessage\"R\n" +
 	"\x13ListNetworksRequest\x12;\n" +
 	"\vconsistency\x18\x01 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"E\n" +
 	"\x14ListNetworksResponse\x12-\n" +
@@ -3078,7 +3174,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -3112,131 +3208,133 @@ var file_api_control_proto_goTypes = []any{
 	(*CreateNetworkResponse)(nil),  // 29: jaco.api.CreateNetworkResponse
 	(*GetNetworkRequest)(nil),      // 30: jaco.api.GetNetworkRequest
 	(*GetNetworkResponse)(nil),     // 31: jaco.api.GetNetworkResponse
-	(*ListNetworksRequest)(nil),    // 32: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 33: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 34: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 35: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 36: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 37: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 38: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 39: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 40: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 41: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 42: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 43: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 44: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 45: jaco.api.UpdateNodeResponse
-	(*WatchServiceRequest)(nil),    // 46: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 47: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 48: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 49: jaco.api.ServiceLogsRequest
-	nil,                            // 50: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 51: jaco.api.Suffrage
-	(*Node)(nil),                   // 52: jaco.api.Node
-	(NodeRole)(0),                  // 53: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 54: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 55: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 56: jaco.api.ServiceSpec
-	(*Service)(nil),                // 57: jaco.api.Service
-	(*NetworkSpec)(nil),            // 58: jaco.api.NetworkSpec
-	(*Network)(nil),                // 59: jaco.api.Network
-	(*Task)(nil),                   // 60: jaco.api.Task
-	(NodeAvailability)(0),          // 61: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 62: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 63: jaco.api.LogsMessage
+	(*NetworkPeer)(nil),            // 32: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),    // 33: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 34: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 35: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 36: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 37: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 38: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 39: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 40: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 41: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 42: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 43: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 44: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 45: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 46: jaco.api.UpdateNodeResponse
+	(*WatchServiceRequest)(nil),    // 47: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 48: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 49: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 50: jaco.api.ServiceLogsRequest
+	nil,                            // 51: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 52: jaco.api.Suffrage
+	(*Node)(nil),                   // 53: jaco.api.Node
+	(NodeRole)(0),                  // 54: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 55: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 57: jaco.api.ServiceSpec
+	(*Service)(nil),                // 58: jaco.api.Service
+	(*NetworkSpec)(nil),            // 59: jaco.api.NetworkSpec
+	(*Network)(nil),                // 60: jaco.api.Network
+	(*Task)(nil),                   // 61: jaco.api.Task
+	(NodeAvailability)(0),          // 62: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 63: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 64: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	51, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	52, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	52, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	53, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	52, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	53, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	54, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	55, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	56, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	57, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	56, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	57, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	58, // 17: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	59, // 18: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	53, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	54, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	55, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	56, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	55, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	57, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	58, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	57, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	58, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	59, // 17: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	60, // 18: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
 	2,  // 19: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	59, // 20: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 21: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	59, // 22: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 23: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	57, // 24: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 25: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	57, // 26: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	2,  // 27: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	60, // 28: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	61, // 29: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	50, // 30: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	53, // 31: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	54, // 32: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	52, // 33: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	62, // 34: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	55, // 35: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	62, // 36: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	57, // 37: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	47, // 38: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	55, // 39: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 40: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 41: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 42: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 43: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 44: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 45: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 46: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 47: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 48: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 49: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	44, // 50: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 51: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 52: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	36, // 53: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	28, // 54: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	34, // 55: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	30, // 56: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	32, // 57: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	38, // 58: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	40, // 59: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	42, // 60: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	46, // 61: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	49, // 62: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 63: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 64: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 65: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 66: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 67: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 68: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 69: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 70: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 71: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 72: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	45, // 73: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 74: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 75: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	37, // 76: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	29, // 77: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	35, // 78: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	31, // 79: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	33, // 80: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	39, // 81: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	41, // 82: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	43, // 83: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	48, // 84: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	63, // 85: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	63, // [63:86] is the sub-list for method output_type
-	40, // [40:63] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	60, // 20: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	32, // 21: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,  // 22: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	60, // 23: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 24: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	58, // 25: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 26: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	58, // 27: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	2,  // 28: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	61, // 29: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	62, // 30: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	51, // 31: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	54, // 32: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	55, // 33: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	53, // 34: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	63, // 35: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	56, // 36: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	63, // 37: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	58, // 38: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	48, // 39: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	56, // 40: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 41: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 42: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 43: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 44: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 45: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 46: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 47: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 48: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 49: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 50: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	45, // 51: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 52: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 53: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	37, // 54: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	28, // 55: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	35, // 56: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	30, // 57: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	33, // 58: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	39, // 59: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	41, // 60: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	43, // 61: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	47, // 62: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	50, // 63: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 64: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 65: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 66: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 67: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 68: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 69: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 70: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 71: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 72: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 73: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	46, // 74: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 75: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 76: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	38, // 77: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	29, // 78: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	36, // 79: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	31, // 80: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	34, // 81: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	40, // 82: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	42, // 83: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	44, // 84: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	49, // 85: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	64, // 86: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	64, // [64:87] is the sub-list for method output_type
+	41, // [41:64] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -3248,14 +3346,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[41].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[42].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   48,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

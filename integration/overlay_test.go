@@ -113,6 +113,30 @@ func TestOverlayPeersFollowTheStore(t *testing.T) {
 		return nil
 	})
 
+	t.Log("network inspect names every node of the network, with a's handshakes")
+	type netPeer struct {
+		NodeID        string `json:"node_id"`
+		Hostname      string
+		Block         string
+		Endpoint      string
+		LastHandshake string `json:"last_handshake"`
+	}
+	insp, err := decode[struct{ Peers []netPeer }](a.jaco("network", "inspect", "front"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range insp.Peers {
+		block := netip.MustParsePrefix(p.Block)
+		got = append(got, fmt.Sprintf("%s %s %v %v", p.Hostname, p.Endpoint, front.Contains(block.Addr()) && block.Bits() == 26,
+			p.LastHandshake != "" || p.Hostname == "a"))
+	}
+	slices.Sort(got)
+	want := []string{"a " + hostOf["a"].ip + ":51820 true true", "b " + hostOf["b"].ip + ":51820 true true", "c " + hostOf["c"].ip + ":51820 true true"}
+	if !slices.Equal(got, want) {
+		t.Errorf("network inspect front peers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
 	t.Log("a removed node leaves every peer list")
 	c.allowExit()                            // a removed node stops
 	wantOK(t, a.jaco("node", "remove", "c")) // returns once c is gone from the store

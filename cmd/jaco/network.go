@@ -109,7 +109,12 @@ func networkInspectCmd(g *globals) *cobra.Command {
 				if services == nil {
 					services = []string{}
 				}
-				return out.write(cmd.OutOrStdout(), append(view, jsonField{Key: "services", Value: services}))
+				// Handshakes are the answering node's to tell: its link's view
+				// of each peer. A node running no agent has none to add.
+				local, _ := c.Agent.OverlayStatus(ctx, &api.OverlayStatusRequest{})
+				view = append(view, jsonField{Key: "services", Value: services},
+					jsonField{Key: "peers", Value: networkPeerViews(resp.Peers, local)})
+				return out.write(cmd.OutOrStdout(), view)
 			})
 		},
 	}
@@ -139,4 +144,29 @@ func networkRmCmd(g *globals) *cobra.Command {
 			return errors.Join(errs...)
 		},
 	}
+}
+
+// networkPeerView is one node holding a block of a network, with the last
+// handshake the answering node's link had with it ("" before any, or for
+// the answering node itself).
+type networkPeerView struct {
+	NodeID         string `json:"node_id"`
+	Hostname       string `json:"hostname"`
+	Block          string `json:"block"`
+	Endpoint       string `json:"endpoint"`
+	OverlayMessage string `json:"overlay_message"`
+	LastHandshake  string `json:"last_handshake"`
+}
+
+func networkPeerViews(peers []*api.NetworkPeer, local *api.OverlayStatusResponse) []networkPeerView {
+	handshakes := map[string]string{}
+	for _, p := range viewOverlay(local).Peers {
+		handshakes[p.NodeID] = p.LastHandshake
+	}
+	out := make([]networkPeerView, 0, len(peers))
+	for _, p := range peers {
+		out = append(out, networkPeerView{NodeID: p.GetNodeId(), Hostname: p.GetHostname(), Block: p.GetBlock(),
+			Endpoint: p.GetEndpoint(), OverlayMessage: p.GetOverlayMessage(), LastHandshake: handshakes[p.GetNodeId()]})
+	}
+	return out
 }

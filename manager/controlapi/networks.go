@@ -131,6 +131,7 @@ func (s *Server) GetNetwork(_ context.Context, req *api.GetNetworkRequest) (*api
 	s.store.View(func(tx store.ReadTx) {
 		if resp.Network = findNetwork(tx, req.Network); resp.Network != nil {
 			resp.Services = networkUsers(tx, resp.Network.Spec.Name, false)
+			resp.Peers = networkPeers(tx, resp.Network.Id)
 		}
 	})
 	if resp.Network == nil {
@@ -152,6 +153,26 @@ func findNetwork(tx store.ReadTx, idOrName string) *api.Network {
 		return nw
 	}
 	return tx.FindNetworkByName(idOrName)
+}
+
+// networkPeers are the nodes holding a block of network id, by node id.
+func networkPeers(tx store.ReadTx, id string) []*api.NetworkPeer {
+	var peers []*api.NetworkPeer
+	for _, n := range tx.ListNodes() {
+		for _, b := range n.GetOverlayBlocks() {
+			if b.GetNetworkId() != id {
+				continue
+			}
+			p := &api.NetworkPeer{NodeId: n.GetId(), Hostname: n.GetHostname(), Block: b.GetPrefix()}
+			p.Endpoint, _ = api.OverlayEndpointOf(n)
+			if o := n.GetDescription().GetOverlay(); o.GetUnavailable() {
+				p.OverlayMessage = o.GetMessage()
+			}
+			peers = append(peers, p)
+		}
+	}
+	slices.SortFunc(peers, func(a, b *api.NetworkPeer) int { return strings.Compare(a.NodeId, b.NodeId) })
+	return peers
 }
 
 // networkUsers names the services whose spec lists network (and, with
