@@ -1,0 +1,144 @@
+package netrules
+
+import (
+	"errors"
+	"maps"
+	"net/netip"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+)
+
+// blockedWait is how long a connection that must be dropped is given.
+const blockedWait = 400 * time.Millisecond
+
+func reaches(t *testing.T, from netns, network, addr, want string) {
+	t.Helper()
+	got, err := from.ask(network, addr, 2*time.Second)
+	if err != nil || got != want {
+		t.Errorf("%s %s → %s = %q, %v; want %q", network, from, addr, got, err, want)
+	}
+}
+
+func blocked(t *testing.T, from netns, addr string) {
+	t.Helper()
+	got, err := from.ask("tcp4", addr, blockedWait)
+	if !timedOut(err) {
+		t.Errorf("%s → %s = %q, %v; want dropped (a timeout)", from, addr, got, err)
+	}
+}
+
+func tableExists(t *testing.T, n netns, table string) bool {
+	t.Helper()
+	var found bool
+	n.must(t, func() error {
+		conn, err := nftables.New()
+		if err != nil {
+			return err
+		}
+		tables, err := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+		for _, tb := range tables {
+			found = found || tb.Name == table
+		}
+		return err
+	})
+	return found
+}
+
+func TestSeparationKeepsNetworksApart(t *testing.T) {
+	tp := newTopology(t)
+	r := tp.rules(t)
+	tp.apply(t, r, State{Networks: networks()})
+
+	for _, sc := range []string{IPForwardSysctl, BridgeNetfilterSysctl} {
+		if v := tp.router.readSysctl(t, sc); v != "1" {
+			t.Errorf("after Apply %s = %s, want 1", sc, v)
+		}
+	}
+	reaches(t, tp.x1, "tcp4", addrX2, "x2") // same bridge
+	reaches(t, tp.x2, "tcp4", addrX1, "x1")
+	reaches(t, tp.x1, "tcp4", addrX3, "x3") // another block, routed
+	reaches(t, tp.x3, "tcp4", addrX2, "x2")
+	reaches(t, tp.x1, "udp4", addrX2, "x2")
+	blocked(t, tp.x1, addrY1)
+	blocked(t, tp.y1, addrX1)
+	blocked(t, tp.y1, addrX3)
+	blocked(t, tp.out, addrX2) // the outside reaches no replica
+	blocked(t, tp.out, addrY1)
+
+	// Without the table everything routes: the blocks above were the
+	// rules' doing, not a broken topology.
+	if err := tp.router.do(r.Close); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if tableExists(t, tp.router, "jaco-netrules-test") {
+		t.Fatal("table still there after Close")
+	}
+	reaches(t, tp.x1, "tcp4", addrY1, "y1")
+	reaches(t, tp.out, "tcp4", addrX2, "x2")
+}
+
+// spread asks addr n times from `from` and counts the answers by name.
+func spread(t *testing.T, from netns, network, addr string, n int) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for range n {
+		name, err := from.ask(network, addr, 2*time.Second)
+		if err != nil {
+			t.Fatalf("%s %s → %s: %v (after %v)", network, from, addr, err, seen)
+		}
+		seen[name]++
+	}
+	return seen
+}
+
+func wantNames(t *testing.T, what string, seen map[string]int, want ...string) {
+	t.Helper()
+	if got := slices.Sorted(maps.Keys(seen)); !slices.Equal(got, want) {
+		t.Errorf("%s landed on %v, want exactly %v", what, seen, want)
+	}
+}
+
+func refusedQuickly(t *testing.T, from netns, network, addr string) {
+	t.Helper()
+	start := time.Now()
+	got, err := from.ask(network, addr, 3*time.Second)
+	if took := time.Since(start); !errors.Is(err, syscall.ECONNREFUSED) || took > time.Second {
+		t.Errorf("%s %s → %s = %q, %v after %v; want refused at once", network, from, addr, got, err, took)
+	}
+}
+
+func TestVIPSpreadsNewConnectionsOverBackends(t *testing.T) {
+	tp := newTopology(t)
+	r := tp.rules(t)
+	vip := VIP{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2, addrX3)}
+	empty := VIP{Addr: netip.MustParseAddr(vipEmpty)}
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+
+	// x1 is a backend itself (a service calling its own name), x2 answers
+	// over the bridge, x3 through the routed link.
+	wantNames(t, "tcp from x1", spread(t, tp.x1, "tcp4", vipX, 50), "x1", "x2", "x3")
+	wantNames(t, "udp from x1", spread(t, tp.x1, "udp4", vipX, 40), "x1", "x2", "x3")
+	wantNames(t, "tcp from x3", spread(t, tp.x3, "tcp4", vipX, 40), "x1", "x2", "x3")
+	wantNames(t, "tcp from the node", spread(t, tp.router, "tcp4", vipX, 40), "x1", "x2", "x3")
+	blocked(t, tp.y1, vipX) // another network's VIP leads nowhere
+	blocked(t, tp.out, vipX)
+
+	refusedQuickly(t, tp.x1, "tcp4", vipEmpty)
+	refusedQuickly(t, tp.x1, "udp4", vipEmpty)
+	refusedQuickly(t, tp.router, "tcp4", vipEmpty)
+
+	// x3 leaves: no new connection reaches it.
+	vip.Backends = mustAddrs(addrX1, addrX2)
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+	wantNames(t, "tcp after x3 left", spread(t, tp.x1, "tcp4", vipX, 50), "x1", "x2")
+	wantNames(t, "udp after x3 left", spread(t, tp.x1, "udp4", vipX, 30), "x1", "x2")
+
+	// The last backend leaves: refused, as a VIP never had any.
+	vip.Backends = nil
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+	refusedQuickly(t, tp.x1, "tcp4", vipX)
+}

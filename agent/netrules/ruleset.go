@@ -1,0 +1,168 @@
+package netrules
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"golang.org/x/sys/unix"
+)
+
+// Registers the rules use: nft's "reg 1" and the 32-bit register after
+// its first four bytes, so a lookup of reg 1 reads the 8-byte
+// concatenation of both.
+const (
+	reg1    = 1
+	reg32b  = 9
+	verdict = 0
+)
+
+// Offsets of the IPv4 source and destination in the network header.
+const (
+	saddr = 12
+	daddr = 16
+)
+
+// ctStatusDNAT is IPS_DST_NAT: the connection's destination was
+// rewritten (here: it was made to a VIP).
+const ctStatusDNAT = 1 << 5
+
+// elementsPerMessage bounds the set elements one netlink message carries
+// (the kernel refuses larger messages; see agent/isolation).
+const elementsPerMessage = 1000
+
+// queueTable queues on conn the replacement of table t by the rules for
+// c: the table is created if missing, deleted and created again, so the
+// one transaction that carries it all swaps the whole ruleset at once.
+func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
+	conn.AddTable(t)
+	conn.DelTable(t)
+	conn.AddTable(t)
+
+	ip4 := nftables.TypeIPAddr
+	ip4pair := nftables.MustConcatSetType(ip4, ip4)
+	sets := []struct {
+		set *nftables.Set
+		els []nftables.SetElement
+	}{
+		{&nftables.Set{Table: t, Name: "networks", KeyType: ip4, Interval: true}, c.networks},
+		{&nftables.Set{Table: t, Name: "same", KeyType: ip4pair, Interval: true, Concatenation: true}, c.same},
+		{&nftables.Set{Table: t, Name: "vips", KeyType: ip4}, c.vips},
+		{&nftables.Set{Table: t, Name: "dispatch", KeyType: ip4, DataType: nftables.TypeVerdict, IsMap: true}, c.dispatch},
+		{&nftables.Set{Table: t, Name: "backends", KeyType: nftables.MustConcatSetType(ip4, nftables.TypeInteger),
+			Concatenation: true, DataType: ip4, IsMap: true}, c.backends},
+		{&nftables.Set{Table: t, Name: "hairpin", KeyType: ip4pair, Concatenation: true}, c.hairpin},
+	}
+	byName := map[string]*nftables.Set{}
+	for _, s := range sets {
+		if err := conn.AddSet(s.set, nil); err != nil {
+			return fmt.Errorf("set %s: %w", s.set.Name, err)
+		}
+		byName[s.set.Name] = s.set
+	}
+	lookup := func(name string) *expr.Lookup {
+		s := byName[name]
+		return &expr.Lookup{SourceRegister: reg1, SetName: s.Name, SetID: s.ID}
+	}
+
+	// lb-N picks one of a VIP's N backends at random:
+	//	dnat ip to ip daddr . numgen random mod N map @backends
+	for _, n := range c.spreads {
+		ch := conn.AddChain(&nftables.Chain{Table: t, Name: spreadChain(n)})
+		pick := lookup("backends")
+		pick.DestRegister, pick.IsDestRegSet = reg1, true
+		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+			payload(daddr, reg1),
+			&expr.Numgen{Register: reg32b, Modulus: uint32(n), Type: unix.NFT_NG_RANDOM},
+			pick,
+			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
+		}})
+	}
+
+	// Elements after the chains: the dispatch map's verdicts name them.
+	for _, s := range sets {
+		for chunk := range slices.Chunk(s.els, elementsPerMessage) {
+			if err := conn.SetAddElements(s.set, chunk); err != nil {
+				return fmt.Errorf("set %s: %w", s.set.Name, err)
+			}
+		}
+	}
+
+	refuse := [][]expr.Any{
+		// ip daddr @vips meta l4proto tcp reject with tcp reset
+		append(ipv4Only(), payload(daddr, reg1), lookup("vips"),
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_TCP}},
+			&expr.Reject{Type: unix.NFT_REJECT_TCP_RST}),
+		// ip daddr @vips reject (icmp port unreachable)
+		append(ipv4Only(), payload(daddr, reg1), lookup("vips"),
+			&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_PORT_UNREACH}),
+	}
+	same := lookup("same")
+	same.Invert = true
+	separate := []expr.Any{ // ip daddr @networks ip daddr . ip saddr != @same drop
+		payload(daddr, reg1), lookup("networks"),
+		payload(daddr, reg1), payload(saddr, reg32b), same,
+		&expr.Verdict{Kind: expr.VerdictDrop},
+	}
+	dispatch := lookup("dispatch")
+	dispatch.DestRegister, dispatch.IsDestRegSet = verdict, true
+	toBackend := append(ipv4Only(), payload(daddr, reg1), dispatch) // ip daddr vmap @dispatch
+	hairpin := append(ipv4Only(), ctStatus(ctStatusDNAT)...)
+	hairpin = append(hairpin, payload(saddr, reg1), payload(daddr, reg32b), lookup("hairpin"), &expr.Masq{})
+
+	for _, ch := range []struct {
+		name  string
+		typ   nftables.ChainType
+		hook  *nftables.ChainHook
+		prio  *nftables.ChainPriority
+		rules [][]expr.Any
+	}{
+		{"forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter,
+			append([][]expr.Any{append(ipv4Only(), separate...)}, refuse...)},
+		{"output", nftables.ChainTypeFilter, nftables.ChainHookOutput, nftables.ChainPriorityFilter, refuse},
+		{"prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest,
+			[][]expr.Any{toBackend}},
+		{"nat-output", nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest,
+			[][]expr.Any{toBackend}},
+		{"postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource,
+			[][]expr.Any{hairpin}},
+	} {
+		accept := nftables.ChainPolicyAccept
+		c := conn.AddChain(&nftables.Chain{Table: t, Name: ch.name, Type: ch.typ, Hooknum: ch.hook,
+			Priority: ch.prio, Policy: &accept})
+		for _, r := range ch.rules {
+			conn.AddRule(&nftables.Rule{Table: t, Chain: c, Exprs: r})
+		}
+	}
+	return nil
+}
+
+// ipv4Only matches IPv4 packets (the inet family sees IPv6 too).
+func ipv4Only() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.NFPROTO_IPV4}},
+	}
+}
+
+// payload loads the 4-byte IPv4 address at offset of the network header
+// into reg.
+func payload(offset, reg uint32) *expr.Payload {
+	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}
+}
+
+// ctStatus matches packets whose connection has any of mask's status bits.
+func ctStatus(mask uint32) []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: reg1, Key: expr.CtKeySTATUS},
+		&expr.Bitwise{
+			SourceRegister: reg1, DestRegister: reg1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(mask),
+			Xor:  binaryutil.NativeEndian.PutUint32(0),
+		},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
+	}
+}
