@@ -74,7 +74,7 @@ func TestSeparationKeepsNetworksApart(t *testing.T) {
 	if err := tp.router.do(r.Close); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if tableExists(t, tp.router, "jaco-netrules-test") {
+	if tableExists(t, tp.router, testTable) {
 		t.Fatal("table still there after Close")
 	}
 	reaches(t, tp.x1, "tcp4", addrY1, "y1")

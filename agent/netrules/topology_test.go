@@ -90,7 +90,7 @@ func (tp *topology) apply(t *testing.T, r *Rules, s State) {
 // rules returns the rules of a table unique to this test, closed when t
 // ends.
 func (tp *topology) rules(t *testing.T) *Rules {
-	r := New("jaco-netrules-test")
+	r := New(testTable)
 	t.Cleanup(func() {
 		if err := tp.router.do(r.Close); err != nil {
 			t.Errorf("close: %v", err)
