@@ -71,11 +71,11 @@ func openLog(path string) (*os.File, error) {
 	return f, nil
 }
 
-// runCommand runs argv in its own process group with env in dir, output
-// appended to log (discarded when nil), and returns its exit code (128+signal when a signal
+// runCommand runs argv in its own process group with env in dir, in sb,
+// output appended to log (discarded when nil), and returns its exit code (128+signal when a signal
 // ended it). When ctx ends the whole group is killed. err is set only when
 // the command could not run or ctx ended.
-func runCommand(ctx context.Context, argv, env []string, dir string, log *os.File) (int, error) {
+func runCommand(ctx context.Context, argv, env []string, dir string, log *os.File, sb sandbox) (int, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -85,7 +85,10 @@ func runCommand(ctx context.Context, argv, env []string, dir string, log *os.Fil
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err := sb.start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	if ctx.Err() != nil {
 		return -1, fmt.Errorf("run %s: %w", argv[0], ctx.Err())
 	}

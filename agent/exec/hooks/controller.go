@@ -64,6 +64,11 @@ func (c *controller) Prepare(ctx context.Context) error {
 	if err := writeBundle(c.bundlePath(), bundle.GetFiles()); err != nil {
 		return err
 	}
+	if c.networked() {
+		if err := c.setupNetworks(ctx); err != nil {
+			return err
+		}
+	}
 	if c.hasHook(api.HookPrepare) {
 		if err := c.runPrepare(ctx, bundle.GetPrepareStartLimit()); err != nil {
 			return err
@@ -83,7 +88,7 @@ func (c *controller) runPrepare(ctx context.Context, limit uint32) error {
 	defer log.Close()
 	var last string
 	for attempt := uint32(1); attempt <= limit; attempt++ {
-		code, err := runCommand(ctx, []string{c.hookPath(api.HookPrepare)}, c.hookEnv(), c.bundlePath(), log)
+		code, err := runCommand(ctx, []string{c.hookPath(api.HookPrepare)}, c.hookEnv(), c.bundlePath(), log, sandbox{})
 		switch {
 		case ctx.Err() != nil:
 			return fmt.Errorf("prepare: %w", ctx.Err())
@@ -121,10 +126,15 @@ func (c *controller) Start(ctx context.Context) error {
 	if _, err := os.Stat(c.hookPath(api.HookLaunch)); err != nil {
 		return fmt.Errorf("start before prepare: %w", err)
 	}
+	sb, err := c.sandbox()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	spec := launchSpec{
-		Argv: append([]string{c.hookPath(api.HookLaunch)}, c.rep.Task.GetSpec().GetCommand()...),
-		Env:  c.hookEnv(),
-		Dir:  c.bundlePath(),
+		Argv:    append([]string{c.hookPath(api.HookLaunch)}, c.rep.Task.GetSpec().GetCommand()...),
+		Env:     c.hookEnv(),
+		Dir:     c.bundlePath(),
+		Sandbox: sb,
 	}
 	if err := writeJSON(c.path(launchFile), spec); err != nil {
 		return err
@@ -160,6 +170,10 @@ func (c *controller) startShim(ctx context.Context) error {
 		return fmt.Errorf("run shim %q: %w", argv, err)
 	}
 	if err := cmd.Wait(); err != nil {
+		// The first stage writes why on the pipe; no second stage holds it.
+		if word, _ := io.ReadAll(r); len(word) > 0 {
+			return fmt.Errorf("shim: %s", strings.TrimPrefix(strings.TrimSpace(string(word)), "error: "))
+		}
 		return fmt.Errorf("shim %q: %w (see %s)", argv, err, c.rep.LogPath)
 	}
 	stop := context.AfterFunc(ctx, func() { r.SetReadDeadline(time.Now()) })
@@ -233,6 +247,11 @@ func (c *controller) Remove(ctx context.Context) error {
 	} else if p.running() {
 		return fmt.Errorf("remove replica %s: still running, stop it first", c.rep.Task.GetId())
 	}
+	// The network goes first: should it fail, nothing else is touched
+	// and the next Remove tries it all again.
+	if err := c.teardownNetworks(ctx); err != nil {
+		return fmt.Errorf("remove replica %s: %w", c.id(), err)
+	}
 	var cleanupErr error
 	if _, err := os.Stat(c.hookPath(api.HookCleanup)); err == nil {
 		cleanupErr = c.runCleanup(ctx)
@@ -254,7 +273,7 @@ func (c *controller) runCleanup(ctx context.Context) error {
 		return err
 	}
 	defer log.Close()
-	code, err := runCommand(ctx, []string{c.hookPath(api.HookCleanup)}, c.hookEnv(), c.bundlePath(), log)
+	code, err := runCommand(ctx, []string{c.hookPath(api.HookCleanup)}, c.hookEnv(), c.bundlePath(), log, sandbox{})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit code %d", code)
 	}
@@ -265,11 +284,9 @@ func (c *controller) runCleanup(ctx context.Context) error {
 	return nil
 }
 
-// Address implements exec.Controller: hook replicas are local processes.
-func (c *controller) Address(context.Context) (string, error) { return "127.0.0.1", nil }
-
-// Exec runs argv with the replica's env in its bundle directory; output
-// is discarded (a health check's verdict is its exit code).
+// Exec runs argv with the replica's env in its bundle directory, in its
+// network namespace and with its resolv.conf when it is on networks;
+// output is discarded (a health check's verdict is its exit code).
 func (c *controller) Exec(ctx context.Context, argv []string) (int, error) {
 	if len(argv) == 0 {
 		return -1, errors.New("exec: empty argv")
@@ -277,5 +294,9 @@ func (c *controller) Exec(ctx context.Context, argv []string) (int, error) {
 	if _, err := os.Stat(c.bundlePath()); errors.Is(err, fs.ErrNotExist) {
 		return -1, exec.ErrNotFound
 	}
-	return runCommand(ctx, argv, c.hookEnv(), c.bundlePath(), nil)
+	sb, err := c.sandbox()
+	if err != nil {
+		return -1, fmt.Errorf("exec: %w", err)
+	}
+	return runCommand(ctx, argv, c.hookEnv(), c.bundlePath(), nil, sb)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/netattach"
 )
 
 // ShimCommand is the hidden jacod subcommand that runs the shim:
@@ -45,6 +46,11 @@ type Runtime struct {
 	pollInterval   time.Duration
 	killWait       time.Duration
 	log            *slog.Logger
+
+	// Overlay networks (WithNetworks); nil when the node has none.
+	nets     exec.Networks
+	attacher *netattach.Attacher
+	netnsDir string
 }
 
 // Option configures a Runtime.
@@ -74,6 +80,20 @@ func WithPollInterval(d time.Duration) Option {
 // WithKillWait sets how long Stop waits for the shim after SIGKILL.
 func WithKillWait(d time.Duration) Option {
 	return func(r *Runtime) { r.killWait = d }
+}
+
+// WithNetworks lets replicas whose spec names networks join them (see
+// the package comment): nets resolves the attachments, attacher attaches
+// the replicas' network namespaces, which are bind-mounted under
+// netnsDir. The attacher keeps the leases of the nodes' blocks, so it
+// must be the one the node's other runtimes use, and netnsDir and the
+// attacher's state must outlive jacod: a later runtime tears down what
+// an earlier one set up. Without this option, a replica with networks
+// fails to prepare.
+func WithNetworks(nets exec.Networks, attacher *netattach.Attacher, netnsDir string) Option {
+	return func(r *Runtime) {
+		r.nets, r.attacher, r.netnsDir = nets, attacher, netnsDir
+	}
 }
 
 // WithLogger sets the logger (default slog.Default()).

@@ -37,25 +37,38 @@ func ShimMain(args []string) int {
 		return 2
 	}
 	if os.Getenv(shimStageEnv) != "2" {
-		return shimDetach()
+		return shimDetach(args[0])
 	}
 	return shimRun(args[0])
 }
 
-// shimDetach is the first stage: start the second in its own session,
-// handing on the ready pipe, stdout and stderr.
-func shimDetach() int {
+// shimDetach is the first stage: start the second in its own session
+// and in the replica's sandbox (its network namespace, when it is on
+// networks: see sandbox.start), handing on the ready pipe, stdout and
+// stderr.
+func shimDetach(dir string) int {
+	var spec launchSpec
+	if err := readJSON(filepath.Join(dir, launchFile), &spec); err != nil {
+		return detachFailed(fmt.Errorf("read launch spec: %w", err))
+	}
 	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Env = append(os.Environ(), shimStageEnv+"=2")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{os.NewFile(readyFD, "ready")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "jaco hook-shim: detach: %v\n", err)
-		return 1
+	if err := spec.Sandbox.start(cmd); err != nil {
+		return detachFailed(err)
 	}
 	return 0
+}
+
+// detachFailed tells the runtime, on the ready pipe, why the second stage
+// did not start.
+func detachFailed(err error) int {
+	fmt.Fprintf(os.Stderr, "jaco hook-shim: detach: %v\n", err)
+	fmt.Fprintf(os.NewFile(readyFD, "ready"), "error: %v\n", err)
+	return 1
 }
 
 // shimRun is the second stage.

@@ -35,6 +35,9 @@ type launchSpec struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
 	Dir  string   `json:"dir"`
+	// Sandbox is where the shim runs launch and finish: the host
+	// without networks.
+	Sandbox sandbox `json:"sandbox,omitzero"`
 }
 
 // procRecord names one process; StartTime (field 22 of /proc/PID/stat,

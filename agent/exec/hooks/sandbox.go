@@ -1,0 +1,121 @@
+package hooks
+
+import (
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// hostResolvConf is the file every process on the node reads for its
+// resolvers; a replica on networks sees its own in its place.
+const hostResolvConf = "/etc/resolv.conf"
+
+// sandbox is where the processes of a replica on overlay networks run:
+// its network namespace, and the file they see as /etc/resolv.conf. The
+// zero sandbox is the host (a replica without networks).
+type sandbox struct {
+	Netns      string `json:"netns,omitempty"`
+	ResolvConf string `json:"resolv_conf,omitempty"`
+}
+
+func (s sandbox) host() bool { return s.Netns == "" }
+
+// start starts cmd in the sandbox.
+//
+// Namespaces belong to threads, and a Go program's goroutines move
+// between threads, so setns in jacod or in the shim would reach whatever
+// else that thread runs later. Instead a goroutine locks itself to a
+// thread, moves that thread alone into the sandbox and forks cmd from it:
+// a child is cloned from the thread that forks it and so starts with all
+// of that thread's namespaces, and so do its own children (launch's,
+// finish's). The goroutine then exits without unlocking, which makes the
+// Go runtime end the thread rather than hand it to other goroutines.
+//
+// The shim uses it to start its second stage, so the shim and everything
+// it runs (launch, finish) live in the sandbox from their first
+// instruction; jacod uses it for Exec commands.
+func (s sandbox) start(cmd *osexec.Cmd) error {
+	if s.host() {
+		return cmd.Start()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: see above
+		if err := s.enter(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- cmd.Start()
+	}()
+	return <-errc
+}
+
+// enter moves the calling thread, which must be locked and must not be
+// handed back, into the sandbox.
+//
+// resolv.conf: the C library and Go's resolver read /etc/resolv.conf of
+// the mount namespace, which is the host's. So the thread takes a mount
+// namespace of its own (a copy of the host's; unshare also gives the
+// thread its own root and working directory, which the kernel requires
+// of a thread that changes mount namespace), marks every mount in it a
+// slave (mounts made on the host later still show, nothing mounted here
+// reaches the host) and binds the replica's resolv.conf over
+// /etc/resolv.conf (over the file it names when that is a symlink). The
+// rest of the file system is the host's, as for a replica without
+// networks. The namespace lives as long as a process in it: the shim and
+// its hooks, or one Exec command.
+func (s sandbox) enter() error {
+	ns, err := os.Open(s.Netns)
+	if err != nil {
+		return fmt.Errorf("open network namespace: %w", err)
+	}
+	defer ns.Close()
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("new mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("make mounts slaves: %w", err)
+	}
+	if err := unix.Mount(s.ResolvConf, hostResolvConf, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s over %s: %w", s.ResolvConf, hostResolvConf, err)
+	}
+	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter network namespace %s: %w", s.Netns, err)
+	}
+	return nil
+}
+
+// loopbackUp brings up lo in the network namespace at path: CNI makes the
+// overlay interfaces, and a replica's processes expect 127.0.0.1 to
+// reach each other as on the host.
+func loopbackUp(path string) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread changed namespace
+		errc <- func() error {
+			ns, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("open network namespace: %w", err)
+			}
+			defer ns.Close()
+			if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+				return fmt.Errorf("enter network namespace %s: %w", path, err)
+			}
+			// netlink's package functions open their socket per call, in
+			// the calling thread's namespace.
+			lo, err := netlink.LinkByName("lo")
+			if err != nil {
+				return fmt.Errorf("loopback in %s: %w", path, err)
+			}
+			if err := netlink.LinkSetUp(lo); err != nil {
+				return fmt.Errorf("loopback up in %s: %w", path, err)
+			}
+			return nil
+		}()
+	}()
+	return <-errc
+}
