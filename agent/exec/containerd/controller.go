@@ -29,10 +29,14 @@ type controller struct {
 
 var _ exec.Controller = (*controller)(nil)
 
-// Prepare unpacks the image, makes the network namespace and creates the
+// Prepare unpacks the image, resolves the spec's overlay networks (waiting
+// for the node's blocks), makes the network namespace and creates the
 // container (not its task).
 func (c *controller) Prepare(ctx context.Context) error {
 	if err := c.checkIsolation(); err != nil {
+		return err
+	}
+	if err := c.checkNetworks(); err != nil {
 		return err
 	}
 	if _, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
@@ -53,6 +57,10 @@ func (c *controller) Prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	resolvConf, err := c.resolveNetworks(ctx, &st)
+	if err != nil {
+		return err
+	}
 	if err := c.ensureNetns(&st); err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}
@@ -61,7 +69,7 @@ func (c *controller) Prepare(ctx context.Context) error {
 		client.WithSnapshotter(Snapshotter),
 		client.WithNewSnapshot(c.id, img),
 		client.WithRuntime(RuncRuntime, &runc.Options{Root: c.rt.runcRoot()}),
-		client.WithNewSpec(specOpts(img, c.rep, st.Netns)...),
+		client.WithNewSpec(specOpts(img, c.rep, st.Netns, resolvConf)...),
 		client.WithContainerLabels(map[string]string{
 			"jaco.replica": c.rep.Task.GetId(),
 			"jaco.service": c.rep.Task.GetServiceName(),
@@ -73,7 +81,8 @@ func (c *controller) Prepare(ctx context.Context) error {
 	return nil
 }
 
-// Start wires the network and starts the task with its output going to
+// Start wires the network (eth0 on the node's bridge, eth1… on the
+// overlay networks) and starts the task with its output going to
 // LogPath (written by the shim). A task that exists already, running or
 // ended, is not started again: Start returns exec.ErrAlreadyStarted.
 func (c *controller) Start(ctx context.Context) error {
@@ -120,6 +129,9 @@ func (c *controller) Start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := c.setupOverlay(ctx, &st); err != nil {
+		return err
+	}
 	if err := c.attach(ctx, st.Address); err != nil {
 		return err
 	}
@@ -134,7 +146,7 @@ func (c *controller) Start(ctx context.Context) error {
 		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
 		return fmt.Errorf("replica %s: start task: %w", c.id, err)
 	}
-	c.rt.log.InfoContext(ctx, "replica started", "replica", c.id, "pid", task.Pid(), "address", st.Address)
+	c.rt.log.InfoContext(ctx, "replica started", "replica", c.id, "pid", task.Pid(), "address", st.Address, "networks", st.NetworkAddresses)
 	return nil
 }
 
@@ -182,8 +194,8 @@ func (c *controller) Wait(ctx context.Context) (exec.Exit, error) {
 	}
 }
 
-// Remove deletes the task (killing it if it still runs), the network, the
-// namespace, the container and its snapshot. Missing pieces are skipped.
+// Remove deletes the task (killing it if it still runs), the overlay
+// attachments and the node network (leases freed), the namespace, the container and its snapshot. Missing pieces are skipped.
 func (c *controller) Remove(ctx context.Context) error {
 	var errs []error
 	if task, err := c.task(ctx); err == nil {
@@ -200,8 +212,10 @@ func (c *controller) Remove(ctx context.Context) error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if st.Netns != "" || st.Address != "" {
-		if err := c.teardownNetwork(ctx, st.Netns); err != nil {
+	if st.Netns != "" || st.Address != "" || len(st.Networks) > 0 {
+		if err := c.teardownOverlay(ctx, st); err != nil {
+			errs = append(errs, err)
+		} else if err := c.teardownNetwork(ctx, st.Netns); err != nil {
 			errs = append(errs, err)
 		} else if err := removeNetns(st.Netns); err != nil {
 			errs = append(errs, err)

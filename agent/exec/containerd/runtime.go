@@ -19,6 +19,13 @@
 //     isolation (agent/isolation) before its task starts, again when an
 //     agent adopts it, and detached on Remove; while the isolation is not
 //     usable, Prepare refuses every replica.
+//   - With WithNetworks, a replica whose spec names overlay networks gets
+//     eth1, eth2, … on them (agent/netattach) beside eth0, and the node's
+//     DNS server (the first network's gateway) in a read-only
+//     /etc/resolv.conf. How it attaches is resolved at Prepare and kept in
+//     Replica.Dir with the addresses Start got, so Remove and an adopting
+//     agent need nothing from the node's view. Without WithNetworks such a
+//     replica is refused; a spec naming no network runs as before.
 //   - Images come from the node's content store (LoadImage, i.e. `jaco
 //     image load`) or are pulled by reference when missing.
 //
@@ -53,6 +60,7 @@ import (
 	gocni "github.com/containerd/go-cni"
 
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/netattach"
 )
 
 // Snapshotter is the containerd snapshotter replicas' root filesystems use.
@@ -73,7 +81,12 @@ type Runtime struct {
 	cni      gocni.CNI
 	// isolation, when set, is told each replica's address (WithIsolation).
 	isolation Isolation
-	log       *slog.Logger
+	// networks, when set, resolves overlay networks (WithNetworks);
+	// attacher attaches to them, with or without it (Remove needs only
+	// what the replica recorded).
+	networks exec.Networks
+	attacher *netattach.Attacher
+	log      *slog.Logger
 }
 
 type options struct {
@@ -81,6 +94,7 @@ type options struct {
 	stateDir  string
 	subnet    string
 	isolation Isolation
+	networks  exec.Networks
 	log       *slog.Logger
 }
 
@@ -138,6 +152,10 @@ func New(ctx context.Context, address string, opts ...Option) (*Runtime, error) 
 	if err := os.WriteFile(filepath.Join(confDir, names.Network+".conflist"), conf, 0o644); err != nil {
 		return nil, fmt.Errorf("containerd runtime: write cni config: %w", err)
 	}
+	attacher, err := netattach.New(filepath.Join(o.stateDir, "overlay"), DefaultCNIBinDirs)
+	if err != nil {
+		return nil, fmt.Errorf("containerd runtime: %w", err)
+	}
 	cni, err := gocni.New(
 		gocni.WithPluginDir(DefaultCNIBinDirs),
 		gocni.WithInterfacePrefix("eth"),
@@ -161,6 +179,8 @@ func New(ctx context.Context, address string, opts ...Option) (*Runtime, error) 
 		stateDir:  o.stateDir,
 		cni:       cni,
 		isolation: o.isolation,
+		networks:  o.networks,
+		attacher:  attacher,
 		log:       o.log.With("runtime", exec.RuntimeContainerd, "namespace", names.Namespace),
 	}, nil
 }

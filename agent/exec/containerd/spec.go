@@ -14,8 +14,10 @@ const cpuPeriod = 100_000
 // specOpts turn a replica's service spec into the container's OCI spec:
 // the image's config, then the spec's command (replacing the image's
 // entrypoint and command), env plus the JACO_ variables, limits, bind
-// mounts and the network namespace made for it.
-func specOpts(img client.Image, rep exec.Replica, netnsPath string) []oci.SpecOpts {
+// mounts, the network namespace made for it and, for a replica on overlay
+// networks, its resolv.conf (a file in Replica.Dir) read-only at
+// /etc/resolv.conf.
+func specOpts(img client.Image, rep exec.Replica, netnsPath, resolvConf string) []oci.SpecOpts {
 	spec := rep.Task.GetSpec()
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
@@ -46,6 +48,14 @@ func specOpts(img client.Image, rep exec.Replica, netnsPath string) []oci.SpecOp
 			Type:        "bind",
 			Source:      m.GetSource(),
 			Options:     []string{"rbind", "rprivate", mode},
+		})
+	}
+	if resolvConf != "" {
+		mounts = append(mounts, specs.Mount{
+			Destination: "/etc/resolv.conf",
+			Type:        "bind",
+			Source:      resolvConf,
+			Options:     []string{"rbind", "rprivate", "ro"},
 		})
 	}
 	if len(mounts) > 0 {

@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // stateFile is the file in Replica.Dir keeping what containerd does not:
-// the replica's network namespace and the address CNI gave it.
+// the replica's network namespace, the address CNI gave it and, on
+// overlay networks, how it attaches to each and the addresses it got (so
+// teardown and adoption after an agent restart need not ask the node).
 const stateFile = "containerd.json"
 
 type replicaState struct {
@@ -21,6 +24,12 @@ type replicaState struct {
 	// Address is the container's IP on the node's bridge; set once CNI
 	// setup succeeded (and cleared by teardown).
 	Address string `json:"address,omitempty"`
+	// Networks are the spec's overlay networks as resolved at Prepare, in
+	// the spec's order (eth1, eth2, …).
+	Networks []exec.Attachment `json:"networks,omitempty"`
+	// NetworkAddresses are the addresses on Networks; set once their CNI
+	// setup succeeded.
+	NetworkAddresses []exec.NetworkAddress `json:"network_addresses,omitempty"`
 }
 
 func loadState(dir string) (replicaState, error) {
