@@ -35,10 +35,12 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 )
 
-// Plugins are the CNI plugins attachments run.
-var Plugins = []string{"bridge", "host-local", "firewall"}
+// plugins are the CNI plugins attachments run.
+var plugins = []string{"bridge", "host-local", "firewall"}
 
-// Attacher attaches namespaces to overlay networks.
+// Attacher attaches namespaces to overlay networks. It holds no state of
+// its own (host-local locks its lease directory), so it is safe for
+// concurrent use.
 type Attacher struct {
 	cni     *libcni.CNIConfig
 	ipamDir string
@@ -52,7 +54,7 @@ func New(stateDir string, pluginDirs []string) (*Attacher, error) {
 		return nil, errors.New("netattach: state dir required")
 	}
 	var missing []string
-	for _, p := range Plugins {
+	for _, p := range plugins {
 		if !inDirs(p, pluginDirs) {
 			missing = append(missing, p)
 		}
