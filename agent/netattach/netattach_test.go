@@ -52,6 +52,18 @@ func root(t *testing.T) {
 	}
 }
 
+// addJaco0 makes the stand-in for the node's WireGuard link, a TUN device
+// as wireguard-go makes (in the tests' own network namespace), holding the
+// gateway as a /32 with the network's subnet routed to it, as the node's
+// overlay does.
+func addJaco0(t *testing.T, att exec.Attachment) {
+	t.Helper()
+	run(t, "ip", "tuntap", "add", "jaco0", "mode", "tun")
+	run(t, "ip", "addr", "add", att.Gateway.String()+"/32", "dev", "jaco0")
+	run(t, "ip", "link", "set", "jaco0", "up")
+	run(t, "ip", "route", "add", att.Subnet.String(), "dev", "jaco0", "src", att.Gateway.String())
+}
+
 func newNetns(t *testing.T) string {
 	t.Helper()
 	ns, err := netns.NewNetNS(t.TempDir())
@@ -72,12 +84,7 @@ func newNetns(t *testing.T) string {
 func TestSetupTwoNamespacesOnOneNetwork(t *testing.T) {
 	root(t)
 	att := testAttachment()
-	// The stand-in for jaco0, a TUN device as wireguard-go makes (in this
-	// test's own network namespace).
-	run(t, "ip", "tuntap", "add", "jaco0", "mode", "tun")
-	run(t, "ip", "addr", "add", att.Gateway.String()+"/32", "dev", "jaco0")
-	run(t, "ip", "link", "set", "jaco0", "up")
-	run(t, "ip", "route", "add", att.Subnet.String(), "dev", "jaco0", "src", att.Gateway.String())
+	addJaco0(t, att)
 	t.Cleanup(func() { _ = osexec.Command("ip", "link", "del", "jaco0").Run() })
 	t.Cleanup(func() { _ = osexec.Command("ip", "link", "del", att.Bridge).Run() })
 
@@ -136,6 +143,21 @@ func TestSetupTwoNamespacesOnOneNetwork(t *testing.T) {
 		if out, err := inNetns(nsA, "/bin/busybox", "ping", "-c", "1", "-W", "2", dst.String()); err != nil {
 			t.Errorf("ping %s from a: %v: %s", dst, err, out)
 		}
+	}
+
+	// jaco0 going away (wireguard-go restarting) takes its /32 along, not
+	// the bridge's: the replicas still reach the gateway (the node's DNS).
+	// Made again, it holds the gateway beside the bridge once more.
+	run(t, "ip", "link", "del", "jaco0")
+	if out, err := inNetns(nsB, "/bin/busybox", "ping", "-c", "1", "-W", "2", att.Gateway.String()); err != nil {
+		t.Errorf("ping the gateway from b without jaco0: %v: %s", err, out)
+	}
+	addJaco0(t, att)
+	if out := run(t, "ip", "route", "get", "10.9.7.7"); !strings.Contains(out, "dev jaco0") {
+		t.Errorf("route to another node's block after jaco0 came back: %s", out)
+	}
+	if out, err := inNetns(nsB, "/bin/busybox", "ping", "-c", "1", "-W", "2", addrA[0].Addr.String()); err != nil {
+		t.Errorf("ping a from b after jaco0 came back: %v: %s", err, out)
 	}
 
 	lease := func(addr netip.Addr) string {
