@@ -3,11 +3,15 @@ package netrules
 import (
 	"context"
 	"net/netip"
+	osexec "os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
+
+	"github.com/jaco-project/jaco/internal/testenv"
 )
 
 const testTable = "jaco-netrules-test"
@@ -140,5 +144,38 @@ func TestCloseWithoutTable(t *testing.T) {
 	n := newNetns(t, "close")
 	if err := n.do(New(testTable).Close); err != nil {
 		t.Errorf("Close of a table never loaded = %v, want nil", err)
+	}
+}
+
+// An operator's `nft list ruleset` must work on a node: nft aborts on
+// set types it cannot size (a concatenation with "integer" did).
+func TestNftListsTheTable(t *testing.T) {
+	needRoot(t)
+	if _, err := osexec.LookPath("nft"); err != nil {
+		testenv.SkipOrFail(t, "nft missing (Debian package nftables): %v", err)
+	}
+	n := newNetns(t, "list")
+	r := New(testTable)
+	t.Cleanup(func() { n.do(r.Close) })
+	n.must(t, func() error {
+		return r.Apply(context.Background(), State{
+			Networks: networks(),
+			VIPs:     []VIP{{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2)}},
+		})
+	})
+	out, err := osexec.Command("ip", "netns", "exec", string(n), "nft", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft list ruleset: %v: %s", err, out)
+	}
+	for _, want := range []string{
+		"ip daddr @networks ip daddr . ip saddr != @same drop",
+		"dnat ip to ip daddr . numgen random mod 2 map @backends",
+		"10.77.255.194 : goto lb-2",
+		"10.77.255.194 . 0x00000001 : 10.77.0.3",
+		"ct status dnat ip saddr . ip daddr @hairpin masquerade",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("nft list ruleset lacks %q:\n%s", want, out)
+		}
 	}
 }

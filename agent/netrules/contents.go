@@ -39,7 +39,14 @@ func contentsOf(s State) *contents {
 			KeyEnd: concat(be(r.last), be(r.last)),
 		})
 	}
-	hairpin := map[netip.Addr]bool{}
+	total := 0
+	for _, v := range s.VIPs {
+		total += len(v.Backends)
+	}
+	c.vips = make([]nftables.SetElement, 0, len(s.VIPs))
+	c.backends = make([]nftables.SetElement, 0, total)
+	hairpin := make(map[netip.Addr]bool, total)
+	verdicts := map[int]*expr.Verdict{} // one per N, shared by its VIPs
 	for _, v := range s.VIPs {
 		vip := v.Addr.As4()
 		c.vips = append(c.vips, nftables.SetElement{Key: vip[:]})
@@ -47,11 +54,11 @@ func contentsOf(s State) *contents {
 		if n == 0 {
 			continue // not dispatched: the filter chains refuse it
 		}
-		c.dispatch = append(c.dispatch, nftables.SetElement{Key: vip[:],
-			VerdictData: &expr.Verdict{Kind: expr.VerdictGoto, Chain: spreadChain(n)}})
-		if !slices.Contains(c.spreads, n) {
+		if verdicts[n] == nil {
+			verdicts[n] = &expr.Verdict{Kind: expr.VerdictGoto, Chain: spreadChain(n)}
 			c.spreads = append(c.spreads, n)
 		}
+		c.dispatch = append(c.dispatch, nftables.SetElement{Key: vip[:], VerdictData: verdicts[n]})
 		for i, b := range v.Backends {
 			ba := b.As4()
 			// numgen writes its number in host byte order.

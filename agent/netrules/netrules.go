@@ -8,8 +8,10 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/google/nftables"
+	"golang.org/x/sys/unix"
 )
 
 // Sysctls the rules need, as seen from the caller's network namespace.
@@ -74,7 +76,7 @@ func (r *Rules) Apply(ctx context.Context, s State) error {
 			return fmt.Errorf("netrules: %w", err)
 		}
 	}
-	conn, err := nftables.New()
+	conn, err := nftables.New(nftables.WithSockOptions(forceSendBuffer))
 	if err != nil {
 		return fmt.Errorf("netrules: nftables: %w", err)
 	}
@@ -112,6 +114,36 @@ func (r *Rules) Close() error {
 	conn.DelTable(r.table)
 	if err := conn.Flush(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("netrules: delete table inet %s: %w", r.table.Name, err)
+	}
+	return nil
+}
+
+// sendBuffer bounds the one netlink batch that carries a whole state:
+// about 30 bytes a set element, so room for some 500 000 (a full state
+// of 2 000 VIPs × 10 backends is about 2 MiB). The default socket buffer
+// (wmem_default, often 208 KiB) fits only some 5 000 and would make the
+// replacement fail rather than split it, which would not be atomic.
+const sendBuffer = 16 << 20
+
+// forceSendBuffer raises the netlink socket's send buffer past wmem_max
+// (SO_SNDBUFFORCE; CAP_NET_ADMIN, which loading rules needs anyway). It
+// is generic only so that this package need not import the netlink
+// package nftables uses (its socket is a *netlink.Conn).
+func forceSendBuffer[C interface {
+	SyscallConn() (syscall.RawConn, error)
+}](c C) error {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sendBuffer)
+	}); err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("netlink socket send buffer: %w", serr)
 	}
 	return nil
 }

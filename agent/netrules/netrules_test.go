@@ -68,6 +68,10 @@ func TestSeparationKeepsNetworksApart(t *testing.T) {
 	blocked(t, tp.y1, addrX3)
 	blocked(t, tp.out, addrX2) // the outside reaches no replica
 	blocked(t, tp.out, addrY1)
+	// Replicas still reach the outside: replies come back from outside
+	// their network.
+	reaches(t, tp.x1, "tcp4", "198.18.0.2", "out")
+	reaches(t, tp.y1, "udp4", "198.18.0.2", "out")
 
 	// Without the table everything routes: the blocks above were the
 	// rules' doing, not a broken topology.

@@ -36,6 +36,22 @@ const elementsPerMessage = 1000
 // queueTable queues on conn the replacement of table t by the rules for
 // c: the table is created if missing, deleted and created again, so the
 // one transaction that carries it all swaps the whole ruleset at once.
+// In nft's words (`nft list table inet NAME` prints just this):
+//
+//	chain forward { type filter hook forward priority filter
+//		ct state established,related accept
+//		ip daddr @networks ip daddr . ip saddr != @same drop
+//		ip daddr @vips meta l4proto tcp reject with tcp reset
+//		ip daddr @vips reject }
+//	chain output { type filter hook output priority filter
+//		(the two reject rules) }
+//	chain prerouting { type nat hook prerouting priority dstnat
+//		ip daddr vmap @dispatch }
+//	chain nat-output { type nat hook output priority dstnat
+//		ip daddr vmap @dispatch }
+//	chain postrouting { type nat hook postrouting priority srcnat
+//		ct status dnat ip saddr . ip daddr @hairpin masquerade }
+//	chain lb-N { dnat ip to ip daddr . numgen random mod N map @backends }
 func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 	conn.AddTable(t)
 	conn.DelTable(t)
@@ -51,7 +67,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		{&nftables.Set{Table: t, Name: "same", KeyType: ip4pair, Interval: true, Concatenation: true}, c.same},
 		{&nftables.Set{Table: t, Name: "vips", KeyType: ip4}, c.vips},
 		{&nftables.Set{Table: t, Name: "dispatch", KeyType: ip4, DataType: nftables.TypeVerdict, IsMap: true}, c.dispatch},
-		{&nftables.Set{Table: t, Name: "backends", KeyType: nftables.MustConcatSetType(ip4, nftables.TypeInteger),
+		{&nftables.Set{Table: t, Name: "backends", KeyType: nftables.MustConcatSetType(ip4, nftables.TypeMark),
 			Concatenation: true, DataType: ip4, IsMap: true}, c.backends},
 		{&nftables.Set{Table: t, Name: "hairpin", KeyType: ip4pair, Concatenation: true}, c.hairpin},
 	}
@@ -74,6 +90,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		pick := lookup("backends")
 		pick.DestRegister, pick.IsDestRegSet = reg1, true
 		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
+			ipv4Only()[0], ipv4Only()[1], // only for nft's listing: dispatch checked it
 			payload(daddr, reg1),
 			&expr.Numgen{Register: reg32b, Modulus: uint32(n), Type: unix.NFT_NG_RANDOM},
 			pick,
@@ -107,10 +124,15 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		payload(daddr, reg1), payload(saddr, reg32b), same,
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}
+	// Replies pass: a replica's connections to the outside (or to the
+	// node's other addresses) get answers from outside its network. Only
+	// a connection's first packet meets the separation.
+	replies := append(ctBits(expr.CtKeySTATE, expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
+		&expr.Verdict{Kind: expr.VerdictAccept})
 	dispatch := lookup("dispatch")
 	dispatch.DestRegister, dispatch.IsDestRegSet = verdict, true
 	toBackend := append(ipv4Only(), payload(daddr, reg1), dispatch) // ip daddr vmap @dispatch
-	hairpin := append(ipv4Only(), ctStatus(ctStatusDNAT)...)
+	hairpin := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
 	hairpin = append(hairpin, payload(saddr, reg1), payload(daddr, reg32b), lookup("hairpin"), &expr.Masq{})
 
 	for _, ch := range []struct {
@@ -121,7 +143,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		rules [][]expr.Any
 	}{
 		{"forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter,
-			append([][]expr.Any{append(ipv4Only(), separate...)}, refuse...)},
+			append([][]expr.Any{replies, append(ipv4Only(), separate...)}, refuse...)},
 		{"output", nftables.ChainTypeFilter, nftables.ChainHookOutput, nftables.ChainPriorityFilter, refuse},
 		{"prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest,
 			[][]expr.Any{toBackend}},
@@ -154,10 +176,11 @@ func payload(offset, reg uint32) *expr.Payload {
 	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}
 }
 
-// ctStatus matches packets whose connection has any of mask's status bits.
-func ctStatus(mask uint32) []expr.Any {
+// ctBits matches packets whose conntrack key (state or status) has any
+// of mask's bits.
+func ctBits(key expr.CtKey, mask uint32) []expr.Any {
 	return []expr.Any{
-		&expr.Ct{Register: reg1, Key: expr.CtKeySTATUS},
+		&expr.Ct{Register: reg1, Key: key},
 		&expr.Bitwise{
 			SourceRegister: reg1, DestRegister: reg1, Len: 4,
 			Mask: binaryutil.NativeEndian.PutUint32(mask),

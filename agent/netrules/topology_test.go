@@ -18,7 +18,8 @@ import (
 //	outside: out (198.18.0.2) on a routed link.
 //
 // The router starts with IP forwarding and bridge netfilter off: Apply
-// must turn them on. Every replica runs servers that say its name.
+// must turn them on. Every namespace but the router runs servers that
+// say its name.
 type topology struct {
 	router, x1, x2, x3, y1, out netns
 }
@@ -75,7 +76,7 @@ func newTopology(t *testing.T) *topology {
 	tp.x3 = routed("x3", "10.77.0.65/26", addrX3+"/26", "10.77.0.65")
 	tp.out = routed("out", "198.18.0.1/30", "198.18.0.2/30", "198.18.0.1")
 	r.ip(t, "route", "add", netX, "via", addrX3) // the rest of X: "jaco0"
-	for name, n := range map[string]netns{"x1": tp.x1, "x2": tp.x2, "x3": tp.x3, "y1": tp.y1} {
+	for name, n := range map[string]netns{"x1": tp.x1, "x2": tp.x2, "x3": tp.x3, "y1": tp.y1, "out": tp.out} {
 		n.serve(t, name)
 	}
 	return tp
