@@ -2,7 +2,9 @@
 // a node that runs, or is about to run, a replica attached to a network
 // gets a /26 of the network's subnet, which its replicas on that network
 // take their addresses from and which its overlay peers route to it; the
-// block goes back once no task on the node names the network. It runs on
+// block goes back once no task on the node names the network. It also
+// gives each service under the VIP endpoint mode its virtual IP on each of
+// its networks (Service.virtual_ips), from the network's VIP block. It runs on
 // the leader, as one pass per batch of changes, each pass one store
 // transaction, so two leaders never hand out one block twice.
 package netalloc
@@ -10,6 +12,7 @@ package netalloc
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
@@ -72,11 +75,20 @@ func (a *Allocator) Run(ctx context.Context) {
 // pass writes every node whose blocks must change, in one transaction.
 func (a *Allocator) pass(ctx context.Context) error {
 	var short []shortage
+	var shortVIPs []vipShortage
 	err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
-		var changed []*api.Node
-		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks())
-		for _, n := range changed {
+		networks := tx.ListNetworks()
+		var nodes []*api.Node
+		nodes, short = plan(networks, tx.ListNodes(), tx.ListTasks())
+		var services []*api.Service
+		services, shortVIPs = planVIPs(networks, tx.ListServices())
+		for _, n := range nodes {
 			if err := tx.Update(n); err != nil {
+				return err
+			}
+		}
+		for _, s := range services {
+			if err := tx.Update(s); err != nil {
 				return err
 			}
 		}
@@ -85,16 +97,28 @@ func (a *Allocator) pass(ctx context.Context) error {
 	for _, s := range short {
 		a.log.Warn("no overlay block for a node", "node_id", s.nodeID, "network", s.network, "err", s.err)
 	}
+	for _, s := range shortVIPs {
+		a.log.Warn("no virtual IP left on a network for a service", "service_id", s.serviceID, "network", s.network)
+	}
 	return err
 }
 
-// relevant passes the changes that can change what blocks nodes need:
-// tasks placed, moved or deleted with networks, nodes and networks
-// coming and going. Task status reports, the bulk of writes, do not.
+// relevant passes the changes that can change what blocks nodes need or
+// what virtual IPs services hold: tasks placed, moved or deleted with
+// networks, nodes and networks coming and going, services coming and
+// going or changing networks or endpoint mode. Task status reports, the
+// bulk of writes, do not; nor do this package's own VIP writes.
 func relevant(e store.Event) bool {
 	switch o := e.Object.(type) {
 	case *api.Network:
 		return true
+	case *api.Service:
+		if e.Kind != store.EventUpdate {
+			return true
+		}
+		old, _ := e.Old.(*api.Service)
+		return old.GetSpec().GetEndpointMode() != o.GetSpec().GetEndpointMode() ||
+			!slices.Equal(old.GetSpec().GetNetworks(), o.GetSpec().GetNetworks())
 	case *api.Node:
 		return e.Kind != store.EventUpdate
 	case *api.Task:
