@@ -37,4 +37,39 @@
 // launch, prepare, finish, cleanup and Exec commands get the spec's env
 // (after a default PATH) followed by the JACO_ variables, run in
 // Dir/bundle, and append their stdout and stderr to LogPath.
+//
+// Networks (docs/adr/0026). A replica whose spec names no network runs on
+// the node's own network and file system, as above. One that names
+// networks (the runtime needs WithNetworks) runs in a network namespace
+// of its own:
+//
+//   - Prepare resolves each network's attachment (waiting, as long as its
+//     context allows, until the node holds a block of it), makes the
+//     namespace (a bind mount under the runtime's netns directory), brings
+//     up its loopback and attaches it with netattach: eth0, eth1, … one
+//     per network in the spec's order, each with an address from the
+//     node's block and a route to that network's subnet through the
+//     node's gateway on it. There is no other interface and no default
+//     route: the replica reaches replicas and virtual IPs of its networks,
+//     and the node through the gateways (its DNS server), nothing outside.
+//     The attachments, the namespace and the addresses are written to
+//     Dir, so Remove and a later runtime (jacod restarted) need nothing of
+//     the node's view of the networks.
+//   - launch, finish and Exec commands run in the namespace and see, as
+//     /etc/resolv.conf, a file naming the node's DNS server on the first
+//     network's gateway with ndots:0 (netattach.ResolvConf): they run in
+//     a mount namespace of their own, a slave copy of the host's with that
+//     file bound over /etc/resolv.conf; the rest of the file system is the
+//     host's. The shim is started in both namespaces, so everything it
+//     runs is in them (sandbox.start says how).
+//   - prepare and cleanup run on the host network: they set up and tear
+//     down what the replica needs on the node (fetching included), and
+//     cleanup runs once the replica is detached.
+//   - Address is the replica's address on its first network (health
+//     checks dial it from the node, which reaches the block through the
+//     bridge); NetworkAddresses (exec.Networked) lists one per network
+//     once Start ran.
+//   - Remove detaches (CNI DEL frees the leases, also when the namespace
+//     is gone) and removes the namespace before running cleanup; a failure
+//     there leaves everything for the next Remove.
 package hooks

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/containerdtest"
 )
 
 // testShimEnv makes the test binary act as the shim (see TestMain).
@@ -21,7 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testShimEnv) == "1" {
 		os.Exit(ShimMain(os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	// The network tests make a bridge and iptables rules: the whole run
+	// gets a network namespace of its own (as root), which takes them along.
+	os.Exit(containerdtest.RunIsolated(m))
 }
 
 // newRuntime returns a runtime whose shim is this test binary, with short

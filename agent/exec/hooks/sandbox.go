@@ -33,7 +33,10 @@ func (s sandbox) host() bool { return s.Netns == "" }
 // a child is cloned from the thread that forks it and so starts with all
 // of that thread's namespaces, and so do its own children (launch's,
 // finish's). The goroutine then exits without unlocking, which makes the
-// Go runtime end the thread rather than hand it to other goroutines.
+// Go runtime end the thread rather than hand it to other goroutines. The
+// thread is first moved back, as far as it goes: the runtime cannot end
+// the process's main thread and parks it for good instead, and parked in
+// the sandbox it would keep the replica's namespaces alive.
 //
 // The shim uses it to start its second stage, so the shim and everything
 // it runs (launch, finish) live in the sandbox from their first
@@ -45,17 +48,20 @@ func (s sandbox) start(cmd *osexec.Cmd) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: see above
-		if err := s.enter(); err != nil {
+		back, err := s.enter()
+		if err != nil {
 			errc <- err
 			return
 		}
+		defer back()
 		errc <- cmd.Start()
 	}()
 	return <-errc
 }
 
 // enter moves the calling thread, which must be locked and must not be
-// handed back, into the sandbox.
+// handed back, into the sandbox. back moves it back to its namespaces
+// (best effort: the thread is not used again either way).
 //
 // resolv.conf: the C library and Go's resolver read /etc/resolv.conf of
 // the mount namespace, which is the host's. So the thread takes a mount
@@ -68,25 +74,44 @@ func (s sandbox) start(cmd *osexec.Cmd) error {
 // rest of the file system is the host's, as for a replica without
 // networks. The namespace lives as long as a process in it: the shim and
 // its hooks, or one Exec command.
-func (s sandbox) enter() error {
+func (s sandbox) enter() (back func(), err error) {
 	ns, err := os.Open(s.Netns)
 	if err != nil {
-		return fmt.Errorf("open network namespace: %w", err)
+		return nil, fmt.Errorf("open network namespace: %w", err)
 	}
 	defer ns.Close()
+	var origs []*os.File
+	back = func() {
+		for i := len(origs) - 1; i >= 0; i-- {
+			_ = unix.Setns(int(origs[i].Fd()), 0)
+			origs[i].Close()
+		}
+	}
+	defer func() {
+		if err != nil {
+			back()
+		}
+	}()
+	for _, kind := range []string{"mnt", "net"} {
+		f, err := os.Open("/proc/thread-self/ns/" + kind)
+		if err != nil {
+			return nil, fmt.Errorf("open own %s namespace: %w", kind, err)
+		}
+		origs = append(origs, f)
+	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("new mount namespace: %w", err)
+		return nil, fmt.Errorf("new mount namespace: %w", err)
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return fmt.Errorf("make mounts slaves: %w", err)
+		return nil, fmt.Errorf("make mounts slaves: %w", err)
 	}
 	if err := unix.Mount(s.ResolvConf, hostResolvConf, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s over %s: %w", s.ResolvConf, hostResolvConf, err)
+		return nil, fmt.Errorf("bind %s over %s: %w", s.ResolvConf, hostResolvConf, err)
 	}
 	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("enter network namespace %s: %w", s.Netns, err)
+		return nil, fmt.Errorf("enter network namespace %s: %w", s.Netns, err)
 	}
-	return nil
+	return back, nil
 }
 
 // loopbackUp brings up lo in the network namespace at path: CNI makes the
@@ -102,6 +127,13 @@ func loopbackUp(path string) error {
 				return fmt.Errorf("open network namespace: %w", err)
 			}
 			defer ns.Close()
+			orig, err := os.Open("/proc/thread-self/ns/net")
+			if err != nil {
+				return fmt.Errorf("open own network namespace: %w", err)
+			}
+			defer orig.Close()
+			// Back before the thread ends (see sandbox.start).
+			defer unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET)
 			if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
 				return fmt.Errorf("enter network namespace %s: %w", path, err)
 			}
