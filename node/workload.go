@@ -42,7 +42,8 @@ func (n *Node) startAgent() error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	runtimes, iso, err := n.runtimes(ctx, id.NodeID)
+	plane := newNetPlane(n.log)
+	runtimes, iso, err := n.runtimes(ctx, id.NodeID, plane)
 	if err != nil {
 		cancel()
 		return err
@@ -56,7 +57,6 @@ func (n *Node) startAgent() error {
 		managers = append([]string{n.advertise}, managers...)
 	}
 	ov := n.openOverlay()
-	plane := newNetPlane(n.log)
 	describeMachine := describe(runtimes, iso)
 	a, err := agent.New(agent.Config{
 		NodeID:   id.NodeID,
@@ -103,8 +103,9 @@ func (n *Node) startAgent() error {
 // node runs without it: the node stays a member (it may be a manager the
 // cluster needs), and the scheduler, seeing no containerd runtime in its
 // description, says so for every image replica it cannot place. With
-// containerd comes the node's network isolation (nil without it).
-func (n *Node) runtimes(ctx context.Context, nodeID string) ([]exec.Runtime, *isolation.Ruleset, error) {
+// containerd comes the node's network isolation (nil without it). Both
+// attach replicas to overlay networks through networks.
+func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networks) ([]exec.Runtime, *isolation.Ruleset, error) {
 	rts := []exec.Runtime{hooks.New(hooks.WithLogger(n.log.With("runtime", "hooks")))}
 	if n.cfg.ContainerdAddress == "" {
 		return rts, nil, nil
@@ -117,6 +118,7 @@ func (n *Node) runtimes(ctx context.Context, nodeID string) ([]exec.Runtime, *is
 	iso := n.loadIsolation(names)
 	rt, err := ctrd.New(ctx, n.cfg.ContainerdAddress,
 		ctrd.WithIsolation(iso),
+		ctrd.WithNetworks(networks),
 		ctrd.WithNodeID(nodeID),
 		ctrd.WithSubnet(n.cfg.ContainerSubnet),
 		ctrd.WithStateDir(n.cfg.dir().ContainerdState()),
