@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/containerd/containerd/v2/pkg/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/netattach"
@@ -72,7 +73,7 @@ func (c *controller) setupNetworks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ok && st.attached() && pathExists(st.Netns) {
+	if ok && st.attached() && isNetns(st.Netns) {
 		return nil
 	}
 	if !ok {
@@ -92,11 +93,18 @@ func (c *controller) setupNetworks(ctx context.Context) error {
 	} else if len(st.Addresses) < len(st.Attachments) {
 		// An earlier attempt stopped between attaching and recording the
 		// addresses: give back what it may hold before attaching again.
-		if err := c.rt.attacher.Teardown(ctx, c.id(), st.Netns, 0, st.Attachments); err != nil {
+		nsPath := st.Netns
+		if !isNetns(nsPath) {
+			nsPath = ""
+		}
+		if err := c.rt.attacher.Teardown(ctx, c.id(), nsPath, 0, st.Attachments); err != nil {
 			return err
 		}
 	}
-	if st.Netns == "" || !pathExists(st.Netns) {
+	if !isNetns(st.Netns) {
+		if err := removeNetns(st.Netns); err != nil { // the file a reboot left
+			return err
+		}
 		ns, err := netns.NewNetNS(c.rt.netnsDir)
 		if err != nil {
 			return fmt.Errorf("create network namespace: %w", err)
@@ -134,14 +142,18 @@ func (c *controller) teardownNetworks(ctx context.Context) error {
 		if c.rt.attacher == nil {
 			return fmt.Errorf("detach replica %s from its networks: %w", c.id(), ErrNoNetworks)
 		}
-		if err := c.rt.attacher.Teardown(ctx, c.id(), st.Netns, 0, st.Attachments); err != nil {
+		nsPath := st.Netns
+		if !isNetns(nsPath) {
+			// Lost (the node rebooted: the bind mount is gone, maybe not
+			// its file): the plugins then only free the leases.
+			nsPath = ""
+		}
+		if err := c.rt.attacher.Teardown(ctx, c.id(), nsPath, 0, st.Attachments); err != nil {
 			return err
 		}
 	}
-	if st.Netns != "" {
-		if err := netns.LoadNetNS(st.Netns).Remove(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove network namespace %s: %w", st.Netns, err)
-		}
+	if err := removeNetns(st.Netns); err != nil {
+		return err
 	}
 	for _, name := range []string{resolvFile, netFile} {
 		if err := os.Remove(c.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -184,7 +196,30 @@ func (c *controller) Address(context.Context) (string, error) {
 
 func (c *controller) id() string { return c.rep.Task.GetId() }
 
-func pathExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// isNetns reports whether path is a mounted network namespace (after a
+// reboot its file may be left, unmounted).
+func isNetns(path string) bool {
+	if path == "" {
+		return false
+	}
+	var sfs unix.Statfs_t
+	return unix.Statfs(path, &sfs) == nil && sfs.Type == unix.NSFS_MAGIC
+}
+
+// removeNetns unmounts and deletes the namespace at path, or deletes the
+// file when it is no longer mounted.
+func removeNetns(path string) error {
+	if path == "" {
+		return nil
+	}
+	var err error
+	if isNetns(path) {
+		err = netns.LoadNetNS(path).Remove()
+	} else {
+		err = os.Remove(path)
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove network namespace %s: %w", path, err)
+	}
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 )
@@ -104,10 +106,19 @@ func TestFinishOnNetwork(t *testing.T) {
 	}
 	checkSandboxView(t, readLog(t, rep), "finish", env.att)
 	addr, _ := c.Address(testContext(t))
-	if err := c.Remove(testContext(t)); err != nil {
-		t.Fatalf("Remove: %v", err)
+
+	// The node reboots: the namespace's mount is gone, its file is left.
+	st, _, err := readRecord[netState](filepath.Join(rep.Dir, netFile))
+	if err != nil {
+		t.Fatal(err)
 	}
-	checkRemoved(t, env, rep, "", addr)
+	if err := unix.Unmount(st.Netns, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Remove(testContext(t)); err != nil {
+		t.Fatalf("Remove of a replica whose namespace is lost: %v", err)
+	}
+	checkRemoved(t, env, rep, st.Netns, addr)
 }
 
 // Prepare waits for the node to hold a block of the network only as long
