@@ -159,8 +159,10 @@ func TestNftListsTheTable(t *testing.T) {
 	t.Cleanup(func() { n.do(r.Close) })
 	n.must(t, func() error {
 		return r.Apply(context.Background(), State{
-			Networks: networks(),
+			// 10.78/16 touches X: the kernel must take both gateways' ranges.
+			Networks: append(networks(), netip.MustParsePrefix("10.78.0.0/16")),
 			VIPs:     []VIP{{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2)}},
+			Gateways: mustAddrs(gwX, "10.78.0.1"),
 		})
 	})
 	out, err := osexec.Command("ip", "netns", "exec", string(n), "nft", "list", "ruleset").CombinedOutput()
@@ -173,6 +175,7 @@ func TestNftListsTheTable(t *testing.T) {
 		"10.77.255.194 : goto lb-2",
 		"10.77.255.194 . 0x00000001 : 10.77.0.3",
 		"ct status dnat ip saddr . ip daddr @hairpin masquerade",
+		"10.77.0.0/16 : 10.77.0.1, 10.78.0.0/16 : 10.78.0.1",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("nft list ruleset lacks %q:\n%s", want, out)

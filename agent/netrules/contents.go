@@ -21,6 +21,7 @@ type contents struct {
 	backends []nftables.SetElement // VIP . i → its i-th backend, i < N
 	hairpin  []nftables.SetElement // b . b for every backend b
 	spreads  []int                 // the distinct N, ascending: one lb-N chain each
+	sources  []nftables.SetElement // interval map: network with a gateway → gateway
 }
 
 // contentsOf translates a normalized state.
@@ -38,6 +39,19 @@ func contentsOf(s State) *contents {
 			Key:    concat(be(r.first), be(r.first)),
 			KeyEnd: concat(be(r.last), be(r.last)),
 		})
+	}
+	for _, p := range s.Networks {
+		j := slices.IndexFunc(s.Gateways, p.Contains)
+		if j < 0 {
+			continue
+		}
+		r, gw := rangeOf(p), s.Gateways[j].As4()
+		c.sources = append(c.sources, nftables.SetElement{Key: be(r.first), Val: gw[:]})
+		// Every range has its end, even where the next one starts: the
+		// kernel takes a start after a start as an overlap.
+		if r.last != ^uint32(0) {
+			c.sources = append(c.sources, nftables.SetElement{Key: be(r.last + 1), IntervalEnd: true})
+		}
 	}
 	total := 0
 	for _, v := range s.VIPs {
@@ -89,7 +103,8 @@ func rangeOf(p netip.Prefix) addrRange {
 }
 
 // mergeRanges turns sorted, non-overlapping prefixes into ranges with
-// adjacent ones joined: an interval set holds no two touching ranges.
+// adjacent ones joined (fewer elements; the set only answers "in some
+// network?").
 func mergeRanges(ps []netip.Prefix) []addrRange {
 	var out []addrRange
 	for _, p := range ps {

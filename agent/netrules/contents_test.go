@@ -43,6 +43,15 @@ func TestNormalize(t *testing.T) {
 		{name: "ipv6 backend", in: State{VIPs: []VIP{{Addr: a("10.0.0.1"), Backends: []netip.Addr{a("fd00::1")}}}},
 			wantErr: "IPv4"},
 		{name: "vip twice", in: State{VIPs: []VIP{{Addr: a("10.0.0.1")}, {Addr: a("10.0.0.1")}}}, wantErr: "twice"},
+		{name: "gateway in no network", in: State{Networks: []netip.Prefix{p("10.77.0.0/16")},
+			Gateways: []netip.Addr{a("10.78.0.1")}}, wantErr: "no network"},
+		{name: "two gateways on a network", in: State{Networks: []netip.Prefix{p("10.77.0.0/16")},
+			Gateways: []netip.Addr{a("10.77.0.1"), a("10.77.0.65")}}, wantErr: "both on"},
+		{name: "gateways sorted, deduplicated",
+			in: State{Networks: []netip.Prefix{p("10.77.0.0/16"), p("10.88.0.0/16")},
+				Gateways: []netip.Addr{a("10.88.0.1"), a("10.77.0.1"), a("10.88.0.1")}},
+			want: State{Networks: []netip.Prefix{p("10.77.0.0/16"), p("10.88.0.0/16")},
+				Gateways: []netip.Addr{a("10.77.0.1"), a("10.88.0.1")}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := normalize(tc.in)
@@ -106,6 +115,8 @@ func TestContentsOf(t *testing.T) {
 			{Addr: a("10.77.255.196")}, // no backends
 			{Addr: a("10.88.0.250"), Backends: []netip.Addr{a("10.88.0.2"), a("10.88.0.3")}},
 		},
+		// None on 10.88.0.0/24; X's range ends where 10.78's begins.
+		Gateways: []netip.Addr{a("10.77.0.1"), a("10.78.0.1")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +135,8 @@ func TestContentsOf(t *testing.T) {
 		{"vips", show(c.vips), []string{"10.77.255.194", "10.77.255.195", "10.77.255.196", "10.88.0.250"}},
 		{"dispatch", show(c.dispatch), []string{
 			"10.77.255.194 → goto lb-2", "10.77.255.195 → goto lb-1", "10.88.0.250 → goto lb-2"}},
+		{"sources", show(c.sources), []string{
+			"10.77.0.0 → 10.77.0.1", "10.78.0.0 end", "10.78.0.0 → 10.78.0.1", "10.79.0.0 end"}},
 		{"hairpin", show(c.hairpin), []string{
 			"10.77.0.2 . 10.77.0.2", "10.77.0.3 . 10.77.0.3", "10.88.0.2 . 10.88.0.2", "10.88.0.3 . 10.88.0.3"}},
 	} {

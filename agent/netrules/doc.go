@@ -20,7 +20,11 @@
 //     port is kept. A VIP without backends refuses at once: TCP gets a
 //     reset, anything else an ICMP port unreachable. A replica reaching
 //     itself through a VIP is masqueraded to its gateway address, or the
-//     answer would come from its own address and be dropped.
+//     answer would come from its own address and be dropped. A process
+//     of the node reaching a VIP leaves with the node's gateway address
+//     on the VIP's network (State.Gateways) as source, since its own
+//     (jaco0's, say) is in no network and the backend's node would drop
+//     it; on a network where the node has no gateway it keeps its source.
 //   - Apply loads a whole State in one netlink transaction: the table is
 //     deleted and made again in the same batch, so no packet sees half a
 //     state and nothing of an older state stays behind. Connections made
@@ -57,7 +61,10 @@
 //     "dispatch" (VIP → goto lb-N) and "backends" (VIP . i → address) for
 //     the spreading, with one lb-N chain per distinct number of backends
 //     N doing `dnat ip to ip daddr . numgen random mod N map @backends`;
-//     "hairpin" (b . b) for the masquerade.
+//     "hairpin" (b . b) for the masquerade; "sources" (interval map of
+//     network → gateway) for the node's own connections. That SNAT rule
+//     needs no "locally generated" test: any other DNATed connection
+//     from outside the backend's network was dropped in forward already.
 //   - A full replace instead of a difference: the cost is dominated by
 //     the kernel's commit, which flushing and refilling sets costs as much
 //     as deleting the table (measured: about 8–16 ms either way). See
@@ -70,12 +77,9 @@
 //     networks are IPv4.
 //
 // Limits:
-//   - A node process reaching a VIP whose backend is on another node
-//     leaves with the node's jaco0 address as source, which is not in the
-//     network: the other node's separation drops it. Node processes can
-//     use VIPs whose backends are local, or the caller must source from
-//     its gateway address on that network. The ingress mesh (published
-//     ports) will need its own exemption from the separation.
+//   - The ingress mesh (published ports) will need its own exemption from
+//     the separation: today a connection from outside a network to a
+//     published port DNATed to a replica is dropped in forward.
 //   - The isolation ruleset accepts every DNATed connection (it lets
 //     published ports through): were overlay addresses ever in its sets,
 //     VIP connections would pass its depends_on policy.

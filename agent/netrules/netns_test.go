@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	osexec "os/exec"
 	"runtime"
@@ -106,7 +107,8 @@ func (n netns) readSysctl(t testing.TB, path string) string {
 const port = "7000"
 
 // serve runs, in n, a TCP and a UDP server on port that answer every
-// connection or datagram with name, until t ends.
+// connection or datagram with name and the source address they see,
+// until t ends.
 func (n netns) serve(t testing.TB, name string) {
 	t.Helper()
 	var ln net.Listener
@@ -132,7 +134,8 @@ func (n netns) serve(t testing.TB, name string) {
 			if err != nil {
 				return
 			}
-			c.Write([]byte(name))
+			from, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+			c.Write([]byte(name + " " + from.Addr().String()))
 			c.Close()
 		}
 	}()
@@ -144,15 +147,19 @@ func (n netns) serve(t testing.TB, name string) {
 			if err != nil {
 				return
 			}
-			pc.WriteTo([]byte(name), from)
+			src, _ := netip.ParseAddrPort(from.String())
+			pc.WriteTo([]byte(name+" "+src.Addr().String()), from)
 		}
 	}()
 }
 
+// answer is what a server said: who it is and whom it saw.
+type answer struct{ name, from string }
+
 // ask connects from n to addr:port over network ("tcp4" or "udp4") and
-// returns the name the server there says.
-func (n netns) ask(network, addr string, timeout time.Duration) (string, error) {
-	var name string
+// returns the server's answer.
+func (n netns) ask(network, addr string, timeout time.Duration) (answer, error) {
+	var said string
 	err := n.do(func() error {
 		c, err := net.DialTimeout(network, net.JoinHostPort(addr, port), timeout)
 		if err != nil {
@@ -166,14 +173,15 @@ func (n netns) ask(network, addr string, timeout time.Duration) (string, error) 
 			}
 			buf := make([]byte, 64)
 			k, err := c.Read(buf)
-			name = string(buf[:k])
+			said = string(buf[:k])
 			return err
 		}
 		b, err := io.ReadAll(c)
-		name = string(b)
+		said = string(b)
 		return err
 	})
-	return name, err
+	name, from, _ := strings.Cut(said, " ")
+	return answer{name, from}, err
 }
 
 // timedOut reports whether err is a dial or read that got no answer.

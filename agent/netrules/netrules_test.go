@@ -18,8 +18,8 @@ const blockedWait = 400 * time.Millisecond
 func reaches(t *testing.T, from netns, network, addr, want string) {
 	t.Helper()
 	got, err := from.ask(network, addr, 2*time.Second)
-	if err != nil || got != want {
-		t.Errorf("%s %s → %s = %q, %v; want %q", network, from, addr, got, err, want)
+	if err != nil || got.name != want {
+		t.Errorf("%s %s → %s = %+v, %v; want %q", network, from, addr, got, err, want)
 	}
 }
 
@@ -27,7 +27,7 @@ func blocked(t *testing.T, from netns, addr string) {
 	t.Helper()
 	got, err := from.ask("tcp4", addr, blockedWait)
 	if !timedOut(err) {
-		t.Errorf("%s → %s = %q, %v; want dropped (a timeout)", from, addr, got, err)
+		t.Errorf("%s → %s = %+v, %v; want dropped (a timeout)", from, addr, got, err)
 	}
 }
 
@@ -85,23 +85,27 @@ func TestSeparationKeepsNetworksApart(t *testing.T) {
 	reaches(t, tp.out, "tcp4", addrX2, "x2")
 }
 
-// spread asks addr n times from `from` and counts the answers by name.
-func spread(t *testing.T, from netns, network, addr string, n int) map[string]int {
+// spread asks addr n times from `from` and counts the answers.
+func spread(t *testing.T, from netns, network, addr string, n int) map[answer]int {
 	t.Helper()
-	seen := map[string]int{}
+	seen := map[answer]int{}
 	for range n {
-		name, err := from.ask(network, addr, 2*time.Second)
+		a, err := from.ask(network, addr, 2*time.Second)
 		if err != nil {
 			t.Fatalf("%s %s → %s: %v (after %v)", network, from, addr, err, seen)
 		}
-		seen[name]++
+		seen[a]++
 	}
 	return seen
 }
 
-func wantNames(t *testing.T, what string, seen map[string]int, want ...string) {
+func wantNames(t *testing.T, what string, seen map[answer]int, want ...string) {
 	t.Helper()
-	if got := slices.Sorted(maps.Keys(seen)); !slices.Equal(got, want) {
+	names := map[string]bool{}
+	for a := range seen {
+		names[a.name] = true
+	}
+	if got := slices.Sorted(maps.Keys(names)); !slices.Equal(got, want) {
 		t.Errorf("%s landed on %v, want exactly %v", what, seen, want)
 	}
 }
@@ -111,7 +115,7 @@ func refusedQuickly(t *testing.T, from netns, network, addr string) {
 	start := time.Now()
 	got, err := from.ask(network, addr, 3*time.Second)
 	if took := time.Since(start); !errors.Is(err, syscall.ECONNREFUSED) || took > time.Second {
-		t.Errorf("%s %s → %s = %q, %v after %v; want refused at once", network, from, addr, got, err, took)
+		t.Errorf("%s %s → %s = %+v, %v after %v; want refused at once", network, from, addr, got, err, took)
 	}
 }
 
@@ -120,14 +124,30 @@ func TestVIPSpreadsNewConnectionsOverBackends(t *testing.T) {
 	r := tp.rules(t)
 	vip := VIP{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2, addrX3)}
 	empty := VIP{Addr: netip.MustParseAddr(vipEmpty)}
-	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}, Gateways: gateways()})
 
 	// x1 is a backend itself (a service calling its own name), x2 answers
 	// over the bridge, x3 through the routed link.
-	wantNames(t, "tcp from x1", spread(t, tp.x1, "tcp4", vipX, 50), "x1", "x2", "x3")
+	fromX1 := spread(t, tp.x1, "tcp4", vipX, 50)
+	wantNames(t, "tcp from x1", fromX1, "x1", "x2", "x3")
+	for a := range fromX1 {
+		// Backends see the client as it is, but for x1 reaching itself:
+		// that answer must come back through the node.
+		if want := map[bool]string{true: gwX, false: addrX1}[a.name == "x1"]; a.from != want {
+			t.Errorf("x1's connection reached %s from %s, want %s", a.name, a.from, want)
+		}
+	}
 	wantNames(t, "udp from x1", spread(t, tp.x1, "udp4", vipX, 40), "x1", "x2", "x3")
 	wantNames(t, "tcp from x3", spread(t, tp.x3, "tcp4", vipX, 40), "x1", "x2", "x3")
-	wantNames(t, "tcp from the node", spread(t, tp.router, "tcp4", vipX, 40), "x1", "x2", "x3")
+	fromNode := spread(t, tp.router, "tcp4", vipX, 40)
+	wantNames(t, "tcp from the node", fromNode, "x1", "x2", "x3")
+	for a := range fromNode {
+		// The node reached the VIP from its jaco0 address; backends see
+		// its gateway on X, which other nodes' separation lets in.
+		if a.from != gwX {
+			t.Errorf("a connection from the node reached %s from %s, want %s", a.name, a.from, gwX)
+		}
+	}
 	blocked(t, tp.y1, vipX) // another network's VIP leads nowhere
 	blocked(t, tp.out, vipX)
 
@@ -137,12 +157,12 @@ func TestVIPSpreadsNewConnectionsOverBackends(t *testing.T) {
 
 	// x3 leaves: no new connection reaches it.
 	vip.Backends = mustAddrs(addrX1, addrX2)
-	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}, Gateways: gateways()})
 	wantNames(t, "tcp after x3 left", spread(t, tp.x1, "tcp4", vipX, 50), "x1", "x2")
 	wantNames(t, "udp after x3 left", spread(t, tp.x1, "udp4", vipX, 30), "x1", "x2")
 
 	// The last backend leaves: refused, as a VIP never had any.
 	vip.Backends = nil
-	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}})
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}, Gateways: gateways()})
 	refusedQuickly(t, tp.x1, "tcp4", vipX)
 }

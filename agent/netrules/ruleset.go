@@ -50,7 +50,8 @@ const elementsPerMessage = 1000
 //	chain nat-output { type nat hook output priority dstnat
 //		ip daddr vmap @dispatch }
 //	chain postrouting { type nat hook postrouting priority srcnat
-//		ct status dnat ip saddr . ip daddr @hairpin masquerade }
+//		ct status dnat ip saddr . ip daddr @hairpin masquerade
+//		ct status dnat ip daddr . ip saddr != @same snat ip to ip daddr map @sources }
 //	chain lb-N { dnat ip to ip daddr . numgen random mod N map @backends }
 func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 	conn.AddTable(t)
@@ -70,6 +71,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		{&nftables.Set{Table: t, Name: "backends", KeyType: nftables.MustConcatSetType(ip4, nftables.TypeMark),
 			Concatenation: true, DataType: ip4, IsMap: true}, c.backends},
 		{&nftables.Set{Table: t, Name: "hairpin", KeyType: ip4pair, Concatenation: true}, c.hairpin},
+		{&nftables.Set{Table: t, Name: "sources", KeyType: ip4, Interval: true, DataType: ip4, IsMap: true}, c.sources},
 	}
 	byName := map[string]*nftables.Set{}
 	for _, s := range sets {
@@ -135,6 +137,16 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 	hairpin := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
 	hairpin = append(hairpin, payload(saddr, reg1), payload(daddr, reg32b), lookup("hairpin"), &expr.Masq{})
 
+	// A DNATed connection whose source is not on the backend's network
+	// can only be the node's own (the separation dropped any other before
+	// postrouting): it leaves from the node's gateway on that network.
+	source := lookup("sources")
+	source.DestRegister, source.IsDestRegSet = reg1, true
+	nodeSource := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
+	nodeSource = append(nodeSource, payload(daddr, reg1), payload(saddr, reg32b), same,
+		payload(daddr, reg1), source,
+		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1})
+
 	for _, ch := range []struct {
 		name  string
 		typ   nftables.ChainType
@@ -150,7 +162,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		{"nat-output", nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest,
 			[][]expr.Any{toBackend}},
 		{"postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource,
-			[][]expr.Any{hairpin}},
+			[][]expr.Any{hairpin, nodeSource}},
 	} {
 		accept := nftables.ChainPolicyAccept
 		c := conn.AddChain(&nftables.Chain{Table: t, Name: ch.name, Type: ch.typ, Hooknum: ch.hook,

@@ -22,6 +22,11 @@ type State struct {
 	// same one.
 	Networks []netip.Prefix
 	VIPs     []VIP
+	// Gateways are the node's own addresses on its networks (one per
+	// network at most; netview.Gateways). A process of the node that
+	// reaches a VIP gets its connection's source rewritten to its gateway
+	// on the VIP's network, so that the backend's node lets it in.
+	Gateways []netip.Addr
 }
 
 // normalize checks s and returns it in canonical form: prefixes masked,
@@ -65,6 +70,20 @@ func normalize(s State) (State, error) {
 		out.VIPs = append(out.VIPs, n)
 	}
 	slices.SortFunc(out.VIPs, func(a, b VIP) int { return a.Addr.Compare(b.Addr) })
+	out.Gateways = slices.Clone(s.Gateways)
+	slices.SortFunc(out.Gateways, netip.Addr.Compare)
+	out.Gateways = slices.Compact(out.Gateways)
+	onNetwork := map[netip.Prefix]netip.Addr{}
+	for _, g := range out.Gateways {
+		i := slices.IndexFunc(out.Networks, func(p netip.Prefix) bool { return p.Contains(g) })
+		if i < 0 {
+			return State{}, fmt.Errorf("gateway %s: in no network", g)
+		}
+		if other, ok := onNetwork[out.Networks[i]]; ok {
+			return State{}, fmt.Errorf("gateways %s and %s: both on network %s", other, g, out.Networks[i])
+		}
+		onNetwork[out.Networks[i]] = g
+	}
 	return out, nil
 }
 
@@ -74,7 +93,7 @@ func comparePrefix(a, b netip.Prefix) int {
 
 // equal reports whether two normalized states are the same.
 func equal(a, b State) bool {
-	return slices.Equal(a.Networks, b.Networks) &&
+	return slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Gateways, b.Gateways) &&
 		slices.EqualFunc(a.VIPs, b.VIPs, func(x, y VIP) bool {
 			return x.Addr == y.Addr && slices.Equal(x.Backends, y.Backends)
 		})

@@ -1,7 +1,9 @@
 package netrules
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"net/netip"
 	"testing"
 )
@@ -11,11 +13,12 @@ import (
 //
 //	X = 10.77.0.0/16: this node's block 10.77.0.0/26 on bridge brx holds
 //	    x1 (10.77.0.2) and x2 (10.77.0.3); x3 (10.77.0.66) sits in another
-//	    block behind a routed link, as a replica on another node sits
-//	    behind jaco0, and the rest of X is routed there too (x3 forwards
-//	    nothing, so a packet no rule handles is lost, not answered).
+//	    block behind a routed link whose addresses are in no network
+//	    (198.18.1.0/30), as a replica on another node sits behind jaco0;
+//	    the rest of X is routed there too (x3 forwards nothing, so a
+//	    packet no rule handles is lost, not answered).
 //	Y = 10.88.0.0/16: y1 (10.88.0.2) on bridge bry.
-//	outside: out (198.18.0.2) on a routed link.
+//	outside: out (198.18.0.2) on a routed link, 198.18.0.0/30.
 //
 // The router starts with IP forwarding and bridge netfilter off: Apply
 // must turn them on. Every namespace but the router runs servers that
@@ -30,6 +33,7 @@ const (
 	addrX1   = "10.77.0.2"
 	addrX2   = "10.77.0.3"
 	addrX3   = "10.77.0.66"
+	gwX      = "10.77.0.1" // the router's address on X
 	addrY1   = "10.88.0.2"
 	vipX     = "10.77.255.194" // X's top block
 	vipEmpty = "10.77.255.195"
@@ -42,7 +46,7 @@ func newTopology(t *testing.T) *topology {
 	r := tp.router
 	r.sysctl(t, IPForwardSysctl, "0")
 	r.sysctl(t, BridgeNetfilterSysctl, "0")
-	for _, br := range []struct{ name, addr string }{{"brx", "10.77.0.1/26"}, {"bry", "10.88.0.1/26"}} {
+	for _, br := range []struct{ name, addr string }{{"brx", gwX + "/26"}, {"bry", "10.88.0.1/26"}} {
 		r.ip(t, "link", "add", br.name, "type", "bridge")
 		r.ip(t, "addr", "add", br.addr, "dev", br.name)
 		r.ip(t, "link", "set", br.name, "up")
@@ -59,23 +63,29 @@ func newTopology(t *testing.T) *topology {
 		n.ip(t, "route", "add", "default", "via", gw)
 		return n
 	}
-	routed := func(name, routerAddr, addr, gw string) netns {
+	// routed links n to the router over 198.18.k.0/30, as the overlay
+	// link does (its address in no network); n's own address is addr.
+	routed := func(name string, k int, addr string) netns {
 		n := newNetns(t, name)
 		r.ip(t, "link", "add", "v-"+name, "type", "veth", "peer", "name", "eth0", "netns", string(n))
-		r.ip(t, "addr", "add", routerAddr, "dev", "v-"+name)
+		r.ip(t, "addr", "add", fmt.Sprintf("198.18.%d.1/30", k), "dev", "v-"+name)
 		r.ip(t, "link", "set", "v-"+name, "up")
-		n.ip(t, "addr", "add", addr, "dev", "eth0")
+		n.ip(t, "addr", "add", fmt.Sprintf("198.18.%d.2/30", k), "dev", "eth0")
+		if addr != "" {
+			n.ip(t, "addr", "add", addr+"/32", "dev", "eth0")
+		}
 		n.ip(t, "link", "set", "eth0", "up")
-		n.ip(t, "route", "add", "default", "via", gw)
+		src := cmp.Or(addr, fmt.Sprintf("198.18.%d.2", k))
+		n.ip(t, "route", "add", "default", "via", fmt.Sprintf("198.18.%d.1", k), "src", src)
 		n.sysctl(t, IPForwardSysctl, "0")
 		return n
 	}
-	tp.x1 = bridged("x1", "brx", addrX1+"/26", "10.77.0.1")
-	tp.x2 = bridged("x2", "brx", addrX2+"/26", "10.77.0.1")
+	tp.x1 = bridged("x1", "brx", addrX1+"/26", gwX)
+	tp.x2 = bridged("x2", "brx", addrX2+"/26", gwX)
 	tp.y1 = bridged("y1", "bry", addrY1+"/26", "10.88.0.1")
-	tp.x3 = routed("x3", "10.77.0.65/26", addrX3+"/26", "10.77.0.65")
-	tp.out = routed("out", "198.18.0.1/30", "198.18.0.2/30", "198.18.0.1")
-	r.ip(t, "route", "add", netX, "via", addrX3) // the rest of X: "jaco0"
+	tp.x3 = routed("x3", 1, addrX3)
+	tp.out = routed("out", 0, "")
+	r.ip(t, "route", "add", netX, "via", "198.18.1.2") // the rest of X: "jaco0"
 	for name, n := range map[string]netns{"x1": tp.x1, "x2": tp.x2, "x3": tp.x3, "y1": tp.y1, "out": tp.out} {
 		n.serve(t, name)
 	}
@@ -111,3 +121,5 @@ func mustAddrs(ss ...string) []netip.Addr {
 func networks() []netip.Prefix {
 	return []netip.Prefix{netip.MustParsePrefix(netX), netip.MustParsePrefix(netY)}
 }
+
+func gateways() []netip.Addr { return mustAddrs(gwX, "10.88.0.1") }
