@@ -13,6 +13,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/dns"
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/agent/netrules"
 	"github.com/jaco-project/jaco/agent/netview"
 	"github.com/jaco-project/jaco/api"
 )
@@ -46,11 +47,22 @@ type netPlane struct {
 	// Owned by run.
 	servers map[netip.Addr]*dns.Server
 	serving sync.WaitGroup
+	rules   overlayRules
+	loaded  bool // rules hold a state (the table exists)
 }
 
-func newNetPlane(log *slog.Logger) *netPlane {
-	return &netPlane{log: log.With("component", "networks"), resolvConf: "/etc/resolv.conf", dnsPort: dnsPort,
-		changed: make(chan struct{}), kick: make(chan struct{}, 1), servers: map[netip.Addr]*dns.Server{}}
+// overlayRules is what the plane needs of agent/netrules (tests record
+// instead of loading rules into the test machine's kernel).
+type overlayRules interface {
+	Apply(ctx context.Context, s netrules.State) error
+	Close() error
+}
+
+func newNetPlane(log *slog.Logger, nodeID string) *netPlane {
+	log = log.With("component", "networks")
+	return &netPlane{log: log, resolvConf: "/etc/resolv.conf", dnsPort: dnsPort,
+		changed: make(chan struct{}), kick: make(chan struct{}, 1), servers: map[netip.Addr]*dns.Server{},
+		rules: netrules.New(netview.TableName(nodeID), netrules.WithLogger(log))}
 }
 
 // follow takes the store's latest word on the node's networks; it never
@@ -119,10 +131,27 @@ func (p *netPlane) run(ctx context.Context) {
 	}
 }
 
-// apply runs a DNS server on each gateway of the view (and on no other),
-// all answering from its records.
+// apply loads the view's rules (networks apart, VIPs spread) and runs a
+// DNS server on each gateway of the view (and on no other), all answering
+// from its records. A node that never had a network loads no rules; the
+// rules stay when jacod stops, since the replicas go on talking.
 func (p *netPlane) apply(ctx context.Context) error {
 	v := p.snapshot()
+	var errs []error
+	switch st := netview.Rules(v); {
+	case len(st.Networks) > 0:
+		if err := p.rules.Apply(ctx, st); err != nil {
+			errs = append(errs, err)
+		} else {
+			p.loaded = true
+		}
+	case p.loaded:
+		if err := p.rules.Close(); err != nil {
+			errs = append(errs, err)
+		} else {
+			p.loaded = false
+		}
+	}
 	want := map[netip.Addr]bool{}
 	for _, gw := range netview.Gateways(v) {
 		want[gw] = true
@@ -134,7 +163,6 @@ func (p *netPlane) apply(ctx context.Context) error {
 		}
 	}
 	recs := netview.Records(v)
-	var errs []error
 	for gw := range want {
 		s := p.servers[gw]
 		if s == nil {

@@ -8,11 +8,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	mdns "github.com/miekg/dns"
 
+	"github.com/jaco-project/jaco/agent/netrules"
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -31,8 +33,9 @@ func planeView(withBlock bool) (*api.Node, []*api.Network, []*api.ServiceEndpoin
 
 func startPlane(t *testing.T) *netPlane {
 	t.Helper()
-	p := newNetPlane(slog.New(slog.DiscardHandler))
+	p := newNetPlane(slog.New(slog.DiscardHandler), "node-a")
 	p.dnsPort = 53530
+	p.rules = &recordedRules{}
 	p.resolvConf = filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(p.resolvConf, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -42,6 +45,36 @@ func startPlane(t *testing.T) *netPlane {
 	go func() { defer close(done); p.run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return p
+}
+
+// recordedRules keeps the states the plane applies.
+type recordedRules struct {
+	mu     sync.Mutex
+	states []netrules.State
+	closed int
+}
+
+func (r *recordedRules) Apply(_ context.Context, s netrules.State) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.states = append(r.states, s)
+	return nil
+}
+
+func (r *recordedRules) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed++
+	return nil
+}
+
+func (r *recordedRules) last() (netrules.State, int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.states) == 0 {
+		return netrules.State{}, 0, r.closed
+	}
+	return r.states[len(r.states)-1], len(r.states), r.closed
 }
 
 func TestAttachmentWaitsForTheBlock(t *testing.T) {
@@ -96,6 +129,10 @@ func TestDNSOnEachGatewayFollowsTheView(t *testing.T) {
 			t.Fatalf("web. on %s: %v %v, want the VIP", addr, r, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	st, _, _ := p.rules.(*recordedRules).last()
+	if len(st.VIPs) != 1 || len(st.VIPs[0].Backends) != 1 || len(st.Networks) != 1 {
+		t.Fatalf("rules loaded %+v: want front with web's VIP over its replica", st)
 	}
 	p.follow(planeView(false))
 	for {

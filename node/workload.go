@@ -42,7 +42,7 @@ func (n *Node) startAgent() error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	plane := newNetPlane(n.log)
+	plane := newNetPlane(n.log, id.NodeID)
 	runtimes, iso, err := n.runtimes(ctx, id.NodeID, plane)
 	if err != nil {
 		cancel()

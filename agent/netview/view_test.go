@@ -80,3 +80,33 @@ func TestRecordsCarryVIPsTasksAndAskers(t *testing.T) {
 		t.Error("another node's replica is listed as an asker here")
 	}
 }
+
+func TestRulesSpreadVIPsOverReplicas(t *testing.T) {
+	s := Rules(testView())
+	if len(s.Networks) != 2 || s.Networks[0].String() != "10.2.0.0/16" || s.Networks[1].String() != "10.1.0.0/16" {
+		t.Errorf("networks %v: want back's and front's subnets", s.Networks)
+	}
+	if len(s.VIPs) != 2 {
+		t.Fatalf("VIPs %+v: want web's two (db is dnsrr)", s.VIPs)
+	}
+	for _, v := range s.VIPs {
+		switch v.Addr.String() {
+		case "10.1.255.193":
+			if len(v.Backends) != 2 {
+				t.Errorf("web on front: backends %v", v.Backends)
+			}
+		case "10.2.255.193":
+			if len(v.Backends) != 1 || v.Backends[0].String() != "10.2.0.2" {
+				t.Errorf("web on back: backends %v", v.Backends)
+			}
+		default:
+			t.Errorf("unexpected VIP %v", v)
+		}
+	}
+	if len(s.Gateways) != 2 {
+		t.Errorf("gateways %v", s.Gateways)
+	}
+	if TableName("node-a") == TableName("node-b") || len(TableName("node-a")) > 64 {
+		t.Error("table names must differ per node")
+	}
+}
