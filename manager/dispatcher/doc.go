@@ -20,7 +20,12 @@
 //     longer part of the cluster). The dispatcher records the description
 //     and status READY ("session open") on the Node, then sends a
 //     SessionMessage {session_id, managers, heartbeat_period, node}, and
-//     sends it again whenever the node object or the managers change. A new
+//     sends it again whenever the node object or the managers change, or
+//     the overlay as the node sees it: every message carries the whole set of
+//     overlay peers, the networks the node holds a block of and their
+//     services' endpoints (VIP, and the replicas desired and reported
+//     RUNNING with an address there, on nodes not DOWN), sent at once on a
+//     change, without batching (docs/adr/0026). A new
 //     session of the same node replaces the old one: the old one's streams
 //     end and its id stops working.
 //     The session lives as long as this stream: when it ends, the other
@@ -44,7 +49,10 @@
 //     sent in removed. The stream ends when the session does.
 //  4. UpdateTaskStatus(session_id, updates): returns once the updates are
 //     committed. Updates for replicas of other nodes, unknown replicas and
-//     backward moves (by TaskState order) are dropped without error.
+//     backward moves (by TaskState order) are dropped without error. A
+//     status whose addresses are not all in the node's own blocks of their
+//     networks is recorded without them (the replica stays out of service
+//     discovery).
 //
 // Errors and what the agent does about them:
 //

@@ -105,6 +105,8 @@ type term struct {
 	expiry   *expiry             // guarded by Server.mu
 	managers []string            // guarded by Server.mu
 	peers    *overlayPeers       // guarded by Server.mu
+	// endpoints: services' endpoints per network; guarded by Server.mu.
+	endpoints *endpointTable
 
 	nodes    *batcher[nodeChange]
 	statuses *batcher[statusChange]
@@ -171,13 +173,14 @@ func (s *Server) Run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t := &term{
-		ctx:      ctx,
-		sessions: map[string]*session{},
-		expiry:   newExpiry(),
-		managers: s.cfg.managers(),
-		peers:    newOverlayPeers(),
-		nodes:    newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes),
-		statuses: newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses),
+		ctx:       ctx,
+		sessions:  map[string]*session{},
+		expiry:    newExpiry(),
+		managers:  s.cfg.managers(),
+		peers:     newOverlayPeers(),
+		endpoints: newEndpointTable(),
+		nodes:     newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes),
+		statuses:  newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses),
 	}
 	s.mu.Lock()
 	if s.term != nil {
@@ -199,6 +202,12 @@ func (s *Server) Run(ctx context.Context) {
 		t.peers.reset(nodes)
 	}, store.ObjectType[*api.Node]())
 	wg.Go(func() { s.watchNodes(t, nodeEvents) })
+	endpointEvents := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		readEndpoints(t, tx)
+	}, endpointEvent)
+	wg.Go(func() { s.watchEndpoints(t, endpointEvents) })
 	wg.Go(func() { s.sweep(t) })
 	s.cfg.log.Info("dispatcher started", "heartbeat_period", s.cfg.period, "grace", s.grace())
 

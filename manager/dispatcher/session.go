@@ -98,25 +98,33 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 	var sent uint64 // meta.version of the node last sent
 	var sentManagers []string
 	var sentPeers uint64 // t.peers.version last sent
+	var sentNets []netVersion
 	for {
-		// Every message carries the whole peer set: the agent replaces its
-		// link's peers with it (docs/adr/0026).
+		// Every message carries the whole peer set, and the node's whole
+		// networks and endpoints: the agent replaces its link's peers, its
+		// DNS records and its VIP rules with them (docs/adr/0026).
 		s.mu.Lock()
 		node, managers, peersVersion := sess.node, t.managers, t.peers.version
-		send := first || node.GetMeta().GetVersion() != sent || !slices.Equal(managers, sentManagers) || peersVersion != sentPeers
+		nets := t.endpoints.versions(node)
+		send := first || node.GetMeta().GetVersion() != sent || !slices.Equal(managers, sentManagers) ||
+			peersVersion != sentPeers || !slices.Equal(nets, sentNets)
 		var peers []*api.OverlayPeer
+		var networks []*api.Network
+		var endpoints []*api.ServiceEndpoint
 		if send {
 			peers = t.peers.except(sess.nodeID)
+			networks, endpoints = t.endpoints.view(nets)
 		}
 		s.mu.Unlock()
 		if send {
 			first = false
 			msg := &api.SessionMessage{SessionId: sess.id, Managers: managers,
-				HeartbeatPeriod: durationpb.New(s.cfg.period), Node: node, OverlayPeers: peers}
+				HeartbeatPeriod: durationpb.New(s.cfg.period), Node: node, OverlayPeers: peers,
+				Networks: networks, Endpoints: endpoints}
 			if err := stream.Send(msg); err != nil {
 				return err
 			}
-			sent, sentManagers, sentPeers = node.GetMeta().GetVersion(), managers, peersVersion
+			sent, sentManagers, sentPeers, sentNets = node.GetMeta().GetVersion(), managers, peersVersion, nets
 		}
 		select {
 		case <-sess.changed:

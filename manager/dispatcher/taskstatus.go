@@ -45,12 +45,13 @@ func (s *Server) UpdateTaskStatus(ctx context.Context, req *api.UpdateTaskStatus
 	}
 	changes := make(map[string]statusChange, len(req.GetUpdates()))
 	s.st.View(func(tx store.ReadTx) {
+		node := tx.GetNode(sess.nodeID)
 		for _, u := range req.GetUpdates() {
 			if u.GetStatus() == nil {
 				s.cfg.log.Warn("status update without a status", "node_id", sess.nodeID, "task_id", u.GetTaskId())
 				continue
 			}
-			c := statusChange{nodeID: sess.nodeID, status: u.Status}
+			c := statusChange{nodeID: sess.nodeID, status: s.withCheckedAddresses(node, u.TaskId, u.Status)}
 			if old, ok := changes[u.TaskId]; ok {
 				c = furtherStatus(old, c)
 			}
