@@ -17,6 +17,7 @@ import (
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/agent/isolation"
+	"github.com/jaco-project/jaco/agent/netattach"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
@@ -106,7 +107,13 @@ func (n *Node) startAgent() error {
 // containerd comes the node's network isolation (nil without it). Both
 // attach replicas to overlay networks through networks.
 func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networks) ([]exec.Runtime, *isolation.Ruleset, error) {
-	rts := []exec.Runtime{hooks.New(hooks.WithLogger(n.log.With("runtime", "hooks")))}
+	hookOpts := []hooks.Option{hooks.WithLogger(n.log.With("runtime", "hooks"))}
+	if att, err := netattach.New(n.cfg.dir().OverlayLeases(), ctrd.DefaultCNIBinDirs); err != nil {
+		n.log.Warn("hook bundles cannot join overlay networks", "err", err)
+	} else {
+		hookOpts = append(hookOpts, hooks.WithNetworks(networks, att, n.cfg.dir().HooksNetns()))
+	}
+	rts := []exec.Runtime{hooks.New(hookOpts...)}
 	if n.cfg.ContainerdAddress == "" {
 		return rts, nil, nil
 	}

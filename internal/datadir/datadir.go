@@ -39,6 +39,15 @@ func (d Dir) Agent() string { return d.join("agent") }
 // namespaces, IP leases, CNI configuration).
 func (d Dir) ContainerdState() string { return d.join("runtime", "containerd") }
 
+// OverlayLeases is where replicas' addresses on overlay networks are
+// leased (both runtimes take them from the node's blocks, so they share
+// it; the containerd runtime's default).
+func (d Dir) OverlayLeases() string { return filepath.Join(d.ContainerdState(), "overlay") }
+
+// HooksNetns is where the hooks runtime mounts the network namespaces of
+// replicas on overlay networks.
+func (d Dir) HooksNetns() string { return d.join("runtime", "hooks", "netns") }
+
 // OperatorToken is where a node that formed a cluster from flags leaves
 // the operator token.
 func (d Dir) OperatorToken() string { return d.join("operator-token") }
