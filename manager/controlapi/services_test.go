@@ -59,6 +59,7 @@ func TestCreateServiceRefusesBadSpecsAndChangesNothing(t *testing.T) {
 		{"pinned to unknown node", &api.ServiceSpec{Name: "x", Image: "i", Placement: &api.Placement{PinNode: "ghost"}}},
 		{"name taken", imageSpec("db")},
 		{"bad constraint", &api.ServiceSpec{Name: "x", Image: "i", Placement: &api.Placement{Constraints: []string{"node.labels.zone=a"}}}},
+		{"unknown endpoint mode", &api.ServiceSpec{Name: "x", Image: "i", EndpointMode: 7}},
 		{"bad spread", &api.ServiceSpec{Name: "x", Image: "i", Placement: &api.Placement{Spread: []string{"zone"}}}},
 	} {
 		_, err := s.CreateService(context.Background(), &api.CreateServiceRequest{Spec: tc.spec})

@@ -64,6 +64,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL && spec.Replicas != 0 {
 		return invalid("a global service runs one replica per node; --replicas does not apply")
 	}
+	if _, ok := api.EndpointMode_name[int32(spec.EndpointMode)]; !ok {
+		return invalid("endpoint_mode %d: want vip or dnsrr", spec.EndpointMode)
+	}
 	for _, e := range spec.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return invalid("environment entry %q is not KEY=VALUE", e)

@@ -60,3 +60,18 @@ func TestValidateSpecUpdatePolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateSpecEndpointMode: vip (also unset) and dnsrr pass; any other
+// value is refused invalid_spec, naming the field.
+func TestValidateSpecEndpointMode(t *testing.T) {
+	for mode := range api.EndpointMode_name {
+		spec := &api.ServiceSpec{Name: "web", Image: "img", EndpointMode: api.EndpointMode(mode)}
+		if err := validateSpec(spec); err != nil {
+			t.Errorf("endpoint mode %v: %v, want nil", spec.EndpointMode, err)
+		}
+	}
+	err := validateSpec(&api.ServiceSpec{Name: "web", Image: "img", EndpointMode: 3})
+	if reason.Of(err) != reason.InvalidSpec || !strings.Contains(reason.Sentence(err), "endpoint_mode 3") {
+		t.Errorf("endpoint mode 3: %v, want invalid_spec naming endpoint_mode 3", err)
+	}
+}
