@@ -3,7 +3,9 @@ package hooks
 import (
 	"context"
 	"errors"
+	"net/netip"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -225,6 +227,51 @@ func checkRemoved(t *testing.T, env *netEnv, rep exec.Replica, netnsPath, addr s
 	for _, name := range []string{netFile, resolvFile, bundleDir} {
 		if fileExists(filepath.Join(rep.Dir, name)) {
 			t.Errorf("%s left after Remove", name)
+		}
+	}
+}
+
+// A replica on two networks gets an interface and an address on each, in
+// the spec's order; its Address is the first network's, its resolv.conf
+// names the first network's gateway.
+func TestReplicaOnTwoNetworks(t *testing.T) {
+	env := newNetEnv(t)
+	front := testAttachment()
+	front.NetworkID, front.Network, front.Bridge = "n2", "front", "jh2"
+	front.Subnet = netip.MustParsePrefix("10.20.0.0/16")
+	front.Block = netip.MustParsePrefix("10.20.1.0/26")
+	front.Gateway = netip.MustParseAddr("10.20.1.1")
+	env.nets[front.Network] = front
+	t.Cleanup(func() { _ = osexec.Command("ip", "link", "del", front.Bridge).Run() })
+
+	rep := newReplica(t, map[string]string{"launch": "#!/bin/sh\n" + netReport + "report launch\n"}, func(s *api.ServiceSpec) {
+		s.Networks = []string{"front", "back"}
+	})
+	c := controllerFor(t, env.runtime(t), rep)
+	prepareAndStart(t, c)
+	waitExit(t, c)
+	ctx := testContext(t)
+	got, err := c.(exec.Networked).NetworkAddresses(ctx)
+	if err != nil || len(got) != 2 || got[0].NetworkID != "n2" || !front.Block.Contains(got[0].Addr) ||
+		got[1].NetworkID != "n1" || !env.att.Block.Contains(got[1].Addr) {
+		t.Fatalf("NetworkAddresses = %v, %v; want one in %s then one in %s", got, err, front.Block, env.att.Block)
+	}
+	if addr, err := c.Address(ctx); err != nil || addr != got[0].Addr.String() {
+		t.Errorf("Address = %q, %v; want the first network's %s", addr, err, got[0].Addr)
+	}
+	log := readLog(t, rep)
+	if ifs := interfaces(section(log, "links launch")); !slices.Equal(sorted(ifs), []string{"eth0", "eth1", "lo"}) {
+		t.Errorf("interfaces = %v, want eth0, eth1 and lo", ifs)
+	}
+	if resolv := strings.Join(section(log, "resolv launch"), "\n"); !strings.Contains(resolv, "nameserver "+front.Gateway.String()) {
+		t.Errorf("resolv.conf:\n%s\nwant the first network's gateway %s", resolv, front.Gateway)
+	}
+	if err := c.Remove(ctx); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	for _, a := range got {
+		if leases, _ := filepath.Glob(filepath.Join(env.state, "ipam", "*", a.Addr.String())); len(leases) > 0 {
+			t.Errorf("lease of %s left after Remove: %v", a.Addr, leases)
 		}
 	}
 }
