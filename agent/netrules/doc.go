@@ -30,7 +30,11 @@
 //     state and nothing of an older state stays behind. Connections made
 //     before keep their backend (conntrack decides after a connection's
 //     first packet; removing a backend does not cut its open
-//     connections); new connections only ever see the new backends.
+//     connections); new connections only ever see the new backends. For
+//     UDP a "connection" is a flow: a client that keeps its socket keeps
+//     a removed backend until the flow idles out (30 s unanswered, 120 s
+//     once answered, the kernel's defaults); deleting those conntrack
+//     entries, as kube-proxy does, is not done here.
 //     Applying the state loaded last sends nothing but a check that the
 //     table is still there (it is loaded again if someone deleted it).
 //     A refused State (not IPv4, overlapping networks, a VIP given twice)

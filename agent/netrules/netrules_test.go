@@ -3,8 +3,10 @@ package netrules
 import (
 	"errors"
 	"maps"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -165,4 +167,54 @@ func TestVIPSpreadsNewConnectionsOverBackends(t *testing.T) {
 	vip.Backends = nil
 	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip, empty}, Gateways: gateways()})
 	refusedQuickly(t, tp.x1, "tcp4", vipX)
+}
+
+// What the package comment promises of flows made before a backend
+// leaves: conntrack keeps them on it (for UDP, until the flow idles out).
+func TestVIPKeepsExistingFlowsOnTheirBackend(t *testing.T) {
+	tp := newTopology(t)
+	r := tp.rules(t)
+	vip := VIP{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2, addrX3)}
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip}, Gateways: gateways()})
+
+	var flow net.Conn // a UDP flow that landed on x3
+	for range 60 {
+		var c net.Conn
+		tp.x1.must(t, func() (err error) {
+			c, err = net.Dial("udp4", net.JoinHostPort(vipX, port))
+			return err
+		})
+		if a := exchange(t, c); a.name == "x3" {
+			flow = c
+			break
+		}
+		c.Close()
+	}
+	if flow == nil {
+		t.Fatal("60 UDP flows to the VIP, none on x3")
+	}
+	defer flow.Close()
+
+	vip.Backends = mustAddrs(addrX1, addrX2)
+	tp.apply(t, r, State{Networks: networks(), VIPs: []VIP{vip}, Gateways: gateways()})
+	if a := exchange(t, flow); a.name != "x3" {
+		t.Errorf("the flow made before x3 left now reaches %s, want x3 still", a.name)
+	}
+	wantNames(t, "new flows", spread(t, tp.x1, "udp4", vipX, 30), "x1", "x2")
+}
+
+// exchange sends a datagram on c and reads the answer.
+func exchange(t *testing.T, c net.Conn) answer {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("who")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	k, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("udp %s → %s: %v", c.LocalAddr(), c.RemoteAddr(), err)
+	}
+	name, from, _ := strings.Cut(string(buf[:k]), " ")
+	return answer{name, from}
 }

@@ -74,7 +74,11 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		{&nftables.Set{Table: t, Name: "sources", KeyType: ip4, Interval: true, DataType: ip4, IsMap: true}, c.sources},
 	}
 	byName := map[string]*nftables.Set{}
-	for _, s := range sets {
+	for i, s := range sets {
+		// IDs name sets within one batch only. Giving them here keeps
+		// nftables from numbering them with its package counter, which
+		// it increments unsynchronized: a race with agent/isolation.
+		s.set.ID = uint32(i + 1)
 		if err := conn.AddSet(s.set, nil); err != nil {
 			return fmt.Errorf("set %s: %w", s.set.Name, err)
 		}
