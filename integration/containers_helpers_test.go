@@ -93,7 +93,7 @@ func newContainerCluster(t *testing.T, n int) *ccluster {
 	withCtrd := []string{"--containerd-address", c.ctrd.Address()}
 
 	c.manager = c.addNode(t, "m1", append(withCtrd, "--heartbeat-period", "500ms")...)
-	c.manager.initCluster(t)
+	c.manager.initCluster(t, "--overlay-pool", testOverlayPool)
 	for i := 1; i <= n; i++ {
 		c.joinWorker(t, c.addNode(t, fmt.Sprintf("w%d", i), withCtrd...))
 	}

@@ -50,9 +50,9 @@ func (d *nsDaemon) join(peer *nsDaemon, token string, extra ...string) result {
 
 // initCluster runs `cluster init --quiet` on d and returns the operator
 // token.
-func (d *nsDaemon) initCluster(t *testing.T) string {
+func (d *nsDaemon) initCluster(t *testing.T, flags ...string) string {
 	t.Helper()
-	r := wantOK(t, d.jaco("cluster", "init", "--quiet"))
+	r := wantOK(t, d.jaco(append([]string{"cluster", "init", "--quiet"}, flags...)...))
 	tok := strings.TrimSpace(r.stdout)
 	if !tokenPattern.MatchString(tok) {
 		t.Fatalf("cluster init --quiet on %s printed %q, want a token", d.name, r.stdout)
