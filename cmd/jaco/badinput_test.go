@@ -95,6 +95,8 @@ func TestBadInput(t *testing.T) {
 		// The rest of the spec.
 		usage(`"--mode" flag: want replicated, global`, create("--mode", "foo")...),
 		usage(`"--restart-condition" flag: want any, on-failure, none`, create("--restart-condition", "sometimes")...),
+		usage(`"--endpoint-mode" flag: want vip, dnsrr`, create("--endpoint-mode", "ipvs")...),
+		usage(`"--endpoint-mode" flag: want vip, dnsrr`, "service", "update", "web", "--endpoint-mode", "VIP"),
 		usage(`want SOURCE:TARGET[:ro] or type=bind`, create("--mount", "/a")...),
 		usage(`only bind mounts are supported`, create("--mount", "type=volume,source=a,target=/b")...),
 		usage(`a bind mount needs source= and target=`, create("--mount", "type=bind,source=/a")...),

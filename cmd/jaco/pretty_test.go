@@ -43,6 +43,7 @@ spec:
     failure_action: unspecified
     max_failure_ratio: 0
   force_update: 0
+  endpoint_mode: unspecified
 spec_version: 3
 update_status:
   state: paused

@@ -40,6 +40,7 @@ type specFlags struct {
 	networkOpen                    bool
 	allowFrom                      []string
 	networks                       []string
+	endpointMode                   string
 	update, rollback               policyFlags
 }
 
@@ -83,6 +84,9 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.networkOpen, "network-open", false, "let replicas of every service reach this one (default: its own and its dependents')")
 	fs.StringArrayVar(&f.allowFrom, "allow-from", nil, "another service whose replicas may reach this one (repeatable)")
 	fs.StringArrayVar(&f.networks, "network", nil, "overlay network the replicas attach to (repeatable; on update the list replaces the service's)")
+	f.endpointMode = "vip"
+	fs.Var(&checkedString{&f.endpointMode, oneOf("vip", "dnsrr")}, "endpoint-mode",
+		"how the service is found on its networks: vip (one virtual IP per network) or dnsrr (DNS round robin over its replicas)")
 	f.update.register(fs, "update")
 	f.rollback.register(fs, "rollback")
 }
@@ -125,6 +129,9 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	}
 	if set("network") {
 		spec.Networks = f.networks
+	}
+	if set("endpoint-mode") {
+		spec.EndpointMode = endpointModes[f.endpointMode]
 	}
 	if set("publish") {
 		spec.Ports = nil
