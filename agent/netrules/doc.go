@@ -31,7 +31,8 @@
 //     before keep their backend (conntrack decides after a connection's
 //     first packet; removing a backend does not cut its open
 //     connections); new connections only ever see the new backends. For
-//     UDP a "connection" is a flow: a client that keeps its socket keeps
+//     UDP a "connection" is a flow: a client that keeps its socket (or
+//     whose new socket happens to get a recent flow's source port) keeps
 //     a removed backend until the flow idles out (30 s unanswered, 120 s
 //     once answered, the kernel's defaults); deleting those conntrack
 //     entries, as kube-proxy does, is not done here.
