@@ -56,7 +56,10 @@
 //   - Bridge ports in hairpin mode (CNI's hairpinMode), so a replica that
 //     lands on itself through a VIP gets the packet back out its port.
 //   - One table name per node, unique on the host (tests run several
-//     nodes on one kernel).
+//     nodes on one kernel). Apply replaces a table of that name that a
+//     previous jacod left.
+//   - A kernel with nf_tables, inet-family NAT (5.2) and concatenated
+//     interval sets (5.6), and the br_netfilter module; CAP_NET_ADMIN.
 //
 // Design notes:
 //   - Everything that grows with the state is a set or map, so a packet
@@ -73,8 +76,8 @@
 //   - A full replace instead of a difference: the cost is dominated by
 //     the kernel's commit, which flushing and refilling sets costs as much
 //     as deleting the table (measured: about 8–16 ms either way). See
-//     BenchmarkApply: about 23 ms for 100 networks and 500 VIPs × 3
-//     backends, 130 ms for 2 000 VIPs × 10.
+//     BenchmarkApply: about 25 ms for 100 networks and 500 VIPs × 3
+//     backends, 120 ms for 2 000 VIPs × 10.
 //   - One batch must carry the whole state, so the netlink socket's send
 //     buffer is raised to 16 MiB (SO_SNDBUFFORCE): some 500 000 set
 //     elements.
