@@ -11,9 +11,12 @@ package netalloc
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -72,23 +75,15 @@ func (a *Allocator) Run(ctx context.Context) {
 	}
 }
 
-// pass writes every node whose blocks must change, in one transaction.
+// pass writes every node whose blocks must change, in one transaction,
+// then every service whose VIPs must change.
 func (a *Allocator) pass(ctx context.Context) error {
 	var short []shortage
-	var shortVIPs []vipShortage
 	err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
-		networks := tx.ListNetworks()
-		var nodes []*api.Node
-		nodes, short = plan(networks, tx.ListNodes(), tx.ListTasks())
-		var services []*api.Service
-		services, shortVIPs = planVIPs(networks, tx.ListServices())
-		for _, n := range nodes {
+		var changed []*api.Node
+		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks())
+		for _, n := range changed {
 			if err := tx.Update(n); err != nil {
-				return err
-			}
-		}
-		for _, s := range services {
-			if err := tx.Update(s); err != nil {
 				return err
 			}
 		}
@@ -97,10 +92,49 @@ func (a *Allocator) pass(ctx context.Context) error {
 	for _, s := range short {
 		a.log.Warn("no overlay block for a node", "node_id", s.nodeID, "network", s.network, "err", s.err)
 	}
-	for _, s := range shortVIPs {
-		a.log.Warn("no virtual IP left on a network for a service", "service_id", s.serviceID, "network", s.network)
+	if err != nil {
+		return fmt.Errorf("write overlay blocks: %w", err)
 	}
-	return err
+	return a.vipPass(ctx)
+}
+
+// maxWriteBytes bounds the services one VIP transaction writes (one at
+// least): a service with a hook bundle and a previous spec can weigh
+// megabytes, and a first pass may give hundreds of them VIPs.
+const maxWriteBytes = 512 << 10
+
+// vipPass writes every service whose VIPs must change, planning again in
+// each transaction: what one commits, the next sees taken.
+func (a *Allocator) vipPass(ctx context.Context) error {
+	for {
+		var short []vipShortage
+		more := false
+		err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
+			var changed []*api.Service
+			changed, short = planVIPs(tx.ListNetworks(), tx.ListServices())
+			size := 0
+			for i, s := range changed {
+				if size += proto.Size(s); i > 0 && size > maxWriteBytes {
+					more = true
+					return nil
+				}
+				if err := tx.Update(s); err != nil {
+					return err
+				}
+			}
+			more = false
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("write virtual IPs: %w", err)
+		}
+		if !more {
+			for _, s := range short {
+				a.log.Warn("no virtual IP left on a network for a service", "service_id", s.serviceID, "network", s.network)
+			}
+			return nil
+		}
+	}
 }
 
 // relevant passes the changes that can change what blocks nodes need or

@@ -152,3 +152,28 @@ func TestRunGivesServicesVIPs(t *testing.T) {
 	storetest.Create(t, st, service("s3", vip, []string{"back"}))
 	wait("s3", "b="+tinyVIP)
 }
+
+// TestVIPPassWritesInChunks: services too heavy for one transaction all
+// get their VIPs, distinct, over several.
+func TestVIPPassWritesInChunks(t *testing.T) {
+	st := storetest.New(t)
+	storetest.Create(t, st, network("b", "back", tiny))
+	for i := range 12 {
+		s := service(fmt.Sprintf("s%02d", i), vip, []string{"back"})
+		s.Spec.Env = []string{"PAD=" + strings.Repeat("x", 100<<10)}
+		storetest.Create(t, st, s)
+	}
+	if err := New(st).pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	st.View(func(tx store.ReadTx) {
+		for _, s := range tx.ListServices() {
+			v := vipsOf(s)
+			if v == "" || seen[v] {
+				t.Errorf("%s has VIPs %q (seen before: %v)", s.Id, v, seen[v])
+			}
+			seen[v] = true
+		}
+	})
+}
