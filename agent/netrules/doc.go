@@ -38,7 +38,8 @@
 //     entries, as kube-proxy does, is not done here.
 //     Applying the state loaded last sends nothing but a check that the
 //     table is still there (it is loaded again if someone deleted it).
-//     A refused State (not IPv4, overlapping networks, a VIP given twice)
+//     A refused State (not IPv4, overlapping networks, a VIP given twice,
+//     a gateway in no network or two on one)
 //     leaves the loaded rules as they were.
 //   - Apply turns on, in the caller's network namespace,
 //     net.ipv4.ip_forward (the node routes between its bridges and jaco0)
