@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -105,4 +106,42 @@ func TestCheckAddresses(t *testing.T) {
 			t.Errorf("%s: err %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}
+}
+
+// TestEndpointsAfterBurstAndRestore: forty replicas reported in one call
+// all reach another node's view; a store restore replaces the view with
+// the restored one.
+func TestEndpointsAfterBurstAndRestore(t *testing.T) {
+	h := newHarness(t, readyNode("n1", "a=10.0.0.0/26"), readyNode("n2", "a=10.0.0.64/26"))
+	h.create(overlayNetwork("a", "front", "10.0.0.0/16"), netService("web", api.EndpointMode_ENDPOINT_MODE_DNSRR, []string{"front"}))
+	var updates []*api.TaskStatusUpdate
+	want := "a | a/web  ["
+	for i := range 40 {
+		id := fmt.Sprintf("t%02d", i)
+		tk := task(id, "n2", running, assignedS)
+		tk.ServiceId = "web"
+		h.create(tk)
+		addr := fmt.Sprintf("10.0.0.%d", 66+i)
+		updates = append(updates, &api.TaskStatusUpdate{TaskId: id, Status: &api.TaskStatus{State: running,
+			Addresses: []*api.NetworkAddress{{NetworkId: "a", Address: addr}}}})
+		if i > 0 {
+			want += " "
+		}
+		want += id + "@n2=" + addr
+	}
+	want += "];"
+	h.run()
+	_, s1, _ := h.openSession("n1", nil)
+	c2, _, sess2 := h.openSession("n2", nil)
+	if _, err := c2.UpdateTaskStatus(h.ctxFor("n2"), &api.UpdateTaskStatusRequest{SessionId: sess2.SessionId, Updates: updates}); err != nil {
+		t.Fatal(err)
+	}
+	waitEndpoints(t, s1, want)
+
+	snap := h.st.Save()
+	snap.Tasks = []*api.Task{replicaTask("r1", "web", "n2", "a=10.0.0.70")}
+	if err := h.st.Restore(snap, h.st.AppliedIndex()); err != nil {
+		t.Fatal(err)
+	}
+	waitEndpoints(t, s1, "a | a/web  [r1@n2=10.0.0.70];")
 }

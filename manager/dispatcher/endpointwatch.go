@@ -1,6 +1,8 @@
 package dispatcher
 
 import (
+	"slices"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -28,21 +30,45 @@ func readEndpoints(t *term, tx store.ReadTx) {
 	t.endpoints.reset(tx.ListNetworks(), tx.ListServices(), tx.ListTasks(), tx.ListNodes())
 }
 
+// maxEndpointDrain bounds the events taken in one go: enough to fold a
+// batch of status writes into one wake-up of each session, few enough
+// that the lock is not held long.
+const maxEndpointDrain = 256
+
 // watchEndpoints keeps the endpoint table in step with the store and wakes
 // the sessions of the nodes on a changed network at once: no batching
 // here, so a replica's RUNNING reaches every node in the time its status
-// write takes.
+// write takes. Events already queued are applied together (never waited
+// for), so a burst wakes each session once.
 func (s *Server) watchEndpoints(t *term, events <-chan store.Event) {
 	for e := range events {
 		s.mu.Lock()
-		if e.Kind == store.EventReset {
+		reset := false
+		var changed []string
+		for i := 0; ; i++ {
+			if e.Kind == store.EventReset {
+				reset = true
+			} else {
+				changed = append(changed, applyEndpointEvent(t.endpoints, e)...)
+			}
+			if i+1 == maxEndpointDrain {
+				break
+			}
+			var ok bool
+			select {
+			case e, ok = <-events:
+			default:
+			}
+			if !ok {
+				break
+			}
+		}
+		if reset {
 			s.st.View(func(tx store.ReadTx) { readEndpoints(t, tx) })
 			notifyAll(t)
-			s.mu.Unlock()
-			continue
-		}
-		changed := applyEndpointEvent(t.endpoints, e)
-		if len(changed) > 0 {
+		} else if len(changed) > 0 {
+			slices.Sort(changed)
+			changed = slices.Compact(changed)
 			for _, sess := range t.sessions {
 				if holds(sess.node, changed) {
 					sess.notify()
