@@ -225,8 +225,11 @@ type ServiceEndpoint struct {
 	ServiceName string                 `protobuf:"bytes,2,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
 	NetworkId   string                 `protobuf:"bytes,3,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
 	// virtual_ip is empty under the DNSRR endpoint mode.
-	VirtualIp     string             `protobuf:"bytes,4,opt,name=virtual_ip,json=virtualIp,proto3" json:"virtual_ip,omitempty"`
-	Replicas      []*EndpointReplica `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	VirtualIp string             `protobuf:"bytes,4,opt,name=virtual_ip,json=virtualIp,proto3" json:"virtual_ip,omitempty"`
+	Replicas  []*EndpointReplica `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// ports are the service's ingress ports, on the ingress network's
+	// endpoint only: every node publishes them over replicas.
+	Ports         []*PortConfig `protobuf:"bytes,6,rep,name=ports,proto3" json:"ports,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -292,6 +295,13 @@ func (x *ServiceEndpoint) GetVirtualIp() string {
 func (x *ServiceEndpoint) GetReplicas() []*EndpointReplica {
 	if x != nil {
 		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ServiceEndpoint) GetPorts() []*PortConfig {
+	if x != nil {
+		return x.Ports
 	}
 	return nil
 }
@@ -794,7 +804,7 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\x12:\n" +
 	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\x12-\n" +
 	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x127\n" +
-	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\xc8\x01\n" +
+	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\xf4\x01\n" +
 	"\x0fServiceEndpoint\x12\x1d\n" +
 	"\n" +
 	"service_id\x18\x01 \x01(\tR\tserviceId\x12!\n" +
@@ -803,7 +813,8 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"network_id\x18\x03 \x01(\tR\tnetworkId\x12\x1d\n" +
 	"\n" +
 	"virtual_ip\x18\x04 \x01(\tR\tvirtualIp\x125\n" +
-	"\breplicas\x18\x05 \x03(\v2\x19.jaco.api.EndpointReplicaR\breplicas\"]\n" +
+	"\breplicas\x18\x05 \x03(\v2\x19.jaco.api.EndpointReplicaR\breplicas\x12*\n" +
+	"\x05ports\x18\x06 \x03(\v2\x14.jaco.api.PortConfigR\x05ports\"]\n" +
 	"\x0fEndpointReplica\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +
@@ -880,8 +891,9 @@ var file_api_dispatcher_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),      // 14: google.protobuf.Duration
 	(*Node)(nil),                     // 15: jaco.api.Node
 	(*Network)(nil),                  // 16: jaco.api.Network
-	(*Task)(nil),                     // 17: jaco.api.Task
-	(*TaskStatus)(nil),               // 18: jaco.api.TaskStatus
+	(*PortConfig)(nil),               // 17: jaco.api.PortConfig
+	(*Task)(nil),                     // 18: jaco.api.Task
+	(*TaskStatus)(nil),               // 19: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
 	13, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
@@ -891,24 +903,25 @@ var file_api_dispatcher_proto_depIdxs = []int32{
 	16, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
 	3,  // 5: jaco.api.SessionMessage.endpoints:type_name -> jaco.api.ServiceEndpoint
 	4,  // 6: jaco.api.ServiceEndpoint.replicas:type_name -> jaco.api.EndpointReplica
-	14, // 7: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
-	0,  // 8: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
-	17, // 9: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	18, // 10: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
-	10, // 11: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
-	1,  // 12: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
-	6,  // 13: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
-	8,  // 14: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
-	11, // 15: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 16: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	7,  // 17: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	9,  // 18: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	12, // 19: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	17, // 7: jaco.api.ServiceEndpoint.ports:type_name -> jaco.api.PortConfig
+	14, // 8: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
+	0,  // 9: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
+	18, // 10: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
+	19, // 11: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	10, // 12: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
+	1,  // 13: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
+	6,  // 14: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
+	8,  // 15: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
+	11, // 16: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
+	2,  // 17: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	7,  // 18: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	9,  // 19: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	12, // 20: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	17, // [17:21] is the sub-list for method output_type
+	13, // [13:17] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_api_dispatcher_proto_init() }

@@ -328,6 +328,61 @@ func (ServiceMode) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
+// PublishMode is Swarm's port publishing mode.
+type PublishMode int32
+
+const (
+	PublishMode_PUBLISH_MODE_UNSPECIFIED PublishMode = 0 // ingress
+	// INGRESS: the routing mesh publishes the port on every node; a
+	// connection to any node reaches a running replica wherever it runs,
+	// over the ingress network (docs/adr/0026). One service per port in the
+	// cluster.
+	PublishMode_PUBLISH_MODE_INGRESS PublishMode = 1
+	// HOST: the port is published on the replica's own node only.
+	PublishMode_PUBLISH_MODE_HOST PublishMode = 2
+)
+
+// Enum value maps for PublishMode.
+var (
+	PublishMode_name = map[int32]string{
+		0: "PUBLISH_MODE_UNSPECIFIED",
+		1: "PUBLISH_MODE_INGRESS",
+		2: "PUBLISH_MODE_HOST",
+	}
+	PublishMode_value = map[string]int32{
+		"PUBLISH_MODE_UNSPECIFIED": 0,
+		"PUBLISH_MODE_INGRESS":     1,
+		"PUBLISH_MODE_HOST":        2,
+	}
+)
+
+func (x PublishMode) Enum() *PublishMode {
+	p := new(PublishMode)
+	*p = x
+	return p
+}
+
+func (x PublishMode) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PublishMode) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[6].Descriptor()
+}
+
+func (PublishMode) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[6]
+}
+
+func (x PublishMode) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PublishMode.Descriptor instead.
+func (PublishMode) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
+}
+
 type RestartCondition int32
 
 const (
@@ -361,11 +416,11 @@ func (x RestartCondition) String() string {
 }
 
 func (RestartCondition) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[6].Descriptor()
+	return file_api_objects_proto_enumTypes[7].Descriptor()
 }
 
 func (RestartCondition) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[6]
+	return &file_api_objects_proto_enumTypes[7]
 }
 
 func (x RestartCondition) Number() protoreflect.EnumNumber {
@@ -374,7 +429,7 @@ func (x RestartCondition) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestartCondition.Descriptor instead.
 func (RestartCondition) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 // EndpointMode is Swarm's --endpoint-mode.
@@ -414,11 +469,11 @@ func (x EndpointMode) String() string {
 }
 
 func (EndpointMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[7].Descriptor()
+	return file_api_objects_proto_enumTypes[8].Descriptor()
 }
 
 func (EndpointMode) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[7]
+	return &file_api_objects_proto_enumTypes[8]
 }
 
 func (x EndpointMode) Number() protoreflect.EnumNumber {
@@ -427,7 +482,7 @@ func (x EndpointMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EndpointMode.Descriptor instead.
 func (EndpointMode) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 // UpdateOrder: stop the old replica before starting its replacement, or
@@ -465,11 +520,11 @@ func (x UpdateOrder) String() string {
 }
 
 func (UpdateOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[8].Descriptor()
+	return file_api_objects_proto_enumTypes[9].Descriptor()
 }
 
 func (UpdateOrder) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[8]
+	return &file_api_objects_proto_enumTypes[9]
 }
 
 func (x UpdateOrder) Number() protoreflect.EnumNumber {
@@ -478,7 +533,7 @@ func (x UpdateOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateOrder.Descriptor instead.
 func (UpdateOrder) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 // UpdateFailureAction is what an update does once more replicas failed
@@ -521,11 +576,11 @@ func (x UpdateFailureAction) String() string {
 }
 
 func (UpdateFailureAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[9].Descriptor()
+	return file_api_objects_proto_enumTypes[10].Descriptor()
 }
 
 func (UpdateFailureAction) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[9]
+	return &file_api_objects_proto_enumTypes[10]
 }
 
 func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
@@ -534,7 +589,7 @@ func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateFailureAction.Descriptor instead.
 func (UpdateFailureAction) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 // UpdateState is where a service's latest update (or rollback) stands.
@@ -583,11 +638,11 @@ func (x UpdateState) String() string {
 }
 
 func (UpdateState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[10].Descriptor()
+	return file_api_objects_proto_enumTypes[11].Descriptor()
 }
 
 func (UpdateState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[10]
+	return &file_api_objects_proto_enumTypes[11]
 }
 
 func (x UpdateState) Number() protoreflect.EnumNumber {
@@ -596,7 +651,7 @@ func (x UpdateState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateState.Descriptor instead.
 func (UpdateState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 // TaskState orders a replica's life; a replica only moves forward.
@@ -662,11 +717,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[11].Descriptor()
+	return file_api_objects_proto_enumTypes[12].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[11]
+	return &file_api_objects_proto_enumTypes[12]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -675,7 +730,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 // Meta is carried by every stored object.
@@ -955,7 +1010,11 @@ type NetworkSpec struct {
 	// subnet is the network's IPv4 CIDR, /8 to /24 (given, or taken from the
 	// cluster's overlay pool at create); no two networks overlap. Each node
 	// running a replica of the network gets a /26 block of it.
-	Subnet        string `protobuf:"bytes,2,opt,name=subnet,proto3" json:"subnet,omitempty"`
+	Subnet string `protobuf:"bytes,2,opt,name=subnet,proto3" json:"subnet,omitempty"`
+	// ingress marks the routing mesh's network, named "ingress": made by
+	// the cluster with the first service publishing an ingress port, joined
+	// by every such service's replicas and by every node; no spec names it.
+	Ingress       bool `protobuf:"varint,3,opt,name=ingress,proto3" json:"ingress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1002,6 +1061,13 @@ func (x *NetworkSpec) GetSubnet() string {
 		return x.Subnet
 	}
 	return ""
+}
+
+func (x *NetworkSpec) GetIngress() bool {
+	if x != nil {
+		return x.Ingress
+	}
+	return false
 }
 
 type NodeStatus struct {
@@ -1693,9 +1759,11 @@ type PortConfig struct {
 	// protocol is "tcp" (default) or "udp".
 	Protocol   string `protobuf:"bytes,1,opt,name=protocol,proto3" json:"protocol,omitempty"`
 	TargetPort uint32 `protobuf:"varint,2,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
-	// published_port is the host port on the node running the replica; at
-	// most one replica per node can hold it.
-	PublishedPort uint32 `protobuf:"varint,3,opt,name=published_port,json=publishedPort,proto3" json:"published_port,omitempty"`
+	// published_port is the port published: on every node (ingress), or on
+	// the node running the replica (host; at most one replica per node can
+	// hold it).
+	PublishedPort uint32      `protobuf:"varint,3,opt,name=published_port,json=publishedPort,proto3" json:"published_port,omitempty"`
+	PublishMode   PublishMode `protobuf:"varint,4,opt,name=publish_mode,json=publishMode,proto3,enum=jaco.api.PublishMode" json:"publish_mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1749,6 +1817,13 @@ func (x *PortConfig) GetPublishedPort() uint32 {
 		return x.PublishedPort
 	}
 	return 0
+}
+
+func (x *PortConfig) GetPublishMode() PublishMode {
+	if x != nil {
+		return x.PublishMode
+	}
+	return PublishMode_PUBLISH_MODE_UNSPECIFIED
 }
 
 // HookBundle is a process service: executables by name (prepare, launch,
@@ -3239,10 +3314,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
-	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"9\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"S\n" +
 	"\vNetworkSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06subnet\x18\x02 \x01(\tR\x06subnet\"\x91\x01\n" +
+	"\x06subnet\x18\x02 \x01(\tR\x06subnet\x12\x18\n" +
+	"\aingress\x18\x03 \x01(\bR\aingress\"\x91\x01\n" +
 	"\n" +
 	"NodeStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +
@@ -3303,13 +3379,14 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1a\n" +
-	"\breadonly\x18\x03 \x01(\bR\breadonly\"p\n" +
+	"\breadonly\x18\x03 \x01(\bR\breadonly\"\xaa\x01\n" +
 	"\n" +
 	"PortConfig\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x1f\n" +
 	"\vtarget_port\x18\x02 \x01(\rR\n" +
 	"targetPort\x12%\n" +
-	"\x0epublished_port\x18\x03 \x01(\rR\rpublishedPort\"\xad\x01\n" +
+	"\x0epublished_port\x18\x03 \x01(\rR\rpublishedPort\x128\n" +
+	"\fpublish_mode\x18\x04 \x01(\x0e2\x15.jaco.api.PublishModeR\vpublishMode\"\xad\x01\n" +
 	"\n" +
 	"HookBundle\x125\n" +
 	"\x05files\x18\x01 \x03(\v2\x1f.jaco.api.HookBundle.FilesEntryR\x05files\x12.\n" +
@@ -3463,7 +3540,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x15DRAIN_STATE_TIMED_OUT\x10\x03*C\n" +
 	"\vServiceMode\x12\x1b\n" +
 	"\x17SERVICE_MODE_REPLICATED\x10\x00\x12\x17\n" +
-	"\x13SERVICE_MODE_GLOBAL\x10\x01*k\n" +
+	"\x13SERVICE_MODE_GLOBAL\x10\x01*\\\n" +
+	"\vPublishMode\x12\x1c\n" +
+	"\x18PUBLISH_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14PUBLISH_MODE_INGRESS\x10\x01\x12\x15\n" +
+	"\x11PUBLISH_MODE_HOST\x10\x02*k\n" +
 	"\x10RestartCondition\x12\x19\n" +
 	"\x15RESTART_CONDITION_ANY\x10\x00\x12 \n" +
 	"\x1cRESTART_CONDITION_ON_FAILURE\x10\x01\x12\x1a\n" +
@@ -3515,7 +3596,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
 var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
@@ -3524,124 +3605,126 @@ var file_api_objects_proto_goTypes = []any{
 	(NodeStatusState)(0),          // 3: jaco.api.NodeStatusState
 	(DrainState)(0),               // 4: jaco.api.DrainState
 	(ServiceMode)(0),              // 5: jaco.api.ServiceMode
-	(RestartCondition)(0),         // 6: jaco.api.RestartCondition
-	(EndpointMode)(0),             // 7: jaco.api.EndpointMode
-	(UpdateOrder)(0),              // 8: jaco.api.UpdateOrder
-	(UpdateFailureAction)(0),      // 9: jaco.api.UpdateFailureAction
-	(UpdateState)(0),              // 10: jaco.api.UpdateState
-	(TaskState)(0),                // 11: jaco.api.TaskState
-	(*Meta)(nil),                  // 12: jaco.api.Meta
-	(*Cluster)(nil),               // 13: jaco.api.Cluster
-	(*Network)(nil),               // 14: jaco.api.Network
-	(*NetworkSpec)(nil),           // 15: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 16: jaco.api.NodeStatus
-	(*Resources)(nil),             // 17: jaco.api.Resources
-	(*NodeDescription)(nil),       // 18: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 19: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 20: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 21: jaco.api.NodeDrain
-	(*Node)(nil),                  // 22: jaco.api.Node
-	(*Mount)(nil),                 // 23: jaco.api.Mount
-	(*PortConfig)(nil),            // 24: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 25: jaco.api.HookBundle
-	(*Placement)(nil),             // 26: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 27: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 28: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 29: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 30: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 31: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 32: jaco.api.ServiceSpec
-	(*UpdatePolicy)(nil),          // 33: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 34: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 35: jaco.api.NetworkAccess
-	(*Service)(nil),               // 36: jaco.api.Service
-	(*VirtualIP)(nil),             // 37: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 38: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 39: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 40: jaco.api.Task
-	(*JoinToken)(nil),             // 41: jaco.api.JoinToken
-	nil,                           // 42: jaco.api.Node.LabelsEntry
-	nil,                           // 43: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 45: google.protobuf.Duration
+	(PublishMode)(0),              // 6: jaco.api.PublishMode
+	(RestartCondition)(0),         // 7: jaco.api.RestartCondition
+	(EndpointMode)(0),             // 8: jaco.api.EndpointMode
+	(UpdateOrder)(0),              // 9: jaco.api.UpdateOrder
+	(UpdateFailureAction)(0),      // 10: jaco.api.UpdateFailureAction
+	(UpdateState)(0),              // 11: jaco.api.UpdateState
+	(TaskState)(0),                // 12: jaco.api.TaskState
+	(*Meta)(nil),                  // 13: jaco.api.Meta
+	(*Cluster)(nil),               // 14: jaco.api.Cluster
+	(*Network)(nil),               // 15: jaco.api.Network
+	(*NetworkSpec)(nil),           // 16: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 17: jaco.api.NodeStatus
+	(*Resources)(nil),             // 18: jaco.api.Resources
+	(*NodeDescription)(nil),       // 19: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 20: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 21: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 22: jaco.api.NodeDrain
+	(*Node)(nil),                  // 23: jaco.api.Node
+	(*Mount)(nil),                 // 24: jaco.api.Mount
+	(*PortConfig)(nil),            // 25: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 26: jaco.api.HookBundle
+	(*Placement)(nil),             // 27: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 28: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 29: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 30: jaco.api.CommandCheck
+	(*HTTPCheck)(nil),             // 31: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 32: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 33: jaco.api.ServiceSpec
+	(*UpdatePolicy)(nil),          // 34: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 35: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 36: jaco.api.NetworkAccess
+	(*Service)(nil),               // 37: jaco.api.Service
+	(*VirtualIP)(nil),             // 38: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 39: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 40: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 41: jaco.api.Task
+	(*JoinToken)(nil),             // 42: jaco.api.JoinToken
+	nil,                           // 43: jaco.api.Node.LabelsEntry
+	nil,                           // 44: jaco.api.HookBundle.FilesEntry
+	(*timestamppb.Timestamp)(nil), // 45: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	44, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	44, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	12, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	12, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	15, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	45, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	45, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
 	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	44, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	17, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	19, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	45, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	18, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	20, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	45, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	44, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	12, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	46, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	45, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	13, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	42, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	16, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	18, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	43, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	17, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	19, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	21, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	20, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	43, // 21: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	6,  // 22: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	45, // 23: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	45, // 24: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	29, // 25: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	30, // 26: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	31, // 27: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	45, // 28: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	45, // 29: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	45, // 30: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 31: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	25, // 32: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	17, // 33: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	17, // 34: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	23, // 35: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	24, // 36: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	26, // 37: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	27, // 38: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	28, // 39: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	45, // 40: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	45, // 41: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	35, // 42: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	33, // 43: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	33, // 44: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	7,  // 45: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	45, // 46: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	8,  // 47: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	9,  // 48: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	45, // 49: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	10, // 50: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	44, // 51: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	44, // 52: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	12, // 53: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	32, // 54: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	32, // 55: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	34, // 56: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	37, // 57: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	11, // 58: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	44, // 59: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	39, // 60: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	12, // 61: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	11, // 62: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	38, // 63: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	32, // 64: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	44, // 65: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	44, // 66: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	12, // 67: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 68: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	44, // 69: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	44, // 70: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	71, // [71:71] is the sub-list for method output_type
-	71, // [71:71] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	22, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	21, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 21: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	44, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 23: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	46, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	46, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	30, // 26: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	31, // 27: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	32, // 28: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	46, // 29: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	46, // 30: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	46, // 31: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 32: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	26, // 33: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	18, // 34: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	18, // 35: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	24, // 36: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	25, // 37: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	27, // 38: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	28, // 39: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	29, // 40: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	46, // 41: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	46, // 42: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	36, // 43: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	34, // 44: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	34, // 45: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 46: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	46, // 47: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 48: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 49: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	46, // 50: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 51: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	45, // 52: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	45, // 53: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 54: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	33, // 55: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	33, // 56: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	35, // 57: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	38, // 58: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	12, // 59: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	45, // 60: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	40, // 61: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	13, // 62: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	12, // 63: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	39, // 64: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	33, // 65: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	45, // 66: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	45, // 67: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	13, // 68: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 69: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	45, // 70: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	45, // 71: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	72, // [72:72] is the sub-list for method output_type
+	72, // [72:72] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -3659,7 +3742,7 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      12,
+			NumEnums:      13,
 			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
