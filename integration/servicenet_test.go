@@ -25,7 +25,9 @@ var idWebCmd = []string{"sh", "-c", "echo $JACO_REPLICA_ID > /www/id && exec htt
 // replicas through web's virtual IP over the encrypted overlay; a killed
 // replica gets no request 2 s after its death; tasks.web lists exactly the
 // running replicas; a replica on another network can neither resolve nor
-// reach web; nothing the replicas exchange crosses the underlay in clear.
+// reach web; nothing the replicas exchange crosses the underlay in clear;
+// a dnsrr service resolves to its replicas; a hook bundle on the network
+// is reached by name like a container.
 func TestServicesReachEachOtherByName(t *testing.T) {
 	t.Parallel()
 	c := newContainerCluster(t, 3)
@@ -141,6 +143,47 @@ func TestServicesReachEachOtherByName(t *testing.T) {
 			t.Errorf("a replica on back reached %s on front", a)
 		}
 	}
+
+	// dnsrr: db has no VIP, its name answers with its replicas. A hook
+	// bundle on front (in a namespace of its own on w2) is found and
+	// reached by name like a container.
+	c.createService(t, "db", []string{"--replicas", "2", "--network", "front", "--endpoint-mode", "dnsrr",
+		"--constraint", "node.hostname!=m1"}, idWebCmd)
+	hookOut := t.TempDir()
+	bundle := writeBundle(t, hookOut, `www="$OUT/www.$JACO_REPLICA_ID"; mkdir -p "$www" && echo $JACO_REPLICA_ID > "$www/id" && exec busybox httpd -f -p 80 -h "$www"`)
+	wantOK(t, m.jaco(append(append([]string{"service", "create", "-d", "--name", "hk", "--network", "front",
+		"--constraint", "node.hostname==w2", "-e", "OUT=" + hookOut}, quickStop...), "--bundle", bundle)...))
+	db := c.waitRunning(t, "db", 2, nil)
+	hk := c.waitRunning(t, "hk", 1, nil)[0]
+	eventually(t, 10*time.Second, func() error {
+		addrs, _, err := lookupIn(clientNS, dnsAddr, "db")
+		if err != nil || len(addrs) != 2 {
+			return fmt.Errorf("db (dnsrr): %v: %v; want its two replicas", addrs, err)
+		}
+		var got []string
+		for _, a := range addrs {
+			id, err := getIn(clientNS, a+":80", "/id", 3*time.Second)
+			if err != nil {
+				return err
+			}
+			got = append(got, id)
+		}
+		if !sameSet(got, []string{db[0].ID, db[1].ID}) {
+			return fmt.Errorf("db answers from %v, want %v", got, db)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, func() error {
+		addrs, _, err := lookupIn(clientNS, dnsAddr, "hk.front")
+		if err != nil || len(addrs) != 1 {
+			return fmt.Errorf("hk.front: %v: %v", addrs, err)
+		}
+		id, err := getIn(clientNS, addrs[0]+":80", "/id", 3*time.Second)
+		if err != nil || id != hk.ID {
+			return fmt.Errorf("hk through its VIP %s: %q, %v; want %s", addrs[0], id, err, hk.ID)
+		}
+		return nil
+	})
 
 	// Kill one web replica: 2 s later no request goes to it, and none
 	// fails.
