@@ -30,6 +30,10 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	if err := checkName("network", spec.Name); err != nil {
 		return nil, err
 	}
+	if spec.Name == api.IngressNetwork || spec.Ingress {
+		return nil, invalid("the %s network is the routing mesh's: the cluster makes it with the first service publishing a port (-p), and no other network can be it",
+			api.IngressNetwork)
+	}
 	var asked netip.Prefix
 	if spec.Subnet != "" {
 		p, err := ipam.ParseSubnet(spec.Subnet)
@@ -42,22 +46,9 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
-	var nw *api.Network
 	err = s.update(ctx, func(tx *store.Tx) error {
-		if tx.FindNetworkByName(spec.Name) != nil {
-			return reason.Error(codes.AlreadyExists, reason.AlreadyExists, "a network named %s exists already", spec.Name)
-		}
-		networks := tx.ListNetworks()
-		if len(networks) >= limits.MaxNetworks {
-			return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
-				"network %s: the cluster holds %d networks, the limit", spec.Name, len(networks))
-		}
-		subnet, err := chooseSubnet(tx.Cluster(), spec.Name, asked, networks)
-		if err != nil {
-			return err
-		}
-		nw = &api.Network{Id: id, Meta: &api.Meta{}, Spec: &api.NetworkSpec{Name: spec.Name, Subnet: subnet.String()}}
-		return tx.Create(nw)
+		_, err := createNetworkTx(tx, id, &api.NetworkSpec{Name: spec.Name}, asked)
+		return err
 	})
 	if err != nil {
 		return nil, apierror.ToStatus(err)
@@ -65,6 +56,25 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	var stored *api.Network
 	s.store.View(func(tx store.ReadTx) { stored = tx.GetNetwork(id) })
 	return &api.CreateNetworkResponse{Network: stored}, nil
+}
+
+// createNetworkTx records network id of spec (its name and ingress flag;
+// the subnet is asked, or chosen from the pool) in tx.
+func createNetworkTx(tx *store.Tx, id string, spec *api.NetworkSpec, asked netip.Prefix) (*api.Network, error) {
+	if tx.FindNetworkByName(spec.Name) != nil {
+		return nil, reason.Error(codes.AlreadyExists, reason.AlreadyExists, "a network named %s exists already", spec.Name)
+	}
+	networks := tx.ListNetworks()
+	if len(networks) >= limits.MaxNetworks {
+		return nil, reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"network %s: the cluster holds %d networks, the limit", spec.Name, len(networks))
+	}
+	subnet, err := chooseSubnet(tx.Cluster(), spec.Name, asked, networks)
+	if err != nil {
+		return nil, err
+	}
+	nw := &api.Network{Id: id, Meta: &api.Meta{}, Spec: &api.NetworkSpec{Name: spec.Name, Subnet: subnet.String(), Ingress: spec.Ingress}}
+	return nw, tx.Create(nw)
 }
 
 // chooseSubnet checks asked against the other networks' subnets, or, when
@@ -113,7 +123,7 @@ func (s *Server) RemoveNetwork(ctx context.Context, req *api.RemoveNetworkReques
 		if nw == nil {
 			return notFound("network", req.Network)
 		}
-		if users := networkUsers(tx, nw.Spec.Name, true); len(users) > 0 {
+		if users := networkUsers(tx, nw, true); len(users) > 0 {
 			return reason.Error(codes.FailedPrecondition, reason.NetworkInUse,
 				"network %s is used by services %s: remove them or update them off it first", nw.Spec.Name, strings.Join(users, ", "))
 		}
@@ -130,7 +140,7 @@ func (s *Server) GetNetwork(_ context.Context, req *api.GetNetworkRequest) (*api
 	resp := &api.GetNetworkResponse{}
 	s.store.View(func(tx store.ReadTx) {
 		if resp.Network = findNetwork(tx, req.Network); resp.Network != nil {
-			resp.Services = networkUsers(tx, resp.Network.Spec.Name, false)
+			resp.Services = networkUsers(tx, resp.Network, false)
 			resp.Peers = networkPeers(tx, resp.Network.Id)
 		}
 	})
@@ -175,13 +185,14 @@ func networkPeers(tx store.ReadTx, id string) []*api.NetworkPeer {
 	return peers
 }
 
-// networkUsers names the services whose spec lists network (and, with
-// previous, those whose previous spec does), sorted.
-func networkUsers(tx store.ReadTx, network string, previous bool) []string {
+// networkUsers names the services whose spec attaches to nw (and, with
+// previous, those whose previous spec does), sorted: those naming it, or,
+// for the ingress network, those publishing an ingress port.
+func networkUsers(tx store.ReadTx, nw *api.Network, previous bool) []string {
 	var users []string
 	for _, svc := range tx.ListServices() {
-		if slices.Contains(svc.GetSpec().GetNetworks(), network) ||
-			previous && slices.Contains(svc.GetPreviousSpec().GetNetworks(), network) {
+		if usesNetwork(svc.GetSpec(), nw) ||
+			previous && svc.GetPreviousSpec() != nil && usesNetwork(svc.GetPreviousSpec(), nw) {
 			users = append(users, svc.GetSpec().GetName())
 		}
 	}

@@ -39,6 +39,9 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 		if err := checkLimits(tx, req.Spec, nil); err != nil {
 			return err
 		}
+		if err := ensureIngress(tx, req.Spec); err != nil {
+			return err
+		}
 		return tx.Create(svc)
 	})
 	if err != nil {
@@ -90,6 +93,9 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 		if err := checkLimits(tx, req.Spec, svc.Spec); err != nil {
 			return err
 		}
+		if err := ensureIngress(tx, req.Spec); err != nil {
+			return err
+		}
 		if rollout.Replaces(svc.Spec, req.Spec) {
 			svc.PreviousSpec = svc.Spec
 			svc.SpecVersion++
@@ -117,6 +123,9 @@ func rollBack(tx *store.Tx, svc *api.Service) error {
 		return err
 	}
 	if err := checkLimits(tx, prev, svc.Spec); err != nil {
+		return err
+	}
+	if err := ensureIngress(tx, prev); err != nil {
 		return err
 	}
 	svc.PreviousSpec, svc.Spec = svc.Spec, prev

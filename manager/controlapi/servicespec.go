@@ -85,6 +85,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if err := validatePorts(spec.Ports); err != nil {
 		return err
 	}
+	if err := validateIngress(spec); err != nil {
+		return err
+	}
 	if slices.Contains(spec.DependsOn, spec.Name) {
 		return invalid("service %s cannot depend on itself", spec.Name)
 	}
@@ -132,6 +135,9 @@ func validatePorts(ports []*api.PortConfig) error {
 		}
 		if proto != "tcp" && proto != "udp" {
 			return invalid("port protocol %q: use tcp or udp", p.Protocol)
+		}
+		if _, ok := api.PublishMode_name[int32(p.PublishMode)]; !ok {
+			return invalid("port publish_mode %d: want ingress or host", p.PublishMode)
 		}
 		if p.TargetPort == 0 || p.TargetPort > 65535 || p.PublishedPort > 65535 {
 			return invalid("port %d:%d is out of range", p.PublishedPort, p.TargetPort)
@@ -220,7 +226,8 @@ func validateHealth(h *api.HealthCheck) error {
 
 // checkReferences checks what spec names in the store: its dependencies
 // exist and form no cycle with the other services' (spec replaces the
-// service of the same name), and its pinned node exists.
+// service of the same name), its pinned node and networks exist, and no
+// other service holds a port it publishes.
 func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 	specs := []*api.ServiceSpec{spec}
 	names := map[string]bool{spec.Name: true}
@@ -241,7 +248,10 @@ func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 	if pin := spec.GetPlacement().GetPinNode(); pin != "" && FindNode(tx, pin) == nil {
 		return invalid("service %s is pinned to node %q, which does not exist", spec.Name, pin)
 	}
-	return checkNetworks(tx, spec)
+	if err := checkNetworks(tx, spec); err != nil {
+		return err
+	}
+	return checkPublished(tx, spec)
 }
 
 // checkName refuses what may not name a service or a network (services
