@@ -81,7 +81,7 @@ func (a *Allocator) pass(ctx context.Context) error {
 	var short []shortage
 	err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
 		var changed []*api.Node
-		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks())
+		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks(), tx.ListServices())
 		for _, n := range changed {
 			if err := tx.Update(n); err != nil {
 				return err
@@ -139,9 +139,10 @@ func (a *Allocator) vipPass(ctx context.Context) error {
 
 // relevant passes the changes that can change what blocks nodes need or
 // what virtual IPs services hold: tasks placed, moved or deleted with
-// networks, nodes and networks coming and going, services coming and
-// going or changing networks or endpoint mode. Task status reports, the
-// bulk of writes, do not; nor do this package's own VIP writes.
+// networks, nodes and networks coming and going, nodes joining or leaving
+// the mesh, services coming and going or changing networks, endpoint mode
+// or whether they publish through the mesh. Task status reports, the bulk
+// of writes, do not; nor do this package's own VIP writes.
 func relevant(e store.Event) bool {
 	switch o := e.Object.(type) {
 	case *api.Network:
@@ -152,11 +153,15 @@ func relevant(e store.Event) bool {
 		}
 		old, _ := e.Old.(*api.Service)
 		return old.GetSpec().GetEndpointMode() != o.GetSpec().GetEndpointMode() ||
-			!slices.Equal(old.GetSpec().GetNetworks(), o.GetSpec().GetNetworks())
+			!slices.Equal(api.TaskNetworks(old.GetSpec()), api.TaskNetworks(o.GetSpec()))
 	case *api.Node:
-		return e.Kind != store.EventUpdate
+		if e.Kind != store.EventUpdate {
+			return true
+		}
+		old, _ := e.Old.(*api.Node)
+		return meshNode(old) != meshNode(o)
 	case *api.Task:
-		if len(o.GetSpec().GetNetworks()) == 0 {
+		if len(api.TaskNetworks(o.GetSpec())) == 0 {
 			return false
 		}
 		if e.Kind != store.EventUpdate {

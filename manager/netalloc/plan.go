@@ -18,11 +18,13 @@ type shortage struct {
 
 // plan returns the nodes whose blocks must change, with their new block
 // lists, and the blocks it could not give. A node needs a block of a
-// network while a task on it names the network, whatever the task's
-// state: an ended replica's address is not given to another while its
-// task is kept. Blocks are only added or dropped, never moved, so a
-// running replica keeps its address.
-func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task) ([]*api.Node, []shortage) {
+// network while a task on it attaches to the network (api.TaskNetworks),
+// whatever the task's state: an ended replica's address is not given to
+// another while its task is kept. Every mesh node needs a block of the
+// ingress network while any service publishes an ingress port. Blocks are
+// only added or dropped, never moved, so a running replica keeps its
+// address.
+func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task, services []*api.Service) ([]*api.Node, []shortage) {
 	byName := make(map[string]*api.Network, len(networks))
 	byID := make(map[string]*api.Network, len(networks))
 	for _, n := range networks {
@@ -35,15 +37,19 @@ func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task) ([]*api
 		if t.GetNodeId() == "" {
 			continue
 		}
-		for _, name := range t.GetSpec().GetNetworks() {
+		for _, name := range api.TaskNetworks(t.GetSpec()) {
 			nw := byName[name]
 			if nw == nil {
 				continue // removed: nothing attaches to it any more
 			}
-			if needs[t.GetNodeId()] == nil {
-				needs[t.GetNodeId()] = map[string]bool{}
+			need(needs, t.GetNodeId(), nw.GetId())
+		}
+	}
+	if ingress := ingressNetwork(networks); ingress != nil && meshInUse(services) {
+		for _, n := range nodes {
+			if meshNode(n) {
+				need(needs, n.GetId(), ingress.GetId())
 			}
-			needs[t.GetNodeId()][nw.GetId()] = true
 		}
 	}
 
@@ -91,6 +97,13 @@ func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task) ([]*api
 		}
 	}
 	return changed, short
+}
+
+func need(needs map[string]map[string]bool, nodeID, networkID string) {
+	if needs[nodeID] == nil {
+		needs[nodeID] = map[string]bool{}
+	}
+	needs[nodeID][networkID] = true
 }
 
 func sameBlocks(a, b []*api.OverlayBlock) bool {

@@ -96,14 +96,15 @@ func planVIPs(networks []*api.Network, services []*api.Service) ([]*api.Service,
 }
 
 // wantedNetworks are the networks, by id, a service needs a VIP on: those
-// of its spec that exist, none under DNSRR.
+// of its spec that exist, none under DNSRR, and never the ingress network
+// (the mesh forwards published ports straight to replicas).
 func wantedNetworks(spec *api.ServiceSpec, byName map[string]*api.Network) map[string]*api.Network {
 	if !wantsVIPs(spec) {
 		return nil
 	}
 	out := map[string]*api.Network{}
 	for _, name := range spec.GetNetworks() {
-		if nw := byName[name]; nw != nil {
+		if nw := byName[name]; nw != nil && !nw.GetSpec().GetIngress() {
 			out[nw.GetId()] = nw
 		}
 	}
