@@ -129,13 +129,13 @@ func (e *endpointTable) setService(s *api.Service) []string {
 	}
 	names := e.unindex(old)
 	e.services[s.GetId()] = s
-	for _, name := range s.GetSpec().GetNetworks() {
+	for _, name := range api.TaskNetworks(s.GetSpec()) {
 		if e.byNetwork[name] == nil {
 			e.byNetwork[name] = map[string]bool{}
 		}
 		e.byNetwork[name][s.GetId()] = true
 	}
-	return e.bumpNamed(append(names, s.GetSpec().GetNetworks()...))
+	return e.bumpNamed(append(names, api.TaskNetworks(s.GetSpec())...))
 }
 
 func (e *endpointTable) removeService(id string) []string {
@@ -149,7 +149,7 @@ func (e *endpointTable) removeService(id string) []string {
 
 // unindex drops s from byNetwork and returns its network names.
 func (e *endpointTable) unindex(s *api.Service) []string {
-	names := s.GetSpec().GetNetworks()
+	names := api.TaskNetworks(s.GetSpec())
 	for _, name := range names {
 		delete(e.byNetwork[name], s.GetId())
 		if len(e.byNetwork[name]) == 0 {
@@ -163,7 +163,8 @@ func (e *endpointTable) unindex(s *api.Service) []string {
 func sameEndpointFields(a, b *api.Service) bool {
 	return a.GetSpec().GetName() == b.GetSpec().GetName() &&
 		a.GetSpec().GetEndpointMode() == b.GetSpec().GetEndpointMode() &&
-		slices.Equal(a.GetSpec().GetNetworks(), b.GetSpec().GetNetworks()) &&
+		slices.Equal(api.TaskNetworks(a.GetSpec()), api.TaskNetworks(b.GetSpec())) &&
+		slices.EqualFunc(api.IngressPorts(a.GetSpec()), api.IngressPorts(b.GetSpec()), func(x, y *api.PortConfig) bool { return proto.Equal(x, y) }) &&
 		slices.EqualFunc(a.GetVirtualIps(), b.GetVirtualIps(), func(x, y *api.VirtualIP) bool { return proto.Equal(x, y) })
 }
 

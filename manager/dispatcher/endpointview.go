@@ -49,7 +49,8 @@ func (e *endpointTable) view(vs []netVersion) ([]*api.Network, []*api.ServiceEnd
 	return networks, endpoints
 }
 
-// endpointsOf builds network n's endpoints, once per version.
+// endpointsOf builds network n's endpoints, once per version. The ingress
+// network's carry each service's ingress ports instead of a VIP.
 func (e *endpointTable) endpointsOf(n *api.Network) []*api.ServiceEndpoint {
 	if b, ok := e.built[n.GetId()]; ok && b.version == e.version[n.GetId()] {
 		return b.endpoints
@@ -58,7 +59,11 @@ func (e *endpointTable) endpointsOf(n *api.Network) []*api.ServiceEndpoint {
 	for sid := range e.byNetwork[n.GetSpec().GetName()] {
 		s := e.services[sid]
 		ep := &api.ServiceEndpoint{ServiceId: sid, ServiceName: s.GetSpec().GetName(), NetworkId: n.GetId()}
-		if wantsVIP(s) {
+		if n.GetSpec().GetIngress() {
+			// The mesh: every node publishes these ports over the
+			// replicas' ingress addresses; no VIP (docs/adr/0026).
+			ep.Ports = api.IngressPorts(s.GetSpec())
+		} else if wantsVIP(s) {
 			for _, v := range s.GetVirtualIps() {
 				if v.GetNetworkId() == n.GetId() {
 					ep.VirtualIp = v.GetAddress()
