@@ -205,10 +205,11 @@ func TestLeastLoaded(t *testing.T) {
 }
 
 func TestPortsOnePerNode(t *testing.T) {
+	host := api.PublishMode_PUBLISH_MODE_HOST
 	spec := imageSpec("web")
-	spec.Ports = []*api.PortConfig{{TargetPort: 80, PublishedPort: 8080}}
+	spec.Ports = []*api.PortConfig{{TargetPort: 80, PublishedPort: 8080, PublishMode: host}}
 	udp := imageSpec("dns")
-	udp.Ports = []*api.PortConfig{{Protocol: "udp", TargetPort: 53, PublishedPort: 8080}}
+	udp.Ports = []*api.PortConfig{{Protocol: "udp", TargetPort: 53, PublishedPort: 8080, PublishMode: host}}
 	objs := []store.Object{readyNode("n1"), readyNode("n2"), readyNode("n3"),
 		// Another service holds 8080/tcp on n3; 8080/udp on n2 does not clash.
 		runningTask("holder", spec, "n3"), runningTask("udp", udp, "n2")}
@@ -223,6 +224,22 @@ func TestPortsOnePerNode(t *testing.T) {
 	}
 	if msg := got.pending["web.003"]; !strings.Contains(msg, "3 nodes with a published port already in use") {
 		t.Fatalf("third replica: %q, want the port named", msg)
+	}
+}
+
+// TestIngressPortsShareNodes: an ingress port is the mesh's on every
+// node, so replicas publishing it share nodes, and, being on the ingress
+// network, go only where the overlay works.
+func TestIngressPortsShareNodes(t *testing.T) {
+	spec := imageSpec("web")
+	spec.Ports = []*api.PortConfig{{TargetPort: 80, PublishedPort: 8080}}
+	meshed := readyNode("n1")
+	meshed.Description.Overlay = &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820, Kind: "userspace"}
+	objs := []store.Object{meshed, readyNode("n2")}
+	objs = append(objs, tasksAsObjects(pendingTasks(spec, 3))...)
+	got := decideOnce(t, testIndex(objs...))
+	if n := got.perNode(); n["n1"] != 3 {
+		t.Fatalf("placed %v, want all three on n1 (n2 has no overlay)", got)
 	}
 }
 

@@ -28,10 +28,14 @@ type portKey struct {
 	port     uint32
 }
 
+// publishedPorts are the host-mode ports of spec: each binds its node's
+// port, so at most one replica per node holds it. Ingress ports are the
+// mesh's on every node whatever runs there (the Control API keeps them
+// one service's in the cluster), so they exclude nothing.
 func publishedPorts(spec *api.ServiceSpec) []portKey {
 	var out []portKey
 	for _, p := range spec.GetPorts() {
-		if p.GetPublishedPort() == 0 {
+		if !api.PublishedHost(p) {
 			continue
 		}
 		proto := p.GetProtocol()
@@ -53,7 +57,8 @@ type needs struct {
 	pin         string
 	need        resources
 	ports       []portKey
-	// networked: the replicas attach to overlay networks.
+	// networked: the replicas attach to overlay networks, the ingress
+	// network included (api.TaskNetworks).
 	networked bool
 }
 
@@ -73,7 +78,7 @@ func newNeeds(serviceID string, spec *api.ServiceSpec) (*needs, error) {
 		pin:         spec.GetPlacement().GetPinNode(),
 		need:        resourcesOf(spec.GetReservations()),
 		ports:       publishedPorts(spec),
-		networked:   len(spec.GetNetworks()) > 0,
+		networked:   len(api.TaskNetworks(spec)) > 0,
 	}
 	switch {
 	case spec.GetBundle() != nil:
