@@ -22,8 +22,14 @@ const DefaultMonitor = 5 * time.Second
 const MaxPolicyDuration = time.Hour
 
 // Replaces reports whether changing a service's spec from a to b replaces
-// its replicas: a change of the replica count or of the update and
-// rollback policies alone does not.
+// its replicas: a change of the replica count, of the update and rollback
+// policies, or of the endpoint mode alone does not. The endpoint mode only
+// decides whether the service has a VIP: the nodes' DNS answers and VIP
+// rules follow it from the service, and a replica's interfaces and
+// addresses stay the same. Any port change replaces them, a publish mode
+// change included: a replica publishing through the mesh is on the
+// ingress network (api.TaskNetworks), one publishing on its host binds
+// its node's port.
 func Replaces(a, b *api.ServiceSpec) bool {
 	if a == nil || b == nil {
 		return a != b
@@ -31,6 +37,7 @@ func Replaces(a, b *api.ServiceSpec) bool {
 	a, b = proto.CloneOf(a), proto.CloneOf(b)
 	for _, s := range []*api.ServiceSpec{a, b} {
 		s.Replicas, s.Update, s.Rollback = 0, nil, nil
+		s.EndpointMode = api.EndpointMode_ENDPOINT_MODE_UNSPECIFIED
 	}
 	return !proto.Equal(a, b)
 }

@@ -10,7 +10,10 @@ import (
 )
 
 func TestReplaces(t *testing.T) {
-	base := &api.ServiceSpec{Name: "web", Image: "i", Replicas: 3}
+	hostPort := func() []*api.PortConfig {
+		return []*api.PortConfig{{PublishedPort: 8080, TargetPort: 80, PublishMode: api.PublishMode_PUBLISH_MODE_HOST}}
+	}
+	base := &api.ServiceSpec{Name: "web", Image: "i", Replicas: 3, Ports: hostPort()}
 	for _, tc := range []struct {
 		name   string
 		change func(*api.ServiceSpec)
@@ -22,8 +25,15 @@ func TestReplaces(t *testing.T) {
 		{"rollback policy", func(s *api.ServiceSpec) { s.Rollback = &api.UpdatePolicy{Parallelism: 4} }, false},
 		{"env", func(s *api.ServiceSpec) { s.Env = []string{"A=1"} }, true},
 		{"force", func(s *api.ServiceSpec) { s.ForceUpdate++ }, true},
+		{"endpoint mode", func(s *api.ServiceSpec) { s.EndpointMode = api.EndpointMode_ENDPOINT_MODE_DNSRR }, false},
+		{"an ingress port", func(s *api.ServiceSpec) {
+			s.Ports = []*api.PortConfig{{PublishedPort: 8080, TargetPort: 80}}
+		}, true},
+		{"a port's publish mode", func(s *api.ServiceSpec) {
+			s.Ports[0].PublishMode = api.PublishMode_PUBLISH_MODE_INGRESS
+		}, true},
 	} {
-		b := &api.ServiceSpec{Name: "web", Image: "i", Replicas: 3}
+		b := &api.ServiceSpec{Name: "web", Image: "i", Replicas: 3, Ports: hostPort()}
 		tc.change(b)
 		if got := Replaces(base, b); got != tc.want {
 			t.Errorf("%s: Replaces = %v, want %v", tc.name, got, tc.want)
