@@ -163,6 +163,10 @@ func TestNftListsTheTable(t *testing.T) {
 			Networks: append(networks(), netip.MustParsePrefix("10.78.0.0/16")),
 			VIPs:     []VIP{{Addr: netip.MustParseAddr(vipX), Backends: mustAddrs(addrX1, addrX2)}},
 			Gateways: mustAddrs(gwX, "10.78.0.1"),
+			Ingress: &Ingress{Subnet: netip.MustParsePrefix(netX), Gateway: netip.MustParseAddr(gwX), Ports: []Published{
+				{Proto: "tcp", Port: 8000, Target: 7000, Backends: mustAddrs(addrX1, addrX3)},
+				{Proto: "udp", Port: 8001, Target: 53},
+			}},
 		})
 	})
 	out, err := osexec.Command("ip", "netns", "exec", string(n), "nft", "list", "ruleset").CombinedOutput()
@@ -176,6 +180,11 @@ func TestNftListsTheTable(t *testing.T) {
 		"10.77.255.194 . 0x00000001 : 10.77.0.3",
 		"ct status dnat ip saddr . ip daddr @hairpin masquerade",
 		"10.77.0.0/16 : 10.77.0.1, 10.78.0.0/16 : 10.78.0.1",
+		"tcp . 8000 . 0x00000001 : 10.77.0.66 . 7000",
+		"elements = { udp . 8001 }",
+		"dnat ip to meta l4proto . th dport . numgen random mod 2 map @ingress-backends",
+		"ct mark & 0x10000000 != 0x00000000 ip daddr 10.77.0.0/16 accept",
+		"ct mark & 0x10000000 != 0x00000000 ip daddr 10.77.0.0/16 snat ip to 10.77.0.1",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("nft list ruleset lacks %q:\n%s", want, out)

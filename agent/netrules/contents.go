@@ -22,6 +22,7 @@ type contents struct {
 	hairpin  []nftables.SetElement // b . b for every backend b
 	spreads  []int                 // the distinct N, ascending: one lb-N chain each
 	sources  []nftables.SetElement // interval map: network with a gateway → gateway
+	ingress  ingressContents
 }
 
 // contentsOf translates a normalized state.
@@ -87,6 +88,8 @@ func contentsOf(s State) *contents {
 		}
 	}
 	slices.Sort(c.spreads)
+	c.ingress = ingressContentsOf(s.Ingress)
+	slices.Sort(c.ingress.spreads)
 	return c
 }
 

@@ -25,6 +25,23 @@
 //     on the VIP's network (State.Gateways) as source, since its own
 //     (jaco0's, say) is in no network and the backend's node would drop
 //     it; on a network where the node has no gateway it keeps its source.
+//   - Ingress (the routing mesh, State.Ingress): a new TCP or UDP
+//     connection to a published port on any local address of the node
+//     (fib daddr type local), from outside (prerouting) or from a process
+//     of the node (output), is DNATed to one of the port's backends at
+//     random, at the target port, and marked (IngressCtMark); it leaves
+//     with the node's gateway on the ingress network as source, so the
+//     backend, local or on another node, answers through this node. The
+//     separation lets marked connections into the ingress subnet and no
+//     other: a VIP's DNAT from outside its network is still dropped. A
+//     port without backends, or every port while the node has no
+//     gateway on the ingress network, refuses at once (input: TCP reset,
+//     else ICMP port unreachable). Not meshed: loopback destinations
+//     (127/8; a DNATed packet from 127.0.0.1 could not leave the node:
+//     route_localnet is left off) and the node's addresses inside
+//     overlay networks (its gateways, where replicas' DNS answers
+//     whatever the mesh publishes). Published ports shadow anything of
+//     the node's listening on them.
 //   - Apply loads a whole State in one netlink transaction: the table is
 //     deleted and made again in the same batch, so no packet sees half a
 //     state and nothing of an older state stays behind. Connections made
@@ -39,7 +56,9 @@
 //     Applying the state loaded last sends nothing but a check that the
 //     table is still there (it is loaded again if someone deleted it).
 //     A refused State (not IPv4, overlapping networks, a VIP given twice,
-//     a gateway in no network or two on one)
+//     a gateway in no network or two on one; an ingress subnet that is
+//     not one of the networks, an ingress gateway or backend outside it,
+//     a port given twice, a protocol not tcp or udp, port 0)
 //     leaves the loaded rules as they were.
 //   - Apply turns on, in the caller's network namespace,
 //     net.ipv4.ip_forward (the node routes between its bridges and jaco0)
@@ -73,7 +92,11 @@
 //     "hairpin" (b . b) for the masquerade; "sources" (interval map of
 //     network → gateway) for the node's own connections. That SNAT rule
 //     needs no "locally generated" test: any other DNATed connection
-//     from outside the backend's network was dropped in forward already.
+//     from outside the backend's network was dropped in forward already,
+//     but the mesh's, SNATed by their own rule first. The mesh: "ingress-
+//     dispatch" (proto . port → goto ilb-N), "ingress-backends" (proto .
+//     port . i → address . target port) and "ingress-idle" (ports that
+//     refuse), the same shape as the VIPs'.
 //   - A full replace instead of a difference: the cost is dominated by
 //     the kernel's commit, which flushing and refilling sets costs as much
 //     as deleting the table (measured: about 8–16 ms either way). See
@@ -86,9 +109,6 @@
 //     networks are IPv4.
 //
 // Limits:
-//   - The ingress mesh (published ports) will need its own exemption from
-//     the separation: today a connection from outside a network to a
-//     published port DNATed to a replica is dropped in forward.
 //   - The isolation ruleset accepts every DNATed connection (it lets
 //     published ports through): were overlay addresses ever in its sets,
 //     VIP connections would pass its depends_on policy.

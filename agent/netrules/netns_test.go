@@ -157,11 +157,15 @@ func (n netns) serve(t testing.TB, name string) {
 type answer struct{ name, from string }
 
 // ask connects from n to addr:port over network ("tcp4" or "udp4") and
-// returns the server's answer.
+// returns the server's answer. An addr with its own port (host:port)
+// keeps it.
 func (n netns) ask(network, addr string, timeout time.Duration) (answer, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, port)
+	}
 	var said string
 	err := n.do(func() error {
-		c, err := net.DialTimeout(network, net.JoinHostPort(addr, port), timeout)
+		c, err := net.DialTimeout(network, addr, timeout)
 		if err != nil {
 			return err
 		}

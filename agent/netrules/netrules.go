@@ -80,7 +80,7 @@ func (r *Rules) Apply(ctx context.Context, s State) error {
 	if err != nil {
 		return fmt.Errorf("netrules: nftables: %w", err)
 	}
-	if err := queueTable(conn, r.table, contentsOf(want)); err != nil {
+	if err := queueTable(conn, r.table, contentsOf(want), want.Ingress); err != nil {
 		return fmt.Errorf("netrules: table inet %s: %w", r.table.Name, err)
 	}
 	if err := conn.Flush(); err != nil {

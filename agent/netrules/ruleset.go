@@ -53,7 +53,9 @@ const elementsPerMessage = 1000
 //		ct status dnat ip saddr . ip daddr @hairpin masquerade
 //		ct status dnat ip daddr . ip saddr != @same snat ip to ip daddr map @sources }
 //	chain lb-N { dnat ip to ip daddr . numgen random mod N map @backends }
-func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
+//
+// and the routing mesh's rules (ingressRules).
+func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *Ingress) error {
 	conn.AddTable(t)
 	conn.DelTable(t)
 	conn.AddTable(t)
@@ -72,6 +74,11 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 			Concatenation: true, DataType: ip4, IsMap: true}, c.backends},
 		{&nftables.Set{Table: t, Name: "hairpin", KeyType: ip4pair, Concatenation: true}, c.hairpin},
 		{&nftables.Set{Table: t, Name: "sources", KeyType: ip4, Interval: true, DataType: ip4, IsMap: true}, c.sources},
+		{&nftables.Set{Table: t, Name: "ingress-idle", KeyType: protoPort, Concatenation: true}, c.ingress.idle},
+		{&nftables.Set{Table: t, Name: "ingress-dispatch", KeyType: protoPort, Concatenation: true,
+			DataType: nftables.TypeVerdict, IsMap: true}, c.ingress.dispatch},
+		{&nftables.Set{Table: t, Name: "ingress-backends", KeyType: protoPortNumber, Concatenation: true,
+			DataType: addrPort, IsMap: true}, c.ingress.backends},
 	}
 	byName := map[string]*nftables.Set{}
 	for i, s := range sets {
@@ -104,7 +111,13 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		}})
 	}
 
-	// Elements after the chains: the dispatch map's verdicts name them.
+	mesh := ingressRulesOf(ingress, lookup)
+	for _, n := range c.ingress.spreads {
+		ch := conn.AddChain(&nftables.Chain{Table: t, Name: ingressChain(n)})
+		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: mesh.spread(n)})
+	}
+
+	// Elements after the chains: the dispatch maps' verdicts name them.
 	for _, s := range sets {
 		for chunk := range slices.Chunk(s.els, elementsPerMessage) {
 			if err := conn.SetAddElements(s.set, chunk); err != nil {
@@ -143,7 +156,8 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 
 	// A DNATed connection whose source is not on the backend's network
 	// can only be the node's own (the separation dropped any other before
-	// postrouting): it leaves from the node's gateway on that network.
+	// postrouting, and the mesh's were SNATed before): it leaves from the
+	// node's gateway on that network.
 	source := lookup("sources")
 	source.DestRegister, source.IsDestRegSet = reg1, true
 	nodeSource := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
@@ -159,14 +173,15 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents) error {
 		rules [][]expr.Any
 	}{
 		{"forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter,
-			append([][]expr.Any{replies, append(ipv4Only(), separate...)}, refuse...)},
+			slices.Concat([][]expr.Any{replies}, mesh.forward, [][]expr.Any{append(ipv4Only(), separate...)}, refuse)},
 		{"output", nftables.ChainTypeFilter, nftables.ChainHookOutput, nftables.ChainPriorityFilter, refuse},
+		{"input", nftables.ChainTypeFilter, nftables.ChainHookInput, nftables.ChainPriorityFilter, mesh.refuse},
 		{"prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest,
-			[][]expr.Any{toBackend}},
+			append([][]expr.Any{toBackend}, mesh.dispatch...)},
 		{"nat-output", nftables.ChainTypeNAT, nftables.ChainHookOutput, nftables.ChainPriorityNATDest,
-			[][]expr.Any{toBackend}},
+			append([][]expr.Any{toBackend}, mesh.dispatch...)},
 		{"postrouting", nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource,
-			[][]expr.Any{hairpin, nodeSource}},
+			slices.Concat(mesh.snat, [][]expr.Any{hairpin, nodeSource})},
 	} {
 		accept := nftables.ChainPolicyAccept
 		c := conn.AddChain(&nftables.Chain{Table: t, Name: ch.name, Type: ch.typ, Hooknum: ch.hook,

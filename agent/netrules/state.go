@@ -27,6 +27,8 @@ type State struct {
 	// reaches a VIP gets its connection's source rewritten to its gateway
 	// on the VIP's network, so that the backend's node lets it in.
 	Gateways []netip.Addr
+	// Ingress is the routing mesh's published ports; nil publishes none.
+	Ingress *Ingress
 }
 
 // normalize checks s and returns it in canonical form: prefixes masked,
@@ -84,6 +86,11 @@ func normalize(s State) (State, error) {
 		}
 		onNetwork[out.Networks[i]] = g
 	}
+	in, err := normalizeIngress(s.Ingress, out.Networks)
+	if err != nil {
+		return State{}, err
+	}
+	out.Ingress = in
 	return out, nil
 }
 
@@ -94,6 +101,7 @@ func comparePrefix(a, b netip.Prefix) int {
 // equal reports whether two normalized states are the same.
 func equal(a, b State) bool {
 	return slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Gateways, b.Gateways) &&
+		equalIngress(a.Ingress, b.Ingress) &&
 		slices.EqualFunc(a.VIPs, b.VIPs, func(x, y VIP) bool {
 			return x.Addr == y.Addr && slices.Equal(x.Backends, y.Backends)
 		})
