@@ -30,9 +30,9 @@ func (e *listEdits) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&e.constraintAdd, "constraint-add", nil, "add a placement constraint (repeatable)")
 	fs.StringArrayVar(&e.constraintRm, "constraint-rm", nil, "remove a placement constraint, written as it was added (repeatable)")
 	fs.VarP(&checkedList{&e.publishAdd, func(s string) error { _, err := parsePublish(s); return err }},
-		"publish-add", "", "publish another port PUBLISHED:TARGET[/udp] (repeatable)")
+		"publish-add", "", "publish another port, as -p takes it (repeatable); it replaces one with the same published port and protocol")
 	fs.Var(&checkedList{&e.publishRm, func(s string) error { _, _, err := parsePublishedPort(s); return err }},
-		"publish-rm", "stop publishing PUBLISHED[/udp] (repeatable)")
+		"publish-rm", "stop publishing PUBLISHED[/udp], whatever its mode (repeatable)")
 }
 
 // check refuses an edit beside the flag that replaces the same list: one

@@ -25,7 +25,7 @@ func serviceInspectCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return out.write(cmd.OutOrStdout(), protoView(resp.Service))
+				return out.write(cmd.OutOrStdout(), protoView(withPublishModes(resp.Service)))
 			})
 		},
 	}

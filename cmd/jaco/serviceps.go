@@ -14,12 +14,16 @@ import (
 
 // serviceView is the JSON shape of one service in `jaco service ls`.
 type serviceView struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Mode        string `json:"mode"`
-	Desired     uint64 `json:"desired"`
-	Running     uint64 `json:"running"`
-	Runs        string `json:"runs"`
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Mode    string `json:"mode"`
+	Desired uint64 `json:"desired"`
+	Running uint64 `json:"running"`
+	Runs    string `json:"runs"`
+	// Ports are the published ports (portsText): "*:8080->80/tcp"
+	// through the routing mesh, "8080->80/tcp (host)" on the replica's
+	// node.
+	Ports       string `json:"ports"`
 	SpecVersion uint64 `json:"spec_version"`
 }
 
@@ -28,8 +32,11 @@ func serviceLsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
-		Short:   "List services with their running and desired replicas",
-		Args:    cobra.NoArgs,
+		Short:   "List services with their running and desired replicas and published ports",
+		Long: "List services with their running and desired replicas and published ports. PORTS shows\n" +
+			"*:PUBLISHED->TARGET/PROTOCOL for a port the routing mesh publishes on every node (ingress), and\n" +
+			"PUBLISHED->TARGET/PROTOCOL (host) for one published on the replica's node only.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := lf.check(); err != nil {
 				return err
@@ -51,9 +58,9 @@ func serviceLsCmd(g *globals) *cobra.Command {
 func serviceTable(w io.Writer, views []serviceView) error {
 	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs}
+		rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs, v.Ports}
 	}
-	return table(w, "ID\tNAME\tMODE\tREPLICAS\tRUNS", rows)
+	return table(w, "ID\tNAME\tMODE\tREPLICAS\tRUNS\tPORTS", rows)
 }
 
 // filterServices keeps the services that pass lf's filters.
@@ -96,7 +103,7 @@ func serviceViews(svcs []*api.Service, tasks []*api.Task) []serviceView {
 	views := make([]serviceView, 0, len(svcs))
 	for _, s := range svcs {
 		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: word(s.Spec.Mode.String(), "SERVICE_MODE_"),
-			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, SpecVersion: s.SpecVersion}
+			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, Ports: portsText(s.Spec), SpecVersion: s.SpecVersion}
 		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
 			v.Desired = live[s.Id]
 		}

@@ -55,7 +55,7 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "KEY=VALUE for the replicas' environment (repeatable)")
 	fs.Var(&f.mounts, "mount", "bind mount SOURCE:TARGET[:ro] or type=bind,source=SOURCE,target=TARGET[,readonly] (repeatable)")
 	fs.VarP(&checkedList{&f.publish, func(s string) error { _, err := parsePublish(s); return err }},
-		"publish", "p", "publish a port PUBLISHED:TARGET[/udp] on the replica's node (repeatable)")
+		"publish", "p", publishHelp)
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "placement constraint such as node.labels.zone==a (repeatable)")
 	fs.Var(&checkedList{&f.spread, func(s string) error { _, err := parseSpread(s); return err }},
 		"placement-pref", "spread=node.labels.KEY: spread replicas over the label's values (repeatable)")
@@ -293,20 +293,6 @@ func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) er
 	}
 	spec.Health = h
 	return nil
-}
-
-func parsePublish(p string) (*api.PortConfig, error) {
-	ports, proto, _ := strings.Cut(p, "/")
-	pub, target, ok := strings.Cut(ports, ":")
-	if !ok {
-		return nil, fmt.Errorf("want PUBLISHED:TARGET[/udp]")
-	}
-	pp, err1 := strconv.ParseUint(pub, 10, 16)
-	tp, err2 := strconv.ParseUint(target, 10, 16)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("ports are numbers up to 65535")
-	}
-	return &api.PortConfig{Protocol: proto, PublishedPort: uint32(pp), TargetPort: uint32(tp)}, nil
 }
 
 func parseSpread(s string) (string, error) {
