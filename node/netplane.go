@@ -138,7 +138,7 @@ func (p *netPlane) run(ctx context.Context) {
 func (p *netPlane) apply(ctx context.Context) error {
 	v := p.snapshot()
 	var errs []error
-	switch st := netview.Rules(v); {
+	switch st := netview.Rules(v, netview.AllReplicas); {
 	case len(st.Networks) > 0:
 		if err := p.rules.Apply(ctx, st); err != nil {
 			errs = append(errs, err)

@@ -10,8 +10,9 @@ import (
 )
 
 // Records are what the node's DNS server answers: every service on each
-// of the view's networks with its VIP and running replicas, and this
-// node's replicas as askers, each seeing all of its networks.
+// of the view's networks but the ingress network with its VIP and
+// running replicas, and this node's replicas as askers, each seeing all
+// of its networks but that one.
 func Records(v View) dns.Records {
 	byNet := map[string][]*api.ServiceEndpoint{}
 	for _, e := range v.Endpoints {
@@ -20,6 +21,11 @@ func Records(v View) dns.Records {
 	var r dns.Records
 	names := map[string]string{} // network id → name
 	for _, n := range sortedNetworks(v) {
+		if n.GetSpec().GetIngress() {
+			// The mesh's: replicas reach services by their own networks,
+			// and no name is served on it.
+			continue
+		}
 		subnet, err := netip.ParsePrefix(n.GetSpec().GetSubnet())
 		if err != nil {
 			continue

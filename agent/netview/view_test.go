@@ -82,7 +82,7 @@ func TestRecordsCarryVIPsTasksAndAskers(t *testing.T) {
 }
 
 func TestRulesSpreadVIPsOverReplicas(t *testing.T) {
-	s := Rules(testView())
+	s := Rules(testView(), AllReplicas)
 	if len(s.Networks) != 2 || s.Networks[0].String() != "10.2.0.0/16" || s.Networks[1].String() != "10.1.0.0/16" {
 		t.Errorf("networks %v: want back's and front's subnets", s.Networks)
 	}
