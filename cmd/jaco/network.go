@@ -24,7 +24,10 @@ func networkCreateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create an overlay network; its subnet is given or taken from the cluster's overlay pool",
-		Args:  cobra.ExactArgs(1),
+		Long: "Create an overlay network; its subnet is given or taken from the cluster's overlay pool.\n" +
+			"The name ingress is the routing mesh's: the cluster makes that network with the first service\n" +
+			"publishing a port through the mesh (-p PUBLISHED:TARGET); network rm ingress is refused while one does.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: args[0], Subnet: subnet}})

@@ -2,7 +2,10 @@
 // a node that runs, or is about to run, a replica attached to a network
 // gets a /26 of the network's subnet, which its replicas on that network
 // take their addresses from and which its overlay peers route to it; the
-// block goes back once no task on the node names the network. It also
+// block goes back once no task on the node names the network. Every node
+// that can carry overlay traffic also holds a block of the ingress network
+// while any service publishes a port through the routing mesh (ingress.go).
+// It also
 // gives each service under the VIP endpoint mode its virtual IP on each of
 // its networks (Service.virtual_ips), from the network's VIP block. It runs on
 // the leader, as one pass per batch of changes, each pass one store
