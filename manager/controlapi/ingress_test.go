@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/api/reason"
@@ -184,5 +186,36 @@ func TestIngressNetworkRemoval(t *testing.T) {
 	}
 	if _, err := s.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: api.IngressNetwork}); reason.Of(err) != reason.NetworkInUse {
 		t.Fatalf("rm ingress while web's previous spec publishes: %v", err)
+	}
+}
+
+// TestEndpointModeAloneKeepsReplicas: vip to dnsrr changes only what the
+// nodes' DNS and VIP rules show, so no update starts; moving a port from
+// host to ingress changes the replicas' networks and starts one.
+func TestEndpointModeAloneKeepsReplicas(t *testing.T) {
+	s, _ := newNetworkServer(t, "")
+	ctx := context.Background()
+	spec := imageSpec("web")
+	spec.Ports = []*api.PortConfig{published(8080, 80, "", hostMode)}
+	create(t, s, spec)
+	update := func(change func(*api.ServiceSpec)) *api.Service {
+		t.Helper()
+		got, err := s.GetService(ctx, &api.GetServiceRequest{Service: "web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := proto.CloneOf(got.Service.Spec)
+		change(next)
+		resp, err := s.UpdateService(ctx, &api.UpdateServiceRequest{Service: "web", Spec: next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Service
+	}
+	if svc := update(func(s *api.ServiceSpec) { s.EndpointMode = api.EndpointMode_ENDPOINT_MODE_DNSRR }); svc.SpecVersion != 1 || svc.UpdateStatus != nil {
+		t.Fatalf("an endpoint mode change: spec version %d, update %v; want 1 and none", svc.SpecVersion, svc.UpdateStatus)
+	}
+	if svc := update(func(s *api.ServiceSpec) { s.Ports[0].PublishMode = ingressMode }); svc.SpecVersion != 2 || svc.UpdateStatus.GetState() != api.UpdateState_UPDATE_STATE_UPDATING {
+		t.Fatalf("host to ingress: spec version %d, update %v; want 2, updating", svc.SpecVersion, svc.UpdateStatus)
 	}
 }
