@@ -64,7 +64,12 @@ type Config struct {
 	// block of and their services' endpoints from every session message
 	// (docs/adr/0026). It must not block.
 	Networks func(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint)
-	Logger   *slog.Logger
+	// Disconnected, when set, is called each time a session the
+	// dispatcher opened ends (not when the agent stops): what Overlay and
+	// Networks last got is stale until the next session message. It must
+	// not block.
+	Disconnected func()
+	Logger       *slog.Logger
 
 	// ReconnectMin and ReconnectMax bound the backoff between session
 	// attempts (defaults DefaultReconnectMin, DefaultReconnectMax).

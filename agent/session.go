@@ -32,6 +32,9 @@ func (a *Agent) runSessions(ctx context.Context) {
 		}
 		if established {
 			failures = 0
+			if a.cfg.Disconnected != nil {
+				a.cfg.Disconnected()
+			}
 		}
 		a.log.Warn("dispatcher session ended", "manager", addr, "err", err)
 		if !a.cfg.pause(ctx, failures) {

@@ -40,6 +40,7 @@ type netPlane struct {
 
 	mu      sync.Mutex
 	view    netview.View
+	cutOff  bool          // the session ended since view came
 	changed chan struct{} // closed and replaced by each new view
 
 	kick chan struct{} // run has a newer view to apply
@@ -70,9 +71,35 @@ func newNetPlane(log *slog.Logger, nodeID string) *netPlane {
 func (p *netPlane) follow(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint) {
 	p.mu.Lock()
 	p.view = netview.View{Node: self, Networks: networks, Endpoints: endpoints}
+	wasCutOff := p.cutOff
+	p.cutOff = false
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
+	if wasCutOff {
+		p.log.Info("in session again: VIPs and ingress ports spread over every replica")
+	}
+	p.wake()
+}
+
+// disconnected is told that the session to the managers ended
+// (agent.Config.Disconnected); it never blocks. Until the next session
+// message the view is stale: other nodes' replicas it lists may be gone,
+// or out of reach if this node is the one cut off, while this node's own
+// are known to run. So VIPs and ingress ports spread over this node's
+// replicas of a service where it has any (netview.PreferLocal).
+func (p *netPlane) disconnected() {
+	p.mu.Lock()
+	was := p.cutOff
+	p.cutOff = true
+	p.mu.Unlock()
+	if !was {
+		p.log.Warn("session to the managers lost: VIPs and ingress ports prefer this node's own replicas until it is back")
+	}
+	p.wake()
+}
+
+func (p *netPlane) wake() {
 	select {
 	case p.kick <- struct{}{}:
 	default:
@@ -100,10 +127,14 @@ func (p *netPlane) Attachment(ctx context.Context, name string) (exec.Attachment
 	}
 }
 
-func (p *netPlane) snapshot() netview.View {
+// snapshot is the view and which backends its rules spread over.
+func (p *netPlane) snapshot() (netview.View, netview.Backends) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.view
+	if p.cutOff {
+		return p.view, netview.PreferLocal
+	}
+	return p.view, netview.AllReplicas
 }
 
 // run applies each new view until ctx ends, then stops the DNS servers.
@@ -131,14 +162,15 @@ func (p *netPlane) run(ctx context.Context) {
 	}
 }
 
-// apply loads the view's rules (networks apart, VIPs spread) and runs a
-// DNS server on each gateway of the view (and on no other), all answering
-// from its records. A node that never had a network loads no rules; the
-// rules stay when jacod stops, since the replicas go on talking.
+// apply loads the view's rules (networks apart, VIPs and the ingress
+// mesh's ports spread) and runs a DNS server on each gateway of the view
+// (and on no other), all answering from its records. A node that never
+// had a network loads no rules; the rules stay when jacod stops, since
+// the replicas go on talking.
 func (p *netPlane) apply(ctx context.Context) error {
-	v := p.snapshot()
+	v, backends := p.snapshot()
 	var errs []error
-	switch st := netview.Rules(v, netview.AllReplicas); {
+	switch st := netview.Rules(v, backends); {
 	case len(st.Networks) > 0:
 		if err := p.rules.Apply(ctx, st); err != nil {
 			errs = append(errs, err)

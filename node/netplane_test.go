@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +147,39 @@ func TestDNSOnEachGatewayFollowsTheView(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Cut off from the managers, the node spreads over its own replicas of a
+// service where it has any, until the next session message.
+func TestCutOffPrefersLocalReplicas(t *testing.T) {
+	p := startPlane(t)
+	node, nets, eps := planeView(true)
+	eps[0].Replicas = append(eps[0].Replicas, &api.EndpointReplica{TaskId: "t2", NodeId: "node-a", Address: "127.77.0.2"})
+	rules := p.rules.(*recordedRules)
+	waitBackends := func(what string, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st, _, _ := rules.last()
+			var got []string
+			if len(st.VIPs) == 1 {
+				for _, b := range st.VIPs[0].Backends {
+					got = append(got, b.String())
+				}
+			}
+			if slices.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: web's backends %v, want %v", what, got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.follow(node, nets, eps)
+	waitBackends("in session", "127.77.0.70", "127.77.0.2")
+	p.disconnected()
+	waitBackends("cut off", "127.77.0.2")
+	p.follow(node, nets, eps)
+	waitBackends("back in session", "127.77.0.70", "127.77.0.2")
 }
