@@ -51,11 +51,11 @@ func TestContainers(t *testing.T) {
 	}
 }
 
-// testWebReplicas: three replicas of a web server publishing 8080 run on
-// three different workers (a published port is a node's to give once),
+// testWebReplicas: three replicas of a web server publishing 8080 in host
+// mode run on three different workers (a host port is a node's to give once),
 // and each answers on its node's address from another host.
 func testWebReplicas(t *testing.T, c *ccluster) {
-	c.createService(t, "web", []string{"--replicas", "3", "-p", "8080:80"}, webCmd)
+	c.createService(t, "web", []string{"--replicas", "3", "-p", "mode=host,published=8080,target=80"}, webCmd)
 	reps := c.waitRunning(t, "web", 3, nil)
 	nodes := map[string]bool{}
 	for _, r := range reps {
