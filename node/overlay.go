@@ -27,6 +27,12 @@ const overlayKeepalive = 25 * time.Second
 // overlayRetry is how soon a link that failed to configure is tried again.
 const overlayRetry = 2 * time.Second
 
+// overlayBrokenAfter is how long the link may keep failing to configure
+// before the node reports its overlay unavailable (and so leaves the
+// other nodes' peers and the scheduler's choices for networked
+// replicas); one failed attempt is not enough, a restarting device is.
+const overlayBrokenAfter = 10 * time.Second
+
 // overlayNode is this node's end of the overlay (docs/adr/0026): its key,
 // and the link, opened once the node holds a block of some network (a
 // node running no networked replica needs none), configured from the
@@ -39,10 +45,14 @@ type overlayNode struct {
 	endpoint *api.OverlayEndpoint
 
 	want chan overlayWant // latest wins
+	// redescribe, when set, makes the agent send the node's description
+	// again (its overlay turned broken or healthy).
+	redescribe func()
 
 	mu      sync.Mutex
 	link    overlay.Link // nil until the first block
 	applied overlayWant
+	broken  string // why the link keeps failing; "" while it works
 }
 
 // overlayWant is what the store says the link must be.
@@ -165,6 +175,7 @@ func (o *overlayNode) run(ctx context.Context) {
 	retry := time.NewTimer(0)
 	retry.Stop()
 	defer retry.Stop()
+	var failingSince time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -181,11 +192,53 @@ func (o *overlayNode) run(ctx context.Context) {
 				return
 			}
 			o.log.Warn("configure the overlay link; trying again", "err", err)
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+			if time.Since(failingSince) >= overlayBrokenAfter {
+				o.setBroken(err.Error())
+			}
 			retry.Reset(overlayRetry)
 			continue
 		}
+		failingSince = time.Time{}
+		o.setBroken("")
 		pending = nil
 	}
+}
+
+// setBroken records why the link keeps failing ("" once it works) and,
+// on a change, has the agent describe the node again: node ls shows
+// overlay_unavailable with the reason, and the cluster stops counting on
+// this node's overlay.
+func (o *overlayNode) setBroken(why string) {
+	o.mu.Lock()
+	changed := o.broken != why
+	o.broken = why
+	o.mu.Unlock()
+	if !changed {
+		return
+	}
+	if why != "" {
+		o.log.Error("the overlay link keeps failing; reporting the node's overlay unavailable", "err", why)
+	} else {
+		o.log.Info("the overlay link works again")
+	}
+	if o.redescribe != nil {
+		o.redescribe()
+	}
+}
+
+// describe is the node's overlay end for its description: the published
+// one, or unavailable while the link is broken.
+func (o *overlayNode) describe() *api.OverlayEndpoint {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.broken == "" {
+		return o.endpoint
+	}
+	return &api.OverlayEndpoint{PublicKey: o.endpoint.GetPublicKey(), Port: o.endpoint.GetPort(), Kind: o.endpoint.GetKind(),
+		Unavailable: true, Message: "overlay link broken: " + o.broken}
 }
 
 // apply makes the link match w, opening it at the node's first block.
@@ -249,7 +302,7 @@ func (o *overlayNode) config(w overlayWant) (overlay.Config, error) {
 
 // status is the link as it runs, for AgentService.OverlayStatus.
 func (o *overlayNode) status(ctx context.Context) (*api.OverlayStatusResponse, error) {
-	resp := &api.OverlayStatusResponse{Endpoint: o.endpoint}
+	resp := &api.OverlayStatusResponse{Endpoint: o.describe()}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, b := range o.applied.self.GetOverlayBlocks() {

@@ -70,7 +70,7 @@ func (n *Node) startAgent() error {
 		Runtimes: runtimes,
 		Description: func() *api.NodeDescription {
 			d := describeMachine()
-			d.Overlay = ov.endpoint
+			d.Overlay = ov.describe()
 			return d
 		},
 		Overlay:  ov.follow,
