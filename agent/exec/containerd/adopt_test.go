@@ -108,7 +108,7 @@ func TestTwoNodesSideBySide(t *testing.T) {
 		port := freePort(t)
 		rep := replica(t, n.id, "task-shared-1", &api.ServiceSpec{
 			Command: []string{"httpd", "-f", "-p", "8080", "-h", "/var/www"},
-			Ports:   []*api.PortConfig{{TargetPort: 8080, PublishedPort: port}},
+			Ports:   []*api.PortConfig{{TargetPort: 8080, PublishedPort: port, PublishMode: api.PublishMode_PUBLISH_MODE_HOST}},
 		})
 		ctrls = append(ctrls, start(t, n.rt, rep))
 		ports = append(ports, port)

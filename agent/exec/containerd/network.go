@@ -48,11 +48,13 @@ func removeNetns(path string) error {
 	return nil
 }
 
-// portMappings are the spec's published ports as CNI's portmap wants them.
+// portMappings are the spec's ports published in host mode as CNI's
+// portmap wants them. Ingress ports are the routing mesh's: every node
+// publishes them (agent/netrules), over the replica's ingress address.
 func portMappings(spec *api.ServiceSpec) []gocni.PortMapping {
 	var pm []gocni.PortMapping
 	for _, p := range spec.GetPorts() {
-		if p.GetPublishedPort() == 0 {
+		if !api.PublishedHost(p) {
 			continue
 		}
 		proto := strings.ToLower(p.GetProtocol())

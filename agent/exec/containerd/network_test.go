@@ -37,7 +37,7 @@ func TestPublishedPortReachesReplica(t *testing.T) {
 	port := freePort(t)
 	rep := replica(t, n.id, "task-port-1", &api.ServiceSpec{
 		Command: []string{"httpd", "-f", "-p", "8080", "-h", "/var/www"},
-		Ports:   []*api.PortConfig{{TargetPort: 8080, PublishedPort: port}},
+		Ports:   []*api.PortConfig{{TargetPort: 8080, PublishedPort: port, PublishMode: api.PublishMode_PUBLISH_MODE_HOST}},
 	})
 	c := start(t, n.rt, rep)
 	addr, err := c.Address(context.Background())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/netattach"
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/durable"
 )
 
@@ -23,17 +24,19 @@ const resolvConfFile = "resolv.conf"
 const firstOverlayIf = 1
 
 // WithNetworks lets replicas join overlay networks: a spec naming networks
-// gets an interface on each (eth1, eth2, … in the spec's order) with an
-// address from the node's block, and the node's DNS server in its
-// resolv.conf. Without it a spec naming networks is refused at Prepare.
+// gets an interface on each (eth1, eth2, … in the spec's order, then the
+// ingress network's when it publishes a port through the routing mesh:
+// api.TaskNetworks) with an address from the node's block, and the node's
+// DNS server in its resolv.conf. Without it a spec naming networks or
+// publishing an ingress port is refused at Prepare.
 func WithNetworks(n exec.Networks) Option { return func(o *options) { o.networks = n } }
 
 var _ exec.Networked = (*controller)(nil)
 
-// checkNetworks refuses a spec naming networks when the runtime has none
-// to give (no WithNetworks).
+// checkNetworks refuses a spec naming networks (or publishing an ingress
+// port) when the runtime has none to give (no WithNetworks).
 func (c *controller) checkNetworks() error {
-	if names := c.rep.Task.GetSpec().GetNetworks(); len(names) > 0 && c.rt.networks == nil {
+	if names := api.TaskNetworks(c.rep.Task.GetSpec()); len(names) > 0 && c.rt.networks == nil {
 		return fmt.Errorf("replica %s: its spec attaches to networks %v but this node's runtime has no overlay networks", c.id, names)
 	}
 	return nil
@@ -45,7 +48,7 @@ func (c *controller) checkNetworks() error {
 // replica resolved before (Prepare again) keeps what it has. It returns the
 // resolv.conf's path, "" for a spec without networks.
 func (c *controller) resolveNetworks(ctx context.Context, st *replicaState) (string, error) {
-	names := c.rep.Task.GetSpec().GetNetworks()
+	names := api.TaskNetworks(c.rep.Task.GetSpec())
 	if len(names) == 0 {
 		return "", nil
 	}

@@ -38,8 +38,10 @@
 // (after a default PATH) followed by the JACO_ variables, run in
 // Dir/bundle, and append their stdout and stderr to LogPath.
 //
-// Networks (docs/adr/0026). A replica whose spec names no network runs on
-// the node's own network and file system, as above. One that names
+// Networks (docs/adr/0026). A replica's networks are api.TaskNetworks:
+// its spec's, then the ingress network when it publishes a port through
+// the routing mesh (host-mode ports add none). A replica on no network
+// runs on the node's own network and file system, as above. One on
 // networks (the runtime needs WithNetworks) runs in a network namespace
 // of its own:
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/netattach"
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/durable"
 )
 
@@ -42,7 +43,7 @@ func (st netState) attached() bool {
 }
 
 // networked reports whether the replica's spec puts it on networks.
-func (c *controller) networked() bool { return len(c.rep.Task.GetSpec().GetNetworks()) > 0 }
+func (c *controller) networked() bool { return len(api.TaskNetworks(c.rep.Task.GetSpec())) > 0 }
 
 func (c *controller) readNet() (netState, bool, error) { return readRecord[netState](c.path(netFile)) }
 
@@ -67,7 +68,7 @@ func (c *controller) sandbox() (sandbox, error) {
 // It picks up where an earlier call stopped.
 func (c *controller) setupNetworks(ctx context.Context) error {
 	if c.rt.nets == nil || c.rt.attacher == nil {
-		return fmt.Errorf("replica %s on networks %v: %w", c.rep.Task.GetId(), c.rep.Task.GetSpec().GetNetworks(), ErrNoNetworks)
+		return fmt.Errorf("replica %s on networks %v: %w", c.rep.Task.GetId(), api.TaskNetworks(c.rep.Task.GetSpec()), ErrNoNetworks)
 	}
 	st, ok, err := c.readNet()
 	if err != nil {
@@ -79,7 +80,7 @@ func (c *controller) setupNetworks(ctx context.Context) error {
 	if !ok {
 		// The attachments are resolved once and kept: a replica keeps the
 		// networks it was prepared with.
-		for _, name := range c.rep.Task.GetSpec().GetNetworks() {
+		for _, name := range api.TaskNetworks(c.rep.Task.GetSpec()) {
 			att, err := c.rt.nets.Attachment(ctx, name)
 			if err != nil {
 				return fmt.Errorf("network %q: %w", name, err)
@@ -126,7 +127,7 @@ func (c *controller) setupNetworks(ctx context.Context) error {
 	if err := writeJSON(c.path(netFile), st); err != nil {
 		return err
 	}
-	c.log.Info("attached to networks", "networks", c.rep.Task.GetSpec().GetNetworks(), "addresses", addrs)
+	c.log.Info("attached to networks", "networks", api.TaskNetworks(c.rep.Task.GetSpec()), "addresses", addrs)
 	return nil
 }
 
