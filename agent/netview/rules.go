@@ -53,7 +53,7 @@ func Rules(v View, b Backends) netrules.State {
 // ingress is the mesh's state: nil without an ingress network in the
 // view. What netrules would refuse (and so refuse the whole state) is
 // left out: a port that is not tcp or udp or is out of range, a port a
-// second service publishes too, a backend outside the subnet.
+// second service publishes too, a backend or a block outside the subnet.
 func ingress(v View, b Backends) *netrules.Ingress {
 	i := slices.IndexFunc(v.Networks, func(n *api.Network) bool { return n.GetSpec().GetIngress() })
 	if i < 0 {
@@ -65,7 +65,8 @@ func ingress(v View, b Backends) *netrules.Ingress {
 		return nil
 	}
 	in := &netrules.Ingress{Subnet: subnet.Masked()}
-	if att, ok := Attachments(v, 0)[n.GetSpec().GetName()]; ok && att.NetworkID == n.GetId() {
+	att, ok := Attachments(v, 0)[n.GetSpec().GetName()]
+	if ok && att.NetworkID == n.GetId() && in.Subnet.Contains(att.Gateway) {
 		in.Gateway = att.Gateway
 	}
 	eps := slices.Clone(v.Endpoints)
