@@ -73,9 +73,10 @@ func (n *Node) startAgent() error {
 			d.Overlay = ov.describe()
 			return d
 		},
-		Overlay:  ov.follow,
-		Networks: plane.follow,
-		Logger:   n.log,
+		Overlay:      ov.follow,
+		Networks:     plane.follow,
+		Disconnected: plane.disconnected,
+		Logger:       n.log,
 	})
 	if err != nil {
 		cancel()

@@ -248,7 +248,8 @@ func TestPublishedPortsStayOpen(t *testing.T) {
 	needRoot(t)
 	n := newContainerNode(t)
 	const published = 18080
-	web := n.run(t, "web-1", "web", &api.ServiceSpec{Ports: []*api.PortConfig{{TargetPort: 8080, PublishedPort: published}}})
+	web := n.run(t, "web-1", "web", &api.ServiceSpec{Ports: []*api.PortConfig{{TargetPort: 8080, PublishedPort: published,
+		PublishMode: api.PublishMode_PUBLISH_MODE_HOST}}})
 	other := n.run(t, "other-1", "other", &api.ServiceSpec{})
 	if reaches(t, other, web) {
 		t.Fatalf("other reaches web's replica directly; the published port test proves nothing")
