@@ -131,6 +131,10 @@ bench: ## committed-write benchmark and its fsync reference, read consistencies 
 bench-updates: ## time to roll a 30-replica service at update parallelism 1, 5, 30 beside the floor of replacing them directly (root; docs/bench/updates.md)
 	./scripts/bench-updates.sh
 
+.PHONY: bench-network
+bench-network: ## overlay throughput and round trips beside the underlay, DNS answers, a dead or new replica reaching another node's DNS and VIPs (root; docs/bench/network.md)
+	$(GO) test -run '^$$' -bench Network -benchtime 2s -count 3 -timeout 20m ./integration/
+
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service
 	./scripts/demo.sh

@@ -7,16 +7,15 @@ package integration
 import (
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
-	"sync"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
-
-	mdns "github.com/miekg/dns"
 
 	"github.com/jaco-project/jaco/agent/netview"
 )
@@ -121,6 +120,8 @@ type netBench struct {
 	undAddr    string // w2's underlay address:port
 	rulesTable string // w1's overlay rules (its VIP rotation)
 	vip        string // web's virtual IP
+	w1Pid      int    // jacod of w1 (its wireguard-go)
+	w2Pid      int
 }
 
 const benchPort = 5201
@@ -164,6 +165,7 @@ func setUpNetBench(t *testing.T) *netBench {
 	gw, _, _ := net.SplitHostPort(nb.dnsAddr)
 	nb.echoAddr = net.JoinHostPort(gw, fmt.Sprint(benchPort))
 	echoUDPIn(t, nb.w1NS, nb.echoAddr)
+	nb.w1Pid, nb.w2Pid = c.byName("w1").cmd.Process.Pid, c.byName("w2").cmd.Process.Pid
 	nb.rulesTable = netview.TableName(c.nodeIDs["w1"])
 	// Ready when web resolves from the client and both paths answer.
 	eventually(t, 10*time.Second, func() error {
@@ -203,235 +205,6 @@ func overlayAddrIn(nsPath string) (string, error) {
 	return found, err
 }
 
-// serveTCPIn listens on addr inside the namespace at nsPath until t ends.
-// A connection's first byte says what it wants: 's' (sink: read to EOF,
-// answer one byte) or 'e' (echo 64-byte requests).
-func serveTCPIn(t *testing.T, nsPath, addr string) {
-	var ln net.Listener
-	if err := inNetns(nsPath, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatalf("listen on %s in %s: %v", addr, nsPath, err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns[conn] = true
-			mu.Unlock()
-			wg.Go(func() {
-				defer func() { mu.Lock(); delete(conns, conn); mu.Unlock(); conn.Close() }()
-				serveConn(conn)
-			})
-		}
-	})
-}
-
-func serveConn(conn net.Conn) {
-	buf := make([]byte, 128<<10)
-	if _, err := io.ReadFull(conn, buf[:1]); err != nil {
-		return
-	}
-	switch buf[0] {
-	case 's':
-		if _, err := io.CopyBuffer(io.Discard, conn, buf); err == nil {
-			_, _ = conn.Write([]byte{'k'})
-		}
-	case 'e':
-		for {
-			if _, err := io.ReadFull(conn, buf[:64]); err != nil {
-				return
-			}
-			if _, err := conn.Write(buf[:64]); err != nil {
-				return
-			}
-		}
-	}
-}
-
-// echoUDPIn answers every UDP datagram to addr, inside the namespace at
-// nsPath, with itself, until t ends.
-func echoUDPIn(t *testing.T, nsPath, addr string) {
-	var pc net.PacketConn
-	if err := inNetns(nsPath, func() (err error) { pc, err = net.ListenPacket("udp", addr); return err }); err != nil {
-		t.Fatalf("listen on udp %s in %s: %v", addr, nsPath, err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { pc.Close(); wg.Wait() })
-	wg.Go(func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = pc.WriteTo(buf[:n], from)
-		}
-	})
-}
-
-// transfer sends size bytes to a sink at addr from the namespace at
-// nsPath and returns the time from the first byte sent to the sink's
-// answer that it read them all (the connection is made before).
-func transfer(nsPath, addr string, size int) (time.Duration, error) {
-	conn, err := dialIn(nsPath, addr, 5*time.Second)
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Minute))
-	buf := make([]byte, 128<<10)
-	start := time.Now()
-	if _, err := conn.Write([]byte{'s'}); err != nil {
-		return 0, fmt.Errorf("send to %s: %w", addr, err)
-	}
-	for sent := 0; sent < size; sent += len(buf) {
-		if _, err := conn.Write(buf[:min(len(buf), size-sent)]); err != nil {
-			return 0, fmt.Errorf("send to %s: %w", addr, err)
-		}
-	}
-	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
-		return 0, err
-	}
-	if _, err := io.ReadFull(conn, buf[:1]); err != nil {
-		return 0, fmt.Errorf("answer of %s: %w", addr, err)
-	}
-	return time.Since(start), nil
-}
-
-const transferSize = 32 << 20
-
-func (nb *netBench) throughput(b *testing.B) {
-	var ovl, und []float64 // MB/s
-	mbps := func(d time.Duration) float64 { return transferSize / d.Seconds() / 1e6 }
-	b.SetBytes(2 * transferSize)
-	for i := range b.N {
-		// Alternate which path goes first, so neither always follows
-		// the other's burst.
-		for j := range 2 {
-			if (i+j)%2 == 0 {
-				d, err := transfer(nb.clientNS, nb.ovlAddr, transferSize)
-				if err != nil {
-					b.Fatal("overlay: ", err)
-				}
-				ovl = append(ovl, mbps(d))
-			} else {
-				d, err := transfer(nb.w1NS, nb.undAddr, transferSize)
-				if err != nil {
-					b.Fatal("underlay: ", err)
-				}
-				und = append(und, mbps(d))
-			}
-		}
-	}
-	b.ReportMetric(quantile(ovl, 0.5), "ovl-MB/s")
-	b.ReportMetric(quantile(ovl, 0.01), "ovl-p1-MB/s")
-	b.ReportMetric(quantile(und, 0.5), "und-MB/s")
-	b.ReportMetric(quantile(und, 0.01), "und-p1-MB/s")
-	b.ReportMetric(quantile(ovl, 0.5)/quantile(und, 0.5), "ovl/und")
-}
-
-func (nb *netBench) rtt(b *testing.B) {
-	paths := []struct{ ns, addr string }{{nb.clientNS, nb.ovlAddr}, {nb.w1NS, nb.undAddr}}
-	conns := make([]net.Conn, len(paths))
-	for i, p := range paths {
-		conn, err := dialIn(p.ns, p.addr, 5*time.Second)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer conn.Close()
-		if _, err := conn.Write([]byte{'e'}); err != nil {
-			b.Fatal(err)
-		}
-		conns[i] = conn
-	}
-	samples := [2][]float64{} // µs, overlay then underlay
-	buf := make([]byte, 64)
-	b.ResetTimer()
-	for i := range b.N {
-		for j := range 2 {
-			k := (i + j) % 2
-			conn := conns[k]
-			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-			start := time.Now()
-			if _, err := conn.Write(buf); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.ReadFull(conn, buf); err != nil {
-				b.Fatal(err)
-			}
-			samples[k] = append(samples[k], float64(time.Since(start).Nanoseconds())/1e3)
-		}
-	}
-	reportLatency(b, "ovl", samples[0], "und", samples[1])
-}
-
-func (nb *netBench) dns(b *testing.B) {
-	var dnsConn, echoConn net.Conn
-	err := inNetns(nb.clientNS, func() (err error) {
-		if dnsConn, err = net.Dial("udp", nb.dnsAddr); err != nil {
-			return err
-		}
-		echoConn, err = net.Dial("udp", nb.echoAddr)
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer dnsConn.Close()
-	defer echoConn.Close()
-	c := &mdns.Client{Timeout: 2 * time.Second}
-	q := new(mdns.Msg).SetQuestion("web.", mdns.TypeA)
-	packed, err := q.Pack()
-	if err != nil {
-		b.Fatal(err)
-	}
-	samples := [2][]float64{}
-	buf := make([]byte, 2048)
-	ask := [2]func() error{
-		func() error {
-			r, _, err := c.ExchangeWithConn(q, &mdns.Conn{Conn: dnsConn})
-			if err == nil && len(r.Answer) != 1 {
-				err = fmt.Errorf("web: %d answers", len(r.Answer))
-			}
-			return err
-		},
-		func() error {
-			_ = echoConn.SetDeadline(time.Now().Add(2 * time.Second))
-			if _, err := echoConn.Write(packed); err != nil {
-				return err
-			}
-			_, err := echoConn.Read(buf)
-			return err
-		},
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		for j := range 2 {
-			k := (i + j) % 2
-			start := time.Now()
-			if err := ask[k](); err != nil {
-				b.Fatal(err)
-			}
-			samples[k] = append(samples[k], float64(time.Since(start).Nanoseconds())/1e3)
-		}
-	}
-	reportLatency(b, "dns", samples[0], "echo", samples[1])
-}
-
 // reportLatency reports p50 and p99 of two sets of latencies (µs) and
 // what the first adds to the second.
 func reportLatency(b *testing.B, name string, xs []float64, ref string, refs []float64) {
@@ -454,4 +227,71 @@ func quantile(xs []float64, q float64) float64 {
 	slices.Sort(s)
 	i := int(math.Ceil(q*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))]
+}
+
+// cpuUse is CPU time in seconds: the machine's (every CPU's busy time,
+// interrupts and softirqs included), and of it the two jacods' and this
+// process's (all threads).
+type cpuUse struct{ machine, w1, w2, bench float64 }
+
+func (u cpuUse) minus(v cpuUse) cpuUse {
+	return cpuUse{u.machine - v.machine, u.w1 - v.w1, u.w2 - v.w2, u.bench - v.bench}
+}
+
+func (u cpuUse) plus(v cpuUse) cpuUse {
+	return cpuUse{u.machine + v.machine, u.w1 + v.w1, u.w2 + v.w2, u.bench + v.bench}
+}
+
+// userHZ is the unit of /proc's CPU times: USER_HZ, 100 on every Linux
+// architecture Go runs on.
+const userHZ = 100
+
+func (nb *netBench) cpuNow() (cpuUse, error) {
+	var u cpuUse
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return u, err
+	}
+	line, _, _ := strings.Cut(string(stat), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	if len(f) < 9 || f[0] != "cpu" {
+		return u, fmt.Errorf("/proc/stat starts %q", line)
+	}
+	for _, i := range []int{1, 2, 3, 6, 7, 8} {
+		n, err := strconv.ParseFloat(f[i], 64)
+		if err != nil {
+			return u, fmt.Errorf("/proc/stat: %w", err)
+		}
+		u.machine += n / userHZ
+	}
+	for _, p := range []struct {
+		pid int
+		to  *float64
+	}{{nb.w1Pid, &u.w1}, {nb.w2Pid, &u.w2}, {os.Getpid(), &u.bench}} {
+		if *p.to, err = processCPU(p.pid); err != nil {
+			return u, err
+		}
+	}
+	return u, nil
+}
+
+// processCPU is utime+stime of process pid, in seconds.
+func processCPU(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// After the command's closing parenthesis: state is field 3, utime
+	// and stime fields 14 and 15.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	return (ut + st) / userHZ, nil
 }
