@@ -31,6 +31,8 @@ type Agent struct {
 	managers []string // rotation order
 	saved    []string // as kept in the db
 	next     int
+	// endSession ends the session running now (nil between sessions).
+	endSession context.CancelFunc
 }
 
 // New checks cfg and makes the agent's directories; Run does the rest.

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +56,7 @@ func calls(rt *fakeRuntime, call string, n int) func() (bool, string) {
 }
 
 type runningAgent struct {
+	agent  *Agent
 	cancel context.CancelFunc
 	done   chan struct{} // closed when Run returned
 	err    error
@@ -92,7 +94,7 @@ func startAgent(t *testing.T, cfg Config) *runningAgent {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &runningAgent{cancel: cancel, done: make(chan struct{})}
+	r := &runningAgent{agent: a, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		r.err = a.Run(ctx)
@@ -356,4 +358,24 @@ func TestRunningCarriesNetworkAddresses(t *testing.T) {
 	if a := d.last("t2").GetAddresses(); len(a) != 0 {
 		t.Fatalf("t2 (no networks) RUNNING with addresses %v", a)
 	}
+}
+
+// Redescribe reopens the session with the node's description as it is
+// now (its overlay broke or mended).
+func TestRedescribeSendsTheNewDescription(t *testing.T) {
+	d := newFakeDispatcher(t)
+	var broken atomic.Bool
+	cfg := testConfig(t.TempDir(), []string{d.addr}, newFakeRuntime(exec.RuntimeContainerd))
+	cfg.Description = func() *api.NodeDescription {
+		return &api.NodeDescription{Hostname: "h", Overlay: &api.OverlayEndpoint{Unavailable: broken.Load()}}
+	}
+	r := startAgent(t, cfg)
+	waitFor(t, "a session", d.sessionsReach(1))
+	broken.Store(true)
+	r.agent.Redescribe()
+	waitFor(t, "a second session", d.sessionsReach(2))
+	waitFor(t, "the new description", func() (bool, string) {
+		desc := d.description()
+		return desc.GetOverlay().GetUnavailable(), fmt.Sprint("description ", desc)
+	})
 }

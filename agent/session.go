@@ -114,6 +114,14 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 
 	ctx, cancel := context.WithCancel(ctx) // ends the streams on every return
 	defer cancel()
+	a.mu.Lock()
+	a.endSession = cancel
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.endSession = nil
+		a.mu.Unlock()
+	}()
 	// The parts of a session run in one group: the first to fail ends
 	// them all, the streams too (they are opened under the group's ctx).
 	g, ctx := errgroup.WithContext(ctx)
@@ -217,5 +225,17 @@ func (a *Agent) followOverlay(m *api.SessionMessage) {
 	}
 	if a.cfg.Networks != nil && m.GetNode() != nil {
 		a.cfg.Networks(m.GetNode(), m.GetNetworks(), m.GetEndpoints())
+	}
+}
+
+// Redescribe ends the session running now, if any, so that the next one
+// opens with a fresh Description: the node's overlay broke or mended.
+func (a *Agent) Redescribe() {
+	a.mu.Lock()
+	end := a.endSession
+	a.mu.Unlock()
+	if end != nil {
+		a.log.Info("describing the node again: reopening the session")
+		end()
 	}
 }

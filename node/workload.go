@@ -82,6 +82,7 @@ func (n *Node) startAgent() error {
 		cancel()
 		return err
 	}
+	ov.redescribe = a.Redescribe
 	n.agent.Store(a)
 	n.overlay.Store(ov)
 	n.agentStop = cancel
