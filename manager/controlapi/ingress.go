@@ -2,8 +2,10 @@ package controlapi
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 
 	"google.golang.org/grpc/codes"
 
@@ -79,6 +81,38 @@ func checkPublished(tx store.ReadTx, spec *api.ServiceSpec) error {
 			}
 			return invalid("service %s: port %s is published by service %s (%s mode); an ingress port is taken on every node, so no two services can share it",
 				spec.GetName(), portOf(p), other.GetSpec().GetName(), modeName(p))
+		}
+	}
+	return nil
+}
+
+// checkOwnPorts refuses an ingress port a node of the cluster listens on
+// for jaco itself: the mesh takes the port on every node's addresses, so
+// publishing a jacod's TCP port would cut the cluster off from it, and a
+// node's WireGuard UDP port would cut its overlay.
+func checkOwnPorts(tx store.ReadTx, spec *api.ServiceSpec) error {
+	ingress := map[portKey]bool{}
+	for _, p := range api.IngressPorts(spec) {
+		ingress[portOf(p)] = true
+	}
+	if len(ingress) == 0 {
+		return nil
+	}
+	for _, n := range tx.ListNodes() {
+		own := map[portKey]string{}
+		if _, port, err := net.SplitHostPort(n.GetAddress()); err == nil {
+			if v, err := strconv.ParseUint(port, 10, 16); err == nil {
+				own[portKey{"tcp", uint32(v)}] = "its jacod"
+			}
+		}
+		if o := n.GetDescription().GetOverlay(); o.GetPort() != 0 {
+			own[portKey{"udp", o.GetPort()}] = "its overlay link"
+		}
+		for k, what := range own {
+			if ingress[k] {
+				return invalid("service %s: port %s is where node %s listens for %s; an ingress port is taken on every node, so publish another (or -p mode=host)",
+					spec.GetName(), k, n.GetHostname(), what)
+			}
 		}
 	}
 	return nil

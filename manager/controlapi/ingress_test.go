@@ -219,3 +219,37 @@ func TestEndpointModeAloneKeepsReplicas(t *testing.T) {
 		t.Fatalf("host to ingress: spec version %d, update %v; want 2, updating", svc.SpecVersion, svc.UpdateStatus)
 	}
 }
+
+// TestIngressPortNotJacos: the mesh takes its ports on every node, so it
+// may not take a node's jacod port (TCP) or overlay port (UDP).
+func TestIngressPortNotJacos(t *testing.T) {
+	s, st := newNetworkServer(t, "")
+	ctx := context.Background()
+	err := st.Update(ctx, func(tx *store.Tx) error {
+		return tx.Create(&api.Node{Id: "n1", Hostname: "w1", Address: "198.18.0.5:7000",
+			Description: &api.NodeDescription{Overlay: &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		port *api.PortConfig
+		says string
+	}{
+		{"jacod's port", published(7000, 80, "", ingressMode), "its jacod"},
+		{"the overlay's port", published(51820, 80, "udp", ingressMode), "its overlay link"},
+	} {
+		spec := imageSpec("web")
+		spec.Ports = []*api.PortConfig{tc.port}
+		_, err := s.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
+		wantRefused(t, tc.name, err, reason.InvalidSpec, "node w1", tc.says)
+	}
+	if networkCount(st) != 0 {
+		t.Fatal("refusals left the ingress network behind")
+	}
+	// The same numbers in host mode, or the other protocol, are fine.
+	spec := imageSpec("web")
+	spec.Ports = []*api.PortConfig{published(7000, 80, "", hostMode), published(51820, 80, "tcp", ingressMode)}
+	create(t, s, spec)
+}

@@ -251,6 +251,9 @@ func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 	if err := checkNetworks(tx, spec); err != nil {
 		return err
 	}
+	if err := checkOwnPorts(tx, spec); err != nil {
+		return err
+	}
 	return checkPublished(tx, spec)
 }
 
