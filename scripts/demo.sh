@@ -4,8 +4,10 @@
 # containerd, and runs four jacod "hosts" (a manager and three workers),
 # each in its own network namespace on a private bridge (198.18.0.0/25;
 # their containers get subnets from 198.18.0.128/25; the range is
-# reserved for benchmarking and never routed). It creates a web service with
-# two replicas on published port 8080, fetches pages through it, kills a
+# reserved for benchmarking and never routed; overlay networks take
+# 198.19.0.0/16). It creates a web service with two replicas published on
+# port 8080 through the routing mesh, fetches pages through every worker's
+# port (the one without a replica too), kills a
 # container and then a whole worker, brings the worker back and removes
 # another with `jaco node remove` (drained start-first), and shows
 # `jaco service ps` after each.
@@ -89,8 +91,8 @@ start() {
 log "starting jacod on ${names[*]} (logs: $base/<host>.log)"
 for i in "${!names[@]}"; do start "$i"; done
 
-printf '\n[m1]$ jaco cluster init --quiet\n'
-jaco m1 cluster init --quiet
+printf '\n[m1]$ jaco cluster init --quiet --overlay-pool 198.19.0.0/16\n'
+jaco m1 cluster init --quiet --overlay-pool 198.19.0.0/16
 for n in w1 w2 w3; do
 	token=$(jaco m1 node issue-join-token --role worker 2>/dev/null)
 	printf '[%s]$ jaco node join --peer %s:7000 --token ...\n' "$n" "$(addr 0)"
@@ -118,7 +120,7 @@ fetch() {
 		inns m1 curl -s -m 2 "http://$(addr "$i"):8080/" || echo "(nothing answers here)"
 	done
 }
-log "fetching through the published port from the manager's host"
+log "fetching through the published port from the manager's host: every worker answers (the routing mesh)"
 fetch
 
 # container_ns ID: the containerd namespace holding container ID.
