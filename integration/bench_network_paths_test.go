@@ -129,7 +129,6 @@ func (nb *netBench) throughput(b *testing.B) {
 	var mbs [2][]float64 // MB/s, overlay then underlay
 	var cpu [2]cpuUse    // summed over each path's transfers
 	paths := [2]struct{ ns, addr string }{{nb.clientNS, nb.ovlAddr}, {nb.w1NS, nb.undAddr}}
-	b.SetBytes(2 * transferSize)
 	for i := range b.N {
 		// Alternate which path goes first, so neither always follows
 		// the other's burst.

@@ -84,15 +84,18 @@ func (nb *netBench) killAndReplace(h *onT, i int) (propSample, error) {
 	var started, done sync.WaitGroup
 	var tls [2]timeline
 	var errs [2]error
+	quit := make(chan struct{})
 	for k, poll := range []func() ([]string, error){dnsPoll, vipPoll} {
 		started.Add(1)
 		done.Go(func() {
-			tls[k], errs[k] = watch(poll, victimAddr, started.Done)
+			tls[k], errs[k] = watch(poll, victimAddr, started.Done, quit)
 		})
 	}
 	started.Wait()
 	killed := time.Now()
 	if !h.do(func(t *testing.T) { killReplica(t, nb.c, victim.Node, victim.ID) }) {
+		close(quit)
+		done.Wait()
 		return s, fmt.Errorf("kill %s on %s failed (output above)", victim.ID, victim.Node)
 	}
 	done.Wait()
@@ -202,14 +205,22 @@ func (tl timeline) first(from int, ok func([]string) bool) int {
 }
 
 // watch polls every 2 ms until the victim has left and two addresses
-// are seen again (or 30 s), calling started after the first look, which
-// must show the victim. A failed poll is skipped: the table can be
-// reloaded under a dump.
-func watch(poll func() ([]string, error), victim string, started func()) (timeline, error) {
+// are seen again (or 30 s, or quit), calling started after the first
+// look, which must show the victim. A failed poll is skipped: the table
+// can be reloaded under a dump.
+func watch(poll func() ([]string, error), victim string, started func(), quit <-chan struct{}) (timeline, error) {
 	var tl timeline
 	var lastErr error
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-quit:
+			if len(tl) == 0 {
+				started()
+			}
+			return tl, fmt.Errorf("stopped: saw %v", tl)
+		default:
+		}
 		addrs, err := poll()
 		at := time.Now()
 		if err != nil {
