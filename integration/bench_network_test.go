@@ -32,7 +32,8 @@ import (
 //   - propagation: a web replica is SIGKILLed; the time until it is gone
 //     from tasks.web (asked from the client replica on w1) and from w1's
 //     VIP rotation, and the time from its replacement's RUNNING (the
-//     store's timestamp) to its appearance in both.
+//     store's timestamp) to its appearance in both; at least minKills
+//     kills, whatever b.N.
 //
 // The samples are timed one by one; medians and p99 are reported with
 // b.ReportMetric (ns/op is the time of one iteration, both paths).
