@@ -34,7 +34,7 @@ func (d *daemon) unlock(key string) result {
 // are sealed with unlock key key alone (any rotation of the data key
 // finished) and its TLS key is sealed: only then does a restart need
 // exactly that key.
-func waitKeysSealed(t *testing.T, name, dir, key string) {
+func waitKeysSealed(t testing.TB, name, dir, key string) {
 	t.Helper()
 	kek, err := encryption.ParseUnlockKey(key)
 	if err != nil {
@@ -167,7 +167,7 @@ func TestAutolock(t *testing.T) {
 // its data key or its TLS private key in any common encoding, the data key
 // it had before autolock opens nothing of its raft state, and the real
 // keys (from the unlock key) do — so the check is not vacuous.
-func checkNothingOpensAtRest(t *testing.T, d *daemon, unlockKey string, before encryption.DataKeys) {
+func checkNothingOpensAtRest(t testing.TB, d *daemon, unlockKey string, before encryption.DataKeys) {
 	t.Helper()
 	kek, _ := encryption.ParseUnlockKey(unlockKey)
 	keys, err := encryption.ReadKeyFile(d.dekPath(), &kek)
@@ -222,7 +222,7 @@ func checkNothingOpensAtRest(t *testing.T, d *daemon, unlockKey string, before e
 }
 
 // dirDigest sums every regular file of dir but the lock and the socket.
-func dirDigest(t *testing.T, dir string) string {
+func dirDigest(t testing.TB, dir string) string {
 	t.Helper()
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {

@@ -17,7 +17,7 @@ import (
 // serveTCPIn listens on addr inside the namespace at nsPath until t ends.
 // A connection's first byte says what it wants: 's' (sink: read to EOF,
 // answer one byte) or 'e' (echo 64-byte requests).
-func serveTCPIn(t *testing.T, nsPath, addr string) {
+func serveTCPIn(t testing.TB, nsPath, addr string) {
 	var ln net.Listener
 	if err := inNetns(nsPath, func() (err error) { ln, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatalf("listen on %s in %s: %v", addr, nsPath, err)
@@ -75,7 +75,7 @@ func serveConn(conn net.Conn) {
 
 // echoUDPIn answers every UDP datagram to addr, inside the namespace at
 // nsPath, with itself, until t ends.
-func echoUDPIn(t *testing.T, nsPath, addr string) {
+func echoUDPIn(t testing.TB, nsPath, addr string) {
 	var pc net.PacketConn
 	if err := inNetns(nsPath, func() (err error) { pc, err = net.ListenPacket("udp", addr); return err }); err != nil {
 		t.Fatalf("listen on udp %s in %s: %v", addr, nsPath, err)

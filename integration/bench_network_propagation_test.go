@@ -28,11 +28,11 @@ type propSample struct {
 	upDNS, upVIP     time.Duration // that RUNNING → the replacement is in tasks.web, in the VIP map
 }
 
-func (nb *netBench) propagation(b *testing.B, h *onT) {
+func (nb *netBench) propagation(b *testing.B) {
 	var goneDNS, goneVIP, running, upDNS, upVIP []float64 // ms
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 	for i := range max(b.N, minKills) {
-		s, err := nb.killAndReplace(h, i)
+		s, err := nb.killAndReplace(i)
 		if err != nil {
 			b.Fatalf("kill %d: %v", i, err)
 		}
@@ -53,7 +53,7 @@ func (nb *netBench) propagation(b *testing.B, h *onT) {
 // in w1's tasks.web and VIP map), SIGKILLs one (on w2 or w3 in turn),
 // watches w1's DNS and VIP map until the victim has left both and a
 // replacement has come, and times each step.
-func (nb *netBench) killAndReplace(h *onT, i int) (propSample, error) {
+func (nb *netBench) killAndReplace(i int) (propSample, error) {
 	var s propSample
 	dnsPoll, closeDNS, err := nb.tasksPoller()
 	if err != nil {
@@ -93,10 +93,10 @@ func (nb *netBench) killAndReplace(h *onT, i int) (propSample, error) {
 	}
 	started.Wait()
 	killed := time.Now()
-	if !h.do(func(t *testing.T) { killReplica(t, nb.c, victim.Node, victim.ID) }) {
+	if err := nb.c.kill(victim.Node, victim.ID); err != nil {
 		close(quit)
 		done.Wait()
-		return s, fmt.Errorf("kill %s on %s failed (output above)", victim.ID, victim.Node)
+		return s, err
 	}
 	done.Wait()
 	for k, what := range []string{"tasks.web", "the VIP map"} {

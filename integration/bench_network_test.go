@@ -5,7 +5,6 @@ package integration
 // reference measured in the same run.
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"net"
@@ -38,76 +37,12 @@ import (
 // The samples are timed one by one; medians and p99 are reported with
 // b.ReportMetric (ns/op is the time of one iteration, both paths).
 func BenchmarkNetwork(b *testing.B) {
-	h := startOnT("BenchmarkNetworkCluster")
-	defer h.stop(b)
-	var nb *netBench
-	if !h.do(func(t *testing.T) { nb = setUpNetBench(t) }) {
-		b.Fatal("setting up the cluster failed (output above)")
-	}
+	nb := setUpNetBench(b) // torn down by b's cleanups, after the sub-benchmarks
 	b.Run("throughput", nb.throughput)
 	b.Run("rtt", nb.rtt)
 	b.Run("dns", nb.dns)
 	// Last: it kills the replica the data-path servers live in.
-	b.Run("propagation", func(b *testing.B) { nb.propagation(b, h) })
-}
-
-// onT runs functions on the goroutine of a *testing.T. The cluster
-// harness (newContainerCluster, eventually, killReplica) takes a
-// *testing.T, which a benchmark has not; testing.RunTests makes one, whose
-// cleanups (daemons, containerd, namespaces) run when stop ends it, after
-// the sub-benchmarks.
-type onT struct {
-	work   chan func(*testing.T)
-	exited chan struct{} // closed once RunTests returned
-	ok     bool          // RunTests' answer, set before exited is closed
-}
-
-func startOnT(name string) *onT {
-	h := &onT{work: make(chan func(*testing.T)), exited: make(chan struct{})}
-	// Whatever -run says (here '^$'): this test is the benchmark's.
-	all := func(string, string) (bool, error) { return true, nil }
-	go func() {
-		defer close(h.exited)
-		h.ok = testing.RunTests(all, []testing.InternalTest{{Name: name, F: func(t *testing.T) {
-			for f := range h.work {
-				f(t)
-			}
-		}}})
-	}()
-	return h
-}
-
-// do runs f on the test's goroutine and says whether it passed. After a
-// failure (t.Fatal ends the test) every later do returns false at once.
-func (h *onT) do(f func(*testing.T)) bool {
-	done := make(chan bool, 1)
-	run := func(t *testing.T) {
-		passed := false
-		defer func() { done <- passed && !t.Failed() }()
-		f(t)
-		passed = true
-	}
-	select {
-	case h.work <- run:
-		return <-done
-	case <-h.exited:
-		return false
-	}
-}
-
-// stop ends the test, which tears the cluster down.
-func (h *onT) stop(b *testing.B) {
-	// RunTests runs its tests -count times, and checks the count only
-	// once they end: here, now. Once is what we mean.
-	count := flag.Lookup("test.count")
-	was := count.Value.String()
-	_ = count.Value.Set("1")
-	close(h.work)
-	<-h.exited
-	_ = count.Value.Set(was)
-	if !h.ok {
-		b.Error("the cluster's test failed (output above)")
-	}
+	b.Run("propagation", nb.propagation)
 }
 
 // netBench is the cluster and what the measurements need of it.
@@ -127,7 +62,7 @@ type netBench struct {
 
 const benchPort = 5201
 
-func setUpNetBench(t *testing.T) *netBench {
+func setUpNetBench(t testing.TB) *netBench {
 	c := newContainerCluster(t, 3)
 	wantOK(t, c.manager.jaco("network", "create", "front"))
 	c.createService(t, "web", []string{"--replicas", "2", "--network", "front",

@@ -85,7 +85,7 @@ func TestChaos(t *testing.T) {
 }
 
 // runChaos runs one nemesis and fails t on anything the run found.
-func runChaos(t *testing.T, name string, managers int, seed uint64, duration time.Duration) *chaos.Report {
+func runChaos(t testing.TB, name string, managers int, seed uint64, duration time.Duration) *chaos.Report {
 	t.Helper()
 	// Not t.TempDir: a failed run's histories and daemon logs are kept.
 	dir, err := os.MkdirTemp(os.Getenv("JACO_CHAOS_EVIDENCE"), "jaco-chaos-"+name+"-")
@@ -132,7 +132,7 @@ func runChaos(t *testing.T, name string, managers int, seed uint64, duration tim
 }
 
 // testWriter sends the runner's log lines to the test's log.
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))

@@ -91,7 +91,7 @@ func (d *daemon) initQuiet() string {
 }
 
 // wantOK fails the test unless r succeeded.
-func wantOK(t *testing.T, r result) result {
+func wantOK(t testing.TB, r result) result {
 	t.Helper()
 	checkNoRace(t, r.args[0], r.stderr)
 	if err := r.err(); err != nil {
@@ -102,7 +102,7 @@ func wantOK(t *testing.T, r result) result {
 
 // wantError checks a failure as the CLI promises it: exit code code, nothing
 // on stdout, and one line "error: <word>: <sentence>" on stderr.
-func wantError(t *testing.T, r result, code int, word string) {
+func wantError(t testing.TB, r result, code int, word string) {
 	t.Helper()
 	checkNoRace(t, r.args[0], r.stderr)
 	cmd := strings.Join(r.args, " ")

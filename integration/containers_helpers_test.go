@@ -68,7 +68,7 @@ type ccluster struct {
 
 // newContainerCluster starts containerd, a manager and n workers, loads
 // the test image on every node and waits until every worker is ready.
-func newContainerCluster(t *testing.T, n int) *ccluster {
+func newContainerCluster(t testing.TB, n int) *ccluster {
 	t.Helper()
 	requireNetns(t)
 	c := &ccluster{ctrd: containerdtest.Start(t), nodeIDs: map[string]string{}}
@@ -105,7 +105,7 @@ func newContainerCluster(t *testing.T, n int) *ccluster {
 
 // joinWorker joins d, started, to the cluster as a worker, learns the
 // node ids and loads the test image on d.
-func (c *ccluster) joinWorker(t *testing.T, d *nsDaemon) {
+func (c *ccluster) joinWorker(t testing.TB, d *nsDaemon) {
 	t.Helper()
 	wantOK(t, d.join(c.manager, c.manager.joinToken(t, "worker")))
 	c.workers = append(c.workers, d)
@@ -125,7 +125,7 @@ func (c *ccluster) joinWorker(t *testing.T, d *nsDaemon) {
 }
 
 // addNode starts jacod on a new host.
-func (c *ccluster) addNode(t *testing.T, name string, flags ...string) *nsDaemon {
+func (c *ccluster) addNode(t testing.TB, name string, flags ...string) *nsDaemon {
 	t.Helper()
 	return c.hub.addHost(t).startJacod(t, name, flags...)
 }
@@ -149,7 +149,7 @@ func (c *ccluster) byName(name string) *nsDaemon {
 
 // buildTestImage writes the test image's archive: busybox with httpd and
 // a web root.
-func buildTestImage(t *testing.T) string {
+func buildTestImage(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "image.tar")
 	f, err := os.Create(path)
@@ -168,7 +168,7 @@ func buildTestImage(t *testing.T) string {
 
 // loadImage loads the test image on d through its socket and checks it
 // names the image.
-func (c *ccluster) loadImage(t *testing.T, d *nsDaemon) {
+func (c *ccluster) loadImage(t testing.TB, d *nsDaemon) {
 	t.Helper()
 	r := wantOK(t, d.jaco("image", "load", c.imageTar))
 	if !strings.Contains(r.stdout, containerImage) {
@@ -202,7 +202,7 @@ func nodesIn(r result, status string, names ...string) error {
 }
 
 // waitNodes waits until the manager sees every one of ds in status.
-func (c *ccluster) waitNodes(t *testing.T, ds []*nsDaemon, status string) {
+func (c *ccluster) waitNodes(t testing.TB, ds []*nsDaemon, status string) {
 	t.Helper()
 	var names []string
 	for _, d := range ds {
@@ -225,7 +225,7 @@ func (c *ccluster) ps(svc string, all bool) ([]replica, error) {
 
 // waitRunning waits until svc has exactly n replicas desired running, all
 // running, each passing check (nil: no check), and returns them.
-func (c *ccluster) waitRunning(t *testing.T, svc string, n int, check func(replica) error) []replica {
+func (c *ccluster) waitRunning(t testing.TB, svc string, n int, check func(replica) error) []replica {
 	t.Helper()
 	var reps []replica
 	eventually(t, replicaTimeout, func() (err error) {
@@ -247,7 +247,7 @@ func (c *ccluster) waitRunning(t *testing.T, svc string, n int, check func(repli
 }
 
 // createService runs `jaco service create --name name FLAGS IMAGE -- CMD`.
-func (c *ccluster) createService(t *testing.T, name string, flags []string, cmd []string) {
+func (c *ccluster) createService(t testing.TB, name string, flags []string, cmd []string) {
 	t.Helper()
 	args := append([]string{"service", "create", "-d", "--name", name}, quickStop...)
 	args = append(append(append(args, flags...), containerImage, "--"), cmd...)
@@ -319,7 +319,7 @@ func (c *ccluster) runningPid(name, id string) (uint32, error) {
 }
 
 // waitGone waits until node name has no container for any of ids.
-func (c *ccluster) waitGone(t *testing.T, name string, ids []string) {
+func (c *ccluster) waitGone(t testing.TB, name string, ids []string) {
 	t.Helper()
 	eventually(t, goneTimeout, func() error {
 		cs, err := c.containers(name)
@@ -376,7 +376,7 @@ func httpGet(from *host, addr, path string) (string, error) {
 // holds calls cond every 250ms for d and fails the test, naming during,
 // the first time it returns an error: eventually's counterpart, for what
 // must stay true.
-func holds(t *testing.T, d time.Duration, during string, cond func() error) {
+func holds(t testing.TB, d time.Duration, during string, cond func() error) {
 	t.Helper()
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		if err := cond(); err != nil {

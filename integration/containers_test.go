@@ -69,7 +69,7 @@ func testWebReplicas(t *testing.T, c *ccluster) {
 
 // wantServed requires every replica's node to answer on 8080 with the
 // image's page, asked from the manager's host.
-func (c *ccluster) wantServed(t *testing.T, reps []replica) {
+func (c *ccluster) wantServed(t testing.TB, reps []replica) {
 	t.Helper()
 	for _, r := range reps {
 		d := c.byName(r.Node)

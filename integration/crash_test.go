@@ -35,7 +35,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 }
 
-func crashAndRecover(t *testing.T, d *daemon) {
+func crashAndRecover(t testing.TB, d *daemon) {
 	token := d.initQuiet()
 	want := d.status()
 	wantNodes, err := d.tryNodes()

@@ -25,7 +25,7 @@ const (
 // cleanup. It survives kill and restart: the data dir and the TCP address
 // stay, so a restarted daemon is the same node to its cluster.
 type daemon struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string // data dir
 	name string // --node-name
 	// addr is the TCP address. The first start listens on port 0 and
@@ -43,14 +43,14 @@ type daemon struct {
 
 // startDaemon starts jacod named name on a fresh data dir, with flags
 // added to the ones the harness sets.
-func startDaemon(t *testing.T, name string, flags ...string) *daemon {
+func startDaemon(t testing.TB, name string, flags ...string) *daemon {
 	t.Helper()
 	return startDaemonAt(t, name, t.TempDir(), "127.0.0.1:0", flags...)
 }
 
 // startDaemonAt is startDaemon on data dir dir (one a restore wrote, say)
 // listening on addr.
-func startDaemonAt(t *testing.T, name, dir, addr string, flags ...string) *daemon {
+func startDaemonAt(t testing.TB, name, dir, addr string, flags ...string) *daemon {
 	t.Helper()
 	d := &daemon{
 		t:       t,

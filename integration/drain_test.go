@@ -43,7 +43,7 @@ func (d *daemon) healthyReplicas(service string) (int, map[string]int, error) {
 
 // healthyService creates a replicated hook service whose health check
 // passes once $OUT/ready exists (made here) and waits for all its replicas.
-func healthyService(t *testing.T, m *daemon, name string, replicas int, extra ...string) (out string) {
+func healthyService(t testing.TB, m *daemon, name string, replicas int, extra ...string) (out string) {
 	t.Helper()
 	out = t.TempDir()
 	if err := os.WriteFile(filepath.Join(out, "ready"), nil, 0o644); err != nil {

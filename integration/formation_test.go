@@ -20,7 +20,7 @@ import (
 const formationSecret = "c2VjcmV0LWZvci10aGUtZm9ybWF0aW9uLXRlc3Rz\n"
 
 // secretFile writes a join secret into a 0600 file and returns its path.
-func secretFile(t *testing.T, secret string) string {
+func secretFile(t testing.TB, secret string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "join-secret")
 	if err := os.WriteFile(p, []byte(secret), 0o600); err != nil {
@@ -31,7 +31,7 @@ func secretFile(t *testing.T, secret string) string {
 
 // ordinalSet is a StatefulSet's worth of hosts and daemons jaco-0..n-1,
 // not started, every one with the same ordinal flags.
-func ordinalSet(t *testing.T, c *mcluster, n int, secretPath string) []*nsDaemon {
+func ordinalSet(t testing.TB, c *mcluster, n int, secretPath string) []*nsDaemon {
 	t.Helper()
 	hs := make([]*host, n)
 	addrs := make([]string, n)
@@ -48,7 +48,7 @@ func ordinalSet(t *testing.T, c *mcluster, n int, secretPath string) []*nsDaemon
 }
 
 // learnIDs records the node ids the daemons report (once initialized).
-func (c *mcluster) learnIDs(t *testing.T, ds []*nsDaemon) {
+func (c *mcluster) learnIDs(t testing.TB, ds []*nsDaemon) {
 	t.Helper()
 	for _, d := range ds {
 		eventually(t, convergeTimeout, func() error {
@@ -67,7 +67,7 @@ func (c *mcluster) learnIDs(t *testing.T, ds []*nsDaemon) {
 
 // startFormed starts every one of ds, the managers of c, and waits until
 // they report their node ids and agree on one cluster.
-func (c *mcluster) startFormed(t *testing.T, ds []*nsDaemon) view {
+func (c *mcluster) startFormed(t testing.TB, ds []*nsDaemon) view {
 	t.Helper()
 	for _, d := range ds {
 		d.start(t)
@@ -78,7 +78,7 @@ func (c *mcluster) startFormed(t *testing.T, ds []*nsDaemon) view {
 }
 
 // wipe kills d and empties its data dir, as a lost volume leaves it.
-func (d *nsDaemon) wipe(t *testing.T) {
+func (d *nsDaemon) wipe(t testing.TB) {
 	t.Helper()
 	d.kill(t)
 	if err := os.RemoveAll(d.dir); err != nil {
@@ -90,7 +90,7 @@ func (d *nsDaemon) wipe(t *testing.T) {
 }
 
 // waitLogged waits until d's log since its latest start holds what.
-func waitLogged(t *testing.T, d *nsDaemon, what string) {
+func waitLogged(t testing.TB, d *nsDaemon, what string) {
 	t.Helper()
 	eventually(t, convergeTimeout, func() error {
 		if !strings.Contains(d.logSince(), what) {
@@ -273,7 +273,7 @@ func TestOrdinalAddressChange(t *testing.T) {
 
 // staticSet is three hosts and daemons started with the same
 // --initial-cluster.
-func staticSet(t *testing.T, c *mcluster, secretPath string) []*nsDaemon {
+func staticSet(t testing.TB, c *mcluster, secretPath string) []*nsDaemon {
 	t.Helper()
 	names := []string{"alpha", "bravo", "charlie"}
 	hs := make([]*host, len(names))

@@ -121,7 +121,7 @@ func testEnv() []string {
 }
 
 // checkNoRace fails t when a process's output holds a race report.
-func checkNoRace(t *testing.T, what, output string) {
+func checkNoRace(t testing.TB, what, output string) {
 	t.Helper()
 	if strings.Contains(output, raceReport) {
 		t.Errorf("%s reported a data race:\n%s", what, output)
@@ -130,7 +130,7 @@ func checkNoRace(t *testing.T, what, output string) {
 
 // eventually calls cond until it returns nil or timeout passes, then fails
 // the test with the last error cond returned.
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

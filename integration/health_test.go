@@ -29,7 +29,7 @@ func probe(d *daemon, service string) (string, error) {
 	return resp.Status.String(), nil
 }
 
-func wantHealth(t *testing.T, d *daemon, service, want string) {
+func wantHealth(t testing.TB, d *daemon, service, want string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		got, err := probe(d, service)

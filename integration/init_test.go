@@ -88,7 +88,7 @@ type fileInfo struct {
 }
 
 // listFiles maps every path under dir to its mode, size and mtime.
-func listFiles(t *testing.T, dir string) map[string]fileInfo {
+func listFiles(t testing.TB, dir string) map[string]fileInfo {
 	t.Helper()
 	files := map[string]fileInfo{}
 	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {

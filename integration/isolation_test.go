@@ -85,7 +85,7 @@ type replicaNet struct {
 
 // replicaNets waits for n running replicas of svc and finds each one's
 // network namespace (from its container's spec) and address (eth0 in it).
-func (c *ccluster) replicaNets(t *testing.T, svc string, n int) []replicaNet {
+func (c *ccluster) replicaNets(t testing.TB, svc string, n int) []replicaNet {
 	t.Helper()
 	var out []replicaNet
 	for _, r := range c.waitRunning(t, svc, n, nil) {

@@ -84,7 +84,7 @@ func TestIsolationUnavailable(t *testing.T) {
 
 // addWorkerWithoutNetAdmin starts a worker whose jacod lacks
 // CAP_NET_ADMIN, joins it and loads the test image on it.
-func (c *ccluster) addWorkerWithoutNetAdmin(t *testing.T, name string) *nsDaemon {
+func (c *ccluster) addWorkerWithoutNetAdmin(t testing.TB, name string) *nsDaemon {
 	t.Helper()
 	d := c.hub.addHost(t).newJacod(t, name, "--containerd-address", c.ctrd.Address())
 	d.dropNetAdmin = true

@@ -17,7 +17,7 @@ func (d *daemon) joinToken(role string, extra ...string) string {
 
 // splitLeader returns the daemon that leads, as the first of ds sees it,
 // and the others.
-func splitLeader(t *testing.T, ds []*daemon) (leader *daemon, rest []*daemon) {
+func splitLeader(t testing.TB, ds []*daemon) (leader *daemon, rest []*daemon) {
 	t.Helper()
 	leaderID := ds[0].status().Leader
 	for _, d := range ds {

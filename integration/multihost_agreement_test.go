@@ -107,7 +107,7 @@ func wantMembers(v view, members []*nsDaemon) error {
 
 // waitConverged waits until all of c's managers agree (see agreement),
 // asking the given ones (the others may be down or cut off).
-func (c *mcluster) waitConverged(t *testing.T, ask []*nsDaemon) view {
+func (c *mcluster) waitConverged(t testing.TB, ask []*nsDaemon) view {
 	t.Helper()
 	var v view
 	eventually(t, convergeTimeout, func() (err error) {
@@ -119,7 +119,7 @@ func (c *mcluster) waitConverged(t *testing.T, ask []*nsDaemon) view {
 
 // firstWrite writes through the given managers in turn until one write is
 // acknowledged and returns how long that took from start.
-func firstWrite(t *testing.T, start time.Time, through []*nsDaemon) time.Duration {
+func firstWrite(t testing.TB, start time.Time, through []*nsDaemon) time.Duration {
 	t.Helper()
 	var took time.Duration
 	eventually(t, electionTimeout, func() error {
@@ -141,7 +141,7 @@ func firstWrite(t *testing.T, start time.Time, through []*nsDaemon) time.Duratio
 // names no leader, and requires a write through it to fail with no_leader
 // or quorum_lost rather than be acknowledged by a group that cannot commit
 // it.
-func wantLeaderless(t *testing.T, ds []*nsDaemon, what string) {
+func wantLeaderless(t testing.TB, ds []*nsDaemon, what string) {
 	t.Helper()
 	for _, d := range ds {
 		eventually(t, electionTimeout, func() error {
@@ -162,7 +162,7 @@ func wantLeaderless(t *testing.T, ds []*nsDaemon, what string) {
 }
 
 // wantWritesThrough requires a write through each of ds to be acknowledged.
-func wantWritesThrough(t *testing.T, ds []*nsDaemon) {
+func wantWritesThrough(t testing.TB, ds []*nsDaemon) {
 	t.Helper()
 	for _, d := range ds {
 		eventually(t, electionTimeout, func() error { return d.write(writeTimeout) })

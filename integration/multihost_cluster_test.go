@@ -51,7 +51,7 @@ type mcluster struct {
 // newCluster forms a cluster of n managers: m1 inits it and the others join
 // through it, each on a host of its own; it returns once every member agrees
 // on the membership and the voters match the policy.
-func newCluster(t *testing.T, n int, flags ...string) *mcluster {
+func newCluster(t testing.TB, n int, flags ...string) *mcluster {
 	t.Helper()
 	c := &mcluster{hub: newHub(t), ids: make(map[*nsDaemon]string)}
 	m1 := c.hub.addHost(t).startJacod(t, "m1", flags...)
@@ -71,7 +71,7 @@ func newCluster(t *testing.T, n int, flags ...string) *mcluster {
 // addManager starts a new daemon on a new host and joins it as a manager,
 // with a token issued through issuer and the join sent to peer. It does
 // not wait for the cluster to settle.
-func (c *mcluster) addManager(t *testing.T, issuer, peer *nsDaemon, flags ...string) *nsDaemon {
+func (c *mcluster) addManager(t testing.TB, issuer, peer *nsDaemon, flags ...string) *nsDaemon {
 	t.Helper()
 	hs := c.hub.addHost(t)
 	d := hs.startJacod(t, fmt.Sprintf("m%d", hs.n), flags...)
@@ -83,7 +83,7 @@ func (c *mcluster) addManager(t *testing.T, issuer, peer *nsDaemon, flags ...str
 var joinedLine = regexp.MustCompile(`^Joined cluster \S+ as node (\S+)\.\n$`)
 
 // joined records d, whose join printed r, as a member.
-func (c *mcluster) joined(t *testing.T, d *nsDaemon, r result) {
+func (c *mcluster) joined(t testing.TB, d *nsDaemon, r result) {
 	t.Helper()
 	wantOK(t, r)
 	m := joinedLine.FindStringSubmatch(r.stdout)
@@ -105,7 +105,7 @@ func (c *mcluster) byNodeID(id string) *nsDaemon {
 }
 
 // leader waits until the managers in ask agree on a leader and returns it.
-func (c *mcluster) leader(t *testing.T, ask []*nsDaemon) *nsDaemon {
+func (c *mcluster) leader(t testing.TB, ask []*nsDaemon) *nsDaemon {
 	t.Helper()
 	var l *nsDaemon
 	eventually(t, electionTimeout, func() error {

@@ -26,7 +26,7 @@ func TestMultihostLeaderKill(t *testing.T) {
 // first write acknowledged by the others took, and requires them to
 // elect another leader and acknowledge a write through each. It returns
 // the others.
-func (c *mcluster) killLeader(t *testing.T) (rest []*nsDaemon) {
+func (c *mcluster) killLeader(t testing.TB) (rest []*nsDaemon) {
 	t.Helper()
 	old := c.leader(t, c.managers)
 	rest = c.others(old)

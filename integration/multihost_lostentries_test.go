@@ -59,7 +59,7 @@ func TestMultihostLostAcknowledgedEntries(t *testing.T) {
 
 // cutLastEntryRecord truncates the newest segment in walDir in the middle
 // of its last entry record.
-func cutLastEntryRecord(t *testing.T, walDir string) {
+func cutLastEntryRecord(t testing.TB, walDir string) {
 	t.Helper()
 	segs, err := filepath.Glob(filepath.Join(walDir, "*.wal"))
 	if err != nil || len(segs) == 0 {

@@ -55,7 +55,7 @@ func (d *nsDaemon) nodeLabels(flags ...string) (map[string]map[string]string, er
 
 // wantLabelEverywhere waits until every one of ds lists node host with
 // label key=value.
-func wantLabelEverywhere(t *testing.T, ds []*nsDaemon, host, key, value string) {
+func wantLabelEverywhere(t testing.TB, ds []*nsDaemon, host, key, value string) {
 	t.Helper()
 	for _, d := range ds {
 		eventually(t, electionTimeout, func() error {
@@ -236,7 +236,7 @@ func sameServices(before, after objects) error {
 
 // waitSoleLeader waits until d is ready, leads, and is the only member,
 // a voter at its own address.
-func waitSoleLeader(t *testing.T, d *nsDaemon) clusterStatus {
+func waitSoleLeader(t testing.TB, d *nsDaemon) clusterStatus {
 	t.Helper()
 	var s clusterStatus
 	eventually(t, electionTimeout, func() (err error) {

@@ -37,7 +37,7 @@ func (d *nsDaemon) write(timeout time.Duration) error {
 }
 
 // joinToken mints a join token for role through d.
-func (d *nsDaemon) joinToken(t *testing.T, role string, extra ...string) string {
+func (d *nsDaemon) joinToken(t testing.TB, role string, extra ...string) string {
 	t.Helper()
 	r := wantOK(t, d.jaco(append([]string{"node", "issue-join-token", "--role", role}, extra...)...))
 	return strings.TrimSpace(r.stdout)
@@ -50,7 +50,7 @@ func (d *nsDaemon) join(peer *nsDaemon, token string, extra ...string) result {
 
 // initCluster runs `cluster init --quiet` on d and returns the operator
 // token.
-func (d *nsDaemon) initCluster(t *testing.T, flags ...string) string {
+func (d *nsDaemon) initCluster(t testing.TB, flags ...string) string {
 	t.Helper()
 	r := wantOK(t, d.jaco(append([]string{"cluster", "init", "--quiet"}, flags...)...))
 	tok := strings.TrimSpace(r.stdout)

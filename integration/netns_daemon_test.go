@@ -49,7 +49,7 @@ type nsDaemon struct {
 
 // startJacod starts jacod named name on hs with a fresh data dir; it is
 // stopped when t ends.
-func (hs *host) startJacod(t *testing.T, name string, flags ...string) *nsDaemon {
+func (hs *host) startJacod(t testing.TB, name string, flags ...string) *nsDaemon {
 	t.Helper()
 	d := hs.newJacod(t, name, flags...)
 	d.start(t)
@@ -58,7 +58,7 @@ func (hs *host) startJacod(t *testing.T, name string, flags ...string) *nsDaemon
 
 // newJacod is startJacod without the start, for a test that sets up the
 // daemon's process (dropNetAdmin) first.
-func (hs *host) newJacod(t *testing.T, name string, flags ...string) *nsDaemon {
+func (hs *host) newJacod(t testing.TB, name string, flags ...string) *nsDaemon {
 	t.Helper()
 	d := &nsDaemon{
 		host:    hs,
@@ -77,7 +77,7 @@ func (hs *host) newJacod(t *testing.T, name string, flags ...string) *nsDaemon {
 // addr is the address the daemon listens on and advertises.
 func (d *nsDaemon) addr() string { return d.host.addr() }
 
-func (d *nsDaemon) start(t *testing.T) {
+func (d *nsDaemon) start(t testing.TB) {
 	t.Helper()
 	d.starts++
 	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -199,7 +199,7 @@ func (d *nsDaemon) running() bool {
 }
 
 // kill SIGKILLs the daemon, as a crash or power loss would stop it.
-func (d *nsDaemon) kill(t *testing.T) {
+func (d *nsDaemon) kill(t testing.TB) {
 	t.Helper()
 	if !d.running() {
 		t.Fatalf("kill: jacod %s is not running", d.name)
@@ -212,14 +212,14 @@ func (d *nsDaemon) kill(t *testing.T) {
 
 // pause SIGSTOPs the daemon: it keeps its sockets, so peers see a member
 // that accepts connections and never answers, like a hung machine.
-func (d *nsDaemon) pause(t *testing.T) {
+func (d *nsDaemon) pause(t testing.TB) {
 	t.Helper()
 	d.signalAndWait(t, syscall.SIGSTOP, func(state byte) bool { return state == 'T' })
 	d.paused = true
 }
 
 // resume SIGCONTs a paused daemon.
-func (d *nsDaemon) resume(t *testing.T) {
+func (d *nsDaemon) resume(t testing.TB) {
 	t.Helper()
 	d.signalAndWait(t, syscall.SIGCONT, func(state byte) bool { return state != 'T' })
 	d.paused = false
@@ -227,7 +227,7 @@ func (d *nsDaemon) resume(t *testing.T) {
 
 // signalAndWait sends sig and waits until the kernel shows the process in a
 // state ok accepts, so the test goes on only once the signal has acted.
-func (d *nsDaemon) signalAndWait(t *testing.T, sig syscall.Signal, ok func(state byte) bool) {
+func (d *nsDaemon) signalAndWait(t testing.TB, sig syscall.Signal, ok func(state byte) bool) {
 	t.Helper()
 	if !d.running() {
 		t.Fatalf("%v: jacod %s is not running", sig, d.name)
@@ -263,7 +263,7 @@ func procState(pid int) (byte, error) {
 
 // stop SIGTERMs the daemon (resuming it first if paused) and requires a
 // clean exit in time; after stopTimeout it is SIGKILLed and t fails.
-func (d *nsDaemon) stop(t *testing.T) {
+func (d *nsDaemon) stop(t testing.TB) {
 	t.Helper()
 	if !d.running() {
 		if !d.ended {
@@ -298,7 +298,7 @@ func (d *nsDaemon) allowExit() { d.ended = true }
 
 // expectExit waits up to timeout for the daemon to exit by itself, as the
 // test expects, and returns how it exited.
-func (d *nsDaemon) expectExit(t *testing.T, timeout time.Duration) error {
+func (d *nsDaemon) expectExit(t testing.TB, timeout time.Duration) error {
 	t.Helper()
 	d.ended = true
 	timer := time.NewTimer(timeout)
@@ -314,13 +314,13 @@ func (d *nsDaemon) expectExit(t *testing.T, timeout time.Duration) error {
 
 // restart starts a killed or stopped daemon again on its data dir and
 // address.
-func (d *nsDaemon) restart(t *testing.T) {
+func (d *nsDaemon) restart(t testing.TB) {
 	t.Helper()
 	d.stop(t)
 	d.start(t)
 }
 
-func (d *nsDaemon) cleanup(t *testing.T) {
+func (d *nsDaemon) cleanup(t testing.TB) {
 	d.stop(t)
 	if strings.Contains(d.log(), raceReport) {
 		t.Errorf("jacod %s reported a data race", d.name)
@@ -339,7 +339,7 @@ func (d *nsDaemon) log() string {
 // seven-manager test would otherwise print tens of thousands of lines.
 const logTailLines = 150
 
-func (d *nsDaemon) dumpLogOnFailure(t *testing.T) {
+func (d *nsDaemon) dumpLogOnFailure(t testing.TB) {
 	if !t.Failed() {
 		return
 	}

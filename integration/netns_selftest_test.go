@@ -13,7 +13,7 @@ import (
 )
 
 // namespaceExists reports whether `ip netns list` shows ns.
-func namespaceExists(t *testing.T, ns string) bool {
+func namespaceExists(t testing.TB, ns string) bool {
 	t.Helper()
 	out, err := exec.Command("ip", "netns", "list").Output()
 	if err != nil {

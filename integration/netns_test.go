@@ -60,7 +60,7 @@ var (
 // only when we are not root or `ip netns` does not work. Anything else that
 // goes wrong later (creating a namespace, nft) fails the test instead,
 // because CI, where we are root, must run these tests, not skip them.
-func requireNetns(t *testing.T) {
+func requireNetns(t testing.TB) {
 	t.Helper()
 	netnsOnce.Do(func() {
 		if os.Geteuid() != 0 {
@@ -120,7 +120,7 @@ func sweepStaleNetns() {
 
 // ipCmd runs `ip args...` (in the root namespace: managing namespaces and
 // links, never dialling) and fails t with its output if it fails.
-func ipCmd(t *testing.T, args ...string) {
+func ipCmd(t testing.TB, args ...string) {
 	t.Helper()
 	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 		t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -138,7 +138,7 @@ type hub struct {
 
 // newHub creates a hub whose namespace and everything in it is deleted when
 // t ends, pass or fail.
-func newHub(t *testing.T) *hub {
+func newHub(t testing.TB) *hub {
 	t.Helper()
 	requireNetns(t)
 	h := &hub{ns: fmt.Sprintf("%s%d", netnsRun, hubSeq.Add(1))}
@@ -154,7 +154,7 @@ func newHub(t *testing.T) *hub {
 
 // deleteNetns deletes a namespace; its interfaces (veth ends, the bridge,
 // nftables tables) go with it.
-func deleteNetns(t *testing.T, ns string) {
+func deleteNetns(t testing.TB, ns string) {
 	t.Helper()
 	if out, err := exec.Command("ip", "netns", "delete", ns).CombinedOutput(); err != nil {
 		t.Errorf("delete network namespace %s: %v %s", ns, err, out)
@@ -171,7 +171,7 @@ type host struct {
 
 // addHost plugs a new host into the hub, with the next free address of
 // this hub's pool. Its namespace is deleted when t ends.
-func (h *hub) addHost(t *testing.T) *host {
+func (h *hub) addHost(t testing.TB) *host {
 	t.Helper()
 	h.mu.Lock()
 	if h.lastIP >= 126 {
@@ -216,7 +216,7 @@ const nftTable = "jacotest"
 // broken link between them would: nothing is refused, it just never
 // arrives. It replaces an earlier partition of hs. Dropping on one side is
 // enough to cut both directions of every connection.
-func (hs *host) partition(t *testing.T, from ...*host) {
+func (hs *host) partition(t testing.TB, from ...*host) {
 	t.Helper()
 	if len(from) == 0 {
 		t.Fatal("partition: no hosts to cut off")
@@ -248,12 +248,12 @@ table inet %[1]s {
 }
 
 // heal removes hs's partition, if any.
-func (hs *host) heal(t *testing.T) {
+func (hs *host) heal(t testing.TB) {
 	t.Helper()
 	hs.nft(t, fmt.Sprintf("table inet %[1]s\ndelete table inet %[1]s\n", nftTable))
 }
 
-func (hs *host) nft(t *testing.T, ruleset string) {
+func (hs *host) nft(t testing.TB, ruleset string) {
 	t.Helper()
 	if _, err := exec.LookPath("nft"); err != nil {
 		t.Fatal("partitions need nftables' nft (apt-get install nftables; scripts/test.sh installs it)")

@@ -11,7 +11,7 @@ import (
 // formManagers starts n managers, initializes the first and joins the
 // rest through it, and waits until every one sees the voter set the
 // policy asks for.
-func formManagers(t *testing.T, n int) []*daemon {
+func formManagers(t testing.TB, n int) []*daemon {
 	t.Helper()
 	var ds []*daemon
 	for i := 1; i <= n; i++ {
@@ -31,7 +31,7 @@ func formManagers(t *testing.T, n int) []*daemon {
 
 // waitVoters waits until d sees members managers of which voters vote,
 // and a leader.
-func waitVoters(t *testing.T, d *daemon, members, voters int) {
+func waitVoters(t testing.TB, d *daemon, members, voters int) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		s, err := d.tryStatus()
@@ -85,7 +85,7 @@ func TestRemoveManagers(t *testing.T) {
 }
 
 // waitExit waits until d's process has exited, its log naming why.
-func waitExit(t *testing.T, d *daemon, why string) {
+func waitExit(t testing.TB, d *daemon, why string) {
 	t.Helper()
 	eventually(t, 20*time.Second, func() error {
 		if d.running() {

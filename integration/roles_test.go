@@ -20,7 +20,7 @@ import (
 )
 
 // roleCluster starts a manager and n workers joined through it.
-func roleCluster(t *testing.T, n int, flags ...string) (m *daemon, ws []*daemon) {
+func roleCluster(t testing.TB, n int, flags ...string) (m *daemon, ws []*daemon) {
 	t.Helper()
 	m = startDaemon(t, "m1", flags...)
 	for i := 1; i <= n; i++ {
@@ -49,7 +49,7 @@ func roleOf(via, d *daemon) (string, error) {
 
 // waitWorker waits until d runs as a worker: still up, serving no
 // manager's API, and listed as a worker by via.
-func waitWorker(t *testing.T, via, d *daemon) {
+func waitWorker(t testing.TB, via, d *daemon) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		if !d.running() {
@@ -69,7 +69,7 @@ func waitWorker(t *testing.T, via, d *daemon) {
 }
 
 // ackWrite makes a write through d and waits for it to be acknowledged.
-func ackWrite(t *testing.T, d *daemon, step string) {
+func ackWrite(t testing.TB, d *daemon, step string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		if r := d.jaco("node", "update", "--label-add", "step="+step, d.name); r.code != 0 {
@@ -81,7 +81,7 @@ func ackWrite(t *testing.T, d *daemon, step string) {
 
 // nodeCert reads d's node certificate files as they are now (callers
 // keep the copy to compare or to dial with after a change).
-func nodeCert(t *testing.T, d *daemon) (caPEM, certPEM, keyPEM []byte) {
+func nodeCert(t testing.TB, d *daemon) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(datadir.Dir(d.dir).Node())
 	if err != nil {

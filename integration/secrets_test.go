@@ -96,7 +96,7 @@ var publicFiles = map[string]bool{filepath.Join("node", "ca.pem"): true, filepat
 // though it should not be: every directory jacod makes (they hold the
 // sealed raft state and the keys) and every file in node/ but the two
 // certificates (the node key and the data key are there in the clear).
-func checkOwnerOnly(t *testing.T, rel string, e fs.DirEntry) {
+func checkOwnerOnly(t testing.TB, rel string, e fs.DirEntry) {
 	t.Helper()
 	info, err := e.Info()
 	if err != nil {

@@ -237,25 +237,32 @@ func TestServicesReachEachOtherByName(t *testing.T) {
 
 // killReplica SIGKILLs replica id's container on node name, as a crash
 // would end it.
-func killReplica(t *testing.T, c *ccluster, name, id string) {
+func killReplica(t testing.TB, c *ccluster, name, id string) {
 	t.Helper()
+	if err := c.kill(name, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (c *ccluster) kill(name, id string) error {
 	names, err := ctrd.NamesFor(c.nodeIDs[name], "")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(namespaces.WithNamespace(context.Background(), names.Namespace), 10*time.Second)
 	defer cancel()
 	ct, err := c.client.LoadContainer(ctx, id)
 	if err != nil {
-		t.Fatalf("container %s on %s: %v", id, name, err)
+		return fmt.Errorf("container %s on %s: %w", id, name, err)
 	}
 	task, err := ct.Task(ctx, nil)
 	if err != nil {
-		t.Fatalf("task of %s on %s: %v", id, name, err)
+		return fmt.Errorf("task of %s on %s: %w", id, name, err)
 	}
 	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill %s on %s: %v", id, name, err)
+		return fmt.Errorf("kill %s on %s: %w", id, name, err)
 	}
+	return nil
 }
 
 func sameSet(a, b []string) bool {

@@ -51,7 +51,7 @@ func (d *daemon) runningReplicas(service string, want int) (map[string]replica, 
 }
 
 // hookCluster is a manager that runs no replicas and two workers.
-func hookCluster(t *testing.T) (m, w1, w2 *daemon) {
+func hookCluster(t testing.TB) (m, w1, w2 *daemon) {
 	m = startDaemon(t, "m", "--heartbeat-period", "500ms")
 	w1, w2 = startDaemon(t, "w1"), startDaemon(t, "w2")
 	m.initQuiet()
@@ -65,7 +65,7 @@ func hookCluster(t *testing.T) (m, w1, w2 *daemon) {
 
 // waitReady waits until m sees every named node ready (its agent holds a
 // session): a service created before then is placed on the others only.
-func waitReady(t *testing.T, m *daemon, names ...string) {
+func waitReady(t testing.TB, m *daemon, names ...string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
 		return nodesIn(m.jaco("status", "--format", "json"), "ready", names...)
@@ -74,7 +74,7 @@ func waitReady(t *testing.T, m *daemon, names ...string) {
 
 // writeBundle writes a hook bundle whose launch records its environment
 // and pid under out, then runs body.
-func writeBundle(t *testing.T, out, body string) string {
+func writeBundle(t testing.TB, out, body string) string {
 	t.Helper()
 	dir := t.TempDir()
 	launch := `#!/bin/sh

@@ -56,7 +56,7 @@ func TestTCPOperatorAccess(t *testing.T) {
 }
 
 // otherSecret returns a well-formed token secret that differs from token's.
-func otherSecret(t *testing.T, token string) string {
+func otherSecret(t testing.TB, token string) string {
 	t.Helper()
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)

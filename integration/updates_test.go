@@ -14,7 +14,7 @@ import (
 
 // versionedBundle writes a hook bundle whose replicas record the value of
 // $V (the spec version the test gave them) beside writeBundle's records.
-func versionedBundle(t *testing.T, out, body string) string {
+func versionedBundle(t testing.TB, out, body string) string {
 	return writeBundle(t, out, `echo "$V" > "$OUT/ver.$JACO_REPLICA_ID"`+"\n"+body)
 }
 
