@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
-	"golang.org/x/sys/unix"
+
+	"github.com/jaco-project/jaco/internal/nftexpr"
 )
 
 // Names inside the table.
@@ -79,14 +79,14 @@ func (rs ruleset) load(conn *nftables.Conn) error {
 	for _, exprs := range [][]expr.Any{
 		establishedAccept(),
 		dnatAccept(),
-		append(ipv4Only(),
-			payload(12, reg1), payload(16, reg32b),
+		append(nftexpr.IPv4Only(reg1),
+			nftexpr.IPv4Addr(nftexpr.IPv4Src, reg1), nftexpr.IPv4Addr(nftexpr.IPv4Dst, reg32b),
 			&expr.Lookup{SourceRegister: reg1, SetName: rs.allowed.Name, SetID: rs.allowed.ID},
 			&expr.Verdict{Kind: expr.VerdictAccept}),
-		append(ipv4Only(),
-			payload(12, reg1),
+		append(nftexpr.IPv4Only(reg1),
+			nftexpr.IPv4Addr(nftexpr.IPv4Src, reg1),
 			&expr.Lookup{SourceRegister: reg1, SetName: rs.replicas.Name, SetID: rs.replicas.ID},
-			payload(16, reg1),
+			nftexpr.IPv4Addr(nftexpr.IPv4Dst, reg1),
 			&expr.Lookup{SourceRegister: reg1, SetName: rs.replicas.Name, SetID: rs.replicas.ID},
 			&expr.Verdict{Kind: expr.VerdictDrop}),
 	} {
@@ -207,30 +207,7 @@ func dnatAccept() []expr.Any { return ctBitsAccept(expr.CtKeySTATUS, ctStatusDNA
 
 // ctBitsAccept accepts packets whose conntrack key has any of mask's bits.
 func ctBitsAccept(key expr.CtKey, mask uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Ct{Register: reg1, Key: key},
-		&expr.Bitwise{
-			SourceRegister: reg1, DestRegister: reg1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(mask),
-			Xor:  binaryutil.NativeEndian.PutUint32(0),
-		},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		&expr.Verdict{Kind: expr.VerdictAccept},
-	}
-}
-
-// ipv4Only matches IPv4 packets (the inet family sees IPv6 too).
-func ipv4Only() []expr.Any {
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.NFPROTO_IPV4}},
-	}
-}
-
-// payload loads the 4-byte IPv4 address at offset of the network header
-// (12 source, 16 destination) into reg.
-func payload(offset, reg uint32) *expr.Payload {
-	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}
+	return append(nftexpr.CtAnyBits(reg1, key, mask), &expr.Verdict{Kind: expr.VerdictAccept})
 }
 
 // enableBridgeNetfilter makes bridged IPv4 traffic pass the inet hooks.

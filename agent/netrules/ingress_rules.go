@@ -8,6 +8,8 @@ import (
 	"github.com/google/nftables"
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+
+	"github.com/jaco-project/jaco/internal/nftexpr"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,13 +94,13 @@ func protoPortLoad() []expr.Any {
 func meshed(networks *expr.Lookup) []expr.Any {
 	notIn := *networks
 	notIn.Invert = true
-	return append(ipv4Only(),
+	return append(nftexpr.IPv4Only(reg1),
 		&expr.Fib{Register: reg1, ResultADDRTYPE: true, FlagDADDR: true},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
-		payload(daddr, reg1),
+		nftexpr.IPv4Addr(daddr, reg1),
 		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4, Mask: []byte{255, 0, 0, 0}, Xor: []byte{0, 0, 0, 0}},
 		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: []byte{127, 0, 0, 0}},
-		payload(daddr, reg1), &notIn,
+		nftexpr.IPv4Addr(daddr, reg1), &notIn,
 	)
 }
 
@@ -108,7 +110,7 @@ func inSubnet(p netip.Prefix) []expr.Any {
 	binary.BigEndian.PutUint32(m[:], uint32(uint64(0xffffffff)<<(32-p.Bits())))
 	a := p.Masked().Addr().As4()
 	return []expr.Any{
-		payload(daddr, reg1),
+		nftexpr.IPv4Addr(daddr, reg1),
 		&expr.Bitwise{SourceRegister: reg1, DestRegister: reg1, Len: 4, Mask: m[:], Xor: []byte{0, 0, 0, 0}},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: a[:]},
 	}
@@ -165,7 +167,7 @@ func ingressRulesOf(in *Ingress, lookup func(string) *expr.Lookup) ingressRules 
 	if in == nil {
 		return r
 	}
-	marked := append(ipv4Only(), ctBits(expr.CtKeyMARK, IngressCtMark)...)
+	marked := append(nftexpr.IPv4Only(reg1), nftexpr.CtAnyBits(reg1, expr.CtKeyMARK, IngressCtMark)...)
 	marked = append(marked, inSubnet(in.Subnet)...)
 	r.forward = [][]expr.Any{append(marked[:len(marked):len(marked)], &expr.Verdict{Kind: expr.VerdictAccept})}
 	if in.Gateway.IsValid() {

@@ -5,8 +5,9 @@ import (
 	"slices"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
+
+	"github.com/jaco-project/jaco/internal/nftexpr"
 	"golang.org/x/sys/unix"
 )
 
@@ -103,8 +104,8 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *In
 		pick := lookup("backends")
 		pick.DestRegister, pick.IsDestRegSet = reg1, true
 		conn.AddRule(&nftables.Rule{Table: t, Chain: ch, Exprs: []expr.Any{
-			ipv4Only()[0], ipv4Only()[1], // only for nft's listing: dispatch checked it
-			payload(daddr, reg1),
+			nftexpr.IPv4Only(reg1)[0], nftexpr.IPv4Only(reg1)[1], // only for nft's listing: dispatch checked it
+			nftexpr.IPv4Addr(daddr, reg1),
 			&expr.Numgen{Register: reg32b, Modulus: uint32(n), Type: unix.NFT_NG_RANDOM},
 			pick,
 			&expr.NAT{Type: expr.NATTypeDestNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1},
@@ -128,31 +129,31 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *In
 
 	refuse := [][]expr.Any{
 		// ip daddr @vips meta l4proto tcp reject with tcp reset
-		append(ipv4Only(), payload(daddr, reg1), lookup("vips"),
+		append(nftexpr.IPv4Only(reg1), nftexpr.IPv4Addr(daddr, reg1), lookup("vips"),
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: reg1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.IPPROTO_TCP}},
 			&expr.Reject{Type: unix.NFT_REJECT_TCP_RST}),
 		// ip daddr @vips reject (icmp port unreachable)
-		append(ipv4Only(), payload(daddr, reg1), lookup("vips"),
+		append(nftexpr.IPv4Only(reg1), nftexpr.IPv4Addr(daddr, reg1), lookup("vips"),
 			&expr.Reject{Type: unix.NFT_REJECT_ICMPX_UNREACH, Code: unix.NFT_REJECT_ICMPX_PORT_UNREACH}),
 	}
 	same := lookup("same")
 	same.Invert = true
 	separate := []expr.Any{ // ip daddr @networks ip daddr . ip saddr != @same drop
-		payload(daddr, reg1), lookup("networks"),
-		payload(daddr, reg1), payload(saddr, reg32b), same,
+		nftexpr.IPv4Addr(daddr, reg1), lookup("networks"),
+		nftexpr.IPv4Addr(daddr, reg1), nftexpr.IPv4Addr(saddr, reg32b), same,
 		&expr.Verdict{Kind: expr.VerdictDrop},
 	}
 	// Replies pass: a replica's connections to the outside (or to the
 	// node's other addresses) get answers from outside its network. Only
 	// a connection's first packet meets the separation.
-	replies := append(ctBits(expr.CtKeySTATE, expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
+	replies := append(nftexpr.CtAnyBits(reg1, expr.CtKeySTATE, expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED),
 		&expr.Verdict{Kind: expr.VerdictAccept})
 	dispatch := lookup("dispatch")
 	dispatch.DestRegister, dispatch.IsDestRegSet = verdict, true
-	toBackend := append(ipv4Only(), payload(daddr, reg1), dispatch) // ip daddr vmap @dispatch
-	hairpin := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
-	hairpin = append(hairpin, payload(saddr, reg1), payload(daddr, reg32b), lookup("hairpin"), &expr.Masq{})
+	toBackend := append(nftexpr.IPv4Only(reg1), nftexpr.IPv4Addr(daddr, reg1), dispatch) // ip daddr vmap @dispatch
+	hairpin := append(nftexpr.IPv4Only(reg1), nftexpr.CtAnyBits(reg1, expr.CtKeySTATUS, ctStatusDNAT)...)
+	hairpin = append(hairpin, nftexpr.IPv4Addr(saddr, reg1), nftexpr.IPv4Addr(daddr, reg32b), lookup("hairpin"), &expr.Masq{})
 
 	// A DNATed connection whose source is not on the backend's network
 	// can only be the node's own (the separation dropped any other before
@@ -160,9 +161,9 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *In
 	// node's gateway on that network.
 	source := lookup("sources")
 	source.DestRegister, source.IsDestRegSet = reg1, true
-	nodeSource := append(ipv4Only(), ctBits(expr.CtKeySTATUS, ctStatusDNAT)...)
-	nodeSource = append(nodeSource, payload(daddr, reg1), payload(saddr, reg32b), same,
-		payload(daddr, reg1), source,
+	nodeSource := append(nftexpr.IPv4Only(reg1), nftexpr.CtAnyBits(reg1, expr.CtKeySTATUS, ctStatusDNAT)...)
+	nodeSource = append(nodeSource, nftexpr.IPv4Addr(daddr, reg1), nftexpr.IPv4Addr(saddr, reg32b), same,
+		nftexpr.IPv4Addr(daddr, reg1), source,
 		&expr.NAT{Type: expr.NATTypeSourceNAT, Family: unix.NFPROTO_IPV4, RegAddrMin: reg1})
 
 	for _, ch := range []struct {
@@ -173,7 +174,7 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *In
 		rules [][]expr.Any
 	}{
 		{"forward", nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter,
-			slices.Concat([][]expr.Any{replies}, mesh.forward, [][]expr.Any{append(ipv4Only(), separate...)}, refuse)},
+			slices.Concat([][]expr.Any{replies}, mesh.forward, [][]expr.Any{append(nftexpr.IPv4Only(reg1), separate...)}, refuse)},
 		{"output", nftables.ChainTypeFilter, nftables.ChainHookOutput, nftables.ChainPriorityFilter, refuse},
 		{"input", nftables.ChainTypeFilter, nftables.ChainHookInput, nftables.ChainPriorityFilter, mesh.refuse},
 		{"prerouting", nftables.ChainTypeNAT, nftables.ChainHookPrerouting, nftables.ChainPriorityNATDest,
@@ -191,32 +192,4 @@ func queueTable(conn *nftables.Conn, t *nftables.Table, c *contents, ingress *In
 		}
 	}
 	return nil
-}
-
-// ipv4Only matches IPv4 packets (the inet family sees IPv6 too).
-func ipv4Only() []expr.Any {
-	return []expr.Any{
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: reg1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: reg1, Data: []byte{unix.NFPROTO_IPV4}},
-	}
-}
-
-// payload loads the 4-byte IPv4 address at offset of the network header
-// into reg.
-func payload(offset, reg uint32) *expr.Payload {
-	return &expr.Payload{DestRegister: reg, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4}
-}
-
-// ctBits matches packets whose conntrack key (state or status) has any
-// of mask's bits.
-func ctBits(key expr.CtKey, mask uint32) []expr.Any {
-	return []expr.Any{
-		&expr.Ct{Register: reg1, Key: key},
-		&expr.Bitwise{
-			SourceRegister: reg1, DestRegister: reg1, Len: 4,
-			Mask: binaryutil.NativeEndian.PutUint32(mask),
-			Xor:  binaryutil.NativeEndian.PutUint32(0),
-		},
-		&expr.Cmp{Op: expr.CmpOpNeq, Register: reg1, Data: binaryutil.NativeEndian.PutUint32(0)},
-	}
 }
