@@ -6,12 +6,9 @@ package integration
 // what really runs, straight from containerd rather than through jaco.
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,33 +341,7 @@ func (c *ccluster) waitGone(t testing.TB, name string, ids []string) {
 // in the namespace: Debian's static busybox wget crashes on the host, and
 // no other client is sure to be installed.
 func httpGet(from *host, addr, path string) (string, error) {
-	conn, err := dialIn("/var/run/netns/"+from.ns, addr, 5*time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-	if err != nil {
-		return "", err
-	}
-	req.Close = true
-	if err := req.Write(conn); err != nil {
-		return "", fmt.Errorf("send request to %s: %w", addr, err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
-	if err != nil {
-		return "", fmt.Errorf("read answer of %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", fmt.Errorf("read answer of %s: %w", addr, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return string(body), fmt.Errorf("GET %s%s: %s", addr, path, resp.Status)
-	}
-	return string(body), nil
+	return getBody("/var/run/netns/"+from.ns, addr, path, 5*time.Second)
 }
 
 // holds calls cond every 250ms for d and fails the test, naming during,

@@ -95,8 +95,15 @@ func lookupIn(nsPath, server, name string) (addrs []string, rcode int, err error
 }
 
 // getIn GETs http://addr/path from inside the namespace at nsPath over a
-// new connection and returns the body of a 200 answer.
+// new connection and returns the body of a 200 answer, trimmed.
 func getIn(nsPath, addr, path string, timeout time.Duration) (string, error) {
+	body, err := getBody(nsPath, addr, path, timeout)
+	return strings.TrimSpace(body), err
+}
+
+// getBody GETs http://addr/path from inside the namespace at nsPath over
+// a new connection and returns the body of a 200 answer.
+func getBody(nsPath, addr, path string, timeout time.Duration) (string, error) {
 	conn, err := dialIn(nsPath, addr, timeout)
 	if err != nil {
 		return "", err
@@ -123,7 +130,7 @@ func getIn(nsPath, addr, path string, timeout time.Duration) (string, error) {
 	if resp.StatusCode != http.StatusOK {
 		return string(body), fmt.Errorf("GET %s%s: %s", addr, path, resp.Status)
 	}
-	return strings.TrimSpace(string(body)), nil
+	return string(body), nil
 }
 
 // wireCapture records every frame crossing one host's underlay link, as
