@@ -1,10 +1,8 @@
 package netalloc
 
 import (
-	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -93,27 +91,11 @@ func TestNoVIPOnIngress(t *testing.T) {
 func TestRunIngressFollowsNodesAndServices(t *testing.T) {
 	st := storetest.New(t)
 	storetest.Create(t, st, ingressNet(), meshed(node("n1")), node("n2"), publisher("web", api.PublishMode_PUBLISH_MODE_UNSPECIFIED))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		New(st, WithBatchDelay(time.Millisecond)).Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runAllocator(t, st)
 
 	wait := func(id, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var n *api.Node
-			st.View(func(tx store.ReadTx) { n = tx.GetNode(id) })
-			if got := blocksOf(n); got == want {
-				return
-			} else if time.Now().After(deadline) {
-				t.Fatalf("%s's blocks %q, want %q", id, got, want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, st, id+"'s blocks", want, func(tx store.ReadTx) string { return blocksOf(tx.GetNode(id)) })
 	}
 	wait("n1", "i=198.19.0.0/26")
 	if err := st.Update(ctx, func(tx *store.Tx) error {

@@ -81,27 +81,11 @@ func TestPlan(t *testing.T) {
 func TestRunFollowsTheStore(t *testing.T) {
 	st := storetest.New(t)
 	storetest.Create(t, st, network("a", "front", "10.0.0.0/16"), node("n1"))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		New(st, WithBatchDelay(time.Millisecond)).Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runAllocator(t, st)
 
 	wait := func(want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var n *api.Node
-			st.View(func(tx store.ReadTx) { n = tx.GetNode("n1") })
-			if got := blocksOf(n); got == want {
-				return
-			} else if time.Now().After(deadline) {
-				t.Fatalf("n1's blocks %q, want %q", got, want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, st, "n1's blocks", want, func(tx store.ReadTx) string { return blocksOf(tx.GetNode("n1")) })
 	}
 	storetest.Create(t, st, task("t1", "", "front"))
 	if err := st.Update(ctx, func(tx *store.Tx) error {
@@ -116,4 +100,35 @@ func TestRunFollowsTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("")
+}
+
+// runAllocator runs an allocator over st until the test ends and returns
+// a context for the test's own writes.
+func runAllocator(t *testing.T, st *store.Store) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		New(st, WithBatchDelay(time.Millisecond)).Run(ctx)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return ctx
+}
+
+// waitUntil reads the store until read says want, failing the test after
+// 5 s with what it said last.
+func waitUntil(t *testing.T, st *store.Store, what, want string, read func(store.ReadTx) string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var got string
+		st.View(func(tx store.ReadTx) { got = read(tx) })
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %q, want %q", what, got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

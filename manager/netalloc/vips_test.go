@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -105,27 +104,11 @@ func TestPlanVIPsFull(t *testing.T) {
 func TestRunGivesServicesVIPs(t *testing.T) {
 	st := storetest.New(t)
 	storetest.Create(t, st, network("b", "back", tiny), service("s1", vip, []string{"back"}, "b=198.18.5.250"))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		New(st, WithBatchDelay(time.Millisecond)).Run(ctx)
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx := runAllocator(t, st)
 
 	wait := func(id, want string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			var s *api.Service
-			st.View(func(tx store.ReadTx) { s = tx.GetService(id) })
-			if got := vipsOf(s); got == want {
-				return
-			} else if time.Now().After(deadline) {
-				t.Fatalf("%s's VIPs %q, want %q", id, got, want)
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, st, id+"'s VIPs", want, func(tx store.ReadTx) string { return vipsOf(tx.GetService(id)) })
 	}
 	change := func(id string, fn func(*api.ServiceSpec)) {
 		t.Helper()
