@@ -69,16 +69,6 @@ func newContainerCluster(t testing.TB, n int) *ccluster {
 	t.Helper()
 	requireNetns(t)
 	c := &ccluster{ctrd: containerdtest.Start(t), nodeIDs: map[string]string{}}
-	// Runs after every jacod has stopped and before containerd stops:
-	// the network namespaces of containers still running are mounted
-	// under the daemons' data dirs, which t's TempDir cleanup removes.
-	t.Cleanup(func() {
-		for _, d := range c.all() {
-			if err := containerdtest.UnmountUnder(d.dir); err != nil {
-				t.Errorf("unmount under %s's data dir: %v", d.name, err)
-			}
-		}
-	})
 	cl, err := ctrdclient.New(c.ctrd.Address())
 	if err != nil {
 		t.Fatalf("containerd client: %v", err)

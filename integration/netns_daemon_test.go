@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/jaco-project/jaco/internal/containerdtest"
 )
 
 // nsDaemon is a jacod running inside a host's namespace, listening on
@@ -322,6 +324,12 @@ func (d *nsDaemon) restart(t testing.TB) {
 
 func (d *nsDaemon) cleanup(t testing.TB) {
 	d.stop(t)
+	// Replicas outlive jacod: the network namespaces of those still
+	// running (containers, hook bundles on networks) are bind mounts under
+	// the data dir, which t's TempDir cleanup removes next.
+	if err := containerdtest.UnmountUnder(d.dir); err != nil {
+		t.Errorf("unmount under %s's data dir: %v", d.name, err)
+	}
 	if strings.Contains(d.log(), raceReport) {
 		t.Errorf("jacod %s reported a data race", d.name)
 	}
