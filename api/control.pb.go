@@ -1595,6 +1595,733 @@ func (x *UpdateServiceResponse) GetService() *Service {
 	return nil
 }
 
+type CreateSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *FileSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSecretRequest) Reset() {
+	*x = CreateSecretRequest{}
+	mi := &file_api_control_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSecretRequest) ProtoMessage() {}
+
+func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
+func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CreateSecretRequest) GetSpec() *FileSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CreateSecretResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// secret is without its data.
+	Secret        *Secret `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateSecretResponse) Reset() {
+	*x = CreateSecretResponse{}
+	mi := &file_api_control_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateSecretResponse) ProtoMessage() {}
+
+func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
+func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CreateSecretResponse) GetSecret() *Secret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+type GetSecretRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// secret is an id or a name.
+	Secret        string          `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSecretRequest) Reset() {
+	*x = GetSecretRequest{}
+	mi := &file_api_control_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSecretRequest) ProtoMessage() {}
+
+func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
+func (*GetSecretRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetSecretRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+func (x *GetSecretRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type GetSecretResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// secret is without its data.
+	Secret *Secret `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	// services are the names of the services using it.
+	Services      []string `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSecretResponse) Reset() {
+	*x = GetSecretResponse{}
+	mi := &file_api_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSecretResponse) ProtoMessage() {}
+
+func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
+func (*GetSecretResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetSecretResponse) GetSecret() *Secret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *GetSecretResponse) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+type ListSecretsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consistency   ReadConsistency        `protobuf:"varint,1,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSecretsRequest) Reset() {
+	*x = ListSecretsRequest{}
+	mi := &file_api_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSecretsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSecretsRequest) ProtoMessage() {}
+
+func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
+func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type ListSecretsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// secrets are without their data.
+	Secrets       []*Secret `protobuf:"bytes,1,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSecretsResponse) Reset() {
+	*x = ListSecretsResponse{}
+	mi := &file_api_control_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSecretsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSecretsResponse) ProtoMessage() {}
+
+func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
+func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListSecretsResponse) GetSecrets() []*Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+type RemoveSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Secret        string                 `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveSecretRequest) Reset() {
+	*x = RemoveSecretRequest{}
+	mi := &file_api_control_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveSecretRequest) ProtoMessage() {}
+
+func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
+func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RemoveSecretRequest) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type RemoveSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveSecretResponse) Reset() {
+	*x = RemoveSecretResponse{}
+	mi := &file_api_control_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveSecretResponse) ProtoMessage() {}
+
+func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
+func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{32}
+}
+
+type CreateConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *FileSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateConfigRequest) Reset() {
+	*x = CreateConfigRequest{}
+	mi := &file_api_control_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateConfigRequest) ProtoMessage() {}
+
+func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
+func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CreateConfigRequest) GetSpec() *FileSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CreateConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *Config                `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateConfigResponse) Reset() {
+	*x = CreateConfigResponse{}
+	mi := &file_api_control_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateConfigResponse) ProtoMessage() {}
+
+func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
+func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *CreateConfigResponse) GetConfig() *Config {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+type GetConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// config is an id or a name.
+	Config        string          `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConfigRequest) Reset() {
+	*x = GetConfigRequest{}
+	mi := &file_api_control_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConfigRequest) ProtoMessage() {}
+
+func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
+func (*GetConfigRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetConfigRequest) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+func (x *GetConfigRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type GetConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        *Config                `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	Services      []string               `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetConfigResponse) Reset() {
+	*x = GetConfigResponse{}
+	mi := &file_api_control_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetConfigResponse) ProtoMessage() {}
+
+func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
+func (*GetConfigResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetConfigResponse) GetConfig() *Config {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *GetConfigResponse) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+type ListConfigsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consistency   ReadConsistency        `protobuf:"varint,1,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConfigsRequest) Reset() {
+	*x = ListConfigsRequest{}
+	mi := &file_api_control_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConfigsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConfigsRequest) ProtoMessage() {}
+
+func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
+func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type ListConfigsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// configs are without their data.
+	Configs       []*Config `protobuf:"bytes,1,rep,name=configs,proto3" json:"configs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConfigsResponse) Reset() {
+	*x = ListConfigsResponse{}
+	mi := &file_api_control_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConfigsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConfigsResponse) ProtoMessage() {}
+
+func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
+func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListConfigsResponse) GetConfigs() []*Config {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
+}
+
+type RemoveConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Config        string                 `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveConfigRequest) Reset() {
+	*x = RemoveConfigRequest{}
+	mi := &file_api_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveConfigRequest) ProtoMessage() {}
+
+func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
+func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *RemoveConfigRequest) GetConfig() string {
+	if x != nil {
+		return x.Config
+	}
+	return ""
+}
+
+type RemoveConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveConfigResponse) Reset() {
+	*x = RemoveConfigResponse{}
+	mi := &file_api_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveConfigResponse) ProtoMessage() {}
+
+func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
+func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{40}
+}
+
 type CreateNetworkRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *NetworkSpec           `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1604,7 +2331,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +2343,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +2356,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -1648,7 +2375,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +2387,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +2400,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -1694,7 +2421,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +2433,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +2446,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -1749,7 +2476,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1761,7 +2488,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1774,7 +2501,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -1815,7 +2542,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +2554,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +2567,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -1889,7 +2616,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2628,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2641,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -1933,7 +2660,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2672,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2685,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -1977,7 +2704,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2716,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2729,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -2020,7 +2747,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2759,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2772,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 type RemoveServiceRequest struct {
@@ -2057,7 +2784,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2796,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2809,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -2100,7 +2827,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2839,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2852,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 type GetServiceRequest struct {
@@ -2138,7 +2865,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2150,7 +2877,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2163,7 +2890,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -2189,7 +2916,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2201,7 +2928,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2214,7 +2941,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -2239,7 +2966,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2978,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2991,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -2299,7 +3026,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +3038,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +3051,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -2359,7 +3086,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +3098,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +3111,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -2433,7 +3160,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +3172,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +3185,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -2495,7 +3222,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +3234,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +3247,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -2581,7 +3308,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2593,7 +3320,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2606,7 +3333,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -2626,7 +3353,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +3365,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +3378,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -2683,7 +3410,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2695,7 +3422,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2708,7 +3435,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -2787,7 +3514,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2799,7 +3526,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2812,7 +3539,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -2850,7 +3577,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2862,7 +3589,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2875,7 +3602,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -3005,7 +3732,41 @@ const file_api_control_proto_rawDesc = "" +
 	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12\x1a\n" +
 	"\brollback\x18\x04 \x01(\bR\brollback\"D\n" +
 	"\x15UpdateServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"A\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"=\n" +
+	"\x13CreateSecretRequest\x12&\n" +
+	"\x04spec\x18\x01 \x01(\v2\x12.jaco.api.FileSpecR\x04spec\"@\n" +
+	"\x14CreateSecretResponse\x12(\n" +
+	"\x06secret\x18\x01 \x01(\v2\x10.jaco.api.SecretR\x06secret\"g\n" +
+	"\x10GetSecretRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"Y\n" +
+	"\x11GetSecretResponse\x12(\n" +
+	"\x06secret\x18\x01 \x01(\v2\x10.jaco.api.SecretR\x06secret\x12\x1a\n" +
+	"\bservices\x18\x02 \x03(\tR\bservices\"Q\n" +
+	"\x12ListSecretsRequest\x12;\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"A\n" +
+	"\x13ListSecretsResponse\x12*\n" +
+	"\asecrets\x18\x01 \x03(\v2\x10.jaco.api.SecretR\asecrets\"-\n" +
+	"\x13RemoveSecretRequest\x12\x16\n" +
+	"\x06secret\x18\x01 \x01(\tR\x06secret\"\x16\n" +
+	"\x14RemoveSecretResponse\"=\n" +
+	"\x13CreateConfigRequest\x12&\n" +
+	"\x04spec\x18\x01 \x01(\v2\x12.jaco.api.FileSpecR\x04spec\"@\n" +
+	"\x14CreateConfigResponse\x12(\n" +
+	"\x06config\x18\x01 \x01(\v2\x10.jaco.api.ConfigR\x06config\"g\n" +
+	"\x10GetConfigRequest\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"Y\n" +
+	"\x11GetConfigResponse\x12(\n" +
+	"\x06config\x18\x01 \x01(\v2\x10.jaco.api.ConfigR\x06config\x12\x1a\n" +
+	"\bservices\x18\x02 \x03(\tR\bservices\"Q\n" +
+	"\x12ListConfigsRequest\x12;\n" +
+	"\vconsistency\x18\x01 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"A\n" +
+	"\x13ListConfigsResponse\x12*\n" +
+	"\aconfigs\x18\x01 \x03(\v2\x10.jaco.api.ConfigR\aconfigs\"-\n" +
+	"\x13RemoveConfigRequest\x12\x16\n" +
+	"\x06config\x18\x01 \x01(\tR\x06config\"\x16\n" +
+	"\x14RemoveConfigResponse\"A\n" +
 	"\x14CreateNetworkRequest\x12)\n" +
 	"\x04spec\x18\x01 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"D\n" +
 	"\x15CreateNetworkResponse\x12+\n" +
@@ -3116,7 +3877,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
 	"\vNodeService\x12\xc3\x01\n" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
-	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\x84\x18\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\x84\"\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -3139,6 +3900,22 @@ const file_api_control_proto_rawDesc = "" +
 	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fCreateSecret\x12\x1d.jaco.api.CreateSecretRequest\x1a\x1e.jaco.api.CreateSecretResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fRemoveSecret\x12\x1d.jaco.api.RemoveSecretRequest\x1a\x1e.jaco.api.RemoveSecretResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\tGetSecret\x12\x1a.jaco.api.GetSecretRequest\x1a\x1b.jaco.api.GetSecretResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9f\x01\n" +
+	"\vListSecrets\x12\x1c.jaco.api.ListSecretsRequest\x1a\x1d.jaco.api.ListSecretsResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fCreateConfig\x12\x1d.jaco.api.CreateConfigRequest\x1a\x1e.jaco.api.CreateConfigResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fRemoveConfig\x12\x1d.jaco.api.RemoveConfigRequest\x1a\x1e.jaco.api.RemoveConfigResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\tGetConfig\x12\x1a.jaco.api.GetConfigRequest\x1a\x1b.jaco.api.GetConfigResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9f\x01\n" +
+	"\vListConfigs\x12\x1c.jaco.api.ListConfigsRequest\x1a\x1d.jaco.api.ListConfigsResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rCreateNetwork\x12\x1e.jaco.api.CreateNetworkRequest\x1a\x1f.jaco.api.CreateNetworkResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
@@ -3174,7 +3951,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -3204,137 +3981,184 @@ var file_api_control_proto_goTypes = []any{
 	(*CreateServiceResponse)(nil),  // 25: jaco.api.CreateServiceResponse
 	(*UpdateServiceRequest)(nil),   // 26: jaco.api.UpdateServiceRequest
 	(*UpdateServiceResponse)(nil),  // 27: jaco.api.UpdateServiceResponse
-	(*CreateNetworkRequest)(nil),   // 28: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),  // 29: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),      // 30: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),     // 31: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),            // 32: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),    // 33: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 34: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 35: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 36: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 37: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 38: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 39: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 40: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 41: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 42: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 43: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 44: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 45: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 46: jaco.api.UpdateNodeResponse
-	(*WatchServiceRequest)(nil),    // 47: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 48: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 49: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 50: jaco.api.ServiceLogsRequest
-	nil,                            // 51: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 52: jaco.api.Suffrage
-	(*Node)(nil),                   // 53: jaco.api.Node
-	(NodeRole)(0),                  // 54: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 55: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 57: jaco.api.ServiceSpec
-	(*Service)(nil),                // 58: jaco.api.Service
-	(*NetworkSpec)(nil),            // 59: jaco.api.NetworkSpec
-	(*Network)(nil),                // 60: jaco.api.Network
-	(*Task)(nil),                   // 61: jaco.api.Task
-	(NodeAvailability)(0),          // 62: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 63: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 64: jaco.api.LogsMessage
+	(*CreateSecretRequest)(nil),    // 28: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),   // 29: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),       // 30: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),      // 31: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),     // 32: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),    // 33: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),    // 34: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),   // 35: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),    // 36: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),   // 37: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),       // 38: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),      // 39: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),     // 40: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),    // 41: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),    // 42: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),   // 43: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),   // 44: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),  // 45: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),      // 46: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),     // 47: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),            // 48: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),    // 49: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 50: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 51: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 52: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 53: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 54: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 55: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 56: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 57: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 58: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 59: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 60: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 61: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 62: jaco.api.UpdateNodeResponse
+	(*WatchServiceRequest)(nil),    // 63: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 64: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 65: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 66: jaco.api.ServiceLogsRequest
+	nil,                            // 67: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 68: jaco.api.Suffrage
+	(*Node)(nil),                   // 69: jaco.api.Node
+	(NodeRole)(0),                  // 70: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 71: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 72: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 73: jaco.api.ServiceSpec
+	(*Service)(nil),                // 74: jaco.api.Service
+	(*FileSpec)(nil),               // 75: jaco.api.FileSpec
+	(*Secret)(nil),                 // 76: jaco.api.Secret
+	(*Config)(nil),                 // 77: jaco.api.Config
+	(*NetworkSpec)(nil),            // 78: jaco.api.NetworkSpec
+	(*Network)(nil),                // 79: jaco.api.Network
+	(*Task)(nil),                   // 80: jaco.api.Task
+	(NodeAvailability)(0),          // 81: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 82: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 83: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	52, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	68, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	53, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	69, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	53, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	54, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	55, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	56, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	55, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	57, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	58, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	57, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	58, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	59, // 17: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	60, // 18: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 19: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	60, // 20: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	32, // 21: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 22: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	60, // 23: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 24: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	58, // 25: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 26: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	58, // 27: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	2,  // 28: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	61, // 29: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	62, // 30: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	51, // 31: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	54, // 32: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	55, // 33: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	53, // 34: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	63, // 35: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	56, // 36: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	63, // 37: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	58, // 38: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	48, // 39: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	56, // 40: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 41: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 42: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 43: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 44: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 45: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 46: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 47: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 48: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 49: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 50: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	45, // 51: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 52: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 53: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	37, // 54: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	28, // 55: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	35, // 56: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	30, // 57: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	33, // 58: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	39, // 59: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	41, // 60: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	43, // 61: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	47, // 62: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	50, // 63: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 64: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 65: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 66: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 67: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 68: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 69: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 70: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 71: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 72: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 73: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	46, // 74: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 75: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 76: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	38, // 77: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	29, // 78: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	36, // 79: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	31, // 80: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	34, // 81: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	40, // 82: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	42, // 83: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	44, // 84: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	49, // 85: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	64, // 86: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	64, // [64:87] is the sub-list for method output_type
-	41, // [41:64] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	69, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	70, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	71, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	72, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	71, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	73, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	74, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	73, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	74, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	75, // 17: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	76, // 18: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 19: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	76, // 20: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 21: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	76, // 22: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	75, // 23: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	77, // 24: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 25: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	77, // 26: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 27: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	77, // 28: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	78, // 29: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	79, // 30: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 31: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	79, // 32: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	48, // 33: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,  // 34: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	79, // 35: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 36: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	74, // 37: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 38: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	74, // 39: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	2,  // 40: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	80, // 41: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	81, // 42: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	67, // 43: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	70, // 44: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	71, // 45: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	69, // 46: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	82, // 47: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	72, // 48: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	82, // 49: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	74, // 50: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	64, // 51: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	72, // 52: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 53: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 54: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 55: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 56: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 57: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 58: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 59: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 60: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 61: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 62: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	61, // 63: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 64: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 65: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	53, // 66: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	28, // 67: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	34, // 68: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	30, // 69: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	32, // 70: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	36, // 71: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	42, // 72: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	38, // 73: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	40, // 74: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	44, // 75: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	51, // 76: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	46, // 77: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	49, // 78: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	55, // 79: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	57, // 80: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	59, // 81: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	63, // 82: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	66, // 83: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 84: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 85: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 86: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 87: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 88: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 89: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 90: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 91: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 92: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 93: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	62, // 94: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 95: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 96: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	54, // 97: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	29, // 98: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	35, // 99: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	31, // 100: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	33, // 101: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	37, // 102: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	43, // 103: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	39, // 104: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	41, // 105: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	45, // 106: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	52, // 107: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	47, // 108: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	50, // 109: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	56, // 110: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	58, // 111: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	60, // 112: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	65, // 113: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	83, // 114: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	84, // [84:115] is the sub-list for method output_type
+	53, // [53:84] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -3346,14 +4170,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[42].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[58].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   49,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -79,6 +79,46 @@ func init() {
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,
 		},
+		"/jaco.api.ControlService/CreateSecret": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/RemoveSecret": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/GetSecret": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/ListSecrets": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/CreateConfig": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/RemoveConfig": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/GetConfig": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/ListConfigs": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
 		"/jaco.api.ControlService/CreateNetwork": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",

@@ -128,6 +128,78 @@ func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *Re
 	return NewControlServiceClient(conn).RemoveService(ctx, r)
 }
 
+func (p *raftProxyControlServiceServer) CreateSecret(ctx context.Context, r *CreateSecretRequest) (*CreateSecretResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.CreateSecret(ctx, r)
+	}
+	return NewControlServiceClient(conn).CreateSecret(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) RemoveSecret(ctx context.Context, r *RemoveSecretRequest) (*RemoveSecretResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveSecret(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveSecret(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetSecret(ctx context.Context, r *GetSecretRequest) (*GetSecretResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.GetSecret(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListSecrets(ctx context.Context, r *ListSecretsRequest) (*ListSecretsResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.ListSecrets(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) CreateConfig(ctx context.Context, r *CreateConfigRequest) (*CreateConfigResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.CreateConfig(ctx, r)
+	}
+	return NewControlServiceClient(conn).CreateConfig(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) RemoveConfig(ctx context.Context, r *RemoveConfigRequest) (*RemoveConfigResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveConfig(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveConfig(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetConfig(ctx context.Context, r *GetConfigRequest) (*GetConfigResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.GetConfig(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListConfigs(ctx context.Context, r *ListConfigsRequest) (*ListConfigsResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.ListConfigs(ctx, r) // local_read: never forwarded
+}
+
 func (p *raftProxyControlServiceServer) CreateNetwork(ctx context.Context, r *CreateNetworkRequest) (*CreateNetworkResponse, error) {
 	conn, ctx, err := p.router.Route(ctx)
 	if err != nil {

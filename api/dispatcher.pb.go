@@ -586,7 +586,11 @@ type AssignmentsMessage struct {
 	Removed []string `protobuf:"bytes,3,rep,name=removed,proto3" json:"removed,omitempty"`
 	// more: the COMPLETE set goes on in the next message. The agent drops
 	// what the set lacks only once it has the last part.
-	More          bool `protobuf:"varint,4,opt,name=more,proto3" json:"more,omitempty"`
+	More bool `protobuf:"varint,4,opt,name=more,proto3" json:"more,omitempty"`
+	// secrets and configs are those the updated replicas name, whole (the
+	// agent keeps secrets in memory only).
+	Secrets       []*Secret `protobuf:"bytes,5,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	Configs       []*Config `protobuf:"bytes,6,rep,name=configs,proto3" json:"configs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -647,6 +651,20 @@ func (x *AssignmentsMessage) GetMore() bool {
 		return x.More
 	}
 	return false
+}
+
+func (x *AssignmentsMessage) GetSecrets() []*Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *AssignmentsMessage) GetConfigs() []*Config {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
 }
 
 type TaskStatusUpdate struct {
@@ -832,12 +850,14 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\x06period\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x06period\"3\n" +
 	"\x12AssignmentsRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\"\xd4\x01\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"\xac\x02\n" +
 	"\x12AssignmentsMessage\x125\n" +
 	"\x04type\x18\x01 \x01(\x0e2!.jaco.api.AssignmentsMessage.TypeR\x04type\x12(\n" +
 	"\aupdated\x18\x02 \x03(\v2\x0e.jaco.api.TaskR\aupdated\x12\x18\n" +
 	"\aremoved\x18\x03 \x03(\tR\aremoved\x12\x12\n" +
-	"\x04more\x18\x04 \x01(\bR\x04more\"/\n" +
+	"\x04more\x18\x04 \x01(\bR\x04more\x12*\n" +
+	"\asecrets\x18\x05 \x03(\v2\x10.jaco.api.SecretR\asecrets\x12*\n" +
+	"\aconfigs\x18\x06 \x03(\v2\x10.jaco.api.ConfigR\aconfigs\"/\n" +
 	"\x04Type\x12\x11\n" +
 	"\rTYPE_COMPLETE\x10\x00\x12\x14\n" +
 	"\x10TYPE_INCREMENTAL\x10\x01\"Y\n" +
@@ -893,7 +913,9 @@ var file_api_dispatcher_proto_goTypes = []any{
 	(*Network)(nil),                  // 16: jaco.api.Network
 	(*PortConfig)(nil),               // 17: jaco.api.PortConfig
 	(*Task)(nil),                     // 18: jaco.api.Task
-	(*TaskStatus)(nil),               // 19: jaco.api.TaskStatus
+	(*Secret)(nil),                   // 19: jaco.api.Secret
+	(*Config)(nil),                   // 20: jaco.api.Config
+	(*TaskStatus)(nil),               // 21: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
 	13, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
@@ -907,21 +929,23 @@ var file_api_dispatcher_proto_depIdxs = []int32{
 	14, // 8: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
 	0,  // 9: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
 	18, // 10: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	19, // 11: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
-	10, // 12: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
-	1,  // 13: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
-	6,  // 14: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
-	8,  // 15: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
-	11, // 16: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 17: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	7,  // 18: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	9,  // 19: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	12, // 20: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	19, // 11: jaco.api.AssignmentsMessage.secrets:type_name -> jaco.api.Secret
+	20, // 12: jaco.api.AssignmentsMessage.configs:type_name -> jaco.api.Config
+	21, // 13: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	10, // 14: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
+	1,  // 15: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
+	6,  // 16: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
+	8,  // 17: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
+	11, // 18: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
+	2,  // 19: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	7,  // 20: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	9,  // 21: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	12, // 22: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	19, // [19:23] is the sub-list for method output_type
+	15, // [15:19] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_dispatcher_proto_init() }

@@ -2330,7 +2330,21 @@ type ServiceSpec struct {
 	Networks []string `protobuf:"bytes,22,rep,name=networks,proto3" json:"networks,omitempty"`
 	// endpoint_mode is how the service is found on its networks: by one
 	// virtual IP per network (default) or DNS round robin over its replicas.
-	EndpointMode  EndpointMode `protobuf:"varint,23,opt,name=endpoint_mode,json=endpointMode,proto3,enum=jaco.api.EndpointMode" json:"endpoint_mode,omitempty"`
+	EndpointMode EndpointMode `protobuf:"varint,23,opt,name=endpoint_mode,json=endpointMode,proto3,enum=jaco.api.EndpointMode" json:"endpoint_mode,omitempty"`
+	// secrets and configs are files the replicas get: secrets only in
+	// memory (tmpfs), configs too; by name, each must exist.
+	Secrets []*FileReference `protobuf:"bytes,24,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	Configs []*FileReference `protobuf:"bytes,25,rep,name=configs,proto3" json:"configs,omitempty"`
+	// labels are the operator's (and a stack's: jaco.stack.namespace).
+	Labels map[string]string `protobuf:"bytes,26,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// entrypoint, when set, replaces the image's entrypoint; command then
+	// replaces its command (as compose and Docker read them). Without an
+	// entrypoint, command replaces both (jaco's --  CMD).
+	Entrypoint []string `protobuf:"bytes,27,rep,name=entrypoint,proto3" json:"entrypoint,omitempty"`
+	// registry_auth are the credentials the agents pull the image with
+	// (service create --with-registry-auth); sealed in raft like all state,
+	// sent only to nodes running the service, never shown by inspect.
+	RegistryAuth  *RegistryAuth `protobuf:"bytes,28,opt,name=registry_auth,json=registryAuth,proto3" json:"registry_auth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2526,6 +2540,386 @@ func (x *ServiceSpec) GetEndpointMode() EndpointMode {
 	return EndpointMode_ENDPOINT_MODE_UNSPECIFIED
 }
 
+func (x *ServiceSpec) GetSecrets() []*FileReference {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetConfigs() []*FileReference {
+	if x != nil {
+		return x.Configs
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetEntrypoint() []string {
+	if x != nil {
+		return x.Entrypoint
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetRegistryAuth() *RegistryAuth {
+	if x != nil {
+		return x.RegistryAuth
+	}
+	return nil
+}
+
+// FileReference names a secret or config and where a replica sees it.
+type FileReference struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is the secret's (config's) name; id is filled in by the
+	// manager when the spec is accepted.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Id   string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// target is the file name under /run/secrets (absolute path for
+	// configs; default /NAME) or, for hook bundles, under JACO_SECRETS_DIR.
+	Target string `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
+	// mode defaults to 0400 (secrets) or 0444 (configs); uid and gid to 0.
+	Mode          uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid           uint32 `protobuf:"varint,5,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid           uint32 `protobuf:"varint,6,opt,name=gid,proto3" json:"gid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileReference) Reset() {
+	*x = FileReference{}
+	mi := &file_api_objects_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileReference) ProtoMessage() {}
+
+func (x *FileReference) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
+func (*FileReference) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *FileReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FileReference) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FileReference) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *FileReference) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *FileReference) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *FileReference) GetGid() uint32 {
+	if x != nil {
+		return x.Gid
+	}
+	return 0
+}
+
+// RegistryAuth is one registry's credentials (from the caller's Docker
+// config file).
+type RegistryAuth struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the registry host (and port) they are for.
+	Server        string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	Username      string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	Password      string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	IdentityToken string `protobuf:"bytes,4,opt,name=identity_token,json=identityToken,proto3" json:"identity_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryAuth) Reset() {
+	*x = RegistryAuth{}
+	mi := &file_api_objects_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryAuth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryAuth) ProtoMessage() {}
+
+func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
+func (*RegistryAuth) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *RegistryAuth) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *RegistryAuth) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *RegistryAuth) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *RegistryAuth) GetIdentityToken() string {
+	if x != nil {
+		return x.IdentityToken
+	}
+	return ""
+}
+
+// Secret is a named value replicas get as a file held only in memory.
+type Secret struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta          *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Spec          *FileSpec              `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Secret) Reset() {
+	*x = Secret{}
+	mi := &file_api_objects_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Secret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Secret) ProtoMessage() {}
+
+func (x *Secret) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Secret.ProtoReflect.Descriptor instead.
+func (*Secret) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *Secret) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Secret) GetMeta() *Meta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Secret) GetSpec() *FileSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+// Config is a named non-secret file replicas get.
+type Config struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta          *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Spec          *FileSpec              `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Config) Reset() {
+	*x = Config{}
+	mi := &file_api_objects_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Config) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Config) ProtoMessage() {}
+
+func (x *Config) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Config.ProtoReflect.Descriptor instead.
+func (*Config) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Config) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Config) GetMeta() *Meta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Config) GetSpec() *FileSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type FileSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// data is the content (at most 500 KiB); never returned by inspect or
+	// list for a secret.
+	Data          []byte            `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	Labels        map[string]string `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileSpec) Reset() {
+	*x = FileSpec{}
+	mi := &file_api_objects_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileSpec) ProtoMessage() {}
+
+func (x *FileSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
+func (*FileSpec) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *FileSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FileSpec) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *FileSpec) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
 // UpdatePolicy is Swarm's update (and rollback) config. A replica counts
 // as updated once it has run, healthy where it has a check, for monitor;
 // one that ends before that is a failure.
@@ -2549,7 +2943,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2561,7 +2955,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2574,7 +2968,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -2633,7 +3027,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +3039,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +3052,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -2703,7 +3097,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +3109,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +3122,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -2767,7 +3161,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +3173,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +3186,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Service) GetId() string {
@@ -2854,7 +3248,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +3260,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +3273,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -2915,7 +3309,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3321,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3334,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -2996,7 +3390,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3008,7 +3402,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3021,7 +3415,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3074,7 +3468,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3480,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3493,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Task) GetId() string {
@@ -3215,7 +3609,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3621,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3634,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3419,7 +3813,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\xea\a\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xa3\n" +
+	"\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -3445,7 +3840,44 @@ const file_api_objects_proto_rawDesc = "" +
 	"\brollback\x18\x14 \x01(\v2\x16.jaco.api.UpdatePolicyR\brollback\x12!\n" +
 	"\fforce_update\x18\x15 \x01(\x04R\vforceUpdate\x12\x1a\n" +
 	"\bnetworks\x18\x16 \x03(\tR\bnetworks\x12;\n" +
-	"\rendpoint_mode\x18\x17 \x01(\x0e2\x16.jaco.api.EndpointModeR\fendpointMode\"\xb5\x02\n" +
+	"\rendpoint_mode\x18\x17 \x01(\x0e2\x16.jaco.api.EndpointModeR\fendpointMode\x121\n" +
+	"\asecrets\x18\x18 \x03(\v2\x17.jaco.api.FileReferenceR\asecrets\x121\n" +
+	"\aconfigs\x18\x19 \x03(\v2\x17.jaco.api.FileReferenceR\aconfigs\x129\n" +
+	"\x06labels\x18\x1a \x03(\v2!.jaco.api.ServiceSpec.LabelsEntryR\x06labels\x12\x1e\n" +
+	"\n" +
+	"entrypoint\x18\x1b \x03(\tR\n" +
+	"entrypoint\x12;\n" +
+	"\rregistry_auth\x18\x1c \x01(\v2\x16.jaco.api.RegistryAuthR\fregistryAuth\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
+	"\rFileReference\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
+	"\x06target\x18\x03 \x01(\tR\x06target\x12\x12\n" +
+	"\x04mode\x18\x04 \x01(\rR\x04mode\x12\x10\n" +
+	"\x03uid\x18\x05 \x01(\rR\x03uid\x12\x10\n" +
+	"\x03gid\x18\x06 \x01(\rR\x03gid\"\x85\x01\n" +
+	"\fRegistryAuth\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x12%\n" +
+	"\x0eidentity_token\x18\x04 \x01(\tR\ridentityToken\"d\n" +
+	"\x06Secret\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12&\n" +
+	"\x04spec\x18\x03 \x01(\v2\x12.jaco.api.FileSpecR\x04spec\"d\n" +
+	"\x06Config\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12&\n" +
+	"\x04spec\x18\x03 \x01(\v2\x12.jaco.api.FileSpecR\x04spec\"\xa5\x01\n" +
+	"\bFileSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x126\n" +
+	"\x06labels\x18\x03 \x03(\v2\x1e.jaco.api.FileSpec.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb5\x02\n" +
 	"\fUpdatePolicy\x12 \n" +
 	"\vparallelism\x18\x01 \x01(\x04R\vparallelism\x12/\n" +
 	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12+\n" +
@@ -3597,7 +4029,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -3633,53 +4065,60 @@ var file_api_objects_proto_goTypes = []any{
 	(*HTTPCheck)(nil),             // 31: jaco.api.HTTPCheck
 	(*TCPCheck)(nil),              // 32: jaco.api.TCPCheck
 	(*ServiceSpec)(nil),           // 33: jaco.api.ServiceSpec
-	(*UpdatePolicy)(nil),          // 34: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 35: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 36: jaco.api.NetworkAccess
-	(*Service)(nil),               // 37: jaco.api.Service
-	(*VirtualIP)(nil),             // 38: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 39: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 40: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 41: jaco.api.Task
-	(*JoinToken)(nil),             // 42: jaco.api.JoinToken
-	nil,                           // 43: jaco.api.Node.LabelsEntry
-	nil,                           // 44: jaco.api.HookBundle.FilesEntry
-	(*timestamppb.Timestamp)(nil), // 45: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 46: google.protobuf.Duration
+	(*FileReference)(nil),         // 34: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 35: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 36: jaco.api.Secret
+	(*Config)(nil),                // 37: jaco.api.Config
+	(*FileSpec)(nil),              // 38: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 39: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 40: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 41: jaco.api.NetworkAccess
+	(*Service)(nil),               // 42: jaco.api.Service
+	(*VirtualIP)(nil),             // 43: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 44: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 45: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 46: jaco.api.Task
+	(*JoinToken)(nil),             // 47: jaco.api.JoinToken
+	nil,                           // 48: jaco.api.Node.LabelsEntry
+	nil,                           // 49: jaco.api.HookBundle.FilesEntry
+	nil,                           // 50: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 51: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 52: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 53: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	45, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	45, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	52, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	52, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
 	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
 	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
 	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	45, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	52, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
 	18, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
 	20, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	46, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	45, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	53, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	52, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
 	13, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	43, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	48, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
 	17, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
 	19, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
 	22, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
 	21, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
 	6,  // 21: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	44, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	49, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
 	7,  // 23: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	46, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	46, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	53, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	53, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
 	30, // 26: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
 	31, // 27: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
 	32, // 28: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	46, // 29: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	46, // 30: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	46, // 31: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	53, // 29: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	53, // 30: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	53, // 31: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
 	5,  // 32: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
 	26, // 33: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
 	18, // 34: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
@@ -3689,42 +4128,51 @@ var file_api_objects_proto_depIdxs = []int32{
 	27, // 38: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
 	28, // 39: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
 	29, // 40: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	46, // 41: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	46, // 42: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	36, // 43: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	34, // 44: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	34, // 45: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	53, // 41: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	53, // 42: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	41, // 43: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	39, // 44: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	39, // 45: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
 	8,  // 46: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	46, // 47: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 48: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 49: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	46, // 50: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 51: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	45, // 52: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	45, // 53: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 54: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	33, // 55: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	33, // 56: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	35, // 57: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	38, // 58: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	12, // 59: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	45, // 60: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	40, // 61: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	13, // 62: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	12, // 63: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	39, // 64: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	33, // 65: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	45, // 66: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	45, // 67: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	13, // 68: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 69: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	45, // 70: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	45, // 71: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	72, // [72:72] is the sub-list for method output_type
-	72, // [72:72] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	34, // 47: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	34, // 48: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	50, // 49: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	35, // 50: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	13, // 51: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	38, // 52: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	13, // 53: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	38, // 54: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	51, // 55: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	53, // 56: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 57: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 58: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	53, // 59: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 60: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	52, // 61: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	52, // 62: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 63: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	33, // 64: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	33, // 65: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	40, // 66: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	43, // 67: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	12, // 68: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	52, // 69: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	45, // 70: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	13, // 71: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	12, // 72: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	44, // 73: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	33, // 74: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	52, // 75: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	52, // 76: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	13, // 77: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 78: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	52, // 79: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	52, // 80: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	81, // [81:81] is the sub-list for method output_type
+	81, // [81:81] is the sub-list for method input_type
+	81, // [81:81] is the sub-list for extension type_name
+	81, // [81:81] is the sub-list for extension extendee
+	0,  // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -3743,7 +4191,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   32,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
