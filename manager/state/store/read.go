@@ -43,6 +43,16 @@ type ReadTx interface {
 	FindNetworkByName(name string) *api.Network
 	ListNetworks() []*api.Network
 
+	// Secrets and configs come whole, data included: the API edge strips
+	// what it must not return.
+	GetSecret(id string) *api.Secret
+	FindSecretByName(name string) *api.Secret
+	ListSecrets() []*api.Secret
+
+	GetConfig(id string) *api.Config
+	FindConfigByName(name string) *api.Config
+	ListConfigs() []*api.Config
+
 	// ScanNodes, ScanServices and ScanTasks call fn with a clone of each
 	// object whose id sorts after after ("" for the first), in id order,
 	// until fn returns false: a page of a listing clones what it sends,
@@ -123,6 +133,26 @@ func (r readTx) FindNetworkByName(name string) *api.Network {
 }
 func (r readTx) ListNetworks() []*api.Network {
 	return list[*api.Network](r.txn, tableNetwork, indexID)
+}
+
+func (r readTx) GetSecret(id string) *api.Secret {
+	return first[*api.Secret](r.txn, tableSecret, indexID, id)
+}
+func (r readTx) FindSecretByName(name string) *api.Secret {
+	return first[*api.Secret](r.txn, tableSecret, indexName, name)
+}
+func (r readTx) ListSecrets() []*api.Secret {
+	return list[*api.Secret](r.txn, tableSecret, indexID)
+}
+
+func (r readTx) GetConfig(id string) *api.Config {
+	return first[*api.Config](r.txn, tableConfig, indexID, id)
+}
+func (r readTx) FindConfigByName(name string) *api.Config {
+	return first[*api.Config](r.txn, tableConfig, indexName, name)
+}
+func (r readTx) ListConfigs() []*api.Config {
+	return list[*api.Config](r.txn, tableConfig, indexID)
 }
 
 func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {

@@ -12,7 +12,7 @@ import (
 )
 
 // Object is a stored object: *api.Cluster, *api.Node, *api.Service,
-// *api.Task, *api.JoinToken or *api.Network.
+// *api.Task, *api.JoinToken, *api.Network, *api.Secret or *api.Config.
 type Object interface {
 	proto.Message
 	GetId() string
@@ -28,6 +28,8 @@ const (
 	tableTask      = "task"
 	tableJoinToken = "join_token"
 	tableNetwork   = "network"
+	tableSecret    = "secret"
+	tableConfig    = "config"
 
 	indexID        = "id"
 	indexHostname  = "hostname"
@@ -49,6 +51,10 @@ var tables = map[protoreflect.FullName]*memdb.TableSchema{
 		newIndex(indexName, true, stringIndex[*api.Service](func(s *api.Service) string { return s.GetSpec().GetName() }))),
 	fullName[*api.Network](): newTable(tableNetwork,
 		newIndex(indexName, true, stringIndex[*api.Network](func(n *api.Network) string { return n.GetSpec().GetName() }))),
+	fullName[*api.Secret](): newTable(tableSecret,
+		newIndex(indexName, true, stringIndex[*api.Secret](func(s *api.Secret) string { return s.GetSpec().GetName() }))),
+	fullName[*api.Config](): newTable(tableConfig,
+		newIndex(indexName, true, stringIndex[*api.Config](func(c *api.Config) string { return c.GetSpec().GetName() }))),
 	fullName[*api.Task](): newTable(tableTask,
 		newIndex(indexServiceID, false, stringIndex[*api.Task]((*api.Task).GetServiceId)),
 		newIndex(indexNodeID, false, stringIndex[*api.Task]((*api.Task).GetNodeId))),
