@@ -71,7 +71,7 @@ func (r *taskRunner) prepareAndStart(ctx context.Context, ctl exec.Controller) (
 			if r.interrupted(ctx) {
 				return false, false
 			}
-			r.report(failed(ReasonPrepareFailed, "prepare: %v", err))
+			r.report(failed(prepareReason(err), "prepare: %v", err))
 			return true, false
 		}
 	}

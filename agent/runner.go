@@ -25,7 +25,25 @@ const (
 	ReasonReplicaLost   = "replica_lost"
 	ReasonNoRuntime     = "no_runtime"
 	ReasonInvalidSpec   = reason.InvalidSpec
+	// ReasonImagePullDenied and ReasonImagePullFailed replace
+	// ReasonPrepareFailed when prepare failed pulling the image.
+	ReasonImagePullDenied = reason.ImagePullDenied
+	ReasonImagePullFailed = reason.ImagePullFailed
 )
+
+// prepareReason is the reason word of a failed prepare: the pull's when
+// the image could not be pulled.
+func prepareReason(err error) string {
+	var pe *exec.PullError
+	switch {
+	case !errors.As(err, &pe):
+		return ReasonPrepareFailed
+	case pe.Denied:
+		return ReasonImagePullDenied
+	default:
+		return ReasonImagePullFailed
+	}
+}
 
 // taskRunner owns one replica on this node: one goroutine drives its
 // controller through prepare → start → monitor → stop → remove and

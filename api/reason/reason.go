@@ -100,6 +100,18 @@ const (
 	ReplicaFailed = "replica_failed"
 )
 
+// The reasons a replica's status carries when its node could not pull its
+// image (`jaco service ps`); the message holds the registry's answer.
+const (
+	// ImagePullDenied is a pull the registry refused (401 or 403): no
+	// credentials for it, or wrong ones (service update
+	// --with-registry-auth).
+	ImagePullDenied = "image_pull_denied"
+	// ImagePullFailed is any other failed pull: the registry unreachable,
+	// its certificate not trusted by the node, the image not there.
+	ImagePullFailed = "image_pull_failed"
+)
+
 // retryable lists the reasons a client may retry unchanged. It must never
 // hold OutcomeUnknown.
 var retryable = map[string]bool{NoLeader: true, Unavailable: true, NotReady: true}
