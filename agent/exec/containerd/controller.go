@@ -49,7 +49,7 @@ func (c *controller) Prepare(ctx context.Context) error {
 			return fmt.Errorf("replica %s: mount %s:%s: source and target must be absolute paths", c.id, m.GetSource(), m.GetTarget())
 		}
 	}
-	img, err := c.rt.ensureImage(ctx, c.rep.Task.GetSpec().GetImage())
+	img, err := c.rt.ensureImage(ctx, c.rep.Task.GetSpec().GetImage(), c.rep.Task.GetSpec().GetRegistryAuth())
 	if err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/errdefs"
 	"github.com/distribution/reference"
+
+	"github.com/jaco-project/jaco/api"
 )
 
 // LoadImage imports an OCI (or Docker) image archive into the node's
@@ -39,9 +41,10 @@ func normalizeRef(ref string) (string, error) {
 	return named.String(), nil
 }
 
-// ensureImage returns the unpacked image ref, pulling it when the node
-// does not have it.
-func (r *Runtime) ensureImage(ctx context.Context, ref string) (client.Image, error) {
+// ensureImage returns the unpacked image ref, pulling it with auth's
+// credentials (auth may be nil) when the node does not have it. A failed
+// pull is an *exec.PullError.
+func (r *Runtime) ensureImage(ctx context.Context, ref string, auth *api.RegistryAuth) (client.Image, error) {
 	name, err := normalizeRef(ref)
 	if err != nil {
 		return nil, err
@@ -49,9 +52,10 @@ func (r *Runtime) ensureImage(ctx context.Context, ref string) (client.Image, er
 	img, err := r.client.GetImage(ctx, name)
 	if errdefs.IsNotFound(err) {
 		r.log.InfoContext(ctx, "pulling image", "image", name)
-		img, err = r.client.Pull(ctx, name, client.WithPullUnpack, client.WithPullSnapshotter(Snapshotter))
+		img, err = r.client.Pull(ctx, name, client.WithPullUnpack, client.WithPullSnapshotter(Snapshotter),
+			client.WithResolver(resolver(auth)))
 		if err != nil {
-			return nil, fmt.Errorf("image %s is not on this node and pulling it failed (load it with `jaco image load FILE`): %w", name, err)
+			return nil, pullError(name, fmt.Errorf("image is not on this node (`jaco image load FILE` puts it there) and pulling it failed: %w", err))
 		}
 		return img, nil
 	}
