@@ -79,6 +79,11 @@ const (
 	// NetworkInUse refuses removing a network a service (or the spec a
 	// service would roll back to) still names; the message lists them.
 	NetworkInUse = "network_in_use"
+	// SecretInUse and ConfigInUse refuse removing a secret (config) a
+	// service's spec or previous spec still references; the message lists
+	// the services.
+	SecretInUse = "secret_in_use"
+	ConfigInUse = "config_in_use"
 )
 
 // The outcomes of a CLI command that waits for a service to converge

@@ -106,6 +106,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if err := placement.Validate(spec.Placement); err != nil {
 		return invalid("service %s: %v", spec.Name, err)
 	}
+	if err := fillFileRefs(spec); err != nil {
+		return err
+	}
 	return validateHealth(spec.Health)
 }
 
@@ -227,7 +230,8 @@ func validateHealth(h *api.HealthCheck) error {
 // checkReferences checks what spec names in the store: its dependencies
 // exist and form no cycle with the other services' (spec replaces the
 // service of the same name), its pinned node and networks exist, and no
-// other service holds a port it publishes.
+// other service holds a port it publishes. It fills in the id of each
+// secret and config spec references, by name.
 func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 	specs := []*api.ServiceSpec{spec}
 	names := map[string]bool{spec.Name: true}
@@ -249,6 +253,9 @@ func checkReferences(tx store.ReadTx, spec *api.ServiceSpec) error {
 		return invalid("service %s is pinned to node %q, which does not exist", spec.Name, pin)
 	}
 	if err := checkNetworks(tx, spec); err != nil {
+		return err
+	}
+	if err := resolveFileRefs(tx, spec); err != nil {
 		return err
 	}
 	if err := checkOwnPorts(tx, spec); err != nil {

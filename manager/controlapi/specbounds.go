@@ -26,6 +26,8 @@ var specListLimits = []struct {
 	{"env", 1024, func(s *api.ServiceSpec) int { return len(s.GetEnv()) }},
 	{"command", 1024, func(s *api.ServiceSpec) int { return len(s.GetCommand()) }},
 	{"networks", limits.MaxServiceNetworks, func(s *api.ServiceSpec) int { return len(s.GetNetworks()) }},
+	{"secrets", 64, func(s *api.ServiceSpec) int { return len(s.GetSecrets()) }},
+	{"configs", 64, func(s *api.ServiceSpec) int { return len(s.GetConfigs()) }},
 }
 
 // checkSpecLists refuses a spec with a list longer than its bound, naming
