@@ -47,7 +47,7 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
-	return &api.CreateServiceResponse{Service: s.service(svc.Id)}, nil
+	return &api.CreateServiceResponse{Service: withoutRegistryAuth(s.service(svc.Id))}, nil
 }
 
 // UpdateService replaces a service's spec, or returns it to its previous
@@ -84,6 +84,7 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 			return invalid("a service's mode cannot change (%s to %s): remove it and create it again",
 				modeWord(svc.Spec.Mode), modeWord(req.Spec.Mode))
 		}
+		keepRegistryAuth(req.Spec, svc.Spec)
 		if proto.Equal(req.Spec, svc.Spec) {
 			return resume(tx, svc)
 		}
@@ -107,7 +108,7 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
-	return &api.UpdateServiceResponse{Service: s.service(id)}, nil
+	return &api.UpdateServiceResponse{Service: withoutRegistryAuth(s.service(id))}, nil
 }
 
 // rollBack swaps svc's spec with its previous one and starts a rollback
@@ -194,7 +195,7 @@ func (s *Server) GetService(_ context.Context, req *api.GetServiceRequest) (*api
 	if svc == nil {
 		return nil, notFound("service", req.Service)
 	}
-	return &api.GetServiceResponse{Service: svc}, nil
+	return &api.GetServiceResponse{Service: withoutRegistryAuth(svc)}, nil
 }
 
 // ListServices lists one page of the services in the local store, in id
@@ -206,7 +207,7 @@ func (s *Server) ListServices(_ context.Context, req *api.ListServicesRequest) (
 	}
 	page := paging.NewPage[*api.Service](req.PageSize)
 	s.store.View(func(tx store.ReadTx) {
-		tx.ScanServices(after, func(svc *api.Service) bool { return page.Add(svc.Id, svc) })
+		tx.ScanServices(after, func(svc *api.Service) bool { return page.Add(svc.Id, withoutRegistryAuth(svc)) })
 	})
 	return &api.ListServicesResponse{Services: page.Items, NextPageToken: page.NextToken()}, nil
 }
@@ -237,7 +238,7 @@ func (s *Server) ListTasks(_ context.Context, req *api.ListTasksRequest) (*api.L
 			}
 			nodeID = n.Id
 		}
-		tx.ScanTasks(after, svcID, nodeID, func(t *api.Task) bool { return page.Add(t.Id, t) })
+		tx.ScanTasks(after, svcID, nodeID, func(t *api.Task) bool { return page.Add(t.Id, taskWithoutRegistryAuth(t)) })
 	})
 	if err != nil {
 		return nil, err

@@ -113,6 +113,7 @@ func (s *Server) serviceProgress(id string) *api.WatchServiceMessage {
 		msg.Slots = slotProgress(msg.Service, tx.ListTasksByService(id))
 	})
 	slim(msg.Service)
+	withoutRegistryAuth(msg.Service)
 	return msg
 }
 
