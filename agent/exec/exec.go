@@ -47,6 +47,10 @@ type Replica struct {
 	// LogPath is the file the replica's stdout and stderr are appended to;
 	// it outlives the agent process (written by the shim, not by jacod).
 	LogPath string
+	// Files are the replica's secrets and configs with their content,
+	// held in memory only (see File); Prepare refuses a replica lacking
+	// one its spec names (CheckFiles).
+	Files []File
 }
 
 // Env returns the JACO_ variables for r, to append to the spec's env.
