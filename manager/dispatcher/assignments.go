@@ -36,7 +36,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	var tasks []*api.Task
 	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
 	sendComplete := func() error {
-		return send(stream, api.AssignmentsMessage_TYPE_COMPLETE, set.complete(tasks), nil)
+		return send(stream, s.st, api.AssignmentsMessage_TYPE_COMPLETE, set.complete(tasks), nil)
 	}
 	events := s.st.ViewAndWatch(ctx, read, store.ObjectType[*api.Task](), onNode(sess.nodeID))
 	if err := sendComplete(); err != nil {
@@ -73,7 +73,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			if len(updated)+len(removed) == 0 {
 				continue
 			}
-			if err := send(stream, api.AssignmentsMessage_TYPE_INCREMENTAL, updated, removed); err != nil {
+			if err := send(stream, s.st, api.AssignmentsMessage_TYPE_INCREMENTAL, updated, removed); err != nil {
 				return err
 			}
 		case <-sess.done:
@@ -89,12 +89,22 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 // the last: a node running many replicas of large specs would otherwise
 // get a message over gRPC's 4 MiB limit, and its agent no assignments at
 // all. The parts of a COMPLETE set but the last say more is coming, so the
-// agent drops what the set lacks only once it has the whole set.
-func send(stream grpc.ServerStreamingServer[api.AssignmentsMessage], typ api.AssignmentsMessage_Type, updated []*api.Task, removed []string) error {
-	runs := paging.Split(updated)
+// agent drops what the set lacks only once it has the whole set. Each
+// message carries the secrets and configs its tasks reference, whole, read
+// from st as it is sent.
+func send(stream grpc.ServerStreamingServer[api.AssignmentsMessage], st *store.Store, typ api.AssignmentsMessage_Type, updated []*api.Task, removed []string) error {
+	var runs [][]*api.Task
+	var fs []files
+	for _, run := range paging.Split(updated) {
+		parts, pfs := withFiles(st, run)
+		runs, fs = append(runs, parts...), append(fs, pfs...)
+	}
 	for i, run := range runs {
 		last := i == len(runs)-1
-		msg := &api.AssignmentsMessage{Type: typ, Updated: run, More: typ == api.AssignmentsMessage_TYPE_COMPLETE && !last}
+		msg := &api.AssignmentsMessage{
+			Type: typ, Updated: run, More: typ == api.AssignmentsMessage_TYPE_COMPLETE && !last,
+			Secrets: fs[i].secrets, Configs: fs[i].configs,
+		}
 		if last {
 			msg.Removed = removed
 		}
