@@ -24,6 +24,7 @@ func serviceCmd(g *globals) *cobra.Command {
 
 func serviceCreateCmd(g *globals) *cobra.Command {
 	var f specFlags
+	var ra registryAuthFlags
 	var wf waitFlags
 	var name string
 	cmd := &cobra.Command{
@@ -46,6 +47,9 @@ func serviceCreateCmd(g *globals) *cobra.Command {
 			if err := f.apply(cmd, spec, true); err != nil {
 				return err
 			}
+			if err := ra.apply(spec); err != nil {
+				return err
+			}
 			return g.writeAndWait(cmd, &wf, waitConverge, func(ctx context.Context, c *client.Client) (*api.Service, error) {
 				resp, err := c.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
 				if err != nil {
@@ -59,12 +63,14 @@ func serviceCreateCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&name, "name", "", "service name (required)")
 	_ = cmd.MarkFlagRequired("name")
 	f.register(cmd.Flags())
+	ra.register(cmd.Flags())
 	wf.register(cmd)
 	return cmd
 }
 
 func serviceUpdateCmd(g *globals) *cobra.Command {
 	var f specFlags
+	var ra registryAuthFlags
 	var edits listEdits
 	var wf waitFlags
 	var image string
@@ -103,6 +109,9 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 					if err := f.apply(cmd, spec, false); err != nil {
 						return err
 					}
+					if err := ra.apply(spec); err != nil {
+						return err
+					}
 					return edits.apply(spec)
 				})
 			})
@@ -112,6 +121,7 @@ func serviceUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "replace every replica, even when the spec does not change")
 	cmd.Flags().BoolVar(&rollback, "rollback", false, "return to the previous spec under the rollback policy (as jaco service rollback does)")
 	f.register(cmd.Flags())
+	ra.register(cmd.Flags())
 	edits.register(cmd.Flags())
 	wf.register(cmd)
 	return cmd
