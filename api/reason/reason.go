@@ -84,6 +84,11 @@ const (
 	// the services.
 	SecretInUse = "secret_in_use"
 	ConfigInUse = "config_in_use"
+	// UnsupportedComposeKey is a compose file key jaco cannot honour
+	// (build, privileged, a volume that is not a bind mount, ...), named
+	// in the message: `jaco stack deploy` refuses the whole file before
+	// it changes anything. The CLI sets it; no server call returns it.
+	UnsupportedComposeKey = "unsupported_compose_key"
 )
 
 // The outcomes of a CLI command that waits for a service to converge
