@@ -29,16 +29,27 @@ type controller struct {
 
 var _ exec.Controller = (*controller)(nil)
 
-// Prepare unpacks the image, resolves the spec's overlay networks (waiting
-// for the node's blocks), makes the network namespace and creates the
-// container (not its task).
-func (c *controller) Prepare(ctx context.Context) error {
+// Prepare writes the replica's secrets and configs to its tmpfs, unpacks
+// the image, resolves the spec's overlay networks (waiting for the node's
+// blocks), makes the network namespace and creates the container (not its
+// task). When it fails, the tmpfs goes.
+func (c *controller) Prepare(ctx context.Context) (err error) {
 	if err := c.checkIsolation(); err != nil {
 		return err
 	}
 	if err := c.checkNetworks(); err != nil {
 		return err
 	}
+	if err := c.prepareFiles(); err != nil {
+		return errors.Join(err, c.rep.RemoveFiles())
+	}
+	defer func() {
+		if err != nil {
+			if rerr := c.rep.RemoveFiles(); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+	}()
 	if _, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
 		return nil // prepared before (agent restart)
 	} else if !errdefs.IsNotFound(err) {
@@ -194,8 +205,8 @@ func (c *controller) Wait(ctx context.Context) (exec.Exit, error) {
 	}
 }
 
-// Remove deletes the task (killing it if it still runs), the overlay
-// attachments and the node network (leases freed), the namespace, the container and its snapshot. Missing pieces are skipped.
+// Remove deletes the task (killing it if it still runs), the tmpfs of its
+// secrets and configs, the overlay attachments and the node network (leases freed), the namespace, the container and its snapshot. Missing pieces are skipped.
 func (c *controller) Remove(ctx context.Context) error {
 	var errs []error
 	if task, err := c.task(ctx); err == nil {
@@ -204,6 +215,11 @@ func (c *controller) Remove(ctx context.Context) error {
 		}
 	} else if !errors.Is(err, exec.ErrNotFound) {
 		errs = append(errs, err)
+	}
+	if len(errs) == 0 { // no process of the replica holds its files now
+		if err := c.rep.RemoveFiles(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := c.detach(ctx); err != nil {
 		errs = append(errs, err)

@@ -1,6 +1,8 @@
 package containerd
 
 import (
+	"slices"
+
 	"github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/oci"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -12,19 +14,19 @@ import (
 const cpuPeriod = 100_000
 
 // specOpts turn a replica's service spec into the container's OCI spec:
-// the image's config, then the spec's command (replacing the image's
-// entrypoint and command), env plus the JACO_ variables, limits, bind
-// mounts, the network namespace made for it and, for a replica on overlay
-// networks, its resolv.conf (a file in Replica.Dir) read-only at
-// /etc/resolv.conf.
+// the image's config, then the spec's entrypoint and command (processArgs),
+// env plus the JACO_ variables, limits, bind mounts, the replica's
+// secrets and configs (fileMounts), the network namespace made for it
+// and, for a replica on overlay networks, its resolv.conf (a file in
+// Replica.Dir) read-only at /etc/resolv.conf.
 func specOpts(img client.Image, rep exec.Replica, netnsPath, resolvConf string) []oci.SpecOpts {
 	spec := rep.Task.GetSpec()
 	opts := []oci.SpecOpts{
 		oci.WithImageConfig(img),
 		oci.WithLinuxNamespace(specs.LinuxNamespace{Type: specs.NetworkNamespace, Path: netnsPath}),
 	}
-	if cmd := spec.GetCommand(); len(cmd) > 0 {
-		opts = append(opts, oci.WithProcessArgs(cmd...))
+	if args := processArgs(spec.GetEntrypoint(), spec.GetCommand()); len(args) > 0 {
+		opts = append(opts, oci.WithProcessArgs(args...))
 	}
 	opts = append(opts, oci.WithEnv(append(append([]string(nil), spec.GetEnv()...), rep.Env()...)))
 	if mem := spec.GetLimits().GetMemoryBytes(); mem > 0 {
@@ -58,8 +60,24 @@ func specOpts(img client.Image, rep exec.Replica, netnsPath, resolvConf string) 
 			Options:     []string{"rbind", "rprivate", "ro"},
 		})
 	}
+	mounts = append(mounts, fileMounts(rep)...)
 	if len(mounts) > 0 {
 		opts = append(opts, oci.WithMounts(mounts))
 	}
 	return opts
+}
+
+// processArgs are the container's argv when the spec sets one: its
+// entrypoint followed by its command (the image's command is dropped, as
+// Docker and compose do), or, without an entrypoint, its command alone in
+// place of the image's entrypoint and command (jaco's -- CMD). nil keeps
+// the image's.
+func processArgs(entrypoint, command []string) []string {
+	if len(entrypoint) > 0 {
+		return append(slices.Clone(entrypoint), command...)
+	}
+	if len(command) > 0 {
+		return command
+	}
+	return nil
 }
