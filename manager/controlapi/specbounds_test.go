@@ -47,6 +47,14 @@ func TestSpecListBounds(t *testing.T) {
 			spec.Command = names(l.max + 1)
 		case "networks":
 			spec.Networks = names(l.max + 1)
+		case "secrets":
+			for _, n := range names(l.max + 1) {
+				spec.Secrets = append(spec.Secrets, &api.FileReference{Name: n})
+			}
+		case "configs":
+			for _, n := range names(l.max + 1) {
+				spec.Configs = append(spec.Configs, &api.FileReference{Name: n})
+			}
 		default:
 			t.Fatalf("no case for %s", l.field)
 		}
