@@ -128,6 +128,9 @@ type taskView struct {
 	// message when it failed or was rejected, or when the status names a
 	// reason (exit_code, no_suitable_node); else "".
 	Error string `json:"error"`
+	// Reason is the status's reason word (exit_code, image_pull_denied,
+	// ...; docs/design.md §11), for scripts to branch on; "" when none.
+	Reason string `json:"reason,omitempty"`
 	// nodeID lets --filter node= name the node by id too.
 	nodeID string
 }
@@ -254,6 +257,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId], nodeID: t.NodeId,
 			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status),
 			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(), Error: replicaError(t.Status),
+			Reason: t.GetStatus().GetReason(),
 		})
 	}
 	return views, nil
