@@ -114,6 +114,17 @@ func TestBadInput(t *testing.T) {
 		usage(`"--publish-add" flag: want published=N and target=N`, "service", "update", "web", "--publish-add", "mode=host,published=8080"),
 		usage(`want PORT[/path]`, create("--health-http", "x")...),
 		usage(`want spread=node.labels.KEY`, create("--placement-pref", "zone")...),
+		// Secrets and configs: the value only from a file or stdin.
+		usage("accepts 2 arg(s), received 1", "secret", "create", "db-pass"),
+		usage("accepts 2 arg(s), received 1", "config", "create", "app.yml"),
+		usage(`unknown flag: --data`, "secret", "create", "db-pass", "--data", "hunter2", "-"),
+		usage(`"--secret" flag: mode "0999": want octal permission bits`, create("--secret", "db-pass,mode=0999")...),
+		usage(`"--secret" flag: unknown key "owner"`, create("--secret", "db-pass,owner=root")...),
+		usage(`"--secret" flag: no name`, create("--secret", "target=x")...),
+		usage(`"--config" flag: uid "root": want a number`, create("--config", "app.yml,uid=root")...),
+		usage(`"--secret-add" flag: target is given twice`, "service", "update", "web", "--secret-add", "a,target=x,target=y"),
+		usage("--secret replaces the whole list and --secret-rm edits it: give one", "service", "update", "web", "--secret", "a", "--secret-rm", "b"),
+		{args: []string{"secret", "create", "db-pass", filepath.Join(file, "missing")}, code: 1, want: "error: secret db-pass: open "},
 		// Nodes.
 		usage(`--availability must be active, pause or drain`, "node", "update", "--availability", "sleepy", "n1"),
 		usage(`--label-add "novalue": want KEY=VALUE`, "node", "update", "--label-add", "novalue", "n1"),

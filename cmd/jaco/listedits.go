@@ -20,6 +20,8 @@ type listEdits struct {
 	networkAdd, networkRm       []string
 	constraintAdd, constraintRm []string
 	publishAdd, publishRm       []string
+	secretAdd, secretRm         []string
+	configAdd, configRm         []string
 }
 
 func (e *listEdits) register(fs *pflag.FlagSet) {
@@ -33,6 +35,12 @@ func (e *listEdits) register(fs *pflag.FlagSet) {
 		"publish-add", "", "publish another port, as -p takes it (repeatable); it replaces one with the same published port and protocol")
 	fs.Var(&checkedList{&e.publishRm, func(s string) error { _, _, err := parsePublishedPort(s); return err }},
 		"publish-rm", "stop publishing PUBLISHED[/udp], whatever its mode (repeatable)")
+	fs.Var(&checkedList{&e.secretAdd, checkFileRef}, "secret-add",
+		"give the replicas another secret, as --secret takes it (repeatable); it replaces one at the same target")
+	fs.StringArrayVar(&e.secretRm, "secret-rm", nil, "take a secret away, by name (repeatable)")
+	fs.Var(&checkedList{&e.configAdd, checkFileRef}, "config-add",
+		"give the replicas another config, as --config takes it (repeatable); it replaces one at the same target")
+	fs.StringArrayVar(&e.configRm, "config-rm", nil, "take a config away, by name (repeatable)")
 }
 
 // check refuses an edit beside the flag that replaces the same list: one
@@ -41,6 +49,7 @@ func (e *listEdits) check(cmd *cobra.Command) error {
 	for list, edits := range map[string][]string{
 		"env": {"env-add", "env-rm"}, "network": {"network-add", "network-rm"},
 		"constraint": {"constraint-add", "constraint-rm"}, "publish": {"publish-add", "publish-rm"},
+		"secret": {"secret-add", "secret-rm"}, "config": {"config-add", "config-rm"},
 	} {
 		for _, edit := range edits {
 			if cmd.Flags().Changed(list) && cmd.Flags().Changed(edit) {
@@ -97,6 +106,21 @@ func (e *listEdits) apply(spec *api.ServiceSpec) error {
 			return old.GetPublishedPort() == pc.GetPublishedPort() && protocolOf(old) == protocolOf(pc)
 		})
 		spec.Ports = append(spec.Ports, pc)
+	}
+
+	if len(e.secretAdd)+len(e.secretRm) > 0 {
+		refs, err := editFileRefs(spec.Secrets, e.secretRm, e.secretAdd, "secret-add", secretTarget)
+		if err != nil {
+			return err
+		}
+		spec.Secrets = refs
+	}
+	if len(e.configAdd)+len(e.configRm) > 0 {
+		refs, err := editFileRefs(spec.Configs, e.configRm, e.configAdd, "config-add", configTarget)
+		if err != nil {
+			return err
+		}
+		spec.Configs = refs
 	}
 	return nil
 }

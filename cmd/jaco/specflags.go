@@ -41,6 +41,7 @@ type specFlags struct {
 	allowFrom                      []string
 	networks                       []string
 	endpointMode                   string
+	secrets, configs               []string
 	update, rollback               policyFlags
 }
 
@@ -87,6 +88,10 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	f.endpointMode = "vip"
 	fs.Var(&checkedString{&f.endpointMode, oneOf("vip", "dnsrr")}, "endpoint-mode",
 		"how the service is found on its networks: vip (one virtual IP per network) or dnsrr (DNS round robin over its replicas)")
+	fs.Var(&checkedList{&f.secrets, checkFileRef}, "secret",
+		"secret the replicas get as /run/secrets/TARGET, in memory: NAME[,target=T,mode=0400,uid=0,gid=0] (repeatable; on update the list replaces the service's)")
+	fs.Var(&checkedList{&f.configs, checkFileRef}, "config",
+		"config the replicas get as a file: NAME[,target=/PATH,mode=0444,uid=0,gid=0] (target default /NAME; repeatable; on update the list replaces the service's)")
 	f.update.register(fs, "update")
 	f.rollback.register(fs, "rollback")
 }
@@ -132,6 +137,20 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	}
 	if set("endpoint-mode") {
 		spec.EndpointMode = endpointModes[f.endpointMode]
+	}
+	if set("secret") {
+		refs, err := parseFileRefs("secret", f.secrets)
+		if err != nil {
+			return err
+		}
+		spec.Secrets = refs
+	}
+	if set("config") {
+		refs, err := parseFileRefs("config", f.configs)
+		if err != nil {
+			return err
+		}
+		spec.Configs = refs
 	}
 	if set("publish") {
 		spec.Ports = nil
