@@ -26,6 +26,10 @@
 //     Replica.Dir with the addresses Start got, so Remove and an adopting
 //     agent need nothing from the node's view. Without WithNetworks such a
 //     replica is refused; a spec naming no network runs as before.
+//   - A replica's secrets and configs (Replica.Files) are written to a
+//     tmpfs of its own in Replica.Dir and bind-mounted read-only into the
+//     container, secrets at /run/secrets/TARGET, configs at their targets
+//     (secrets.go); Remove unmounts it.
 //   - Images come from the node's content store (LoadImage, i.e. `jaco
 //     image load`) or are pulled by reference when missing.
 //

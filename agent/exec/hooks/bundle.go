@@ -43,11 +43,12 @@ func writeBundle(dir string, files map[string][]byte) error {
 }
 
 // hookEnv is the environment of every hook and Exec: a default PATH, the
-// spec's env, then the JACO_ variables (later entries win).
+// spec's env, then the JACO_ variables, those of the replica's files
+// included (later entries win).
 func (c *controller) hookEnv() []string {
 	env := []string{defaultPath}
 	env = append(env, c.rep.Task.GetSpec().GetEnv()...)
-	return append(env, c.rep.Env()...)
+	return append(append(env, c.rep.Env()...), c.filesEnv()...)
 }
 
 func (c *controller) bundlePath() string { return filepath.Join(c.rep.Dir, bundleDir) }

@@ -48,15 +48,25 @@ func (c *controller) started() (bool, error) {
 	return false, nil
 }
 
-// Prepare writes the bundle and runs prepare until it succeeds or the
-// start limit is reached. It does nothing once prepare has succeeded or
-// the replica was started.
-func (c *controller) Prepare(ctx context.Context) error {
+// Prepare writes the replica's secrets and configs to its tmpfs and the
+// bundle, and runs prepare until it succeeds or the start limit is
+// reached; when it fails, the tmpfs goes. Once prepare has succeeded it
+// only writes the files again; once the replica was started it does
+// nothing.
+func (c *controller) Prepare(ctx context.Context) (err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if done, err := c.started(); err != nil || done {
 		return err
 	}
+	if err := c.prepareFiles(); err != nil {
+		return errors.Join(err, c.rep.RemoveFiles())
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.rep.RemoveFiles())
+		}
+	}()
 	if _, err := os.Stat(c.path(preparedFile)); err == nil {
 		return nil
 	}
@@ -235,8 +245,9 @@ func (e exitRecord) exit() exec.Exit {
 	return exec.Exit{Code: e.Code, Signal: e.Signal, At: e.At}
 }
 
-// Remove runs cleanup (when the bundle has one and is still on the node)
-// and deletes the bundle and the state files. A failing cleanup is
+// Remove runs cleanup (when the bundle has one and is still on the node),
+// unmounts the tmpfs of the replica's files and deletes the bundle and the
+// state files. A failing cleanup is
 // reported, but the files are deleted all the same, so a second Remove
 // succeeds.
 func (c *controller) Remove(ctx context.Context) error {
@@ -255,6 +266,9 @@ func (c *controller) Remove(ctx context.Context) error {
 	var cleanupErr error
 	if _, err := os.Stat(c.hookPath(api.HookCleanup)); err == nil {
 		cleanupErr = c.runCleanup(ctx)
+	}
+	if err := c.rep.RemoveFiles(); err != nil {
+		return fmt.Errorf("remove replica %s: %w", c.id(), err)
 	}
 	if err := os.RemoveAll(c.bundlePath()); err != nil {
 		return fmt.Errorf("remove bundle: %w", err)

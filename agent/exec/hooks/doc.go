@@ -27,6 +27,12 @@
 //     signals marks the replica as asked to stop.
 //   - Remove runs cleanup and deletes the bundle and the state files; the
 //     agent owns Dir itself and LogPath. It refuses while anything runs.
+//   - Secrets and configs (Replica.Files) are in a tmpfs of the replica's
+//     own in Dir, made by Prepare and unmounted by Remove after cleanup:
+//     every hook and Exec finds secrets in $JACO_SECRETS_DIR (at their
+//     targets, the secret's name by default) and configs in
+//     $JACO_CONFIGS_DIR (at their absolute targets below it), each with
+//     its mode and owner (files.go).
 //
 // Exit codes are launch's; a launch ended by a signal reports 128+signal
 // and the signal's name ("SIGKILL"), as shells do. A shim killed outright
