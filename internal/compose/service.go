@@ -150,6 +150,9 @@ func (t *translator) references(key string, s types.ServiceConfig, spec *api.Ser
 		if ref.Target == "" {
 			ref.Target = r.Source
 		}
+		if ref.Mode == 0 {
+			ref.Mode = 0o400 // the manager's default, written out so a redeploy compares equal
+		}
 		ref.Target = strings.TrimPrefix(ref.Target, "/run/secrets/")
 		spec.Secrets = append(spec.Secrets, ref)
 	}
@@ -160,6 +163,9 @@ func (t *translator) references(key string, s types.ServiceConfig, spec *api.Ser
 		}
 		if ref.Target == "" {
 			ref.Target = "/" + r.Source
+		}
+		if ref.Mode == 0 {
+			ref.Mode = 0o444
 		}
 		spec.Configs = append(spec.Configs, ref)
 	}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStackBadInput: stack commands refuse what they are given before
+// dialling (the data dir is empty: a dial would fail unavailable).
+func TestStackBadInput(t *testing.T) {
+	t.Setenv("JACO_SERVER", "")
+	t.Setenv("JACO_TOKEN", "")
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	build := write("build.yaml", "services:\n  web:\n    image: x\n    build: .\n    privileged: true\n")
+	badYAML := write("bad.yaml", "services:\n  web:\n    image: [\n")
+	noSecret := write("nosecret.yaml", "services:\n  web:\n    image: x\n    secrets: [pw]\nsecrets:\n  pw:\n    file: ./missing.txt\n")
+	badRestart := write("restart.yaml", "services:\n  web:\n    image: x\n    deploy:\n      restart_policy: {condition: sometimes}\n")
+	for _, c := range []badInput{
+		usage("give the compose file with -c FILE", "stack", "deploy", "shop"),
+		usage(`stack name "Shop"`, "stack", "deploy", "-c", build, "Shop"),
+		usage("accepts 1 arg(s), received 0", "stack", "deploy", "-c", build),
+		usage(`unknown command "lss" for "jaco stack"`, "stack", "lss"),
+		usage("accepts 1 arg(s), received 0", "stack", "ps"),
+		usage("accepts 1 arg(s), received 0", "stack", "rm"),
+		usage(`--filter "bogus=1": no key "bogus"`, "stack", "ls", "--filter", "bogus=1"),
+		// Every key jaco cannot honour, by name, with the reason word.
+		usage("error: unsupported_compose_key: services.web.build, services.web.privileged: jaco cannot honour", "stack", "deploy", "-c", build, "shop"),
+		usage("compose files:", "stack", "deploy", "-c", badYAML, "shop"),
+		usage(`services.web.deploy.restart_policy.condition: "sometimes"`, "stack", "deploy", "-c", badRestart, "shop"),
+		// Files that cannot be read fail (1), still before dialling.
+		{args: []string{"stack", "deploy", "-c", filepath.Join(dir, "nope.yaml"), "shop"}, code: 1, want: "nope.yaml: no such file"},
+		{args: []string{"stack", "deploy", "-c", noSecret, "shop"}, code: 1, want: "error: shop_pw: open "},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(append([]string{"--data-dir", t.TempDir(), "--timeout", "1s"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+		if code != c.code || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("jaco %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr.String(), c.code, c.want)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/client"
+	"github.com/jaco-project/jaco/internal/compose"
+)
+
+// deployer makes the cluster hold a stack: what is missing is created,
+// services whose spec changed are updated, nothing else is touched.
+type deployer struct {
+	g     *globals
+	cmd   *cobra.Command
+	c     *client.Client
+	st    *compose.Stack
+	data  map[string][]byte
+	prune bool
+}
+
+// change is a service written by the deploy, to wait for.
+type change struct {
+	svc  *api.Service
+	kind waitKind
+}
+
+func (d *deployer) say(format string, args ...any) {
+	fmt.Fprintf(d.cmd.OutOrStdout(), format+"\n", args...)
+}
+
+func (d *deployer) run(ctx context.Context) ([]change, error) {
+	cons := d.g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)
+	existing, err := d.c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]*api.Service{}
+	for _, s := range existing {
+		byName[s.Spec.Name] = s
+	}
+	// Refuse before any write: a service of the name that is not the
+	// stack's would be taken over.
+	for _, spec := range d.st.Services {
+		if s, ok := byName[spec.Name]; ok && s.Spec.GetLabels()[compose.NamespaceLabel] != d.st.Name {
+			return nil, fmt.Errorf("service %s exists and is not part of stack %s (no label %s=%s)",
+				spec.Name, d.st.Name, compose.NamespaceLabel, d.st.Name)
+		}
+	}
+	if err := d.networks(ctx, cons); err != nil {
+		return nil, err
+	}
+	if err := d.files(ctx, cons); err != nil {
+		return nil, err
+	}
+	var changed []change
+	for _, spec := range dependencyOrder(d.st.Services) {
+		ch, err := d.service(ctx, byName[spec.Name], spec)
+		if err != nil {
+			return changed, err
+		}
+		if ch != nil {
+			changed = append(changed, *ch)
+		}
+	}
+	if d.prune {
+		for _, s := range existing {
+			if s.Spec.GetLabels()[compose.NamespaceLabel] != d.st.Name || slices.ContainsFunc(d.st.Services, func(w *api.ServiceSpec) bool { return w.Name == s.Spec.Name }) {
+				continue
+			}
+			d.say("Removing service %s", s.Spec.Name)
+			if _, err := d.c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: s.Id}); err != nil {
+				return changed, mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)
+			}
+		}
+	}
+	return changed, nil
+}
+
+func (d *deployer) networks(ctx context.Context, cons api.ReadConsistency) error {
+	resp, err := d.c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, n := range resp.Networks {
+		have[n.GetSpec().GetName()] = true
+	}
+	for _, n := range d.st.Networks {
+		if n.External {
+			if !have[n.Name] {
+				return fmt.Errorf("external network %s does not exist (jaco network create %s)", n.Name, n.Name)
+			}
+		}
+	}
+	for _, n := range d.st.Networks {
+		if n.External || have[n.Name] {
+			continue
+		}
+		d.say("Creating network %s", n.Name)
+		if _, err := d.c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: n.Name, Subnet: n.Subnet}}); err != nil {
+			return mayHaveApplied(err, "jaco network inspect "+n.Name)
+		}
+	}
+	return nil
+}
+
+// files creates the stack's missing secrets and configs. One that exists
+// is left as it is: they are immutable, and a changed file takes a new
+// name (and the services naming it a new spec).
+func (d *deployer) files(ctx context.Context, cons api.ReadConsistency) error {
+	secrets, err := d.c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
+	if err != nil {
+		return err
+	}
+	configs, err := d.c.Control.ListConfigs(ctx, &api.ListConfigsRequest{Consistency: cons})
+	if err != nil {
+		return err
+	}
+	haveSecret, haveConfig := map[string]bool{}, map[string]bool{}
+	for _, s := range secrets.Secrets {
+		haveSecret[s.GetSpec().GetName()] = true
+	}
+	for _, s := range configs.Configs {
+		haveConfig[s.GetSpec().GetName()] = true
+	}
+	for _, f := range d.st.Secrets {
+		if f.External && !haveSecret[f.Name] {
+			return fmt.Errorf("external secret %s does not exist", f.Name)
+		}
+	}
+	for _, f := range d.st.Configs {
+		if f.External && !haveConfig[f.Name] {
+			return fmt.Errorf("external config %s does not exist", f.Name)
+		}
+	}
+	labels := map[string]string{compose.NamespaceLabel: d.st.Name}
+	for _, f := range d.st.Secrets {
+		if f.External || haveSecret[f.Name] {
+			continue
+		}
+		d.say("Creating secret %s", f.Name)
+		spec := &api.FileSpec{Name: f.Name, Data: d.data[f.Name], Labels: labels}
+		if _, err := d.c.Control.CreateSecret(ctx, &api.CreateSecretRequest{Spec: spec}); err != nil {
+			return mayHaveApplied(err, "jaco secret inspect "+f.Name)
+		}
+	}
+	for _, f := range d.st.Configs {
+		if f.External || haveConfig[f.Name] {
+			continue
+		}
+		d.say("Creating config %s", f.Name)
+		spec := &api.FileSpec{Name: f.Name, Data: d.data[f.Name], Labels: labels}
+		if _, err := d.c.Control.CreateConfig(ctx, &api.CreateConfigRequest{Spec: spec}); err != nil {
+			return mayHaveApplied(err, "jaco config inspect "+f.Name)
+		}
+	}
+	return nil
+}
+
+// service creates spec, or updates the stored service when its spec
+// differs; nil when nothing was written.
+func (d *deployer) service(ctx context.Context, stored *api.Service, spec *api.ServiceSpec) (*change, error) {
+	if stored == nil {
+		d.say("Creating service %s", spec.Name)
+		resp, err := d.c.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
+		if err != nil {
+			return nil, mayHaveApplied(err, "jaco service inspect "+spec.Name)
+		}
+		return &change{resp.Service, waitConverge}, nil
+	}
+	if sameSpec(stored.Spec, spec) {
+		return nil, nil
+	}
+	d.say("Updating service %s", spec.Name)
+	desired := proto.Clone(spec).(*api.ServiceSpec)
+	desired.ForceUpdate = stored.Spec.GetForceUpdate()
+	resp, err := d.c.Control.UpdateService(ctx, &api.UpdateServiceRequest{Service: stored.Id, Version: stored.Meta.GetVersion(), Spec: desired})
+	if err != nil {
+		return nil, mayHaveApplied(err, "jaco service inspect "+spec.Name)
+	}
+	return &change{resp.Service, waitUpdate}, nil
+}
+
+// sameSpec reports whether the stored spec is the desired one, leaving
+// out what the manager adds (references' ids) or keeps (force_update, the
+// registry credentials a read never shows).
+func sameSpec(stored, desired *api.ServiceSpec) bool {
+	a := proto.Clone(stored).(*api.ServiceSpec)
+	for _, r := range append(slices.Clone(a.Secrets), a.Configs...) {
+		r.Id = ""
+	}
+	a.ForceUpdate, a.RegistryAuth = 0, nil
+	b := proto.Clone(desired).(*api.ServiceSpec)
+	b.ForceUpdate, b.RegistryAuth = 0, nil
+	return proto.Equal(a, b)
+}
+
+// dependencyOrder puts every service after those it depends on (within
+// the stack), so that each names only services that exist; ties keep the
+// given (name) order. The manager refuses cycles.
+func dependencyOrder(specs []*api.ServiceSpec) []*api.ServiceSpec {
+	byName := map[string]*api.ServiceSpec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	done := map[string]bool{}
+	var out []*api.ServiceSpec
+	var visit func(s *api.ServiceSpec, depth int)
+	visit = func(s *api.ServiceSpec, depth int) {
+		if done[s.Name] || depth > len(specs) {
+			return
+		}
+		for _, dep := range s.DependsOn {
+			if ds, ok := byName[dep]; ok {
+				visit(ds, depth+1)
+			}
+		}
+		if !done[s.Name] {
+			done[s.Name] = true
+			out = append(out, s)
+		}
+	}
+	for _, s := range specs {
+		visit(s, 0)
+	}
+	return out
+}

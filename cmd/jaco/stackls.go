@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/client"
+	"github.com/jaco-project/jaco/internal/compose"
+)
+
+// stackView is a row of `jaco stack ls`.
+type stackView struct {
+	Name     string `json:"name"`
+	Services int    `json:"services"`
+}
+
+func stackLsCmd(g *globals) *cobra.Command {
+	lf := listFlags{keys: map[string][]string{"name": nil}}
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List stacks (services labelled " + compose.NamespaceLabel + ") with their service counts",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := lf.check(); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				svcs, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)})
+				if err != nil {
+					return err
+				}
+				counts := map[string]int{}
+				for _, s := range svcs {
+					if name, ok := s.GetSpec().GetLabels()[compose.NamespaceLabel]; ok {
+						counts[name]++
+					}
+				}
+				views := []stackView{}
+				for name, n := range counts {
+					if lf.match("name", prefix(name)) {
+						views = append(views, stackView{Name: name, Services: n})
+					}
+				}
+				slices.SortFunc(views, func(a, b stackView) int { return strings.Compare(a.Name, b.Name) })
+				return writeList(cmd, &lf, views, func(v stackView) string { return v.Name }, func(w io.Writer, views []stackView) error {
+					rows := make([][]string, len(views))
+					for i, v := range views {
+						rows[i] = []string{v.Name, fmt.Sprint(v.Services)}
+					}
+					return table(w, "NAME\tSERVICES", rows)
+				})
+			})
+		},
+	}
+	lf.add(cmd, "name (prefix)")
+	return cmd
+}
+
+func stackServicesCmd(g *globals) *cobra.Command {
+	lf := listFlags{keys: map[string][]string{"id": nil, "name": nil, "mode": {"replicated", "global"}}}
+	cmd := &cobra.Command{
+		Use:   "services NAME",
+		Short: "List a stack's services with their running and desired replicas and published ports",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := lf.check(); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				cons := g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)
+				svcs, err := stackServices(ctx, c, cons, args[0])
+				if err != nil {
+					return err
+				}
+				if len(svcs) == 0 {
+					return fmt.Errorf("no stack named %s", args[0])
+				}
+				tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
+				if err != nil {
+					return err
+				}
+				views := filterServices(serviceViews(svcs, tasks), &lf)
+				return writeList(cmd, &lf, views, func(v serviceView) string { return v.ID }, serviceTable)
+			})
+		},
+	}
+	lf.add(cmd, "id (prefix), name (prefix), mode (replicated|global)")
+	return cmd
+}
+
+func stackPsCmd(g *globals) *cobra.Command {
+	lf := listFlags{keys: map[string][]string{"node": nil, "name": nil, "desired-state": {"running", "shutdown", "complete"}}}
+	var all, noTrunc bool
+	cmd := &cobra.Command{
+		Use:   "ps NAME",
+		Short: "List the replicas of a stack's services with their node and state",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := lf.check(); err != nil {
+				return err
+			}
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				cons := g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)
+				svcs, err := stackServices(ctx, c, cons, args[0])
+				if err != nil {
+					return err
+				}
+				if len(svcs) == 0 {
+					return fmt.Errorf("no stack named %s", args[0])
+				}
+				var listed []taskView
+				for _, s := range svcs {
+					views, err := listReplicas(ctx, c, s.Id, all || lf.has("desired-state"), cons)
+					if err != nil {
+						return err
+					}
+					listed = append(listed, views...)
+				}
+				views := filterReplicas(listed, &lf)
+				return writeList(cmd, &lf, views, func(v taskView) string { return v.ID }, func(w io.Writer, views []taskView) error {
+					return printReplicas(w, views, noTrunc)
+				})
+			})
+		},
+	}
+	cmd.Flags().BoolVarP(&all, "all", "a", false, "also list replaced and ended replicas")
+	cmd.Flags().BoolVar(&noTrunc, "no-trunc", false, "print the ERROR column whole, not cut to 40 characters")
+	lf.add(cmd, "node (hostname or id), name (SERVICE.SLOT), desired-state (running|shutdown|complete)")
+	return cmd
+}
+
+func stackRmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Remove a stack: its services, then the networks, secrets and configs it created",
+		Long: "Remove a stack: its services (labelled " + compose.NamespaceLabel + "=NAME), then the networks\n" +
+			"named NAME_* that those services attach to, and the secrets and configs labelled as the stack's.\n" +
+			"External networks, secrets and configs are left alone.",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				return removeStack(ctx, cmd.OutOrStdout(), c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), name)
+			})
+		},
+	}
+}
+
+func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.ReadConsistency, name string) error {
+	svcs, err := stackServices(ctx, c, cons, name)
+	if err != nil {
+		return err
+	}
+	nets := map[string]bool{}
+	var secrets, configs []string
+	for _, s := range svcs {
+		for _, n := range s.Spec.Networks {
+			// Only the stack's own: an external network has another name
+			// (one named NAME_* by hand would go too: see the guide).
+			if strings.HasPrefix(n, name+"_") {
+				nets[n] = true
+			}
+		}
+	}
+	sresp, err := c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
+	if err != nil {
+		return err
+	}
+	for _, s := range sresp.Secrets {
+		if s.GetSpec().GetLabels()[compose.NamespaceLabel] == name {
+			secrets = append(secrets, s.GetSpec().GetName())
+		}
+	}
+	cresp, err := c.Control.ListConfigs(ctx, &api.ListConfigsRequest{Consistency: cons})
+	if err != nil {
+		return err
+	}
+	for _, s := range cresp.Configs {
+		if s.GetSpec().GetLabels()[compose.NamespaceLabel] == name {
+			configs = append(configs, s.GetSpec().GetName())
+		}
+	}
+	if len(svcs)+len(nets)+len(secrets)+len(configs) == 0 {
+		return fmt.Errorf("no stack named %s", name)
+	}
+	for _, s := range svcs {
+		fmt.Fprintf(out, "Removing service %s\n", s.Spec.Name)
+		if _, err := c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: s.Id}); err != nil {
+			return mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)
+		}
+	}
+	// Go on past one that cannot go (another service attached to the
+	// network since): the rest still go, and every refusal is reported.
+	var errs []error
+	for _, n := range slices.Sorted(maps.Keys(nets)) {
+		fmt.Fprintf(out, "Removing network %s\n", n)
+		if _, err := c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: n}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range secrets {
+		fmt.Fprintf(out, "Removing secret %s\n", s)
+		if _, err := c.Control.RemoveSecret(ctx, &api.RemoveSecretRequest{Secret: s}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, s := range configs {
+		fmt.Fprintf(out, "Removing config %s\n", s)
+		if _, err := c.Control.RemoveConfig(ctx, &api.RemoveConfigRequest{Config: s}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
