@@ -120,6 +120,11 @@ const (
 	// ImagePullFailed is any other failed pull: the registry unreachable,
 	// its certificate not trusted by the node, the image not there.
 	ImagePullFailed = "image_pull_failed"
+	// SecretMissing and ConfigMissing are a secret or config the
+	// replica's spec names that did not reach its node with the replica
+	// (the message names it): removed since, or not sent by the manager.
+	SecretMissing = "secret_missing"
+	ConfigMissing = "config_missing"
 )
 
 // retryable lists the reasons a client may retry unchanged. It must never
