@@ -81,8 +81,8 @@ func parseFileRefs(flag string, values []string) ([]*api.FileReference, error) {
 }
 
 // editFileRefs applies --X-rm (by name) then --X-add: an added reference
-// replaces one with the same target, and one with the same name and no
-// target given (the default target).
+// replaces the one at the same target (a reference without a target is at
+// its default one), so adding a file again with other options changes it.
 func editFileRefs(refs []*api.FileReference, rm, add []string, flag string, defaultTarget func(name string) string) ([]*api.FileReference, error) {
 	refs = slices.DeleteFunc(refs, func(r *api.FileReference) bool { return slices.Contains(rm, r.GetName()) })
 	adds, err := parseFileRefs(flag, add)

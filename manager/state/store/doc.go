@@ -1,6 +1,9 @@
 // Package store keeps a manager's copy of the cluster state: clusters,
-// nodes, services, tasks and join tokens in an in-memory go-memdb database,
-// with indexed reads, watches and snapshots.
+// nodes, services, tasks, join tokens, networks, secrets and configs in an
+// in-memory go-memdb database, with indexed reads, watches and snapshots.
+// Secrets are held whole, data included, like everything else here; what
+// leaves the process is decided at the API edge (controlapi strips the
+// data, the dispatcher sends it only to nodes whose tasks reference it).
 //
 // The contract:
 //
