@@ -27,6 +27,8 @@ func (c *completeParts) add(m *api.AssignmentsMessage) *api.AssignmentsMessage {
 	}
 	c.set.Updated = append(c.set.Updated, m.GetUpdated()...)
 	c.set.Removed = append(c.set.Removed, m.GetRemoved()...)
+	c.set.Secrets = append(c.set.Secrets, m.GetSecrets()...)
+	c.set.Configs = append(c.set.Configs, m.GetConfigs()...)
 	if m.GetMore() {
 		return nil
 	}

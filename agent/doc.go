@@ -23,6 +23,13 @@
 //     "exit_code" otherwise). Desired state past RUNNING stops it
 //     (SHUTDOWN); removal stops it, runs Remove and forgets it. A status
 //     only moves forward.
+//   - Secrets and configs: they come with the assignments naming them and
+//     are kept in memory only — never in the db or any other file, never
+//     logged — and handed to the runtime as exec.Replica.Files; one goes
+//     once no replica of the agent names it. A restarted agent holds back
+//     the prepare of a replica that names some until the first
+//     assignments came. A replica whose file did not come fails to
+//     prepare (secret_missing, config_missing).
 //   - Reports: the latest status of each replica is kept in the db and
 //     queued; batches go out at most every StatusInterval and are retried
 //     on the next session until the dispatcher accepts them.

@@ -37,6 +37,9 @@ type fakeDispatcher struct {
 	updates    map[string][]*api.TaskStatus
 	kill       chan struct{} // closed to end the current session stream
 	desc       *api.NodeDescription
+	// secrets and configs go with every COMPLETE set (assignFiles).
+	secrets []*api.Secret
+	configs []*api.Config
 }
 
 func newFakeDispatcher(t *testing.T) *fakeDispatcher {
@@ -151,7 +154,7 @@ func (d *fakeDispatcher) Assignments(req *api.AssignmentsRequest, stream grpc.Se
 	}
 	ch := make(chan *api.AssignmentsMessage, 64)
 	d.mu.Lock()
-	complete := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE}
+	complete := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, Secrets: d.secrets, Configs: d.configs}
 	for _, t := range d.tasks {
 		complete.Updated = append(complete.Updated, proto.CloneOf(t))
 	}

@@ -23,6 +23,7 @@ type fakeRuntime struct {
 	gates    map[string]chan struct{} // "prepare t1" → closed to let it go
 	failOp   map[string]error         // "start t1" → error to return
 	addrs    map[string][]exec.NetworkAddress
+	reps     map[string]exec.Replica // as the agent last described each
 }
 
 type fakeReplica struct {
@@ -33,13 +34,24 @@ type fakeReplica struct {
 
 func newFakeRuntime(name string) *fakeRuntime {
 	return &fakeRuntime{name: name, replicas: map[string]*fakeReplica{}, gates: map[string]chan struct{}{}, failOp: map[string]error{},
-		addrs: map[string][]exec.NetworkAddress{}}
+		addrs: map[string][]exec.NetworkAddress{}, reps: map[string]exec.Replica{}}
 }
 
 func (f *fakeRuntime) Name() string { return f.name }
 
 func (f *fakeRuntime) Controller(r exec.Replica) (exec.Controller, error) {
-	return &fakeController{rt: f, id: r.Task.GetId()}, nil
+	f.mu.Lock()
+	f.reps[r.Task.GetId()] = r
+	f.mu.Unlock()
+	return &fakeController{rt: f, id: r.Task.GetId(), rep: r}, nil
+}
+
+// replica is the replica the agent last made a controller for.
+func (f *fakeRuntime) replica(id string) (exec.Replica, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.reps[id]
+	return r, ok
 }
 
 // hold makes the call "op id" wait until the returned func is called.
@@ -112,11 +124,18 @@ func (f *fakeRuntime) enter(ctx context.Context, op, id string) error {
 }
 
 type fakeController struct {
-	rt *fakeRuntime
-	id string
+	rt  *fakeRuntime
+	id  string
+	rep exec.Replica
 }
 
-func (c *fakeController) Prepare(ctx context.Context) error { return c.rt.enter(ctx, "prepare", c.id) }
+// Prepare refuses a replica lacking a file, as the runtimes do.
+func (c *fakeController) Prepare(ctx context.Context) error {
+	if err := c.rt.enter(ctx, "prepare", c.id); err != nil {
+		return err
+	}
+	return c.rep.CheckFiles()
+}
 
 func (c *fakeController) Start(ctx context.Context) error {
 	if err := c.rt.enter(ctx, "start", c.id); err != nil {

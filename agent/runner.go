@@ -29,13 +29,24 @@ const (
 	// ReasonPrepareFailed when prepare failed pulling the image.
 	ReasonImagePullDenied = reason.ImagePullDenied
 	ReasonImagePullFailed = reason.ImagePullFailed
+	// ReasonSecretMissing and ReasonConfigMissing replace
+	// ReasonPrepareFailed when a secret or config the spec names did not
+	// come with the replica's assignment.
+	ReasonSecretMissing = reason.SecretMissing
+	ReasonConfigMissing = reason.ConfigMissing
 )
 
 // prepareReason is the reason word of a failed prepare: the pull's when
-// the image could not be pulled.
+// the image could not be pulled, the missing file's when a secret or
+// config did not arrive.
 func prepareReason(err error) string {
 	var pe *exec.PullError
+	var mf *exec.MissingFileError
 	switch {
+	case errors.As(err, &mf) && mf.Secret:
+		return ReasonSecretMissing
+	case errors.As(err, &mf):
+		return ReasonConfigMissing
 	case !errors.As(err, &pe):
 		return ReasonPrepareFailed
 	case pe.Denied:
@@ -212,13 +223,17 @@ func (r *taskRunner) controller() (exec.Controller, error) {
 		if rt.Name() != want {
 			continue
 		}
+		files, err := r.w.replicaFiles(spec)
+		if err != nil {
+			return nil, &rejection{ReasonInvalidSpec, err.Error()}
+		}
 		dir := cfg.replicaDir(r.id)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("make replica dir: %w", err)
 		}
 		return rt.Controller(exec.Replica{
 			Task: t, NodeID: cfg.NodeID, NodeName: cfg.NodeName,
-			Dir: dir, LogPath: LogPath(cfg.Dir, r.id),
+			Dir: dir, LogPath: LogPath(cfg.Dir, r.id), Files: files,
 		})
 	}
 	return nil, &rejection{ReasonNoRuntime, fmt.Sprintf("node %s has no %s runtime", cfg.NodeName, want)}
@@ -227,6 +242,7 @@ func (r *taskRunner) controller() (exec.Controller, error) {
 // run is the runner's goroutine.
 func (r *taskRunner) run(ctx context.Context) {
 	defer r.w.wg.Done()
+	r.awaitFiles(ctx)
 	ctl, err := r.controller()
 	if err != nil {
 		var rej *rejection

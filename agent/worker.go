@@ -26,16 +26,23 @@ type worker struct {
 	// starts bounds the replicas preparing or starting at once.
 	starts chan struct{}
 
+	// heard closes when the first assignments came (awaitFiles).
+	heard     chan struct{}
+	heardOnce sync.Once
+
 	mu      sync.Mutex
 	runners map[string]*taskRunner
-	wg      sync.WaitGroup
+	// files are the secrets and configs of the runners' replicas.
+	files fileStore
+	wg    sync.WaitGroup
 }
 
 func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter) *worker {
 	store := logs.NewStore(cfg.logsDir())
 	store.Logger = cfg.Logger
 	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, ctx: ctx, logs: store,
-		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{}}
+		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{},
+		files: newFileStore(), heard: make(chan struct{})}
 }
 
 // load starts runners for the tasks the db holds (an agent restart): they
@@ -54,10 +61,15 @@ func (w *worker) load() error {
 	return nil
 }
 
-// apply carries out an assignments message.
+// apply carries out an assignments message: the secrets and configs it
+// carries are kept (in memory) before its replicas start, and those no
+// replica names any more are forgotten once it is applied.
 func (w *worker) apply(m *api.AssignmentsMessage) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer w.heardOnce.Do(func() { close(w.heard) })
+	defer w.forgetUnusedFilesLocked()
+	w.files.add(m)
 	if m.GetType() == api.AssignmentsMessage_TYPE_COMPLETE {
 		keep := make(map[string]bool, len(m.GetUpdated()))
 		for _, t := range m.GetUpdated() {
@@ -107,6 +119,7 @@ func (w *worker) forget(r *taskRunner) {
 	if w.runners[r.id] == r {
 		delete(w.runners, r.id)
 	}
+	w.forgetUnusedFilesLocked()
 }
 
 // wait returns when every runner has returned (after ctx ends).
