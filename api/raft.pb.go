@@ -85,6 +85,8 @@ type StoreAction struct {
 	//	*StoreAction_Task
 	//	*StoreAction_JoinToken
 	//	*StoreAction_Network
+	//	*StoreAction_Secret
+	//	*StoreAction_Config
 	Target        isStoreAction_Target `protobuf_oneof:"target"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -188,6 +190,24 @@ func (x *StoreAction) GetNetwork() *Network {
 	return nil
 }
 
+func (x *StoreAction) GetSecret() *Secret {
+	if x != nil {
+		if x, ok := x.Target.(*StoreAction_Secret); ok {
+			return x.Secret
+		}
+	}
+	return nil
+}
+
+func (x *StoreAction) GetConfig() *Config {
+	if x != nil {
+		if x, ok := x.Target.(*StoreAction_Config); ok {
+			return x.Config
+		}
+	}
+	return nil
+}
+
 type isStoreAction_Target interface {
 	isStoreAction_Target()
 }
@@ -216,6 +236,14 @@ type StoreAction_Network struct {
 	Network *Network `protobuf:"bytes,7,opt,name=network,proto3,oneof"`
 }
 
+type StoreAction_Secret struct {
+	Secret *Secret `protobuf:"bytes,8,opt,name=secret,proto3,oneof"`
+}
+
+type StoreAction_Config struct {
+	Config *Config `protobuf:"bytes,9,opt,name=config,proto3,oneof"`
+}
+
 func (*StoreAction_Cluster) isStoreAction_Target() {}
 
 func (*StoreAction_Node) isStoreAction_Target() {}
@@ -227,6 +255,10 @@ func (*StoreAction_Task) isStoreAction_Target() {}
 func (*StoreAction_JoinToken) isStoreAction_Target() {}
 
 func (*StoreAction_Network) isStoreAction_Target() {}
+
+func (*StoreAction_Secret) isStoreAction_Target() {}
+
+func (*StoreAction_Config) isStoreAction_Target() {}
 
 // InternalRaftRequest is the payload of every normal raft entry: a batch of
 // store actions applied all or nothing.
@@ -292,6 +324,8 @@ type StoreSnapshot struct {
 	Tasks         []*Task                `protobuf:"bytes,4,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	JoinTokens    []*JoinToken           `protobuf:"bytes,5,rep,name=join_tokens,json=joinTokens,proto3" json:"join_tokens,omitempty"`
 	Networks      []*Network             `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
+	Secrets       []*Secret              `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	Configs       []*Config              `protobuf:"bytes,8,rep,name=configs,proto3" json:"configs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +398,20 @@ func (x *StoreSnapshot) GetJoinTokens() []*JoinToken {
 func (x *StoreSnapshot) GetNetworks() []*Network {
 	if x != nil {
 		return x.Networks
+	}
+	return nil
+}
+
+func (x *StoreSnapshot) GetSecrets() []*Secret {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *StoreSnapshot) GetConfigs() []*Config {
+	if x != nil {
+		return x.Configs
 	}
 	return nil
 }
@@ -1112,7 +1160,7 @@ var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xa7\x03\n" +
+	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xff\x03\n" +
 	"\vStoreAction\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.jaco.api.StoreAction.KindR\x04kind\x12-\n" +
 	"\acluster\x18\x02 \x01(\v2\x11.jaco.api.ClusterH\x00R\acluster\x12$\n" +
@@ -1121,7 +1169,9 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x04task\x18\x05 \x01(\v2\x0e.jaco.api.TaskH\x00R\x04task\x124\n" +
 	"\n" +
 	"join_token\x18\x06 \x01(\v2\x13.jaco.api.JoinTokenH\x00R\tjoinToken\x12-\n" +
-	"\anetwork\x18\a \x01(\v2\x11.jaco.api.NetworkH\x00R\anetwork\"O\n" +
+	"\anetwork\x18\a \x01(\v2\x11.jaco.api.NetworkH\x00R\anetwork\x12*\n" +
+	"\x06secret\x18\b \x01(\v2\x10.jaco.api.SecretH\x00R\x06secret\x12*\n" +
+	"\x06config\x18\t \x01(\v2\x10.jaco.api.ConfigH\x00R\x06config\"O\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_CREATE\x10\x01\x12\x0f\n" +
@@ -1130,7 +1180,7 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x06target\"V\n" +
 	"\x13InternalRaftRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12/\n" +
-	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\x9e\x02\n" +
+	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\xf6\x02\n" +
 	"\rStoreSnapshot\x12-\n" +
 	"\bclusters\x18\x01 \x03(\v2\x11.jaco.api.ClusterR\bclusters\x12$\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12-\n" +
@@ -1138,7 +1188,9 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x05tasks\x18\x04 \x03(\v2\x0e.jaco.api.TaskR\x05tasks\x124\n" +
 	"\vjoin_tokens\x18\x05 \x03(\v2\x13.jaco.api.JoinTokenR\n" +
 	"joinTokens\x12-\n" +
-	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\"X\n" +
+	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x12*\n" +
+	"\asecrets\x18\a \x03(\v2\x10.jaco.api.SecretR\asecrets\x12*\n" +
+	"\aconfigs\x18\b \x03(\v2\x10.jaco.api.ConfigR\aconfigs\"X\n" +
 	"\n" +
 	"RaftMember\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
@@ -1238,7 +1290,9 @@ var file_api_raft_proto_goTypes = []any{
 	(*Task)(nil),                       // 20: jaco.api.Task
 	(*JoinToken)(nil),                  // 21: jaco.api.JoinToken
 	(*Network)(nil),                    // 22: jaco.api.Network
-	(NodeRole)(0),                      // 23: jaco.api.NodeRole
+	(*Secret)(nil),                     // 23: jaco.api.Secret
+	(*Config)(nil),                     // 24: jaco.api.Config
+	(NodeRole)(0),                      // 25: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
@@ -1248,36 +1302,40 @@ var file_api_raft_proto_depIdxs = []int32{
 	20, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
 	21, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
 	22, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
-	1,  // 7: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	17, // 8: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	18, // 9: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	19, // 10: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	20, // 11: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	21, // 12: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
-	22, // 13: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
-	3,  // 14: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
-	4,  // 15: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
-	4,  // 16: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
-	4,  // 17: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	23, // 18: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 19: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	23, // 20: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 21: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 22: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 23: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 24: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 25: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 26: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	8,  // 27: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 28: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 29: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 30: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	16, // 31: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	27, // [27:32] is the sub-list for method output_type
-	22, // [22:27] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	23, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
+	24, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
+	1,  // 9: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
+	17, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	18, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	19, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	20, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	21, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	22, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
+	23, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
+	24, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
+	3,  // 18: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
+	4,  // 19: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
+	4,  // 20: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
+	4,  // 21: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
+	25, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 23: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
+	25, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 25: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 26: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 27: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 28: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 29: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 30: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	8,  // 31: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 32: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 33: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 34: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	16, // 35: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	31, // [31:36] is the sub-list for method output_type
+	26, // [26:31] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1294,6 +1352,8 @@ func file_api_raft_proto_init() {
 		(*StoreAction_Task)(nil),
 		(*StoreAction_JoinToken)(nil),
 		(*StoreAction_Network)(nil),
+		(*StoreAction_Secret)(nil),
+		(*StoreAction_Config)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

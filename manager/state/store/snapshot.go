@@ -35,6 +35,8 @@ func save(txn *memdb.Txn) *api.StoreSnapshot {
 		Tasks:      list[*api.Task](txn, tableTask, indexID),
 		JoinTokens: list[*api.JoinToken](txn, tableJoinToken, indexID),
 		Networks:   list[*api.Network](txn, tableNetwork, indexID),
+		Secrets:    list[*api.Secret](txn, tableSecret, indexID),
+		Configs:    list[*api.Config](txn, tableConfig, indexID),
 	}
 }
 
@@ -58,6 +60,8 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 		restore(txn, snap.GetTasks()),
 		restore(txn, snap.GetJoinTokens()),
 		restore(txn, snap.GetNetworks()),
+		restore(txn, snap.GetSecrets()),
+		restore(txn, snap.GetConfigs()),
 	)
 	if err != nil {
 		txn.Abort()

@@ -161,6 +161,10 @@ func target(a *api.StoreAction) Object {
 		return t.JoinToken
 	case *api.StoreAction_Network:
 		return t.Network
+	case *api.StoreAction_Secret:
+		return t.Secret
+	case *api.StoreAction_Config:
+		return t.Config
 	}
 	return nil
 }
@@ -181,6 +185,10 @@ func newAction(kind api.StoreAction_Kind, obj Object) (*api.StoreAction, error) 
 		a.Target = &api.StoreAction_JoinToken{JoinToken: o}
 	case *api.Network:
 		a.Target = &api.StoreAction_Network{Network: o}
+	case *api.Secret:
+		a.Target = &api.StoreAction_Secret{Secret: o}
+	case *api.Config:
+		a.Target = &api.StoreAction_Config{Config: o}
 	default:
 		return nil, fmt.Errorf("%T is not stored: %w", obj, ErrInvalid)
 	}
