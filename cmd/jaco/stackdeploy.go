@@ -69,10 +69,14 @@ func (d *deployer) run(ctx context.Context) ([]change, error) {
 		}
 	}
 	if d.prune {
+		var gone []*api.Service
 		for _, s := range existing {
-			if s.Spec.GetLabels()[compose.NamespaceLabel] != d.st.Name || slices.ContainsFunc(d.st.Services, func(w *api.ServiceSpec) bool { return w.Name == s.Spec.Name }) {
-				continue
+			if s.Spec.GetLabels()[compose.NamespaceLabel] == d.st.Name &&
+				!slices.ContainsFunc(d.st.Services, func(w *api.ServiceSpec) bool { return w.Name == s.Spec.Name }) {
+				gone = append(gone, s)
 			}
+		}
+		for _, s := range removalOrder(gone) {
 			d.say("Removing service %s", s.Spec.Name)
 			if _, err := d.c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: s.Id}); err != nil {
 				return changed, mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)

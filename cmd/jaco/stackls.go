@@ -193,7 +193,7 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 	if len(svcs)+len(nets)+len(secrets)+len(configs) == 0 {
 		return fmt.Errorf("no stack named %s", name)
 	}
-	for _, s := range svcs {
+	for _, s := range removalOrder(svcs) {
 		fmt.Fprintf(out, "Removing service %s\n", s.Spec.Name)
 		if _, err := c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: s.Id}); err != nil {
 			return mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)
@@ -221,4 +221,20 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removalOrder puts every service before those it depends on: the
+// manager refuses removing a service another one still depends on.
+func removalOrder(svcs []*api.Service) []*api.Service {
+	byName := map[string]*api.Service{}
+	specs := make([]*api.ServiceSpec, len(svcs))
+	for i, s := range svcs {
+		byName[s.Spec.Name], specs[i] = s, s.Spec
+	}
+	order := dependencyOrder(specs)
+	out := make([]*api.Service, 0, len(order))
+	for i := len(order) - 1; i >= 0; i-- {
+		out = append(out, byName[order[i].Name])
+	}
+	return out
 }
