@@ -2024,6 +2024,7 @@ type HealthCheck struct {
 	//	*HealthCheck_Command
 	//	*HealthCheck_Http
 	//	*HealthCheck_Tcp
+	//	*HealthCheck_Notify
 	Test          isHealthCheck_Test   `protobuf_oneof:"test"`
 	Interval      *durationpb.Duration `protobuf:"bytes,4,opt,name=interval,proto3" json:"interval,omitempty"`
 	Timeout       *durationpb.Duration `protobuf:"bytes,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
@@ -2097,6 +2098,15 @@ func (x *HealthCheck) GetTcp() *TCPCheck {
 	return nil
 }
 
+func (x *HealthCheck) GetNotify() *NotifyCheck {
+	if x != nil {
+		if x, ok := x.Test.(*HealthCheck_Notify); ok {
+			return x.Notify
+		}
+	}
+	return nil
+}
+
 func (x *HealthCheck) GetInterval() *durationpb.Duration {
 	if x != nil {
 		return x.Interval
@@ -2142,11 +2152,21 @@ type HealthCheck_Tcp struct {
 	Tcp *TCPCheck `protobuf:"bytes,3,opt,name=tcp,proto3,oneof"`
 }
 
+type HealthCheck_Notify struct {
+	// notify: the replica says itself, over the notify socket named by
+	// JACO_NOTIFY_SOCKET (sd_notify style): READY=1 makes it RUNNING,
+	// WATCHDOG=1 at least every interval keeps it healthy (a launch
+	// configuration's "okay messages"). Hook bundles only.
+	Notify *NotifyCheck `protobuf:"bytes,8,opt,name=notify,proto3,oneof"`
+}
+
 func (*HealthCheck_Command) isHealthCheck_Test() {}
 
 func (*HealthCheck_Http) isHealthCheck_Test() {}
 
 func (*HealthCheck_Tcp) isHealthCheck_Test() {}
+
+func (*HealthCheck_Notify) isHealthCheck_Test() {}
 
 type CommandCheck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2192,6 +2212,42 @@ func (x *CommandCheck) GetArgv() []string {
 	return nil
 }
 
+type NotifyCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyCheck) Reset() {
+	*x = NotifyCheck{}
+	mi := &file_api_objects_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyCheck) ProtoMessage() {}
+
+func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
+func (*NotifyCheck) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
+}
+
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
 type HTTPCheck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2203,7 +2259,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2215,7 +2271,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2228,7 +2284,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2255,7 +2311,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2267,7 +2323,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2280,7 +2336,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2351,7 +2407,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2363,7 +2419,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2376,7 +2432,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2595,7 +2651,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2663,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2676,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FileReference) GetName() string {
@@ -2680,7 +2736,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2748,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2761,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -2748,7 +2804,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2760,7 +2816,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2773,7 +2829,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Secret) GetId() string {
@@ -2809,7 +2865,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2877,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2890,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Config) GetId() string {
@@ -2871,7 +2927,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +2939,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +2952,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FileSpec) GetName() string {
@@ -2943,7 +2999,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2955,7 +3011,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2968,7 +3024,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3027,7 +3083,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3039,7 +3095,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3052,7 +3108,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3097,7 +3153,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3165,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3178,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3161,7 +3217,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3229,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3242,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Service) GetId() string {
@@ -3248,7 +3304,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3316,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3329,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3309,7 +3365,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3377,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3390,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3390,7 +3446,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3402,7 +3458,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3415,7 +3471,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3468,7 +3524,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3480,7 +3536,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3493,7 +3549,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Task) GetId() string {
@@ -3609,7 +3665,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +3677,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +3690,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3797,18 +3853,20 @@ const file_api_objects_proto_rawDesc = "" +
 	"\tcondition\x18\x01 \x01(\x0e2\x1a.jaco.api.RestartConditionR\tcondition\x12/\n" +
 	"\x05delay\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x05delay\x12!\n" +
 	"\fmax_attempts\x18\x03 \x01(\x04R\vmaxAttempts\x121\n" +
-	"\x06window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\xe0\x02\n" +
+	"\x06window\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\x91\x03\n" +
 	"\vHealthCheck\x122\n" +
 	"\acommand\x18\x01 \x01(\v2\x16.jaco.api.CommandCheckH\x00R\acommand\x12)\n" +
 	"\x04http\x18\x02 \x01(\v2\x13.jaco.api.HTTPCheckH\x00R\x04http\x12&\n" +
-	"\x03tcp\x18\x03 \x01(\v2\x12.jaco.api.TCPCheckH\x00R\x03tcp\x125\n" +
+	"\x03tcp\x18\x03 \x01(\v2\x12.jaco.api.TCPCheckH\x00R\x03tcp\x12/\n" +
+	"\x06notify\x18\b \x01(\v2\x15.jaco.api.NotifyCheckH\x00R\x06notify\x125\n" +
 	"\binterval\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\binterval\x123\n" +
 	"\atimeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x18\n" +
 	"\aretries\x18\x06 \x01(\rR\aretries\x12<\n" +
 	"\fstart_period\x18\a \x01(\v2\x19.google.protobuf.DurationR\vstartPeriodB\x06\n" +
 	"\x04test\"\"\n" +
 	"\fCommandCheck\x12\x12\n" +
-	"\x04argv\x18\x01 \x03(\tR\x04argv\"3\n" +
+	"\x04argv\x18\x01 \x03(\tR\x04argv\"\r\n" +
+	"\vNotifyCheck\"3\n" +
 	"\tHTTPCheck\x12\x12\n" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
@@ -4029,7 +4087,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4062,117 +4120,119 @@ var file_api_objects_proto_goTypes = []any{
 	(*RestartPolicy)(nil),         // 28: jaco.api.RestartPolicy
 	(*HealthCheck)(nil),           // 29: jaco.api.HealthCheck
 	(*CommandCheck)(nil),          // 30: jaco.api.CommandCheck
-	(*HTTPCheck)(nil),             // 31: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 32: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 33: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 34: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 35: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 36: jaco.api.Secret
-	(*Config)(nil),                // 37: jaco.api.Config
-	(*FileSpec)(nil),              // 38: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 39: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 40: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 41: jaco.api.NetworkAccess
-	(*Service)(nil),               // 42: jaco.api.Service
-	(*VirtualIP)(nil),             // 43: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 44: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 45: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 46: jaco.api.Task
-	(*JoinToken)(nil),             // 47: jaco.api.JoinToken
-	nil,                           // 48: jaco.api.Node.LabelsEntry
-	nil,                           // 49: jaco.api.HookBundle.FilesEntry
-	nil,                           // 50: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 51: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 52: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 53: google.protobuf.Duration
+	(*NotifyCheck)(nil),           // 31: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 32: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 33: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 34: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 35: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 36: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 37: jaco.api.Secret
+	(*Config)(nil),                // 38: jaco.api.Config
+	(*FileSpec)(nil),              // 39: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 40: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 41: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 42: jaco.api.NetworkAccess
+	(*Service)(nil),               // 43: jaco.api.Service
+	(*VirtualIP)(nil),             // 44: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 45: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 46: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 47: jaco.api.Task
+	(*JoinToken)(nil),             // 48: jaco.api.JoinToken
+	nil,                           // 49: jaco.api.Node.LabelsEntry
+	nil,                           // 50: jaco.api.HookBundle.FilesEntry
+	nil,                           // 51: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 52: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 53: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 54: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	52, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	52, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	53, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
 	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
 	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
 	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	52, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	53, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
 	18, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
 	20, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	53, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	52, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	54, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	53, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
 	13, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	48, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	49, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
 	17, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
 	19, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
 	22, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
 	21, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
 	6,  // 21: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	49, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	50, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
 	7,  // 23: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	53, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	53, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	54, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	54, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
 	30, // 26: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	31, // 27: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	32, // 28: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	53, // 29: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	53, // 30: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	53, // 31: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 32: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	26, // 33: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	18, // 34: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	18, // 35: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	24, // 36: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	25, // 37: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	27, // 38: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	28, // 39: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	29, // 40: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	53, // 41: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	53, // 42: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	41, // 43: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	39, // 44: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	39, // 45: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 46: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	34, // 47: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	34, // 48: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	50, // 49: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	35, // 50: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	13, // 51: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	38, // 52: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	13, // 53: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	38, // 54: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	51, // 55: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	53, // 56: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 57: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 58: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	53, // 59: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 60: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	52, // 61: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	52, // 62: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 63: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	33, // 64: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	33, // 65: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	40, // 66: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	43, // 67: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	12, // 68: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	52, // 69: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	45, // 70: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	13, // 71: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	12, // 72: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	44, // 73: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	33, // 74: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	52, // 75: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	52, // 76: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	13, // 77: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 78: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	52, // 79: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	52, // 80: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	81, // [81:81] is the sub-list for method output_type
-	81, // [81:81] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	32, // 27: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	33, // 28: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	31, // 29: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	54, // 30: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	54, // 31: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	54, // 32: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 33: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	26, // 34: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	18, // 35: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	18, // 36: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	24, // 37: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	25, // 38: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	27, // 39: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	28, // 40: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	29, // 41: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	54, // 42: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	54, // 43: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	42, // 44: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	40, // 45: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	40, // 46: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 47: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	35, // 48: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	35, // 49: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	51, // 50: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	36, // 51: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	13, // 52: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	39, // 53: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	13, // 54: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	39, // 55: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	52, // 56: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	54, // 57: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 58: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 59: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	54, // 60: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 61: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	53, // 62: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	53, // 63: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 64: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	34, // 65: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	34, // 66: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	41, // 67: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	44, // 68: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	12, // 69: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	53, // 70: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	46, // 71: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	13, // 72: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	12, // 73: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	45, // 74: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	34, // 75: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	53, // 76: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	53, // 77: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	13, // 78: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 79: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	53, // 80: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	53, // 81: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	82, // [82:82] is the sub-list for method output_type
+	82, // [82:82] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4184,6 +4244,7 @@ func file_api_objects_proto_init() {
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
+		(*HealthCheck_Notify)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4191,7 +4252,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   39,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
