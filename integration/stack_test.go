@@ -140,6 +140,20 @@ func TestStack(t *testing.T) {
 		t.Errorf("stack ps shop: %v, %d replicas, want 4", err, len(ps))
 	}
 
+	// --prune removes the service the files no longer have; the others
+	// stay as they are.
+	i := strings.Index(stackFile, "  worker:\n")
+	j := strings.Index(stackFile, "networks:\n  back:")
+	noWorker := write("noworker.yaml", stackFile[:i]+stackFile[j:])
+	pruned := wantOK(t, c.manager.jaco("stack", "deploy", "-c", noWorker, "-c", override, "--prune", "shop"))
+	if !strings.Contains(pruned.stdout, "Removing service shop_worker") || strings.Contains(pruned.stdout, "Updating") {
+		t.Errorf("deploy --prune without worker printed %q, want worker removed and nothing updated", pruned.stdout)
+	}
+	if r := c.manager.jaco("service", "inspect", "shop_worker"); r.code != 1 || !strings.Contains(r.stderr, "not_found") {
+		t.Errorf("service inspect shop_worker after --prune: exit %d, %q; want not_found", r.code, r.stderr)
+	}
+	sameIDs(t, "shop_db", db, c.waitRunning(t, "shop_db", 1, nil))
+
 	// rm leaves no service or network of the stack behind.
 	wantOK(t, c.manager.jaco("stack", "rm", "shop"))
 	stackGone(t, c, "shop")

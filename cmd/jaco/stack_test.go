@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
 )
 
 // TestStackBadInput: stack commands refuse what they are given before
@@ -46,5 +50,50 @@ func TestStackBadInput(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("jaco %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr.String(), c.code, c.want)
 		}
+	}
+}
+
+// TestSameSpec: what the manager adds to a stored spec (reference ids,
+// force_update) is no change; anything else is.
+func TestSameSpec(t *testing.T) {
+	desired := &api.ServiceSpec{Name: "s_web", Image: "x", Env: []string{"A=1"},
+		Secrets: []*api.FileReference{{Name: "s_pw", Target: "pw", Mode: 0o400}}}
+	stored := proto.Clone(desired).(*api.ServiceSpec)
+	stored.Secrets[0].Id = "abc"
+	stored.ForceUpdate = 3
+	if !sameSpec(stored, desired) {
+		t.Error("a stored spec with ids and force_update differs from the file's")
+	}
+	if desired.Secrets[0].Id != "" || stored.Secrets[0].Id != "abc" {
+		t.Error("sameSpec changed its arguments")
+	}
+	changed := proto.Clone(desired).(*api.ServiceSpec)
+	changed.Env = []string{"A=2"}
+	if sameSpec(stored, changed) {
+		t.Error("a changed variable compares equal")
+	}
+}
+
+// TestDependencyOrder: dependencies first; removal is the reverse.
+func TestDependencyOrder(t *testing.T) {
+	specs := []*api.ServiceSpec{
+		{Name: "s_a", DependsOn: []string{"s_c"}},
+		{Name: "s_b"},
+		{Name: "s_c", DependsOn: []string{"s_b", "elsewhere"}},
+	}
+	var got []string
+	for _, s := range dependencyOrder(specs) {
+		got = append(got, s.Name)
+	}
+	if strings.Join(got, " ") != "s_b s_c s_a" {
+		t.Errorf("create order %v, want s_b s_c s_a", got)
+	}
+	svcs := []*api.Service{{Spec: specs[0]}, {Spec: specs[1]}, {Spec: specs[2]}}
+	got = nil
+	for _, s := range removalOrder(svcs) {
+		got = append(got, s.Spec.Name)
+	}
+	if strings.Join(got, " ") != "s_a s_c s_b" {
+		t.Errorf("removal order %v, want s_a s_c s_b", got)
 	}
 }

@@ -189,3 +189,14 @@ func TestInterpolation(t *testing.T) {
 		t.Fatalf("image %q command %q", s.Image, s.Command)
 	}
 }
+
+// TestExampleLoads keeps examples/compose.yaml a file jaco deploys.
+func TestExampleLoads(t *testing.T) {
+	st, err := Load(context.Background(), Options{Files: []string{"../../examples/compose.yaml"}, Name: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Services) != 3 || len(st.Networks) != 2 || len(st.Secrets) != 1 {
+		t.Fatalf("got %d services, %d networks, %d secrets; want 3, 2, 1", len(st.Services), len(st.Networks), len(st.Secrets))
+	}
+}
