@@ -52,10 +52,11 @@ func (d *deployer) run(ctx context.Context) ([]change, error) {
 				spec.Name, d.st.Name, compose.NamespaceLabel, d.st.Name)
 		}
 	}
-	if err := d.networks(ctx, cons); err != nil {
+	p, err := d.look(ctx, cons)
+	if err != nil {
 		return nil, err
 	}
-	if err := d.files(ctx, cons); err != nil {
+	if err := d.create(ctx, p); err != nil {
 		return nil, err
 	}
 	var changed []change
@@ -86,24 +87,58 @@ func (d *deployer) run(ctx context.Context) ([]change, error) {
 	return changed, nil
 }
 
-func (d *deployer) networks(ctx context.Context, cons api.ReadConsistency) error {
-	resp, err := d.c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
+// present is what the cluster holds already, by name.
+type present struct{ networks, secrets, configs map[string]bool }
+
+// look lists the networks, secrets and configs and refuses, before any
+// write, external ones that do not exist.
+func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present, error) {
+	p := present{map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	nets, err := d.c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
 	if err != nil {
-		return err
+		return p, err
 	}
-	have := map[string]bool{}
-	for _, n := range resp.Networks {
-		have[n.GetSpec().GetName()] = true
+	for _, n := range nets.Networks {
+		p.networks[n.GetSpec().GetName()] = true
+	}
+	secrets, err := d.c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
+	if err != nil {
+		return p, err
+	}
+	for _, s := range secrets.Secrets {
+		p.secrets[s.GetSpec().GetName()] = true
+	}
+	configs, err := d.c.Control.ListConfigs(ctx, &api.ListConfigsRequest{Consistency: cons})
+	if err != nil {
+		return p, err
+	}
+	for _, s := range configs.Configs {
+		p.configs[s.GetSpec().GetName()] = true
 	}
 	for _, n := range d.st.Networks {
-		if n.External {
-			if !have[n.Name] {
-				return fmt.Errorf("external network %s does not exist (jaco network create %s)", n.Name, n.Name)
-			}
+		if n.External && !p.networks[n.Name] {
+			return p, fmt.Errorf("external network %s does not exist (jaco network create %s)", n.Name, n.Name)
 		}
 	}
+	for _, f := range d.st.Secrets {
+		if f.External && !p.secrets[f.Name] {
+			return p, fmt.Errorf("external secret %s does not exist (jaco secret create %s FILE)", f.Name, f.Name)
+		}
+	}
+	for _, f := range d.st.Configs {
+		if f.External && !p.configs[f.Name] {
+			return p, fmt.Errorf("external config %s does not exist (jaco config create %s FILE)", f.Name, f.Name)
+		}
+	}
+	return p, nil
+}
+
+// create makes the stack's missing networks, secrets and configs. A
+// secret or config that exists is left as it is: they are immutable, and
+// a changed file takes a new key (and the services naming it a new spec).
+func (d *deployer) create(ctx context.Context, p present) error {
 	for _, n := range d.st.Networks {
-		if n.External || have[n.Name] {
+		if n.External || p.networks[n.Name] {
 			continue
 		}
 		d.say("Creating network %s", n.Name)
@@ -111,41 +146,9 @@ func (d *deployer) networks(ctx context.Context, cons api.ReadConsistency) error
 			return mayHaveApplied(err, "jaco network inspect "+n.Name)
 		}
 	}
-	return nil
-}
-
-// files creates the stack's missing secrets and configs. One that exists
-// is left as it is: they are immutable, and a changed file takes a new
-// name (and the services naming it a new spec).
-func (d *deployer) files(ctx context.Context, cons api.ReadConsistency) error {
-	secrets, err := d.c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
-	if err != nil {
-		return err
-	}
-	configs, err := d.c.Control.ListConfigs(ctx, &api.ListConfigsRequest{Consistency: cons})
-	if err != nil {
-		return err
-	}
-	haveSecret, haveConfig := map[string]bool{}, map[string]bool{}
-	for _, s := range secrets.Secrets {
-		haveSecret[s.GetSpec().GetName()] = true
-	}
-	for _, s := range configs.Configs {
-		haveConfig[s.GetSpec().GetName()] = true
-	}
-	for _, f := range d.st.Secrets {
-		if f.External && !haveSecret[f.Name] {
-			return fmt.Errorf("external secret %s does not exist", f.Name)
-		}
-	}
-	for _, f := range d.st.Configs {
-		if f.External && !haveConfig[f.Name] {
-			return fmt.Errorf("external config %s does not exist", f.Name)
-		}
-	}
 	labels := map[string]string{compose.NamespaceLabel: d.st.Name}
 	for _, f := range d.st.Secrets {
-		if f.External || haveSecret[f.Name] {
+		if f.External || p.secrets[f.Name] {
 			continue
 		}
 		d.say("Creating secret %s", f.Name)
@@ -155,7 +158,7 @@ func (d *deployer) files(ctx context.Context, cons api.ReadConsistency) error {
 		}
 	}
 	for _, f := range d.st.Configs {
-		if f.External || haveConfig[f.Name] {
+		if f.External || p.configs[f.Name] {
 			continue
 		}
 		d.say("Creating config %s", f.Name)
