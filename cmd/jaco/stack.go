@@ -21,13 +21,13 @@ func stackCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// stackName is what may name a stack: its services are NAME_SERVICE, so
-// it follows the service name rule, leaving room for the suffix.
-var stackName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,49}$`)
+// stackName is what may name a stack: a compose project name (no '.')
+// that leaves room for the _SERVICE suffix within jaco's 63 characters.
+var stackName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,49}$`)
 
 func checkStackName(name string) error {
 	if !stackName.MatchString(name) {
-		return fmt.Errorf("stack name %q: use 1-50 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		return fmt.Errorf("stack name %q: use 1-50 lowercase letters, digits, '_' or '-', starting with a letter or digit", name)
 	}
 	return nil
 }
