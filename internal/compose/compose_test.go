@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 )
 
@@ -198,5 +199,50 @@ func TestExampleLoads(t *testing.T) {
 	}
 	if len(st.Services) != 3 || len(st.Networks) != 2 || len(st.Secrets) != 1 {
 		t.Fatalf("got %d services, %d networks, %d secrets; want 3, 2, 1", len(st.Services), len(st.Networks), len(st.Secrets))
+	}
+}
+
+// TestSmallMappings covers what the golden file cannot show at once:
+// restart without deploy.restart_policy, disabled checks, external names.
+func TestSmallMappings(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		check      func(*api.ServiceSpec) bool
+	}{
+		{"restart always", "services:\n  web:\n    image: x\n    restart: always\n",
+			func(s *api.ServiceSpec) bool {
+				return s.Restart.GetCondition() == api.RestartCondition_RESTART_CONDITION_ANY
+			}},
+		{"restart on-failure:3", "services:\n  web:\n    image: x\n    restart: on-failure:3\n",
+			func(s *api.ServiceSpec) bool {
+				return s.Restart.GetCondition() == api.RestartCondition_RESTART_CONDITION_ON_FAILURE && s.Restart.GetMaxAttempts() == 3
+			}},
+		{"restart no", "services:\n  web:\n    image: x\n    restart: \"no\"\n",
+			func(s *api.ServiceSpec) bool {
+				return s.Restart.GetCondition() == api.RestartCondition_RESTART_CONDITION_NONE
+			}},
+		{"healthcheck NONE", "services:\n  web:\n    image: x\n    healthcheck: {test: [NONE]}\n",
+			func(s *api.ServiceSpec) bool { return s.Health == nil }},
+		{"healthcheck disabled", "services:\n  web:\n    image: x\n    healthcheck: {test: [CMD, a], disable: true}\n",
+			func(s *api.ServiceSpec) bool { return s.Health == nil }},
+		{"external network by name", "services:\n  web:\n    image: x\n    networks: [corp]\nnetworks:\n  corp: {external: true, name: corp-net}\n",
+			func(s *api.ServiceSpec) bool { return len(s.Networks) == 1 && s.Networks[0] == "corp-net" }},
+		{"external config", "services:\n  web:\n    image: x\n    configs: [c]\nconfigs:\n  c: {external: true}\n",
+			func(s *api.ServiceSpec) bool {
+				return len(s.Configs) == 1 && s.Configs[0].Name == "c" && s.Configs[0].Target == "/c" && s.Configs[0].Mode == 0o444
+			}},
+		{"depends_on list", "services:\n  a:\n    image: x\n  web:\n    image: x\n    depends_on: [a]\n",
+			func(s *api.ServiceSpec) bool { return len(s.DependsOn) == 1 && s.DependsOn[0] == "st_a" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := load(t, tc.yaml)
+			if err != nil {
+				t.Fatal(err)
+			}
+			web := st.Services[len(st.Services)-1]
+			if web.Name != "st_web" || !tc.check(web) {
+				t.Fatalf("spec %v", web)
+			}
+		})
 	}
 }
