@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
@@ -62,6 +63,10 @@ func stackDeployCmd(g *globals) *cobra.Command {
 					return failure{err}
 				}
 			}
+			// compose-go warns through logrus (a variable that is not set,
+			// the obsolete version key): print those as the CLI's lines.
+			logrus.SetOutput(cmd.ErrOrStderr())
+			logrus.SetFormatter(warningLines{})
 			st, err := compose.Load(cmd.Context(), compose.Options{Files: files, Name: name, Env: os.Environ(), Profiles: profiles})
 			if reason.Of(err) == reason.UnsupportedComposeKey {
 				// A usage mistake (exit 2) that keeps its reason word.
@@ -128,4 +133,11 @@ func stackServices(ctx context.Context, c *client.Client, cons api.ReadConsisten
 		}
 	}
 	return out, nil
+}
+
+// warningLines formats a logrus entry as "warning: MESSAGE".
+type warningLines struct{}
+
+func (warningLines) Format(e *logrus.Entry) ([]byte, error) {
+	return []byte("warning: " + terminalSafe(e.Message) + "\n"), nil
 }
