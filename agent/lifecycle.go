@@ -167,16 +167,32 @@ func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
 
 	var unhealthy chan error
 	healthy := make(chan struct{}, 1)
+	// statusText holds the latest STATUS= text of a notify check not yet
+	// taken (one producer: drain, then the send cannot block).
+	statusText := make(chan string, 1)
+	runningMessage := "running, healthy"
 	if hc := r.snapshot().GetSpec().GetHealth(); hc != nil {
+		if hc.GetNotify() != nil {
+			runningMessage = "running, ready"
+		}
 		unhealthy = make(chan error, 1)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			unhealthy <- health.Run(mctx, hc, ctl, func() {
-				select {
-				case healthy <- struct{}{}:
-				default:
-				}
+			unhealthy <- health.RunWatch(mctx, hc, ctl, health.Watch{
+				Healthy: func() {
+					select {
+					case healthy <- struct{}{}:
+					default:
+					}
+				},
+				Status: func(text string) {
+					select {
+					case <-statusText:
+					default:
+					}
+					statusText <- text
+				},
 			})
 		}()
 	} else {
@@ -189,8 +205,12 @@ func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
 			return false
 		case <-r.stopWanted:
 			return false
+		case text := <-statusText:
+			// The replica's own words are its status message from now on.
+			runningMessage = text
+			r.amend(text)
 		case <-healthy:
-			r.report(r.running(ctx, ctl, "running, healthy"))
+			r.report(r.running(ctx, ctl, runningMessage))
 		case err := <-unhealthy:
 			if ctx.Err() != nil {
 				return false

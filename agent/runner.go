@@ -184,6 +184,27 @@ func (r *taskRunner) report(st *api.TaskStatus) {
 	}
 }
 
+// amend makes message the message of the replica's current status, when
+// it is STARTING or RUNNING (a notify check's STATUS= text), and queues
+// it for the dispatcher. It is not written to the db: a replica may say
+// its status often, and after an agent restart it says it again.
+func (r *taskRunner) amend(message string) {
+	r.mu.Lock()
+	cur := r.status
+	switch {
+	case r.removing, cur.GetMessage() == message,
+		cur.GetState() != api.TaskState_TASK_STATE_STARTING && cur.GetState() != api.TaskState_TASK_STATE_RUNNING:
+		r.mu.Unlock()
+		return
+	}
+	st := proto.CloneOf(cur)
+	st.Message = message
+	st.Timestamp = timestamppb.New(time.Now())
+	r.status = st
+	r.mu.Unlock()
+	r.w.reporter.enqueue(r.id, st)
+}
+
 func newStatus(state api.TaskState, message string) *api.TaskStatus {
 	return &api.TaskStatus{State: state, Message: message}
 }

@@ -1,5 +1,7 @@
 // Package health runs a replica's health check (api.HealthCheck): a
-// command in the replica, an HTTP GET or a TCP dial to its address.
+// command in the replica, an HTTP GET or a TCP dial to its address, or
+// the replica's own READY=1 and WATCHDOG=1 on its notify socket (see
+// runNotify).
 //
 // The check runs at once and then every interval, each probe bounded by
 // the timeout. The first success calls OnHealthy; when retries probes in a
@@ -17,6 +19,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -64,6 +67,23 @@ func ParamsOf(hc *api.HealthCheck) Params {
 // probe's failure). onHealthy is called on every transition to healthy
 // (the first success, and a success after failures).
 func Run(ctx context.Context, hc *api.HealthCheck, target Target, onHealthy func()) error {
+	return RunWatch(ctx, hc, target, Watch{Healthy: onHealthy})
+}
+
+// RunWatch is Run telling w. A notify check needs a target that is an
+// exec.Notifier (ErrNoNotifier, wrapped in ErrUnhealthy, otherwise).
+func RunWatch(ctx context.Context, hc *api.HealthCheck, target Target, w Watch) error {
+	if hc.GetNotify() != nil {
+		n, ok := target.(exec.Notifier)
+		if !ok {
+			return fmt.Errorf("%w: %w", ErrUnhealthy, ErrNoNotifier)
+		}
+		return runNotify(ctx, hc, n, w)
+	}
+	onHealthy := w.Healthy
+	if onHealthy == nil {
+		onHealthy = func() {}
+	}
 	p := ParamsOf(hc)
 	startEnds := time.Now().Add(p.StartPeriod)
 	healthy, everHealthy := false, false
@@ -120,6 +140,8 @@ func Probe(ctx context.Context, hc *api.HealthCheck, target Target, timeout time
 			return err
 		}
 		return probeHTTP(ctx, "http://"+addr+test.Http.GetPath())
+	case *api.HealthCheck_Notify:
+		return errors.New("a notify check has no probe: the replica sends its messages")
 	case *api.HealthCheck_Tcp:
 		addr, err := address(ctx, target, test.Tcp.GetPort())
 		if err != nil {

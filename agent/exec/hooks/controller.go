@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -29,6 +30,11 @@ type controller struct {
 	rep exec.Replica
 	log *slog.Logger
 	mu  sync.Mutex
+
+	// notifyConn is the notify socket Start bound, until Notifications
+	// takes it (nmu, not mu: Stop holds mu for minutes).
+	nmu        sync.Mutex
+	notifyConn *net.UnixConn
 }
 
 func (c *controller) path(name string) string { return filepath.Join(c.rep.Dir, name) }
@@ -146,10 +152,21 @@ func (c *controller) Start(ctx context.Context) error {
 		Dir:     c.bundlePath(),
 		Sandbox: sb,
 	}
+	if c.notifies() {
+		// Bound before launch runs, so that its first READY=1 finds it.
+		conn, err := c.bindNotify()
+		if err != nil {
+			return fmt.Errorf("start: %w", err)
+		}
+		c.holdNotify(conn)
+		spec.Env = append(spec.Env, c.notifyEnv()...)
+	}
 	if err := writeJSON(c.path(launchFile), spec); err != nil {
+		c.releaseNotify()
 		return err
 	}
 	if err := c.startShim(ctx); err != nil {
+		c.releaseNotify()
 		return fmt.Errorf("start launch: %w", err)
 	}
 	c.log.Info("launch started")
@@ -263,6 +280,7 @@ func (c *controller) Remove(ctx context.Context) error {
 	if err := c.teardownNetworks(ctx); err != nil {
 		return fmt.Errorf("remove replica %s: %w", c.id(), err)
 	}
+	c.releaseNotify()
 	var cleanupErr error
 	if _, err := os.Stat(c.hookPath(api.HookCleanup)); err == nil {
 		cleanupErr = c.runCleanup(ctx)

@@ -26,7 +26,7 @@ const (
 )
 
 // stateFiles are removed by Remove, after the bundle.
-var stateFiles = []string{launchFile, shimFile, childFile, exitFile, preparedFile}
+var stateFiles = []string{launchFile, shimFile, childFile, exitFile, preparedFile, notifySocketFile, notifyReadyFile}
 
 // launchSpec is everything the shim needs to run launch and finish; the
 // runtime writes it before starting the shim, so the shim's command line
