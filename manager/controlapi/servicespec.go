@@ -109,7 +109,7 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if err := fillFileRefs(spec); err != nil {
 		return err
 	}
-	return validateHealth(spec.Health)
+	return validateHealth(spec)
 }
 
 func validateBundle(b *api.HookBundle) error {
@@ -204,13 +204,23 @@ func validatePolicy(which string, p *api.UpdatePolicy) error {
 // nil-safe).
 type durationLike interface{ AsDuration() time.Duration }
 
-func validateHealth(h *api.HealthCheck) error {
+func validateHealth(spec *api.ServiceSpec) error {
+	h := spec.Health
 	if h == nil {
 		return nil
 	}
 	switch t := h.Test.(type) {
 	case nil:
-		return invalid("a health check needs a command, an HTTP or a TCP test")
+		return invalid("a health check needs a command, an HTTP, a TCP or a notify test")
+	case *api.HealthCheck_Notify:
+		// The notify socket is the hooks runtime's; the interval is the
+		// watchdog period launch promises, which has no sane default.
+		if spec.Bundle == nil {
+			return invalid("a notify health check is for hook bundles only")
+		}
+		if h.GetInterval().AsDuration() <= 0 {
+			return invalid("a notify health check needs an interval (the WATCHDOG=1 period) above 0")
+		}
 	case *api.HealthCheck_Command:
 		if len(t.Command.Argv) == 0 {
 			return invalid("a command health check needs a command")
