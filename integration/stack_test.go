@@ -1,6 +1,7 @@
 package integration
 
-// jaco stack: a compose file deployed as services and a network, redeployed with one change, refused whole for a key jaco cannot
+// jaco stack: a compose file deployed as services, a network and a
+// secret, redeployed with one change, refused whole for a key jaco cannot
 // honour, and removed.
 
 import (
@@ -13,8 +14,7 @@ import (
 )
 
 // stackFile is the test's stack: db turns healthy three seconds after it
-// starts; web (two replicas) waits for it. No secret yet: the store
-// cannot write them (api/raft.proto lacks StoreAction.secret).
+// starts; web (two replicas) waits for it and gets a secret.
 const stackFile = `
 x-quick: &quick
   image: ` + containerImage + `
@@ -39,6 +39,7 @@ services:
       GREETING: hello
     depends_on:
       db: {condition: service_healthy}
+    secrets: [token]
     deploy:
       replicas: 2
       restart_policy: {delay: 1s}
@@ -48,6 +49,9 @@ services:
     depends_on: [db]
 networks:
   back:
+secrets:
+  token:
+    file: ./token.txt
 `
 
 // stackService is a row of `jaco stack services --format json`.
@@ -68,6 +72,7 @@ func TestStack(t *testing.T) {
 		return p
 	}
 	file := write("compose.yaml", stackFile)
+	write("token.txt", "s3cret\n")
 	override := write("override.yaml", "services:\n  web:\n    environment:\n      GREETING: changed\n")
 
 	// A key jaco cannot honour refuses the whole file, by name, and
@@ -106,6 +111,14 @@ func TestStack(t *testing.T) {
 	for _, w := range web {
 		if !w.Since.After(db[0].Since) {
 			t.Errorf("web replica %s running since %v, not after db turned healthy at %v", w.Name, w.Since, db[0].Since)
+		}
+		pid, err := c.runningPid(w.Node, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/run/secrets/token", pid))
+		if err != nil || string(got) != "s3cret\n" {
+			t.Errorf("web replica %s: /run/secrets/token is %q (%v), want the secret file's content", w.Name, got, err)
 		}
 	}
 	stacks := wantOK(t, c.manager.jaco("stack", "ls"))
@@ -154,7 +167,7 @@ func TestStack(t *testing.T) {
 	}
 	sameIDs(t, "shop_db", db, c.waitRunning(t, "shop_db", 1, nil))
 
-	// rm leaves no service or network of the stack behind.
+	// rm leaves no service, network or secret of the stack behind.
 	wantOK(t, c.manager.jaco("stack", "rm", "shop"))
 	stackGone(t, c, "shop")
 }
@@ -175,10 +188,10 @@ func sameIDs(t *testing.T, svc string, before, after []replica) {
 	}
 }
 
-// stackGone checks that no service or network is named NAME_*.
+// stackGone checks that no service, network or secret is named NAME_*.
 func stackGone(t *testing.T, c *ccluster, name string) {
 	t.Helper()
-	for _, what := range []string{"service", "network"} {
+	for _, what := range []string{"service", "network", "secret"} {
 		r := wantOK(t, c.manager.jaco(what, "ls", "--format", "{{.name}}"))
 		for _, line := range strings.Fields(r.stdout) {
 			if strings.HasPrefix(line, name+"_") {
