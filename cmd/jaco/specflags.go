@@ -35,6 +35,7 @@ type specFlags struct {
 	healthInterval, healthTimeout  time.Duration
 	healthStartPeriod              time.Duration
 	healthRetries                  uint32
+	healthNotify                   bool
 	stopGrace, abortGrace          time.Duration
 	prepareStartLimit              uint32
 	networkOpen                    bool
@@ -75,6 +76,9 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&checkedString{&f.healthHTTP, func(s string) error { _, err := parseHealthHTTP(s); return err }},
 		"health-http", "health check PORT[/path]: an HTTP GET answered 2xx/3xx is healthy")
 	fs.Uint32Var(&f.healthTCP, "health-tcp", 0, "health check port: an open TCP connection is healthy")
+	fs.BoolVar(&f.healthNotify, "health-notify", false, "hook bundles: launch says READY=1, then WATCHDOG=1 at least every --health-interval,\n"+
+		"on the socket in $JACO_NOTIFY_SOCKET (sd_notify's, also in $NOTIFY_SOCKET); --health-retries silent intervals in a row are\n"+
+		"unhealthy, --health-start-period bounds the wait for READY=1 (0: none), STATUS=text is the replica's status message")
 	fs.DurationVar(&f.healthInterval, "health-interval", 5*time.Second, "time between health checks")
 	fs.DurationVar(&f.healthTimeout, "health-timeout", 3*time.Second, "time a health check may take")
 	fs.Uint32Var(&f.healthRetries, "health-retries", 3, "failed checks in a row that make a replica unhealthy")
@@ -171,7 +175,7 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	if err := f.applyRestart(set, spec); err != nil {
 		return err
 	}
-	if err := f.applyHealth(set, spec); err != nil {
+	if err := f.applyHealth(set, cmd.Flags().Changed, spec); err != nil {
 		return err
 	}
 	if set("network-open") || set("allow-from") {
@@ -278,12 +282,23 @@ func (f *specFlags) applyRestart(set func(string) bool, spec *api.ServiceSpec) e
 	return nil
 }
 
-func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) error {
+// applyHealth sets the health check; changed tells the flags given, where
+// set also holds every flag on create.
+func (f *specFlags) applyHealth(set, changed func(string) bool, spec *api.ServiceSpec) error {
 	h := spec.Health
 	if h == nil {
 		h = &api.HealthCheck{}
 	}
+	notify := changed("health-notify") && f.healthNotify
+	if notify {
+		if err := f.checkNotify(changed, spec); err != nil {
+			return err
+		}
+	}
 	switch {
+	case notify:
+		h.Test = &api.HealthCheck_Notify{Notify: &api.NotifyCheck{}}
+		h.Timeout = nil // a notify check has none
 	case set("health-cmd") && f.healthCmd != "":
 		h.Test = &api.HealthCheck_Command{Command: &api.CommandCheck{Argv: []string{"/bin/sh", "-c", f.healthCmd}}}
 	case set("health-http") && f.healthHTTP != "":
@@ -301,7 +316,7 @@ func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) er
 	if set("health-interval") {
 		h.Interval = durationpb.New(f.healthInterval)
 	}
-	if set("health-timeout") {
+	if set("health-timeout") && h.GetNotify() == nil {
 		h.Timeout = durationpb.New(f.healthTimeout)
 	}
 	if set("health-retries") {
@@ -311,6 +326,20 @@ func (f *specFlags) applyHealth(set func(string) bool, spec *api.ServiceSpec) er
 		h.StartPeriod = durationpb.New(f.healthStartPeriod)
 	}
 	spec.Health = h
+	return nil
+}
+
+// checkNotify refuses --health-notify beside another test or a timeout,
+// and for an image: the notify socket is the hooks runtime's.
+func (f *specFlags) checkNotify(changed func(string) bool, spec *api.ServiceSpec) error {
+	for _, other := range []string{"health-cmd", "health-http", "health-tcp", "health-timeout"} {
+		if changed(other) {
+			return fmt.Errorf("--health-notify cannot be combined with --%s: the replica reports itself, every --health-interval", other)
+		}
+	}
+	if spec.Bundle == nil {
+		return fmt.Errorf("--health-notify is for hook bundles (--bundle DIR): an image has no notify socket")
+	}
 	return nil
 }
 
