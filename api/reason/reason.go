@@ -89,6 +89,12 @@ const (
 	// in the message: `jaco stack deploy` refuses the whole file before
 	// it changes anything. The CLI sets it; no server call returns it.
 	UnsupportedComposeKey = "unsupported_compose_key"
+	// InvalidLaunchConfig is a launch configuration directory with
+	// something wrong (an unknown key, a bad value, a missing launch
+	// hook, a dependency cycle), every problem named FILE:LINE in the
+	// message: `jaco launch` refuses it before it changes anything. The
+	// CLI sets it; no server call returns it.
+	InvalidLaunchConfig = "invalid_launch_config"
 )
 
 // The outcomes of a CLI command that waits for a service to converge
