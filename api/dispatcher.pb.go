@@ -229,7 +229,10 @@ type ServiceEndpoint struct {
 	Replicas  []*EndpointReplica `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
 	// ports are the service's ingress ports, on the ingress network's
 	// endpoint only: every node publishes them over replicas.
-	Ports         []*PortConfig `protobuf:"bytes,6,rep,name=ports,proto3" json:"ports,omitempty"`
+	Ports []*PortConfig `protobuf:"bytes,6,rep,name=ports,proto3" json:"ports,omitempty"`
+	// aliases are more names the service answers to on the network: a
+	// stack service's name within its stack ("web" for shop_web).
+	Aliases       []string `protobuf:"bytes,7,rep,name=aliases,proto3" json:"aliases,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -302,6 +305,13 @@ func (x *ServiceEndpoint) GetReplicas() []*EndpointReplica {
 func (x *ServiceEndpoint) GetPorts() []*PortConfig {
 	if x != nil {
 		return x.Ports
+	}
+	return nil
+}
+
+func (x *ServiceEndpoint) GetAliases() []string {
+	if x != nil {
+		return x.Aliases
 	}
 	return nil
 }
@@ -822,7 +832,7 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\x12:\n" +
 	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\x12-\n" +
 	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x127\n" +
-	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\xf4\x01\n" +
+	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\x8e\x02\n" +
 	"\x0fServiceEndpoint\x12\x1d\n" +
 	"\n" +
 	"service_id\x18\x01 \x01(\tR\tserviceId\x12!\n" +
@@ -832,7 +842,8 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"virtual_ip\x18\x04 \x01(\tR\tvirtualIp\x125\n" +
 	"\breplicas\x18\x05 \x03(\v2\x19.jaco.api.EndpointReplicaR\breplicas\x12*\n" +
-	"\x05ports\x18\x06 \x03(\v2\x14.jaco.api.PortConfigR\x05ports\"]\n" +
+	"\x05ports\x18\x06 \x03(\v2\x14.jaco.api.PortConfigR\x05ports\x12\x18\n" +
+	"\aaliases\x18\a \x03(\tR\aaliases\"]\n" +
 	"\x0fEndpointReplica\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x18\n" +

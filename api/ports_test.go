@@ -33,3 +33,19 @@ func TestTaskNetworksAddIngressForIngressPorts(t *testing.T) {
 		t.Error("TaskNetworks wrote into the spec's slice")
 	}
 }
+
+func TestServiceAliasesOfStackServices(t *testing.T) {
+	for _, tc := range []struct {
+		spec *ServiceSpec
+		want []string
+	}{
+		{&ServiceSpec{Name: "shop_web", Labels: map[string]string{StackLabel: "shop"}}, []string{"web"}},
+		{&ServiceSpec{Name: "web"}, nil},
+		{&ServiceSpec{Name: "other_web", Labels: map[string]string{StackLabel: "shop"}}, nil},
+		{&ServiceSpec{Name: "shop_", Labels: map[string]string{StackLabel: "shop"}}, nil},
+	} {
+		if got := ServiceAliases(tc.spec); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: aliases %v, want %v", tc.spec.GetName(), got, tc.want)
+		}
+	}
+}

@@ -46,6 +46,7 @@ func Records(v View) dns.Records {
 			}
 			net.Services = append(net.Services, s)
 		}
+		net.Services = append(net.Services, aliases(eps, net.Services)...)
 		r.Networks = append(r.Networks, net)
 	}
 	r.Askers = askers(v, names)
@@ -91,5 +92,35 @@ func askers(v View, names map[string]string) map[netip.Addr][]string {
 			out[a] = l.nets
 		}
 	}
+	return out
+}
+
+// aliases are the entries of the endpoints' aliases on one network (a
+// stack service's short name), each answering as its service does. An
+// alias that is a service's own name there, or that two services claim,
+// answers nothing: which one was meant cannot be told.
+func aliases(eps []*api.ServiceEndpoint, services []dns.Service) []dns.Service {
+	byName := map[string]dns.Service{}
+	for _, s := range services {
+		byName[strings.ToLower(s.Name)] = s
+	}
+	claims := map[string][]dns.Service{}
+	for _, e := range eps {
+		for _, a := range e.GetAliases() {
+			key := strings.ToLower(a)
+			if _, taken := byName[key]; !taken {
+				s := byName[strings.ToLower(e.GetServiceName())]
+				s.Name = a
+				claims[key] = append(claims[key], s)
+			}
+		}
+	}
+	var out []dns.Service
+	for _, c := range claims {
+		if len(c) == 1 {
+			out = append(out, c[0])
+		}
+	}
+	slices.SortFunc(out, func(a, b dns.Service) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

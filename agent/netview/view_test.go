@@ -110,3 +110,29 @@ func TestRulesSpreadVIPsOverReplicas(t *testing.T) {
 		t.Error("table names must differ per node")
 	}
 }
+
+// A stack service answers to its short name too, unless that name is
+// another service's or two services claim it.
+func TestRecordsAnswerStackAliases(t *testing.T) {
+	v := testView()
+	v.Endpoints = append(v.Endpoints,
+		&api.ServiceEndpoint{ServiceName: "shop_api", NetworkId: "n1", VirtualIp: "10.1.255.194", Aliases: []string{"api"}},
+		&api.ServiceEndpoint{ServiceName: "shop_web", NetworkId: "n1", VirtualIp: "10.1.255.195", Aliases: []string{"web"}},
+		&api.ServiceEndpoint{ServiceName: "a_cache", NetworkId: "n1", VirtualIp: "10.1.255.196", Aliases: []string{"cache"}},
+		&api.ServiceEndpoint{ServiceName: "b_cache", NetworkId: "n1", VirtualIp: "10.1.255.197", Aliases: []string{"cache"}},
+	)
+	front := Records(v).Networks[1]
+	got := map[string]string{}
+	for _, s := range front.Services {
+		got[s.Name] = s.VIP.String()
+	}
+	if got["api"] != "10.1.255.194" || got["shop_api"] != "10.1.255.194" {
+		t.Errorf("shop_api and its alias api: %v", got)
+	}
+	if got["web"] != "10.1.255.193" {
+		t.Errorf("web is a service's own name; the alias must not take it: %v", got)
+	}
+	if _, ok := got["cache"]; ok {
+		t.Errorf("cache claimed by two services answers: %v", got)
+	}
+}

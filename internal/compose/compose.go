@@ -27,7 +27,7 @@ import (
 
 // NamespaceLabel is the label every service of a stack carries (and its
 // secrets and configs): its value is the stack's name.
-const NamespaceLabel = "jaco.stack.namespace"
+const NamespaceLabel = api.StackLabel
 
 // Stack is what a stack deploy writes.
 type Stack struct {

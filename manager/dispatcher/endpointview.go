@@ -58,7 +58,8 @@ func (e *endpointTable) endpointsOf(n *api.Network) []*api.ServiceEndpoint {
 	var out []*api.ServiceEndpoint
 	for sid := range e.byNetwork[n.GetSpec().GetName()] {
 		s := e.services[sid]
-		ep := &api.ServiceEndpoint{ServiceId: sid, ServiceName: s.GetSpec().GetName(), NetworkId: n.GetId()}
+		ep := &api.ServiceEndpoint{ServiceId: sid, ServiceName: s.GetSpec().GetName(), NetworkId: n.GetId(),
+			Aliases: api.ServiceAliases(s.GetSpec())}
 		if n.GetSpec().GetIngress() {
 			// The mesh: every node publishes these ports over the
 			// replicas' ingress addresses; no VIP (docs/adr/0026).
