@@ -166,15 +166,14 @@ func loadService(root, name string) (*Service, []Problem, error) {
 			probs = append(probs, Problem{File: rel, Msg: fmt.Sprintf("unknown file: a service directory holds %q and the hooks %s", ServiceFile, strings.Join(api.HookNames, ", "))})
 		}
 	}
-	if !haveSettings {
+	spec := &api.ServiceSpec{Name: name, Bundle: bundle, Replicas: 1}
+	if haveSettings {
+		probs = append(probs, parseSettings(filepath.Join(name, ServiceFile), settings, spec)...)
+	} else {
 		probs = append(probs, Problem{File: filepath.Join(name, ServiceFile), Msg: "missing: every service directory needs a service file (it may be empty)"})
 	}
 	if _, ok := bundle.Files[api.HookLaunch]; !ok {
 		probs = append(probs, Problem{File: filepath.Join(name, api.HookLaunch), Msg: "missing: every service needs a launch hook"})
-	}
-	spec := &api.ServiceSpec{Name: name, Bundle: bundle, Replicas: 1}
-	if haveSettings {
-		probs = append(probs, parseSettings(filepath.Join(name, ServiceFile), settings, spec)...)
 	}
 	if len(probs) > 0 {
 		return nil, probs, nil
