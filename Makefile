@@ -135,6 +135,10 @@ bench-updates: ## time to roll a 30-replica service at update parallelism 1, 5, 
 bench-network: ## overlay throughput and round trips beside the underlay, DNS answers, a dead or new replica reaching another node's DNS and VIPs (root; docs/bench/network.md)
 	$(GO) test -run '^$$' -bench Network -benchtime 2s -count 3 -timeout 20m ./integration/
 
+.PHONY: bench-stacks
+bench-stacks: ## a 50-service stack deployed by stack deploy beside 50 service creates, until all 100 replicas run (root; docs/bench/stacks.md)
+	$(GO) test -run '^$$' -bench Stacks -benchtime 1x -count 1 -timeout 20m ./integration/
+
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service
 	./scripts/demo.sh
