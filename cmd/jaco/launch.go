@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
@@ -150,7 +151,7 @@ func createServices(ctx context.Context, out io.Writer, c *client.Client, g *glo
 		fmt.Fprintf(out, "Creating service %s\n", spec.Name)
 		if _, err := c.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec}); err != nil {
 			undo(ctx, out, c, g, append(created, spec.Name))
-			return fmt.Errorf("service %s: %w", spec.Name, err)
+			return naming(err, spec.Name)
 		}
 		created = append(created, spec.Name)
 	}
@@ -225,4 +226,14 @@ func namespaceNow(ctx context.Context, c *client.Client, id string, staleAfter t
 		}
 	}
 	return launchView{}, fmt.Errorf("launch %s has no services left", id)
+}
+
+// naming puts the service's name before a refusal's sentence, keeping its
+// code and reason word.
+func naming(err error, service string) error {
+	st, ok := status.FromError(err)
+	if w := reason.Of(err); ok && w != "" {
+		return reason.Error(st.Code(), w, "service %s: %s", service, st.Message())
+	}
+	return fmt.Errorf("service %s: %w", service, err)
 }

@@ -88,6 +88,8 @@ func TestNamespaceState(t *testing.T) {
 			[]*api.Task{task("a", complete, complete, 0, time.Second)}, launchRunning},
 		{"stale", []*api.Service{svc("a", "1", 1, nil)},
 			[]*api.Task{task("a", run, pending, 0, 10*time.Minute)}, launchStale},
+		{"a service missing", []*api.Service{svc("a", "1", 1, map[string]string{launchdir.LabelServices: "a,b"})},
+			[]*api.Task{task("a", run, run, 0, time.Second)}, launchScheduling},
 		{"stopped", []*api.Service{svc("a", "1", 0, map[string]string{labelStopped: "x"})}, nil, launchStopped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

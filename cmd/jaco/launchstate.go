@@ -38,6 +38,9 @@ type launchView struct {
 	Dir      string              `json:"dir"`
 	Meta     map[string]string   `json:"meta"`
 	Services []launchServiceView `json:"services"`
+	// Missing are the configuration's services the namespace has not
+	// (removed by hand): `launch --resume` creates them again.
+	Missing []string `json:"missing"`
 }
 
 // launchServiceView is one service of a namespace.
@@ -64,8 +67,9 @@ type launchServiceView struct {
 //     cluster gave up on (failed, not restarted under its restart policy);
 //   - running when every service has as many replicas running (or ended
 //     successfully, not to be restarted) as it wants;
-//   - scheduling otherwise, and stale once it has been scheduling longer
-//     than staleAfter.
+//   - scheduling otherwise (a service of the configuration missing
+//     included), and stale once it has been scheduling longer than
+//     staleAfter.
 //
 // Since is the namespace's latest change: a service written (created,
 // scaled, resumed) or a replica changing state. A stale namespace is so
@@ -88,6 +92,11 @@ func namespaceViews(svcs []*api.Service, tasks []*api.Task, now time.Time, stale
 			v = &launchView{ID: ns.ID, Name: ns.Name, Meta: ns.Meta, Dir: s.Spec.Labels[launchdir.LabelDir]}
 			views[ns.ID] = v
 			order = append(order, ns.ID)
+		}
+		for _, name := range strings.Split(s.Spec.Labels[launchdir.LabelServices], ",") {
+			if name != "" && !slices.Contains(v.Missing, name) {
+				v.Missing = append(v.Missing, name)
+			}
 		}
 		if _, ok := s.Spec.Labels[labelStopped]; ok {
 			stopped[ns.ID] = true
@@ -125,7 +134,14 @@ func namespaceViews(svcs []*api.Service, tasks []*api.Task, now time.Time, stale
 	for _, id := range order {
 		v := views[id]
 		slices.SortFunc(v.Services, func(a, b launchServiceView) int { return strings.Compare(a.Service, b.Service) })
+		v.Missing = slices.DeleteFunc(v.Missing, func(name string) bool {
+			return slices.ContainsFunc(v.Services, func(s launchServiceView) bool { return s.Service == name })
+		})
+		slices.Sort(v.Missing)
 		v.State = judge(v.Services)
+		if len(v.Missing) > 0 && v.State == launchRunning {
+			v.State = launchScheduling // not whole until --resume
+		}
 		switch {
 		case stopped[id]:
 			v.State = launchStopped

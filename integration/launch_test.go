@@ -1,0 +1,242 @@
+package integration
+
+// jaco launch: one configuration directory launched twice as two
+// namespaces, each hook seeing its own metadata; an invalid directory and
+// a launch the manager refuses half way leave nothing; stop, --resume and
+// rm act on one namespace only.
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// launchRow is a row of `jaco launch ls --format json`.
+type launchRow struct {
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Services int    `json:"services"`
+}
+
+// launchHook records what a replica sees (its service, namespace and
+// metadata variables) in OUT/env.REPLICA and its pid in OUT/pid.REPLICA
+// (for killReplicas), then runs until stopped.
+const launchHook = `#!/bin/sh
+f="$OUT/env.$JACO_REPLICA_ID"
+{ echo "service=$JACO_SERVICE_NAME"; echo "ns=$JACO_NAMESPACE_ID"; env | grep '^JACO_META_' | sort; } > "$f.tmp"
+mv "$f.tmp" "$f"
+echo $$ > "$OUT/pid.$JACO_REPLICA_ID"
+exec sleep 3600
+`
+
+// writeLaunchDir writes a configuration like examples/launch: db, and web
+// (two replicas) depending on it. webLaunch replaces web's launch hook.
+func writeLaunchDir(t *testing.T, out, webLaunch string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"db/service":  "# the database\nreplicas = 1\nrestart.delay = 200ms\nlaunch.shutdown_grace_period = 1s\nenv = OUT=" + out + "\n",
+		"db/launch":   launchHook,
+		"web/service": "replicas = 2\ndepends_on = db\nrestart.delay = 200ms\nlaunch.shutdown_grace_period = 1s\nenv = OUT=" + out + "\n",
+		"web/launch":  webLaunch,
+	}
+	for p, text := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// replicaEnvs reads what every replica recorded, by replica id.
+func replicaEnvs(out string) map[string]map[string]string {
+	got := map[string]map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(out, "env.*"))
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil || strings.HasSuffix(f, ".tmp") {
+			continue
+		}
+		env := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			env[k] = v
+		}
+		got[strings.TrimPrefix(filepath.Base(f), "env.")] = env
+	}
+	return got
+}
+
+func (d *daemon) launches() ([]launchRow, error) {
+	return decode[[]launchRow](d.jaco("launch", "ls", "--format", "json"))
+}
+
+// waitLaunchState waits until `launch ls` shows exactly the namespaces
+// named in want, each in its state.
+func waitLaunchState(t *testing.T, m *daemon, want map[string]string) {
+	t.Helper()
+	eventually(t, 60*time.Second, func() error {
+		rows, err := m.launches()
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			got[r.Name] = r.State
+		}
+		if !maps.Equal(got, want) {
+			return fmt.Errorf("launch ls: %+v, want %v", rows, want)
+		}
+		return nil
+	})
+}
+
+func serviceNames(t *testing.T, m *daemon) []string {
+	t.Helper()
+	names := strings.Fields(wantOK(t, m.jaco("service", "ls", "--format", "{{.name}}")).stdout)
+	slices.Sort(names)
+	return names
+}
+
+func TestLaunch(t *testing.T) {
+	t.Parallel()
+	m := startDaemon(t, "m", "--heartbeat-period", "500ms")
+	m.initQuiet()
+	waitReady(t, m, "m")
+	out := t.TempDir()
+	t.Cleanup(func() { killReplicas(out) })
+	dir := writeLaunchDir(t, out, launchHook)
+
+	// The same directory twice, with different names and metadata; the
+	// first returns at once, the second waits until it runs.
+	alpha := wantOK(t, m.jaco("launch", "-d", dir, "-L", "alpha", "-D", "env=prod", "-D", "debug"))
+	alphaID, _, _ := strings.Cut(alpha.stdout, "\n")
+	beta := wantOK(t, m.jaco("launch", dir, "-L", "beta", "-D", "env=test"))
+	betaID, _, _ := strings.Cut(beta.stdout, "\n")
+	if !strings.Contains(beta.stdout, "Launch "+betaID+" is running") {
+		t.Errorf("launch without -d printed %q, want it to wait until running", beta.stdout)
+	}
+	waitLaunchState(t, m, map[string]string{"alpha": "running", "beta": "running"})
+	if got, want := serviceNames(t, m), []string{"alpha_db", "alpha_web", "beta_db", "beta_web"}; !slices.Equal(got, want) {
+		t.Fatalf("services %v, want %v", got, want)
+	}
+
+	// Every hook sees its own namespace and metadata.
+	wantEnv := map[string]map[string]string{
+		"alpha": {"ns": alphaID, "JACO_META_ENV": "prod", "JACO_META_DEBUG": "true"},
+		"beta":  {"ns": betaID, "JACO_META_ENV": "test"},
+	}
+	eventually(t, 20*time.Second, func() error {
+		envs := replicaEnvs(out)
+		if len(envs) != 6 {
+			return fmt.Errorf("%d replicas recorded their environment, want 6: %v", len(envs), envs)
+		}
+		for id, env := range envs {
+			ns, _, _ := strings.Cut(env["service"], "_")
+			want := maps.Clone(wantEnv[ns])
+			want["service"] = env["service"]
+			if !maps.Equal(env, want) {
+				t.Fatalf("replica %s saw %v, want %v", id, env, want)
+			}
+		}
+		return nil
+	})
+	insp, err := decode[struct {
+		ID       string            `json:"id"`
+		Meta     map[string]string `json:"meta"`
+		Services []struct {
+			Name    string `json:"name"`
+			Running int    `json:"running"`
+		} `json:"services"`
+	}](m.jaco("launch", "inspect", "alpha"))
+	if err != nil || insp.ID != alphaID || insp.Meta["env"] != "prod" || insp.Meta["debug"] != "true" || len(insp.Services) != 2 {
+		t.Errorf("launch inspect alpha: %v %+v", err, insp)
+	}
+
+	t.Log("an invalid directory creates nothing, and says where it is wrong")
+	bad := writeLaunchDir(t, out, launchHook)
+	if err := os.WriteFile(filepath.Join(bad, "web", "service"), []byte("replicas = 2\ndepends_on = db\nrestart.dealy = 1s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := m.jaco("launch", bad, "-L", "gamma")
+	wantError(t, r, 2, "invalid_launch_config")
+	if !strings.Contains(r.stderr, `web/service:3: unknown key "restart.dealy"`) {
+		t.Errorf("stderr %q does not name web/service:3", r.stderr)
+	}
+
+	t.Log("a launch the manager refuses half way removes what it created")
+	huge := writeLaunchDir(t, out, "#!/bin/sh\n# "+strings.Repeat("x", 1<<20+1024)+"\nexit 0\n")
+	r = m.jaco("launch", huge, "-L", "delta")
+	if r.code != 1 || !strings.Contains(r.stderr, "invalid_spec") || !strings.Contains(r.stdout, "Creating service delta_db") ||
+		!strings.Contains(r.stdout, "Removed service delta_db") {
+		t.Errorf("launch with a too big web bundle: exit %d, stdout %q, stderr %q; want 1, delta_db created then removed", r.code, r.stdout, r.stderr)
+	}
+	if got := serviceNames(t, m); len(got) != 4 {
+		t.Errorf("services %v after refused launches, want alpha's and beta's only", got)
+	}
+	waitLaunchState(t, m, map[string]string{"alpha": "running", "beta": "running"})
+
+	t.Log("stop and resume one namespace; the other is not touched")
+	betaBefore, err := m.runningReplicas("beta_web", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, m.jaco("launch", "stop", "alpha"))
+	waitLaunchState(t, m, map[string]string{"alpha": "stopped", "beta": "running"})
+	eventually(t, 30*time.Second, func() error {
+		for _, svc := range []string{"alpha_db", "alpha_web"} {
+			if _, err := m.runningReplicas(svc, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	wantOK(t, m.jaco("launch", "--resume", alphaID))
+	waitLaunchState(t, m, map[string]string{"alpha": "running", "beta": "running"})
+
+	t.Log("resume re-creates a missing service from the recorded directory")
+	wantOK(t, m.jaco("service", "rm", "beta_web"))
+	// Not whole: scheduling until resumed (stale after --stale-after).
+	waitLaunchState(t, m, map[string]string{"alpha": "running", "beta": "scheduling"})
+	res := wantOK(t, m.jaco("launch", "--resume", "beta"))
+	if !strings.Contains(res.stdout, "Creating service beta_web") {
+		t.Errorf("resume printed %q, want beta_web created", res.stdout)
+	}
+	betaAfter := waitRunningSet(t, m, "beta_web", 2)
+	for id := range betaAfter {
+		if _, old := betaBefore[id]; old {
+			t.Errorf("replica %s of the removed beta_web is listed again", id)
+		}
+	}
+	betaDB, err := m.runningReplicas("beta_db", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Log("rm removes its namespace only")
+	wantOK(t, m.jaco("launch", "rm", "alpha"))
+	waitLaunchState(t, m, map[string]string{"beta": "running"})
+	if got, want := serviceNames(t, m), []string{"beta_db", "beta_web"}; !slices.Equal(got, want) {
+		t.Errorf("services after launch rm alpha: %v, want %v", got, want)
+	}
+	if still, err := m.runningReplicas("beta_db", 1); err != nil || !slices.Equal(slices.Sorted(maps.Keys(still)), slices.Sorted(maps.Keys(betaDB))) {
+		t.Errorf("beta_db's replica changed with launch rm alpha: %v -> %v (%v)", betaDB, still, err)
+	}
+	wantError(t, m.jaco("launch", "inspect", "alpha"), 1, "not_found")
+}
+
+func waitRunningSet(t *testing.T, m *daemon, svc string, n int) map[string]replica {
+	t.Helper()
+	var run map[string]replica
+	eventually(t, 30*time.Second, func() (err error) { run, err = m.runningReplicas(svc, n); return err })
+	return run
+}
