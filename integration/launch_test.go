@@ -173,13 +173,21 @@ func TestLaunch(t *testing.T) {
 		t.Errorf("stderr %q does not name web/service:3", r.stderr)
 	}
 
-	t.Log("a launch the manager refuses half way removes what it created")
-	huge := writeLaunchDir(t, out, "#!/bin/sh\n# "+strings.Repeat("x", 1<<20+1024)+"\nexit 0\n")
+	huge := writeLaunchDir(t, out, "#!/bin/sh\n# "+strings.Repeat("x", 1<<20)+"\nexit 0\n")
 	r = m.jaco("launch", huge, "-L", "delta")
-	if r.code != 1 || !strings.Contains(r.stderr, "invalid_spec") || !strings.Contains(r.stdout, "Creating service delta_db") ||
-		!strings.Contains(r.stdout, "Removed service delta_db") {
-		t.Errorf("launch with a too big web bundle: exit %d, stdout %q, stderr %q; want 1, delta_db created then removed", r.code, r.stdout, r.stderr)
+	wantError(t, r, 2, "invalid_launch_config")
+	if !strings.Contains(r.stderr, "web: the hooks hold") {
+		t.Errorf("stderr %q does not name web's hooks as too big", r.stderr)
 	}
+
+	t.Log("a launch the manager refuses half way removes what it created")
+	wantOK(t, m.jaco("cluster", "update", "--max-services", "5"))
+	r = m.jaco("launch", dir, "-L", "delta")
+	if r.code != 1 || !strings.Contains(r.stderr, "error: limit_exceeded: service delta_web: ") ||
+		!strings.Contains(r.stdout, "Creating service delta_db") || !strings.Contains(r.stdout, "Removed service delta_db") {
+		t.Errorf("launch past --max-services: exit %d, stdout %q, stderr %q; want 1, delta_db created then removed, delta_web refused", r.code, r.stdout, r.stderr)
+	}
+	wantOK(t, m.jaco("cluster", "update", "--max-services", "100"))
 	if got := serviceNames(t, m); len(got) != 4 {
 		t.Errorf("services %v after refused launches, want alpha's and beta's only", got)
 	}

@@ -26,6 +26,11 @@ import (
 // ServiceFile is the name of the settings file in each service directory.
 const ServiceFile = "service"
 
+// MaxHookBytes bounds a service's hooks together: the manager refuses a
+// larger hook bundle (manager/controlapi's maxBundleBytes), and checking
+// it here keeps a launch from being refused half way.
+const MaxHookBytes = 1 << 20
+
 // serviceName is what may name a service directory: the namespace prefix
 // and '_' go in front of it, and the whole must be a service name (at
 // most 63 characters: a name of up to 32, '_', up to 30).
@@ -174,6 +179,13 @@ func loadService(root, name string) (*Service, []Problem, error) {
 	}
 	if _, ok := bundle.Files[api.HookLaunch]; !ok {
 		probs = append(probs, Problem{File: filepath.Join(name, api.HookLaunch), Msg: "missing: every service needs a launch hook"})
+	}
+	size := 0
+	for _, data := range bundle.Files {
+		size += len(data)
+	}
+	if size > MaxHookBytes {
+		probs = append(probs, Problem{File: name, Msg: fmt.Sprintf("the hooks hold %d bytes; the limit is %d (they travel with the service to every node)", size, MaxHookBytes)})
 	}
 	if len(probs) > 0 {
 		return nil, probs, nil

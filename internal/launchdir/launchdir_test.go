@@ -109,6 +109,8 @@ func TestInvalid(t *testing.T) {
 		{"every problem", map[string]string{"a/service": "replicas = x\n", "a/launch": launch, "b/service": "mode = sideways\n"},
 			[]string{"a/service:1: replicas = x", "b/launch: missing", "b/service:1: mode = sideways"}},
 		{"empty", map[string]string{}, []string{".: no service directories"}},
+		{"too big", map[string]string{"a/service": "", "a/launch": launch, "a/prepare": "#!/bin/sh\n#" + strings.Repeat("x", MaxHookBytes)},
+			[]string{"a: the hooks hold 1048612 bytes; the limit is 1048576"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeConfig(t, tc.files)
