@@ -240,6 +240,35 @@ func TestLaunch(t *testing.T) {
 		t.Errorf("beta_db's replica changed with launch rm alpha: %v -> %v (%v)", betaDB, still, err)
 	}
 	wantError(t, m.jaco("launch", "inspect", "alpha"), 1, "not_found")
+
+	t.Log("a launch no node can take goes stale; one whose replica fails past its restart policy is failed")
+	stuck := writeLaunchDir(t, out, launchHook)
+	if err := os.WriteFile(filepath.Join(stuck, "db", "service"), []byte("constraint = node.labels.zone==nowhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, m.jaco("launch", "-d", stuck, "-L", "stuck"))
+	crash := writeLaunchDir(t, out, "#!/bin/sh\nexit 3\n")
+	if err := os.WriteFile(filepath.Join(crash, "web", "service"), []byte("depends_on = db\nrestart.condition = on-failure\nrestart.max_attempts = 1\nrestart.delay = 100ms\nenv = OUT="+out+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.jaco("launch", crash, "-L", "crash"); r.code != 1 || !strings.HasPrefix(r.stderr, "error: replica_failed: launch ") ||
+		!strings.Contains(r.stderr, "1 of service crash_web's replicas failed past its restart policy") {
+		t.Errorf("launch of a failing web: exit %d, stderr %q; want 1, replica_failed naming crash_web", r.code, r.stderr)
+	}
+	eventually(t, 30*time.Second, func() error {
+		rows, err := decode[[]launchRow](m.jaco("launch", "ls", "--stale-after", "2s", "--format", "json"))
+		if err != nil {
+			return err
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			got[r.Name] = r.State
+		}
+		if want := map[string]string{"beta": "running", "stuck": "stale", "crash": "failed"}; !maps.Equal(got, want) {
+			return fmt.Errorf("launch ls --stale-after 2s: %+v, want %v", rows, want)
+		}
+		return nil
+	})
 }
 
 func waitRunningSet(t *testing.T, m *daemon, svc string, n int) map[string]replica {

@@ -194,7 +194,7 @@ func waitLaunch(ctx context.Context, out io.Writer, c *client.Client, id string,
 			for _, s := range v.Services {
 				if s.GivenUp > 0 && s.Running+s.Done < s.Desired {
 					return reason.Error(codes.FailedPrecondition, reason.ReplicaFailed,
-						"launch %s failed: service %s has %d replicas that failed past its restart policy (jaco service ps %s --no-trunc)", id, s.Name, s.GivenUp, s.Name)
+						"launch %s failed: %d of service %s's replicas failed past its restart policy (jaco service ps %s --no-trunc)", id, s.GivenUp, s.Name, s.Name)
 				}
 			}
 		}
