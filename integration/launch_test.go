@@ -11,7 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -269,6 +271,43 @@ func TestLaunch(t *testing.T) {
 		}
 		return nil
 	})
+
+	t.Log("the shipped example runs, and its processes end with launch rm")
+	ex := wantOK(t, m.jaco("launch", "../examples/launch", "-L", "example", "-D", "environment=ci"))
+	exID, _, _ := strings.Cut(ex.stdout, "\n")
+	t.Cleanup(func() {
+		for _, pid := range namespaceProcs(exID) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if n := len(namespaceProcs(exID)); n < 3 {
+		t.Errorf("%d processes of the example's namespace, want at least its 3 launch hooks", n)
+	}
+	wantOK(t, m.jaco("launch", "rm", "example"))
+	eventually(t, 30*time.Second, func() error {
+		if pids := namespaceProcs(exID); len(pids) > 0 {
+			return fmt.Errorf("processes %v of the removed example still run", pids)
+		}
+		return nil
+	})
+}
+
+// namespaceProcs lists the processes whose environment names namespace id:
+// the hooks of its replicas.
+func namespaceProcs(id string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && slices.Contains(strings.Split(string(env), "\x00"), "JACO_NAMESPACE_ID="+id) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 func waitRunningSet(t *testing.T, m *daemon, svc string, n int) map[string]replica {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/rollout"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/launchdir"
 )
@@ -25,6 +26,7 @@ type launchFlags struct {
 	resume     string
 	detach     bool
 	wait       time.Duration
+	monitor    time.Duration
 	staleAfter time.Duration
 }
 
@@ -40,8 +42,8 @@ func launchCmd(g *globals) *cobra.Command {
 			"its services are named NAME_SERVICE (or the UUID's first 8 characters, without -L), labelled\n" +
 			launchdir.LabelID + "=UUID, " + launchdir.LabelName + "=NAME and " + launchdir.LabelMetaPrefix + "KEY=VALUE per -D, and every hook\n" +
 			"sees $" + launchdir.EnvNamespaceID + " and $" + launchdir.EnvMetaPrefix + "KEY (KEY uppercased, '-' as '_'). If a service cannot be\n" +
-			"created, those created are removed again. Then it waits (unless -d) until every service runs\n" +
-			"its replicas, or one failed past its restart policy (exit 1).\n\n" +
+			"created, those created are removed again. Then it waits (unless -d) until every service has run\n" +
+			"its replicas for --monitor, or one failed past its restart policy (exit 1).\n\n" +
 			"--resume re-examines a namespace: services of it that are missing are created again from the\n" +
 			"directory (DIR, else the one it was launched from), a stopped namespace is scaled back up, and\n" +
 			"services with replicas given up on are restarted (forced update).",
@@ -68,6 +70,7 @@ func launchCmd(g *globals) *cobra.Command {
 	fl.StringVar(&f.resume, "resume", "", "re-examine the namespace ID or NAME: re-create missing services, scale a stopped one back up")
 	fl.BoolVarP(&f.detach, "detach", "d", false, "return once the services are created, without waiting for them to run")
 	fl.DurationVar(&f.wait, "wait", 2*time.Minute, "how long to wait for the namespace to run before giving up (it stays; see jaco launch ls)")
+	fl.DurationVar(&f.monitor, "monitor", rollout.DefaultMonitor, "the namespace counts as running once it has run this long with no replica changing state")
 	fl.DurationVar(&f.staleAfter, "stale-after", 5*time.Minute, "a namespace scheduling with nothing happening for this long is stale")
 	cmd.AddCommand(launchLsCmd(g), launchInspectCmd(g), launchStopCmd(g), launchRmCmd(g))
 	return cmd
@@ -188,8 +191,12 @@ func waitLaunch(ctx context.Context, out io.Writer, c *client.Client, id string,
 		}
 		switch v.State {
 		case launchRunning:
-			fmt.Fprintf(out, "Launch %s is running\n", id)
-			return nil
+			// Running, and nothing has changed for the monitor period: a
+			// replica that starts and soon fails is not taken for running.
+			if time.Since(v.Since) >= f.monitor {
+				fmt.Fprintf(out, "Launch %s is running\n", id)
+				return nil
+			}
 		case launchFailed:
 			for _, s := range v.Services {
 				if s.GivenUp > 0 && s.Running+s.Done < s.Desired {
