@@ -59,7 +59,7 @@ func launchCmd(g *globals) *cobra.Command {
 				return resumeLaunch(cmd, g, &f, args)
 			}
 			if len(args) != 1 {
-				return errors.New("give the configuration directory: jaco launch DIR")
+				return errors.New("give one configuration directory: jaco launch DIR")
 			}
 			return launch(cmd, g, &f, args[0])
 		},

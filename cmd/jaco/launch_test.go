@@ -28,7 +28,9 @@ func TestLaunchBadInput(t *testing.T) {
 	}
 	example := "../../examples/launch"
 	for _, c := range []badInput{
-		usage("give the configuration directory", "launch"),
+		usage("give one configuration directory", "launch"),
+		usage("give one configuration directory", "launch", "a", "b"),
+		usage("--resume takes at most the configuration directory", "launch", "--resume", "abc", "a", "b"),
 		usage(`launch name "Shop_1"`, "launch", example, "-L", "Shop_1"),
 		usage(`-D "1x=y": the key is`, "launch", example, "-D", "1x=y"),
 		usage("-D a-b and -D a_b both give JACO_META_A_B", "launch", example, "-D", "a-b=1", "-D", "a_b=2"),

@@ -31,7 +31,7 @@ import (
 func resumeLaunch(cmd *cobra.Command, g *globals, f *launchFlags, args []string) error {
 	return g.stream(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 		cctx, cancel := context.WithTimeout(ctx, g.timeout)
-		id, err := resume(cctx, cmd, c, g, args)
+		id, err := resume(cctx, cmd, c, g, f.resume, args)
 		cancel()
 		if err != nil || f.detach {
 			return err
@@ -40,10 +40,10 @@ func resumeLaunch(cmd *cobra.Command, g *globals, f *launchFlags, args []string)
 	})
 }
 
-func resume(ctx context.Context, cmd *cobra.Command, c *client.Client, g *globals, args []string) (string, error) {
+func resume(ctx context.Context, cmd *cobra.Command, c *client.Client, g *globals, which string, args []string) (string, error) {
 	out := cmd.OutOrStdout()
 	cons := g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE)
-	v, svcs, err := namespaceServices(ctx, c, cons, cmdResume(cmd))
+	v, svcs, err := namespaceServices(ctx, c, cons, which)
 	if err != nil {
 		return "", err
 	}
@@ -104,12 +104,6 @@ func resume(ctx context.Context, cmd *cobra.Command, c *client.Client, g *global
 	}
 	fmt.Fprintln(out, ns.ID)
 	return ns.ID, nil
-}
-
-// cmdResume is the --resume flag's value.
-func cmdResume(cmd *cobra.Command) string {
-	v, _ := cmd.Flags().GetString("resume")
-	return v
 }
 
 // recreate creates the missing services of ns from the configuration in
