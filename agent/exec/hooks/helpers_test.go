@@ -22,6 +22,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testShimEnv) == "1" {
 		os.Exit(ShimMain(os.Args[1:]))
 	}
+	if os.Getenv(testNotifyEnv) == "1" {
+		os.Exit(sendNotify(os.Args[1:]))
+	}
 	// The network tests make a bridge and iptables rules: the whole run
 	// gets a network namespace of its own (as root), which takes them along.
 	os.Exit(containerdtest.RunIsolated(m))
