@@ -272,6 +272,33 @@ func TestLaunch(t *testing.T) {
 		return nil
 	})
 
+	t.Log("resume restarts the replicas given up on")
+	r = m.jaco("launch", "--resume", "crash")
+	if r.code != 1 || !strings.Contains(r.stdout, "Resuming service crash_web") || !strings.HasPrefix(r.stderr, "error: replica_failed: ") {
+		t.Errorf("launch --resume crash: exit %d, stdout %q, stderr %q; want crash_web restarted, and failing again", r.code, r.stdout, r.stderr)
+	}
+	wantOK(t, m.jaco("launch", "rm", "crash"))
+	wantOK(t, m.jaco("launch", "rm", "stuck"))
+
+	t.Log("a global service stops and resumes too")
+	glob := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(glob, "agent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"service": "mode = global\nlaunch.shutdown_grace_period = 1s\nenv = OUT=" + out + "\n", "launch": launchHook} {
+		if err := os.WriteFile(filepath.Join(glob, "agent", name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOK(t, m.jaco("launch", glob, "-L", "glob"))
+	waitRunningSet(t, m, "glob_agent", 1)
+	wantOK(t, m.jaco("launch", "stop", "glob"))
+	waitRunningSet(t, m, "glob_agent", 0)
+	waitLaunchState(t, m, map[string]string{"beta": "running", "glob": "stopped"})
+	wantOK(t, m.jaco("launch", "--resume", "glob"))
+	waitRunningSet(t, m, "glob_agent", 1)
+	waitLaunchState(t, m, map[string]string{"beta": "running", "glob": "running"})
+
 	t.Log("the shipped example runs, and its processes end with launch rm")
 	ex := wantOK(t, m.jaco("launch", "../examples/launch", "-L", "example", "-D", "environment=ci"))
 	exID, _, _ := strings.Cut(ex.stdout, "\n")
