@@ -33,6 +33,16 @@
 //     targets, the secret's name by default) and configs in
 //     $JACO_CONFIGS_DIR (at their absolute targets below it), each with
 //     its mode and owner (files.go).
+//   - A replica whose spec has a notify health check (api.NotifyCheck)
+//     gets a unix datagram socket, Dir/notify.sock, bound by Start before
+//     launch runs and named in launch's env as JACO_NOTIFY_SOCKET and
+//     NOTIFY_SOCKET (sd_notify(3) and systemd-notify work unchanged).
+//     jacod reads it (exec.Notifier, notify.go): the socket belongs to
+//     the jacod that bound it, so a later jacod unlinks and binds it
+//     again at the same path, and a running launch's messages reach it;
+//     what launch sends while no jacod runs is lost. READY=1 is
+//     remembered in Dir (launch says it once) and given again to a later
+//     jacod. Remove deletes both.
 //
 // Exit codes are launch's; a launch ended by a signal reports 128+signal
 // and the signal's name ("SIGKILL"), as shells do. A shim killed outright
