@@ -88,6 +88,8 @@ func TestInvalid(t *testing.T) {
 			[]string{"a/service:1: health = http: want notify"}},
 		{"health settings alone", map[string]string{"a/service": "\nhealth.interval = 5s\n", "a/launch": launch},
 			[]string{"a/service:2: health settings without health = notify"}},
+		{"notify without interval", map[string]string{"a/service": "# okay messages\nhealth = notify\n", "a/launch": launch},
+			[]string{"a/service:2: health = notify needs health.interval above 0"}},
 		{"global with replicas", map[string]string{"a/service": "replicas = 2\nmode = global\n", "a/launch": launch},
 			[]string{"a/service:1: replicas does not apply to mode = global"}},
 		{"jaco env", map[string]string{"a/service": "env = JACO_NAMESPACE_ID=x\n", "a/launch": launch},
@@ -154,7 +156,7 @@ func TestMissingDirIsNotInvalid(t *testing.T) {
 func TestSettings(t *testing.T) {
 	dir := writeConfig(t, map[string]string{
 		"a/service": "mode = global\nconstraint = node.role == worker\nconstraint=node.labels.disk!=hdd\nspread = node.labels.rack\n" +
-			"health = notify\nhealth.interval = 5s\ndepends_on = b, c\n",
+			"health = notify\nhealth.interval = 5s\nhealth.retries = 2\ndepends_on = b, c\n",
 		"a/launch": launch, "b/service": "", "b/launch": launch, "c/service": "", "c/launch": launch,
 	})
 	cfg, err := Load(dir)
@@ -174,7 +176,7 @@ func TestSettings(t *testing.T) {
 		!slices.Equal(a.Placement.Spread, []string{"node.labels.rack"}) {
 		t.Errorf("spec %v", a)
 	}
-	if a.Health.GetNotify() == nil || a.Health.Interval.AsDuration() != 5*time.Second {
-		t.Errorf("health %v, want notify every 5s", a.Health)
+	if a.Health.GetNotify() == nil || a.Health.Interval.AsDuration() != 5*time.Second || a.Health.Retries != 2 {
+		t.Errorf("health %v, want notify every 5s, 2 retries", a.Health)
 	}
 }

@@ -110,7 +110,15 @@ var settings = map[string]setting{
 		health(s).Test = &api.HealthCheck_Notify{Notify: &api.NotifyCheck{}}
 		return nil
 	}},
-	"health.interval":     {apply: duration(func(s *api.ServiceSpec, d *durationpb.Duration) { health(s).Interval = d })},
+	"health.interval": {apply: duration(func(s *api.ServiceSpec, d *durationpb.Duration) { health(s).Interval = d })},
+	"health.retries": {apply: func(s *api.ServiceSpec, v string) error {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("want a whole number of missed intervals")
+		}
+		health(s).Retries = uint32(n)
+		return nil
+	}},
 	"health.start_period": {apply: duration(func(s *api.ServiceSpec, d *durationpb.Duration) { health(s).StartPeriod = d })},
 }
 
@@ -242,9 +250,14 @@ func parseSettings(file string, data []byte, spec *api.ServiceSpec) []Problem {
 		}
 		spec.Replicas = 0
 	}
-	if spec.Health != nil && spec.Health.Test == nil {
-		line := max(seen["health.interval"], seen["health.start_period"])
+	switch h := spec.Health; {
+	case h == nil:
+	case h.Test == nil:
+		line := max(seen["health.interval"], seen["health.start_period"], seen["health.retries"])
 		probs = append(probs, Problem{File: file, Line: line, Msg: "health settings without health = notify"})
+	case h.Interval.AsDuration() <= 0:
+		// The manager refuses it too; here it is refused with the file.
+		probs = append(probs, Problem{File: file, Line: seen["health"], Msg: "health = notify needs health.interval above 0 (how often launch sends WATCHDOG=1)"})
 	}
 	return probs
 }
