@@ -6,12 +6,17 @@ package integration
 // one container cluster, the two paths alternated.
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	ctrdclient "github.com/containerd/containerd/v2/client"
+
+	"github.com/jaco-project/jaco/internal/containerdtest"
 )
 
 const (
@@ -32,6 +37,7 @@ const (
 type stackSample struct {
 	calls     time.Duration // until the last CLI call returned
 	first     time.Duration // until the first replica ran
+	half      time.Duration // until half of them ran
 	converged time.Duration // until every replica ran
 	removed   time.Duration // from the removal's start until nothing is left
 }
@@ -49,7 +55,7 @@ type stackSample struct {
 // b.ReportMetric, in seconds, and stack/create is the ratio of the
 // medians.
 func BenchmarkStacks(b *testing.B) {
-	c := newContainerCluster(b, 2)
+	c := newStackCluster(b)
 	dir := b.TempDir()
 	rounds := max(b.N, stackRounds)
 	var stack, create []stackSample
@@ -75,6 +81,7 @@ func BenchmarkStacks(b *testing.B) {
 		}{
 			{"calls", func(s stackSample) time.Duration { return s.calls }},
 			{"first", func(s stackSample) time.Duration { return s.first }},
+			{"half", func(s stackSample) time.Duration { return s.half }},
 			{"converged", func(s stackSample) time.Duration { return s.converged }},
 			{"removed", func(s stackSample) time.Duration { return s.removed }},
 		} {
@@ -90,6 +97,34 @@ func BenchmarkStacks(b *testing.B) {
 	b.ReportMetric(quantile(seconds(stack, calls), 0.5)/quantile(seconds(create, calls), 0.5), "calls-stack/create")
 }
 
+// newStackCluster is newContainerCluster's cluster (a drained manager,
+// two workers) with a /24 of container addresses per worker: the default
+// derived /28 holds 13 containers, and a worker here runs 50 or more.
+func newStackCluster(b *testing.B) *ccluster {
+	b.Helper()
+	requireNetns(b)
+	c := &ccluster{ctrd: containerdtest.Start(b), nodeIDs: map[string]string{}}
+	cl, err := ctrdclient.New(c.ctrd.Address())
+	if err != nil {
+		b.Fatalf("containerd client: %v", err)
+	}
+	b.Cleanup(func() { cl.Close() })
+	c.client = cl
+	c.imageTar = buildTestImage(b)
+	c.hub = newHub(b)
+	withCtrd := []string{"--containerd-address", c.ctrd.Address()}
+	c.manager = c.addNode(b, "m1", append(withCtrd, "--heartbeat-period", "500ms")...)
+	c.manager.initCluster(b, "--overlay-pool", testOverlayPool)
+	for i := 1; i <= 2; i++ {
+		subnet := []string{"--container-subnet", fmt.Sprintf("198.18.%d.0/24", 15+i)}
+		c.joinWorker(b, c.addNode(b, fmt.Sprintf("w%d", i), append(withCtrd, subnet...)...))
+	}
+	wantOK(b, c.manager.jaco("node", "update", "--availability", "drain", "m1"))
+	c.loadImage(b, c.manager)
+	c.waitNodes(b, c.workers, "ready")
+	return c
+}
+
 // stackPath deploys name as a stack of stackServices services, waits for
 // every replica, removes it and waits until nothing of it is left.
 func (c *ccluster) stackPath(b *testing.B, dir, name string) stackSample {
@@ -100,9 +135,11 @@ func (c *ccluster) stackPath(b *testing.B, dir, name string) stackSample {
 	}
 	var s stackSample
 	start := time.Now()
+	w := c.watchStack(name+"_", start)
+	defer w.stop()
 	wantOK(b, c.manager.jaco("stack", "deploy", "-d", "-q", "-c", file, name))
 	s.calls = time.Since(start)
-	s.first, s.converged = c.waitStackRunning(b, name+"_", start)
+	w.wait(b, &s)
 	rm := time.Now()
 	wantOK(b, c.manager.jaco("stack", "rm", name))
 	c.waitStackGone(b, name+"_")
@@ -116,6 +153,8 @@ func (c *ccluster) createPath(b *testing.B, name string) stackSample {
 	b.Helper()
 	var s stackSample
 	start := time.Now()
+	w := c.watchStack(name+"_", start)
+	defer w.stop()
 	for i := range stackServices {
 		args := []string{"service", "create", "-d", "-q", "--name", fmt.Sprintf("%s_s%02d", name, i),
 			"--replicas", fmt.Sprint(stackReplicas), "--stop-grace-period", "1s", "--restart-delay", "1s",
@@ -123,7 +162,7 @@ func (c *ccluster) createPath(b *testing.B, name string) stackSample {
 		wantOK(b, c.manager.jaco(append(args, idleCmd...)...))
 	}
 	s.calls = time.Since(start)
-	s.first, s.converged = c.waitStackRunning(b, name+"_", start)
+	w.wait(b, &s)
 	names := []string{"service", "rm"}
 	for i := range stackServices {
 		names = append(names, fmt.Sprintf("%s_s%02d", name, i))
@@ -148,30 +187,76 @@ func stackCompose() string {
 	return sb.String()
 }
 
-// waitStackRunning polls `service ls` every stackPoll until the
-// stackServices services named prefix* run stackReplicas replicas each,
-// and returns how long after start the first replica and the last ran
-// (as the poll saw them: up to stackPoll late).
-func (c *ccluster) waitStackRunning(b *testing.B, prefix string, start time.Time) (first, all time.Duration) {
+// convergence is when, after a path's start, its replicas ran, as
+// `service ls` polled every stackPoll saw them (up to stackPoll late).
+type convergence struct {
+	first, half, all time.Duration // the first replica, half of them, all
+	err              error
+}
+
+// stackWatch is a goroutine polling a path's services; stop ends it and
+// waits for it, so it never outlives its path (nor the cluster).
+type stackWatch struct {
+	done     chan convergence // the result, sent once
+	cancel   context.CancelFunc
+	finished chan struct{}
+}
+
+func (w *stackWatch) stop() {
+	w.cancel()
+	<-w.finished
+}
+
+// watchStack polls, from start, until the stackServices services named
+// prefix* run stackReplicas replicas each. Polling starts with the path's
+// first call, so the create path's replicas that run before its last call
+// count from when they ran.
+func (c *ccluster) watchStack(prefix string, start time.Time) *stackWatch {
+	ctx, cancel := context.WithTimeout(context.Background(), stackTimeout)
+	w := &stackWatch{done: make(chan convergence, 1), cancel: cancel, finished: make(chan struct{})}
+	go func() {
+		defer close(w.finished)
+		var cv convergence
+		for {
+			running, svcs, err := c.stackRunning(prefix)
+			if err != nil {
+				cv.err = err
+				w.done <- cv
+				return
+			}
+			now := time.Since(start)
+			if running > 0 && cv.first == 0 {
+				cv.first = now
+			}
+			if running >= stackServices*stackReplicas/2 && cv.half == 0 {
+				cv.half = now
+			}
+			if svcs == stackServices && running == stackServices*stackReplicas {
+				cv.all = now
+				w.done <- cv
+				return
+			}
+			select {
+			case <-ctx.Done():
+				cv.err = fmt.Errorf("%s*: %d of %d replicas running in %d services: %w", prefix, running,
+					stackServices*stackReplicas, svcs, ctx.Err())
+				w.done <- cv
+				return
+			case <-time.After(stackPoll):
+			}
+		}
+	}()
+	return w
+}
+
+// wait waits for the result and fills s with it.
+func (w *stackWatch) wait(b *testing.B, s *stackSample) {
 	b.Helper()
-	deadline := start.Add(stackTimeout)
-	for {
-		running, svcs, err := c.stackRunning(prefix)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if running > 0 && first == 0 {
-			first = time.Since(start)
-		}
-		if svcs == stackServices && running == stackServices*stackReplicas {
-			return first, time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s*: %d of %d replicas running in %d services after %v", prefix, running,
-				stackServices*stackReplicas, svcs, stackTimeout)
-		}
-		time.Sleep(stackPoll)
+	cv := <-w.done
+	if cv.err != nil {
+		b.Fatal(cv.err)
 	}
+	s.first, s.half, s.converged = cv.first, cv.half, cv.all
 }
 
 // stackRunning sums the running replicas of the services named prefix*.
