@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // stackFile is the test's stack: db turns healthy three seconds after it
@@ -121,6 +122,31 @@ func TestStack(t *testing.T) {
 			t.Errorf("web replica %s: /run/secrets/token is %q (%v), want the secret file's content", w.Name, got, err)
 		}
 	}
+	// From a web replica, db is db: the stack's services answer to their
+	// names in the compose file (and to shop_db).
+	webNS, err := c.netnsOf(web[0].Node, web[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := c.resolvConfOf(web[0].Node, web[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dnsAddr, err := nameserver(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		short, _, err := lookupIn(webNS, dnsAddr, "db")
+		if err != nil || len(short) != 1 {
+			return fmt.Errorf("db from web: %v, %v", short, err)
+		}
+		long, _, err := lookupIn(webNS, dnsAddr, "shop_db")
+		if err != nil || len(long) != 1 || long[0] != short[0] {
+			return fmt.Errorf("shop_db from web: %v, %v; want db's VIP %v", long, err, short)
+		}
+		return nil
+	})
 	stacks := wantOK(t, c.manager.jaco("stack", "ls"))
 	if !strings.Contains(stacks.stdout, "shop") || !strings.Contains(stacks.stdout, "3") {
 		t.Errorf("stack ls: %q, want shop with 3 services", stacks.stdout)
