@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,10 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 )
+
+// errNoCredentials is a Docker config file without an entry for a
+// registry: stack deploy lets such a service pull without.
+var errNoCredentials = errors.New("no credentials")
 
 // dockerHubKey is the key `docker login` files Docker Hub's credentials
 // under.
@@ -57,6 +62,46 @@ func (f *registryAuthFlags) apply(spec *api.ServiceSpec) error {
 		return err
 	}
 	spec.RegistryAuth = auth
+	return nil
+}
+
+// applyStack gives each of specs with an image the credentials the
+// Docker config file holds for its registry when --with-registry-auth is
+// given. A stack may mix private images with public ones, so a registry
+// without credentials is a warning line, not an error, unless no image
+// has any: then the flag asked for nothing that can be done.
+func (f *registryAuthFlags) applyStack(warn io.Writer, specs []*api.ServiceSpec) error {
+	if !f.with {
+		if f.config != "" {
+			return errors.New("--registry-config is read only with --with-registry-auth")
+		}
+		return nil
+	}
+	path, err := dockerConfigPath(f.config)
+	if err != nil {
+		return err
+	}
+	var missing []error
+	found := false
+	for _, spec := range specs {
+		if spec.GetImage() == "" {
+			continue
+		}
+		auth, err := registryAuthFor(spec.GetImage(), path)
+		if errors.Is(err, errNoCredentials) {
+			missing = append(missing, err)
+			fmt.Fprintf(warn, "warning: service %s pulls %s without credentials: %v\n", spec.Name, spec.GetImage(), err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		spec.RegistryAuth = auth
+		found = true
+	}
+	if !found && len(missing) > 0 {
+		return missing[0]
+	}
 	return nil
 }
 
@@ -116,7 +161,7 @@ func registryAuthFor(image, path string) (*api.RegistryAuth, error) {
 			return nil, fmt.Errorf("--with-registry-auth: %s keeps the credentials for %s in the credential helper %q, which jaco does not run; "+
 				"write a config file with an \"auths\" entry for it and give --registry-config FILE", path, server, helper)
 		}
-		return nil, fmt.Errorf("--with-registry-auth: %s holds no credentials for %s (log in with `docker login %s`)", path, server, server)
+		return nil, fmt.Errorf("--with-registry-auth: %s holds no credentials for %s (log in with `docker login %s`): %w", path, server, server, errNoCredentials)
 	}
 	auth := &api.RegistryAuth{Server: server, Username: entry.Username, Password: entry.Password, IdentityToken: entry.IdentityToken}
 	if entry.Auth != "" {

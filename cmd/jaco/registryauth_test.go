@@ -114,3 +114,45 @@ func TestCreateWithoutCredentialsIsAUsageMistake(t *testing.T) {
 		}
 	}
 }
+
+// A stack's services get the credentials of their own image's registry;
+// a public image pulls without (a warning); no credentials at all is an
+// error; without the flag nothing is read.
+func TestRegistryAuthStack(t *testing.T) {
+	cfg := writeDockerConfig(t, `{"auths": {"198.18.0.2:5000": {"username": "u", "password": "p"}}}`)
+	specs := func() []*api.ServiceSpec {
+		return []*api.ServiceSpec{
+			{Name: "s_web", Image: "198.18.0.2:5000/web:1"},
+			{Name: "s_cache", Image: "busybox"},
+			{Name: "s_hook"},
+		}
+	}
+	var warn bytes.Buffer
+	got := specs()
+	f := registryAuthFlags{with: true, config: cfg}
+	if err := f.applyStack(&warn, got); err != nil {
+		t.Fatal(err)
+	}
+	if want := (&api.RegistryAuth{Server: "198.18.0.2:5000", Username: "u", Password: "p"}); !proto.Equal(got[0].RegistryAuth, want) {
+		t.Errorf("s_web credentials %v, want %v", got[0].RegistryAuth, want)
+	}
+	if got[1].RegistryAuth != nil || got[2].RegistryAuth != nil {
+		t.Errorf("s_cache and s_hook got credentials: %v, %v", got[1].RegistryAuth, got[2].RegistryAuth)
+	}
+	if !strings.Contains(warn.String(), "warning: service s_cache pulls busybox without credentials") {
+		t.Errorf("no warning for s_cache: %q", warn.String())
+	}
+
+	public := specs()[1:]
+	if err := f.applyStack(&warn, public); err == nil || !strings.Contains(err.Error(), "no credentials for docker.io") {
+		t.Errorf("a stack with no credentials for any image: %v", err)
+	}
+
+	none := specs()
+	if err := (&registryAuthFlags{}).applyStack(&warn, none); err != nil || none[0].RegistryAuth != nil {
+		t.Errorf("without --with-registry-auth: %v, %v", none[0].RegistryAuth, err)
+	}
+	if err := (&registryAuthFlags{config: cfg}).applyStack(&warn, none); err == nil {
+		t.Error("--registry-config without --with-registry-auth accepted")
+	}
+}

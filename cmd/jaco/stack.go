@@ -37,8 +37,9 @@ func stackDeployCmd(g *globals) *cobra.Command {
 	var files, profiles []string
 	var prune bool
 	var wf waitFlags
+	var ra registryAuthFlags
 	cmd := &cobra.Command{
-		Use:   "deploy -c compose.yaml [-c override.yaml] [--prune] NAME",
+		Use:   "deploy -c compose.yaml [-c override.yaml] [--prune] [--with-registry-auth] NAME",
 		Short: "Create or update a stack's services, networks, secrets and configs from compose files",
 		Long: "Create or update a stack from compose files (read as docker compose reads them: ${VAR}\n" +
 			"interpolation, the .env file beside the first file, later files overriding earlier ones, profiles).\n" +
@@ -46,6 +47,9 @@ func stackDeployCmd(g *globals) *cobra.Command {
 			"name and must exist); all carry the label " + compose.NamespaceLabel + "=NAME. Networks, secrets and\n" +
 			"configs are created when missing. A service is created when new and updated, under its update\n" +
 			"policy, only when its spec changed; --prune removes the stack's services the files no longer have.\n" +
+			"--with-registry-auth sends each image's registry credentials with the services deploy creates or\n" +
+			"changes (an image whose registry has none pulls without, with a warning); an unchanged service keeps\n" +
+			"those it has (jaco service update NAME --with-registry-auth replaces them).\n" +
 			"A key jaco cannot honour is refused by name (unsupported_compose_key, exit 2) before any change." + waitHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -76,6 +80,9 @@ func stackDeployCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := ra.applyStack(cmd.ErrOrStderr(), st.Services); err != nil {
+				return err
+			}
 			data, err := readStackFiles(st)
 			if err != nil {
 				return failure{err}
@@ -99,6 +106,7 @@ func stackDeployCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringArrayVarP(&files, "compose-file", "c", nil, "compose file (repeatable: later files override earlier ones)")
 	cmd.Flags().StringArrayVar(&profiles, "profile", nil, "enable the services of this profile (repeatable; default: $COMPOSE_PROFILES)")
 	cmd.Flags().BoolVar(&prune, "prune", false, "remove the stack's services the files no longer have")
+	ra.register(cmd.Flags())
 	wf.register(cmd)
 	return cmd
 }
