@@ -8,6 +8,7 @@ package integration
 import (
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,39 @@ import (
 	"testing"
 	"time"
 )
+
+// notifyEnv makes the test binary a notify sender (sd_notify style): it
+// sends its arguments, one a line, to $JACO_NOTIFY_SOCKET and exits. The
+// notify hook runs it so that the test needs no systemd-notify.
+const notifyEnv = "JACO_LAUNCH_TEST_NOTIFY"
+
+func init() {
+	if os.Getenv(notifyEnv) != "1" {
+		return
+	}
+	conn, err := net.Dial("unixgram", os.Getenv("JACO_NOTIFY_SOCKET"))
+	if err == nil {
+		_, err = conn.Write([]byte(strings.Join(os.Args[1:], "\n")))
+		conn.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "notify:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// notifyHook sends READY=1 two seconds after it starts, having first left
+// OUT/ready.REPLICA, then WATCHDOG=1 every 300ms until OUT/silent.REPLICA
+// exists.
+const notifyHook = `#!/bin/sh
+echo $$ > "$OUT/pid.$JACO_REPLICA_ID"
+notify() { env ` + notifyEnv + `=1 GORACE=atexit_sleep_ms=0 "$SENDER" "$@"; }
+sleep 2
+touch "$OUT/ready.$JACO_REPLICA_ID"
+notify READY=1
+while :; do [ -e "$OUT/silent.$JACO_REPLICA_ID" ] || notify WATCHDOG=1; sleep 0.3; done
+`
 
 // launchRow is a row of `jaco launch ls --format json`.
 type launchRow struct {
@@ -298,6 +332,59 @@ func TestLaunch(t *testing.T) {
 	wantOK(t, m.jaco("launch", "--resume", "glob"))
 	waitRunningSet(t, m, "glob_agent", 1)
 	waitLaunchState(t, m, map[string]string{"beta": "running", "glob": "running"})
+
+	t.Log("a launch hook with health = notify is not running before it sends READY=1")
+	readyDir := t.TempDir()
+	sender, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(readyDir, "svc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{
+		"service": "health = notify\nhealth.interval = 1s\nhealth.retries = 5\nlaunch.shutdown_grace_period = 1s\n" +
+			"env = OUT=" + out + "\nenv = SENDER=" + sender + "\n",
+		"launch": notifyHook,
+	} {
+		if err := os.WriteFile(filepath.Join(readyDir, "svc", name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantOK(t, m.jaco("launch", "-d", readyDir, "-L", "ready"))
+	eventually(t, 30*time.Second, func() error {
+		rs, err := m.replicas("ready_svc")
+		if err != nil || len(rs) != 1 {
+			return fmt.Errorf("ready_svc replicas %v (%v)", rs, err)
+		}
+		_, statErr := os.Stat(filepath.Join(out, "ready."+rs[0].ID))
+		if rs[0].State != "running" {
+			return fmt.Errorf("ready_svc is %s", rs[0].State)
+		}
+		if statErr != nil {
+			t.Fatalf("ready_svc's replica is running before its launch hook sent READY=1: %v", statErr)
+		}
+		return nil
+	})
+	waitLaunchState(t, m, map[string]string{"beta": "running", "glob": "running", "ready": "running"})
+
+	t.Log("a launch hook that stops sending WATCHDOG=1 is replaced")
+	rs, err := m.replicas("ready_svc")
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("ready_svc replicas %v (%v)", rs, err)
+	}
+	silent := rs[0].ID
+	if err := os.WriteFile(filepath.Join(out, "silent."+silent), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 40*time.Second, func() error {
+		rs, err := m.replicas("ready_svc")
+		if err != nil || len(rs) != 1 || rs[0].ID == silent || rs[0].State != "running" {
+			return fmt.Errorf("ready_svc replicas %v (%v), want one running other than the silent %s", rs, err, silent)
+		}
+		return nil
+	})
+	wantOK(t, m.jaco("launch", "rm", "ready"))
 
 	t.Log("the shipped example runs, and its processes end with launch rm")
 	ex := wantOK(t, m.jaco("launch", "../examples/launch", "-L", "example", "-D", "environment=ci"))
