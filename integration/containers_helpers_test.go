@@ -138,13 +138,19 @@ func (c *ccluster) byName(name string) *nsDaemon {
 // a web root.
 func buildTestImage(t testing.TB) string {
 	t.Helper()
+	return buildImage(t, containerImage)
+}
+
+// buildImage writes the test image, named name, as an OCI archive.
+func buildImage(t testing.TB, name string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "image.tar")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := ociimage.Build(f, containerImage, ociimage.WithFile("/www/index.html", []byte(indexPage), 0o644)); err != nil {
+	if err := ociimage.Build(f, name, ociimage.WithFile("/www/index.html", []byte(indexPage), 0o644)); err != nil {
 		t.Fatalf("build test image (needs busybox-static): %v", err)
 	}
 	if err := f.Close(); err != nil {

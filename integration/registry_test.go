@@ -63,7 +63,7 @@ func TestPrivateRegistry(t *testing.T) {
 	// Two tags: a node that has an image runs it without asking the
 	// registry (as Docker does), so the service without credentials
 	// names one the node has not pulled.
-	image, other := reg.push(t, c.client, "1"), reg.push(t, c.client, "2")
+	image, other, stacked := reg.push(t, c.client, "1"), reg.push(t, c.client, "2"), reg.push(t, c.client, "3")
 
 	dockerConfig := t.TempDir()
 	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPassword))
@@ -84,8 +84,23 @@ func TestPrivateRegistry(t *testing.T) {
 	wantOK(t, withAuth("service", "update", "-d", "--with-registry-auth", "anonymous"))
 	c.waitRunning(t, "anonymous", 1, nil)
 
+	// A stack deployed with --with-registry-auth pulls its private image
+	// with the credentials.
+	composeFile := filepath.Join(t.TempDir(), "compose.yaml")
+	writeFile(t, composeFile, fmt.Sprintf(`services:
+  app:
+    image: %s
+    command: [%q, %q, %q]
+    stop_grace_period: 1s
+    deploy:
+      restart_policy: {delay: 1s}
+`, stacked, idleCmd[0], idleCmd[1], strings.ReplaceAll(idleCmd[2], "$", "$$")))
+	wantOK(t, withAuth("stack", "deploy", "-d", "--with-registry-auth", "-c", composeFile, "reg"))
+	c.waitRunning(t, "reg_app", 1, nil)
+
 	for _, args := range [][]string{
-		{"service", "inspect", "private"}, {"service", "inspect", "anonymous"},
+		{"service", "inspect", "private"}, {"service", "inspect", "anonymous"}, {"service", "inspect", "reg_app"},
+		{"stack", "ps", "reg", "--format", "json"},
 		{"service", "ls", "--format", "json"}, {"service", "ps", "private", "--all", "--format", "json"},
 	} {
 		if out := wantOK(t, c.manager.jaco(args...)).stdout; strings.Contains(out, registryPassword) || strings.Contains(out, auth) {

@@ -1,8 +1,8 @@
 package integration
 
-// jaco stack: a compose file deployed as services, a network and a
-// secret, redeployed with one change, refused whole for a key jaco cannot
-// honour, and removed.
+// jaco stack: a compose file deployed as services, a network, a secret
+// and a config, redeployed with one changed image, refused whole for a key
+// jaco cannot honour, and removed.
 
 import (
 	"fmt"
@@ -15,7 +15,8 @@ import (
 )
 
 // stackFile is the test's stack: db turns healthy three seconds after it
-// starts; web (two replicas) waits for it and gets a secret.
+// starts; web (two replicas, an update policy) waits for it and gets a
+// secret and a config.
 const stackFile = `
 x-quick: &quick
   image: ` + containerImage + `
@@ -41,9 +42,13 @@ services:
     depends_on:
       db: {condition: service_healthy}
     secrets: [token]
+    configs:
+      - source: site
+        target: /etc/site.conf
     deploy:
       replicas: 2
       restart_policy: {delay: 1s}
+      update_config: {parallelism: 1, order: start-first, monitor: 1s}
   worker:
     <<: *quick
     command: ["sh", "-c", "trap 'exit 0' INT TERM; while :; do sleep 1 & wait $$!; done"]
@@ -53,6 +58,9 @@ networks:
 secrets:
   token:
     file: ./token.txt
+configs:
+  site:
+    file: ./site.conf
 `
 
 // stackService is a row of `jaco stack services --format json`.
@@ -73,8 +81,17 @@ func TestStack(t *testing.T) {
 		return p
 	}
 	file := write("compose.yaml", stackFile)
-	write("token.txt", "s3cret\n")
-	override := write("override.yaml", "services:\n  web:\n    environment:\n      GREETING: changed\n")
+	const secretValue = "s3cret-d2bf61c08e\n" // unlike anything else on disk
+	write("token.txt", secretValue)
+	write("site.conf", "listen 80\n")
+	// The redeploy gives web another image (the same files, another
+	// name), loaded on the workers as a release would be pulled.
+	const nextImage = "jaco.local/busybox:next"
+	nextTar := buildImage(t, nextImage)
+	for _, w := range c.workers {
+		wantOK(t, w.jaco("image", "load", nextTar))
+	}
+	override := write("override.yaml", "services:\n  web:\n    image: "+nextImage+"\n")
 
 	// A key jaco cannot honour refuses the whole file, by name, and
 	// nothing is created.
@@ -117,10 +134,36 @@ func TestStack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/run/secrets/token", pid))
-		if err != nil || string(got) != "s3cret\n" {
+		root := fmt.Sprintf("/proc/%d/root", pid)
+		got, err := os.ReadFile(root + "/run/secrets/token")
+		if err != nil || string(got) != secretValue {
 			t.Errorf("web replica %s: /run/secrets/token is %q (%v), want the secret file's content", w.Name, got, err)
 		}
+		if fi, err := os.Stat(root + "/run/secrets/token"); err != nil || fi.Mode().Perm() != 0o400 {
+			t.Errorf("web replica %s: /run/secrets/token mode %v (%v), want 0400", w.Name, fi.Mode(), err)
+		}
+		if got, err := os.ReadFile(root + "/etc/site.conf"); err != nil || string(got) != "listen 80\n" {
+			t.Errorf("web replica %s: /etc/site.conf is %q (%v), want the config file's content", w.Name, got, err)
+		}
+	}
+	for _, d := range append([]*nsDaemon{c.manager}, c.workers...) {
+		if p, n := findBytes(t, d.dir, []byte(secretValue)); p != "" || n < 10 {
+			t.Errorf("the stack's secret is on disk in %q (%d files searched under %s)", p, n, d.dir)
+		}
+	}
+	if p, _ := findBytes(t, c.ctrd.Dir(), []byte(secretValue)); p != "" {
+		t.Errorf("the stack's secret is on disk in %s", p)
+	}
+	spec, err := decode[struct {
+		Spec struct {
+			Update struct {
+				Parallelism uint64 `json:"parallelism"`
+				Order       string `json:"order"`
+			} `json:"update"`
+		} `json:"spec"`
+	}](c.manager.jaco("service", "inspect", "shop_web"))
+	if err != nil || spec.Spec.Update.Parallelism != 1 || spec.Spec.Update.Order != "start_first" {
+		t.Errorf("shop_web's update policy: %+v (%v), want the file's parallelism 1, start-first", spec.Spec.Update, err)
 	}
 	// From a web replica, db is db: the stack's services answer to their
 	// names in the compose file (and to shop_db).
@@ -156,15 +199,15 @@ func TestStack(t *testing.T) {
 		t.Fatalf("stack services shop: %v %+v, want 3 services", err, svcs)
 	}
 
-	// Deploying the same file again changes nothing; with the override,
-	// web alone is updated.
+	// Deploying the same file again changes nothing; with the override's
+	// image, web alone is updated.
 	again := wantOK(t, c.manager.jaco("stack", "deploy", "-c", file, "shop"))
 	if strings.Contains(again.stdout, "Updating") || strings.Contains(again.stdout, "Creating") {
 		t.Errorf("a second deploy of the same file wrote: %q", again.stdout)
 	}
 	up := wantOK(t, c.manager.jaco("stack", "deploy", "-q", "-c", file, "-c", override, "shop"))
 	if !strings.Contains(up.stdout, "Updating service shop_web") || strings.Count(up.stdout, "Updating") != 1 {
-		t.Errorf("redeploy with one changed variable printed %q, want web alone updated", up.stdout)
+		t.Errorf("redeploy with one changed image printed %q, want web alone updated", up.stdout)
 	}
 	newWeb := c.waitRunning(t, "shop_web", 2, nil)
 	for _, w := range newWeb {
