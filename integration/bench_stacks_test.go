@@ -2,8 +2,9 @@ package integration
 
 // The stack benchmark (docs/bench/stacks.md): a stack of 50 services of
 // two replicas deployed in one `jaco stack deploy`, beside the same 50
-// services made by 50 `jaco service create` calls one after another, on
-// one container cluster, the two paths alternated.
+// services (on the same overlay network) made by a `jaco network create`
+// and 50 `jaco service create` calls one after another, on one container
+// cluster, the two paths alternated.
 
 import (
 	"context"
@@ -147,18 +148,22 @@ func (c *ccluster) stackPath(b *testing.B, dir, name string) stackSample {
 	return s
 }
 
-// createPath is stackPath with one `service create` per service, one
-// after another, and one `service rm` naming them all.
+// createPath is stackPath by hand: the network a stack's services join
+// when they name none (NAME_default), one `service create` per service on
+// it, one after another; then one `service rm` naming them all and the
+// network's removal.
 func (c *ccluster) createPath(b *testing.B, name string) stackSample {
 	b.Helper()
 	var s stackSample
 	start := time.Now()
 	w := c.watchStack(name+"_", start)
 	defer w.stop()
+	network := name + "_default"
+	wantOK(b, c.manager.jaco("network", "create", network))
 	for i := range stackServices {
 		args := []string{"service", "create", "-d", "-q", "--name", fmt.Sprintf("%s_s%02d", name, i),
 			"--replicas", fmt.Sprint(stackReplicas), "--stop-grace-period", "1s", "--restart-delay", "1s",
-			containerImage, "--"}
+			"--network", network, containerImage, "--"}
 		wantOK(b, c.manager.jaco(append(args, idleCmd...)...))
 	}
 	s.calls = time.Since(start)
@@ -170,12 +175,15 @@ func (c *ccluster) createPath(b *testing.B, name string) stackSample {
 	rm := time.Now()
 	wantOK(b, c.manager.jaco(names...))
 	c.waitStackGone(b, name+"_")
+	wantOK(b, c.manager.jaco("network", "rm", network))
 	s.removed = time.Since(rm)
 	return s
 }
 
 // stackCompose is the compose file of the stack path: the services and
 // the stop and restart settings createPath gives on the command line.
+// Naming no network, each joins the stack's default one, as createPath's
+// do.
 func stackCompose() string {
 	var sb strings.Builder
 	sb.WriteString("services:\n")
