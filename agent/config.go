@@ -28,8 +28,9 @@ const (
 	// backoff between session attempts.
 	DefaultReconnectMin = 100 * time.Millisecond
 	DefaultReconnectMax = 5 * time.Second
-	// DefaultStatusInterval is the least time between two status batches;
-	// changes within it are coalesced per replica.
+	// DefaultStatusInterval is the least time between two status batches
+	// of steps before RUNNING; changes within it are coalesced per
+	// replica. RUNNING and ended states go at once.
 	DefaultStatusInterval = 100 * time.Millisecond
 )
 
@@ -74,8 +75,8 @@ type Config struct {
 	// ReconnectMin and ReconnectMax bound the backoff between session
 	// attempts (defaults DefaultReconnectMin, DefaultReconnectMax).
 	ReconnectMin, ReconnectMax time.Duration
-	// StatusInterval is the least time between status batches (default
-	// DefaultStatusInterval).
+	// StatusInterval is the least time between status batches unless a
+	// replica runs or ends (default DefaultStatusInterval).
 	StatusInterval time.Duration
 	// MaxConcurrentStarts bounds the replicas preparing or starting at
 	// once (default two per CPU).

@@ -31,8 +31,9 @@
 //     assignments came. A replica whose file did not come fails to
 //     prepare (secret_missing, config_missing).
 //   - Reports: the latest status of each replica is kept in the db and
-//     queued; batches go out at most every StatusInterval and are retried
-//     on the next session until the dispatcher accepts them.
+//     queued; batches go out at most every StatusInterval (a replica
+//     running or ended goes at once) and are retried on the next session
+//     until the dispatcher accepts them.
 //   - Survival: the agent never stops a replica because it lost the
 //     managers or because it is itself stopping. A new agent over the same
 //     Dir re-creates the runners from the db and re-adopts the replicas

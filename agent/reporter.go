@@ -19,18 +19,30 @@ type reporter struct {
 	pending map[string]*api.TaskStatus
 	// notify wakes the sender of the current session (capacity 1).
 	notify chan struct{}
+	// urgent cuts the sender's wait between batches short (capacity 1).
+	urgent chan struct{}
 }
 
 func newReporter() *reporter {
-	return &reporter{pending: map[string]*api.TaskStatus{}, notify: make(chan struct{}, 1)}
+	return &reporter{pending: map[string]*api.TaskStatus{},
+		notify: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
-// enqueue makes st the status to send for task id.
+// enqueue makes st the status to send for task id. A replica running or
+// ended is what a caller waits for (service create, an update's next
+// step, a restart): it goes at once, not after the interval that paces
+// the steps before it.
 func (r *reporter) enqueue(id string, st *api.TaskStatus) {
 	r.mu.Lock()
 	r.pending[id] = st
 	r.mu.Unlock()
 	r.wake()
+	if st.GetState() >= api.TaskState_TASK_STATE_RUNNING {
+		select {
+		case r.urgent <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // drop forgets what is pending for id (the replica is removed).
@@ -72,7 +84,9 @@ func (r *reporter) accepted(sent []*api.TaskStatusUpdate) {
 
 // run sends pending statuses with send until ctx ends or send fails (the
 // session is broken; its error is returned). It sends at once when woken
-// and at most once per interval.
+// and at most once per interval, unless a replica ran or ended since the
+// last send: that goes at once. Under load a send in flight is what
+// batches: what comes meanwhile goes in the next one.
 func (r *reporter) run(ctx context.Context, interval time.Duration, send func(context.Context, []*api.TaskStatusUpdate) error) error {
 	// What an earlier session left goes out first.
 	r.wake()
@@ -94,6 +108,7 @@ func (r *reporter) run(ctx context.Context, interval time.Duration, send func(co
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(interval):
+		case <-r.urgent:
 		}
 	}
 }

@@ -57,3 +57,52 @@ func TestReporterDrop(t *testing.T) {
 		t.Fatalf("pending after drop: %v", left)
 	}
 }
+
+// Steps before RUNNING wait for the interval after a send; a replica
+// running (or ended) is sent at once. The interval is an hour: a batch
+// that came at all came without it.
+func TestReporterSendsRunningAtOnce(t *testing.T) {
+	r := newReporter()
+	r.enqueue("t1", &api.TaskStatus{State: preparing})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	batches := make(chan []*api.TaskStatusUpdate, 10)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.run(ctx, time.Hour, func(_ context.Context, u []*api.TaskStatusUpdate) error {
+			batches <- u
+			return nil
+		})
+	}()
+	next := func(what string) []*api.TaskStatusUpdate {
+		t.Helper()
+		select {
+		case u := <-batches:
+			return u
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: no batch within 5s", what)
+			return nil
+		}
+	}
+	if u := next("the first status"); len(u) != 1 || u[0].Status.State != preparing {
+		t.Fatalf("first batch %v, want t1 preparing", u)
+	}
+	r.enqueue("t1", &api.TaskStatus{State: starting})
+	select {
+	case u := <-batches:
+		t.Fatalf("starting was sent within the interval: %v", u)
+	case <-time.After(100 * time.Millisecond):
+	}
+	r.enqueue("t2", &api.TaskStatus{State: api.TaskState_TASK_STATE_FAILED})
+	if u := next("a failed replica"); len(u) != 2 || u[0].Status.State != starting || u[1].Status.State != api.TaskState_TASK_STATE_FAILED {
+		t.Fatalf("batch after t2 failed: %v, want t1 starting and t2 failed", u)
+	}
+	r.enqueue("t1", &api.TaskStatus{State: running})
+	if u := next("a running replica"); len(u) != 1 || u[0].Status.State != running {
+		t.Fatalf("batch after t1 running: %v, want t1 running", u)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("run = %v", err)
+	}
+}

@@ -6,6 +6,7 @@ package controlapi
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -27,6 +28,9 @@ type Server struct {
 	store   *store.Store
 	remover NodeRemover
 	dial    NodeDialer
+	// watchInterval paces WatchService streams (watchInterval; tests
+	// lengthen it).
+	watchInterval time.Duration
 }
 
 // Option configures a Server.
@@ -37,7 +41,7 @@ func WithNodeRemover(r NodeRemover) Option { return func(s *Server) { s.remover 
 
 // New returns a Control server over st.
 func New(st *store.Store, opts ...Option) *Server {
-	s := &Server{store: st}
+	s := &Server{store: st, watchInterval: watchInterval}
 	for _, o := range opts {
 		o(s)
 	}

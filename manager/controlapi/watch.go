@@ -24,7 +24,8 @@ const watchInterval = 100 * time.Millisecond
 
 // WatchService streams where a service and its slots stand: at once, then
 // after every change to the service or its tasks, at most one message per
-// watchInterval, until the service is removed (a last message says so) or
+// watchInterval unless a replica ran or ended or the service changed
+// (those go at once), until the service is removed (a last message says so) or
 // the caller hangs up. It reads this manager's store, so a follower may
 // answer a moment behind the leader: clients compare meta.version with
 // what a write returned.
@@ -42,14 +43,20 @@ func (s *Server) WatchService(req *api.WatchServiceRequest, stream grpc.ServerSt
 	// The watcher's queue grows while the stream is slow to send; a
 	// goroutine keeps it empty and folds what it drained into one flag,
 	// so a slow caller costs nothing but staleness.
-	changed := make(chan struct{}, 1)
+	changed, urgent := make(chan struct{}, 1), make(chan struct{}, 1)
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
-		for range events {
+		for e := range events {
 			select {
 			case changed <- struct{}{}:
 			default:
+			}
+			if settles(e) {
+				select {
+				case urgent <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -66,10 +73,12 @@ func (s *Server) WatchService(req *api.WatchServiceRequest, stream grpc.ServerSt
 			return nil
 		}
 		// Coalesce: whatever changes during the interval is in the next
-		// message.
-		pause := time.NewTimer(watchInterval)
+		// message, unless something the caller waits for happened.
+		pause := time.NewTimer(s.watchInterval)
 		select {
 		case <-pause.C:
+		case <-urgent:
+			pause.Stop()
 		case <-ctx.Done():
 			pause.Stop()
 			return ctx.Err()
@@ -86,6 +95,19 @@ func (s *Server) WatchService(req *api.WatchServiceRequest, stream grpc.ServerSt
 			return ctx.Err()
 		}
 	}
+}
+
+// settles reports whether e is what a client following a service waits
+// for, to be sent without the interval's wait: the service itself changed
+// (its update state), or a replica runs or ended.
+func settles(e store.Event) bool {
+	switch o := e.Object.(type) {
+	case *api.Service:
+		return true
+	case *api.Task:
+		return e.Kind == store.EventDelete || o.GetStatus().GetState() >= api.TaskState_TASK_STATE_RUNNING
+	}
+	return false
 }
 
 // serviceOrItsTasks selects the events about one service and its tasks.

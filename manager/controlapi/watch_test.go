@@ -72,23 +72,6 @@ func (w *watchStream) next(t *testing.T) *api.WatchServiceMessage {
 	}
 }
 
-// until waits for a message that satisfies ok, failing after a deadline.
-func (w *watchStream) until(t *testing.T, ok func(*api.WatchServiceMessage) bool) *api.WatchServiceMessage {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case m := <-w.msgs:
-			if ok(m) {
-				return m
-			}
-		case <-deadline:
-			t.Fatal("no matching WatchService message within 5s")
-			return nil
-		}
-	}
-}
-
 // task makes a task of svc (the store stamps its created_at).
 func task(svc *api.Service, id string, slot uint64, node string, desired, state api.TaskState, version uint64) *api.Task {
 	return &api.Task{
@@ -178,12 +161,16 @@ func TestWatchServiceGlobalSlotsAreNodes(t *testing.T) {
 	}
 }
 
-// Every change to the service or its tasks is reported, bursts folded so
-// that messages are at least watchInterval apart, and the last message
-// holds the final state; a removed service ends the stream with
-// removed=true.
+// Every change to the service or its tasks is reported: the steps before
+// a replica runs folded into one message an interval after the previous
+// one, a replica running, the service changing and its removal at once;
+// the last message holds the final state, and a removed service ends the
+// stream with removed=true.
 func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
 	s, st := newServiceServer(t)
+	// Long enough that a message sent at once cannot be one sent after
+	// the interval, however slow the machine.
+	s.watchInterval = 2 * time.Second
 	svc := create(t, s, imageSpec("web"))
 	other := create(t, s, imageSpec("db"))
 	t1 := task(svc, "t1", 1, "n1", running, pending, 1)
@@ -192,8 +179,8 @@ func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
 	if m := w.next(t); len(m.Slots) != 1 || m.Slots[0].State != pending {
 		t.Fatalf("first message %v, want t1 pending", m)
 	}
-
-	for _, state := range []api.TaskState{api.TaskState_TASK_STATE_ASSIGNED, api.TaskState_TASK_STATE_PREPARING, starting, running} {
+	setState := func(state api.TaskState) {
+		t.Helper()
 		err := st.Update(context.Background(), func(tx *store.Tx) error {
 			cur := tx.GetTask("t1")
 			cur.Status.State = state
@@ -203,7 +190,29 @@ func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.until(t, func(m *api.WatchServiceMessage) bool { return len(m.Slots) == 1 && m.Slots[0].State == running })
+	gap := func(i int) time.Duration {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.at[i].Sub(w.at[i-1])
+	}
+
+	for _, state := range []api.TaskState{api.TaskState_TASK_STATE_ASSIGNED, api.TaskState_TASK_STATE_PREPARING, starting} {
+		setState(state)
+	}
+	if m := w.next(t); len(m.Slots) != 1 || m.Slots[0].State != starting {
+		t.Fatalf("after assigned, preparing, starting: %v, want them folded into one message, t1 starting", m)
+	}
+	if g := gap(1); g < s.watchInterval {
+		t.Errorf("the steps before running came %v after the first message, want the interval (%v)", g, s.watchInterval)
+	}
+
+	setState(running)
+	if m := w.next(t); len(m.Slots) != 1 || m.Slots[0].State != running {
+		t.Fatalf("after running: %v, want t1 running", m)
+	}
+	if g := gap(2); g >= s.watchInterval {
+		t.Errorf("t1 running was sent %v after the message before, want at once (< %v)", g, s.watchInterval)
+	}
 
 	// Another service's tasks change nothing in the stream.
 	storetest.Create(t, st, task(other, "o1", 1, "n1", running, running, 1))
@@ -217,6 +226,9 @@ func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
 	}
 	if m := w.next(t); m.Service.GetUpdateStatus().GetState() != api.UpdateState_UPDATE_STATE_PAUSED {
 		t.Fatalf("after pausing: %v, want the paused service (nothing in between)", m)
+	}
+	if g := gap(3); g >= s.watchInterval {
+		t.Errorf("the paused service was sent %v after the message before, want at once", g)
 	}
 
 	if _, err := s.RemoveService(context.Background(), &api.RemoveServiceRequest{Service: "web"}); err != nil {
@@ -232,13 +244,6 @@ func TestWatchServiceFollowsChangesUntilRemoved(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("stream still open 5s after the removal")
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i := 1; i < len(w.at); i++ {
-		if gap := w.at[i].Sub(w.at[i-1]); gap < watchInterval {
-			t.Errorf("messages %d and %d %v apart, want at least %v", i, i+1, gap, watchInterval)
-		}
 	}
 }
 

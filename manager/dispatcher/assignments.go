@@ -8,6 +8,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/paging"
+	"github.com/jaco-project/jaco/internal/pace"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -43,6 +44,19 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 		return err
 	}
 
+	// take applies one event to the set; a reset (the store was restored)
+	// starts over with a COMPLETE message.
+	take := func(e store.Event) error {
+		if e.Kind == store.EventReset {
+			s.st.View(read)
+			return sendComplete()
+		}
+		set.observe(e.Object.(*api.Task), e.Kind == store.EventDelete)
+		return nil
+	}
+	// A change after a quiet spell goes at once; while changes keep
+	// coming, at most one message per batch window.
+	pacer := pace.New(s.cfg.batchWindow)
 	timer := time.NewTimer(s.cfg.batchWindow)
 	timer.Stop()
 	waiting := false // timer runs: changes are being gathered
@@ -55,20 +69,31 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 				}
 				return errNoLeader()
 			}
-			if e.Kind == store.EventReset { // the store was restored: start over
-				s.st.View(read)
-				if err := sendComplete(); err != nil {
-					return err
-				}
-				continue
+			if err := take(e); err != nil {
+				return err
 			}
-			set.observe(e.Object.(*api.Task), e.Kind == store.EventDelete)
-			if !waiting {
+			if !waiting && e.Kind != store.EventReset {
 				waiting = true
-				timer.Reset(s.cfg.batchWindow)
+				timer.Reset(pacer.Delay())
 			}
 		case <-timer.C:
 			waiting = false
+			// What is queued already (the rest of the commit that woke
+			// an idle stream) goes in this message.
+		drain:
+			for {
+				select {
+				case e, ok := <-events:
+					if !ok { // the loop's next turn returns
+						break drain
+					}
+					if err := take(e); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
 			updated, removed := set.changes()
 			if len(updated)+len(removed) == 0 {
 				continue

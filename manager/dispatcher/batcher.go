@@ -6,11 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jaco-project/jaco/internal/pace"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// batcher gathers keyed changes from many callers over a short window and
-// hands them to flush together, so that many nodes reporting at once cost
+// batcher gathers keyed changes from many callers and hands them to flush
+// together, at most once per window, so that many nodes reporting at once cost
 // few proposals. Each caller learns the outcome of the flush that took its
 // changes.
 type batcher[V any] struct {
@@ -56,9 +57,12 @@ func (b *batcher[V]) add(items map[string]V) <-chan error {
 	return done
 }
 
-// run flushes until ctx ends, then fails whatever is still queued.
+// run flushes until ctx ends, then fails whatever is still queued. A
+// change after a quiet spell is flushed at once; while changes keep
+// coming, at most one flush per window, so a burst costs few proposals.
 func (b *batcher[V]) run(ctx context.Context) {
 	defer b.close()
+	pacer := pace.New(b.window)
 	timer := time.NewTimer(b.window)
 	timer.Stop()
 	for {
@@ -67,13 +71,14 @@ func (b *batcher[V]) run(ctx context.Context) {
 			return
 		case <-b.kick:
 		}
-		timer.Reset(b.window) // let the rest of a burst arrive
+		timer.Reset(pacer.Delay())
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return
 		case <-timer.C:
 		}
+		pacer.Acted()
 		b.mu.Lock()
 		items, waiters := b.pending, b.waiters
 		b.pending, b.waiters = map[string]V{}, nil

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/pace"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -38,7 +39,8 @@ type Option func(*Allocator)
 // WithLogger sets the logger.
 func WithLogger(l *slog.Logger) Option { return func(a *Allocator) { a.log = l } }
 
-// WithBatchDelay sets how long changes are gathered before a pass.
+// WithBatchDelay sets the least time between two passes (default 20 ms);
+// a change after a quiet spell gets a pass at once.
 func WithBatchDelay(d time.Duration) Option { return func(a *Allocator) { a.delay = d } }
 
 // New returns an allocator over st.
@@ -57,8 +59,13 @@ const retryDelay = time.Second
 // ends.
 func (a *Allocator) Run(ctx context.Context) {
 	events := a.st.ViewAndWatch(ctx, func(store.ReadTx) {}, relevant)
+	// A change after a quiet spell is acted on at once; while changes keep
+	// coming, at most one pass per delay. (Pushing the pass back on every
+	// change, as before, let a steady stream of task changes starve it.)
+	pacer := pace.New(a.delay)
 	timer := time.NewTimer(0) // the first pass
 	defer timer.Stop()
+	armed := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -67,13 +74,20 @@ func (a *Allocator) Run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			timer.Reset(a.delay)
+			if !armed {
+				timer.Reset(pacer.Delay())
+				armed = true
+			}
 			continue
 		case <-timer.C:
+			armed = false
 		}
-		if err := a.pass(ctx); err != nil && ctx.Err() == nil {
+		err := a.pass(ctx)
+		pacer.Acted()
+		if err != nil && ctx.Err() == nil {
 			a.log.Warn("overlay block pass failed; trying again", "err", err)
 			timer.Reset(retryDelay)
+			armed = true
 		}
 	}
 }

@@ -157,3 +157,30 @@ func TestRunChunksProposals(t *testing.T) {
 		t.Errorf("%d proposals for 25 tasks at 10 per proposal, want 3", n)
 	}
 }
+
+// On an idle scheduler a pending task is decided at once, not after the
+// batch delay (an hour here: it could not have been waited out); one that
+// comes within the delay of that batch waits for it.
+func TestRunDecidesAtOnceWhenIdle(t *testing.T) {
+	st := storetest.New(t)
+	web := imageSpec("web")
+	storetest.Create(t, st, readyNode("a1"), service(web))
+	startScheduler(t, st, WithBatchDelay(time.Hour))
+	tasks := pendingTasks(web, 2)
+	storetest.Create(t, st, tasks[0])
+	waitFor(t, st, "web.001 assigned", func(tx store.ReadTx) bool {
+		s, _, _ := taskState(tx, "web.001")
+		return s == api.TaskState_TASK_STATE_ASSIGNED
+	}, describeTasks)
+
+	storetest.Create(t, st, tasks[1])
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		st.View(func(tx store.ReadTx) {
+			if s, _, _ := taskState(tx, "web.002"); s != api.TaskState_TASK_STATE_PENDING {
+				t.Fatalf("web.002 is %v right after a batch, want pending until the batch delay is over", s)
+			}
+		})
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/pace"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -19,7 +20,7 @@ const (
 
 const (
 	// maxBatchEvents: a batch is decided as soon as this many events
-	// arrived, before the batch delay is over.
+	// arrived, before the batch delay is over, and takes no more.
 	maxBatchEvents = 10000
 	// retryDelay is the wait before a batch whose proposal failed (lost
 	// leadership, a stopped raft node) is tried again.
@@ -60,8 +61,9 @@ func WithLogger(l *slog.Logger) Option { return func(s *Scheduler) { s.log = l }
 // message interval (default time.Now).
 func WithClock(now func() time.Time) Option { return func(s *Scheduler) { s.now = now } }
 
-// WithBatchDelay sets how long events are collected after the first one
-// before a batch is decided (default 50 ms).
+// WithBatchDelay sets the least time between two batches (default 50 ms):
+// a change after a quiet spell is decided at once, changes that come
+// within the delay of a batch wait for the next one, together.
 func WithBatchDelay(d time.Duration) Option { return func(s *Scheduler) { s.batchDelay = d } }
 
 // WithMessageInterval sets how often a pending task is rewritten when only
@@ -116,6 +118,18 @@ func (s *Scheduler) Run(ctx context.Context) {
 			armed = true
 		}
 	}
+	// A change after a quiet spell is decided at once; while changes keep
+	// coming, at most one batch per batch delay (internal/pace).
+	pacer := pace.New(s.batchDelay)
+	take := func(e store.Event) {
+		if e.Kind == store.EventReset {
+			ix = newIndex()
+			s.st.View(ix.load)
+		} else {
+			ix.apply(e)
+		}
+		seen++
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -124,15 +138,10 @@ func (s *Scheduler) Run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if e.Kind == store.EventReset {
-				ix = newIndex()
-				s.st.View(ix.load)
-			} else {
-				ix.apply(e)
-			}
-			if seen++; seen < maxBatchEvents {
+			take(e)
+			if seen < maxBatchEvents {
 				if ix.recheckAll || len(ix.fresh) > 0 {
-					arm(s.batchDelay)
+					arm(pacer.Delay())
 				}
 				continue
 			}
@@ -142,20 +151,38 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-timer.C:
 			armed = false
 		}
+		// What is queued already (the rest of the commit that woke an idle
+		// scheduler) goes in this batch.
+		for drained := false; !drained && seen < maxBatchEvents; {
+			select {
+			case e, ok := <-events:
+				if !ok {
+					return
+				}
+				take(e)
+			default:
+				drained = true
+			}
+		}
 		seen = 0
-		if !s.batch(ctx, ix) {
+		proposals, ok := s.batch(ctx, ix)
+		if proposals > 0 { // a batch that wrote nothing starts no window
+			pacer.Acted()
+		}
+		if !ok {
 			arm(retryDelay)
 		} else if len(ix.fresh) > 0 {
-			arm(s.batchDelay) // tasks read again after a conflict
+			arm(pacer.Delay()) // tasks read again after a conflict
 		}
 	}
 }
 
-// batch decides and commits one batch. It reports false when a proposal
-// failed and the batch must be tried again.
-func (s *Scheduler) batch(ctx context.Context, ix *index) bool {
+// batch decides and commits one batch and returns how many proposals it
+// made. It reports false when a proposal failed and the batch must be
+// tried again.
+func (s *Scheduler) batch(ctx context.Context, ix *index) (int, bool) {
 	if !ix.recheckAll && len(ix.fresh) == 0 {
-		return true
+		return 0, true
 	}
 	start := time.Now()
 	writes := s.decide(ix)
@@ -165,7 +192,7 @@ func (s *Scheduler) batch(ctx context.Context, ix *index) bool {
 		if ctx.Err() == nil {
 			s.log.Warn("scheduler: commit failed; retrying", "err", err, "retry_in", retryDelay)
 		}
-		return false
+		return proposals, false
 	}
 	// Writes undone after a conflict are pending again with their old
 	// status and do not count.
@@ -183,5 +210,5 @@ func (s *Scheduler) batch(ctx context.Context, ix *index) bool {
 	if s.observe != nil {
 		s.observe(stats)
 	}
-	return true
+	return proposals, true
 }
