@@ -258,6 +258,36 @@ func (c *controller) Wait(ctx context.Context) (exec.Exit, error) {
 	}
 }
 
+// shimExitWait bounds how long Remove waits for a shim that has recorded
+// launch's exit to end: it writes the record, then exits.
+const shimExitWait = 5 * time.Second
+
+// awaitEnded returns nil once nothing of the replica runs. A shim still
+// alive after recording launch's exit is finishing, and is waited for (up
+// to shimExitWait); one that recorded nothing means the replica runs.
+func (c *controller) awaitEnded(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, shimExitWait)
+	defer cancel()
+	tick := time.NewTicker(c.rt.pollInterval)
+	defer tick.Stop()
+	for {
+		p, err := c.processes()
+		if err != nil || !p.running() {
+			return err
+		}
+		if _, recorded, err := readExit(c.rep.Dir); err != nil {
+			return err
+		} else if !recorded {
+			return fmt.Errorf("remove replica %s: still running, stop it first", c.rep.Task.GetId())
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove replica %s: its shim still runs %v after recording launch's exit: %w", c.id(), shimExitWait, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 func (e exitRecord) exit() exec.Exit {
 	return exec.Exit{Code: e.Code, Signal: e.Signal, At: e.At}
 }
@@ -270,10 +300,8 @@ func (e exitRecord) exit() exec.Exit {
 func (c *controller) Remove(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, err := c.processes(); err != nil {
+	if err := c.awaitEnded(ctx); err != nil {
 		return err
-	} else if p.running() {
-		return fmt.Errorf("remove replica %s: still running, stop it first", c.rep.Task.GetId())
 	}
 	// The network goes first: should it fail, nothing else is touched
 	// and the next Remove tries it all again.

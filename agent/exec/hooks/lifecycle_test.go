@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -187,5 +188,55 @@ func TestExecAndAddress(t *testing.T) {
 	defer cancel()
 	if _, err := c.Exec(short, []string{"sleep", "10"}); err == nil {
 		t.Fatal("Exec outliving its context returned no error")
+	}
+}
+
+// A shim that recorded launch's exit is finishing: Remove right after Wait
+// waits for it to end instead of failing "still running". A shim that
+// recorded nothing is a running replica, refused at once.
+func TestRemoveWaitsForAFinishingShim(t *testing.T) {
+	rep := newReplica(t, map[string]string{"launch": "#!/bin/sh\nexit 0\n"}, nil)
+	c := controllerFor(t, newRuntime(t), rep).(*controller)
+	if err := os.MkdirAll(rep.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shim := osexec.Command("sleep", "60")
+	if err := shim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() { _ = shim.Wait(); close(ended) }()
+	t.Cleanup(func() { _ = shim.Process.Kill(); <-ended })
+	rec, err := recordOf(shim.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSON(c.path(shimFile), rec); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	if err := c.Remove(ctx); err == nil || !strings.Contains(err.Error(), "still running") {
+		t.Fatalf("Remove with a live shim and no exit record = %v, want still running", err)
+	}
+
+	if err := writeJSON(filepath.Join(rep.Dir, exitFile), exitRecord{At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	removed := make(chan error, 1)
+	go func() { removed <- c.Remove(ctx) }()
+	select {
+	case err := <-removed:
+		t.Fatalf("Remove returned %v while the shim still ran", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	_ = shim.Process.Kill()
+	<-ended
+	select {
+	case err := <-removed:
+		if err != nil {
+			t.Fatalf("Remove once the shim ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Remove still waiting 10s after the shim ended")
 	}
 }
