@@ -36,8 +36,19 @@ type jacoResult struct {
 	// FromTaskCreated: RUNNING − the replica's task.meta.created_at.
 	FromTaskCreated latStats `json:"from_task_created"`
 	// SeenByClient: first ListTasks poll (every 100 ms) showing running −
-	// just before CreateService: what an operator sees.
-	SeenByClient latStats `json:"seen_by_client"`
+	// just before CreateService (results before WatchService was used;
+	// kept to read old results.json files).
+	SeenByClient latStats `json:"seen_by_client,omitzero"`
+	// SeenByWatch: the WatchService message showing the replica running
+	// (what `jaco service create` follows) − just before CreateService.
+	SeenByWatch latStats `json:"seen_by_watch"`
+	// WatchLag: that message − the agent's RUNNING timestamp: how long the
+	// report takes from the agent to a waiting client.
+	WatchLag latStats `json:"watch_lag"`
+	// RawWatchMS and RawLagMS are SeenByWatch's and WatchLag's samples,
+	// pooled over rounds in the summary.
+	RawWatchMS []float64 `json:"raw_watch_ms"`
+	RawLagMS   []float64 `json:"raw_lag_ms"`
 	// Phases, from jacod's "replica status" log lines (ms resolution).
 	Phases      map[string]latStats `json:"phases"`
 	CreateRPCMS float64             `json:"create_rpc_ms"`
@@ -195,34 +206,19 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 		return nil, fmt.Errorf("create service: %w", err)
 	}
 	tAck := time.Now()
-	seen := map[string]time.Time{}
+	// Follow the service as `jaco service create` does: WatchService from
+	// the create's answer on, noting when each replica shows running.
+	seen, err := n.watchRunning(ctx, name)
 	var tasks []*api.Task
-	err = waitFor(ctx, 5*time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
-		listed, err := n.cl.ListTasks(ctx, &api.ListTasksRequest{Service: name})
-		if err != nil {
-			return err
-		}
-		now := time.Now()
-		tasks = tasks[:0]
+	if err == nil {
+		var listed []*api.Task
+		listed, err = n.cl.ListTasks(ctx, &api.ListTasksRequest{Service: name})
 		for _, t := range listed {
-			if t.GetDesiredState() != api.TaskState_TASK_STATE_RUNNING {
-				continue
+			if _, ok := seen[t.GetId()]; ok && t.GetDesiredState() == api.TaskState_TASK_STATE_RUNNING {
+				tasks = append(tasks, t)
 			}
-			switch st := t.GetStatus().GetState(); {
-			case st == api.TaskState_TASK_STATE_RUNNING:
-				if _, ok := seen[t.GetId()]; !ok {
-					seen[t.GetId()] = now
-				}
-			case st > api.TaskState_TASK_STATE_RUNNING:
-				return fmt.Errorf("replica %s: %s: %s", t.GetId(), st, t.GetStatus().GetMessage())
-			}
-			tasks = append(tasks, t)
 		}
-		if len(seen) < n.o.replicas {
-			return fmt.Errorf("%d of %d replicas running", len(seen), n.o.replicas)
-		}
-		return nil
-	})
+	}
 	// Remove whatever happened, so the next round (or the end) is clean.
 	defer func() {
 		if rerr := n.remove(ctx, name); rerr != nil {
@@ -234,7 +230,7 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 	}
 	res := &jacoResult{N: len(tasks), CreateRPCMS: ms(tAck.Sub(t0))}
 	svcCreated := resp.GetService().GetMeta().GetCreatedAt().AsTime()
-	var fromCreate, fromSvc, fromTask, fromSeen []int64
+	var fromCreate, fromSvc, fromTask, fromSeen, lag []int64
 	var last time.Time
 	for _, t := range tasks {
 		running := t.GetStatus().GetTimestamp().AsTime()
@@ -245,12 +241,16 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 		fromSvc = append(fromSvc, int64(running.Sub(svcCreated)))
 		fromTask = append(fromTask, int64(running.Sub(t.GetMeta().GetCreatedAt().AsTime())))
 		fromSeen = append(fromSeen, int64(seen[t.GetId()].Sub(t0)))
+		lag = append(lag, int64(seen[t.GetId()].Sub(running)))
 		res.RawMS = append(res.RawMS, ms(running.Sub(t0)))
+		res.RawWatchMS = append(res.RawWatchMS, ms(seen[t.GetId()].Sub(t0)))
+		res.RawLagMS = append(res.RawLagMS, ms(seen[t.GetId()].Sub(running)))
 	}
 	res.FromCreate = summarize(fromCreate)
 	res.FromServiceCreatedAt = summarize(fromSvc)
 	res.FromTaskCreated = summarize(fromTask)
-	res.SeenByClient = summarize(fromSeen)
+	res.SeenByWatch = summarize(fromSeen)
+	res.WatchLag = summarize(lag)
 	res.TotalS = last.Sub(t0).Seconds()
 	res.Phases, err = replicaPhases(n.p.log, logOff, t0, tasks)
 	if err != nil {
@@ -295,4 +295,38 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return fi.Size()
+}
+
+// watchRunning follows service name through WatchService until every one
+// of its n.o.replicas slots shows a running replica, and returns when each
+// replica was first seen running. A replica that failed ends it with an
+// error.
+func (n *jacoNode) watchRunning(ctx context.Context, name string) (map[string]time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	stream, err := n.cl.Control.WatchService(ctx, &api.WatchServiceRequest{Service: name})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w", name, err)
+	}
+	seen := map[string]time.Time{}
+	for {
+		msg, err := stream.Recv()
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %d of %d replicas running: %w", name, len(seen), n.o.replicas, err)
+		}
+		now := time.Now()
+		for _, sl := range msg.GetSlots() {
+			switch st := sl.GetState(); {
+			case st == api.TaskState_TASK_STATE_RUNNING:
+				if _, ok := seen[sl.GetTaskId()]; !ok {
+					seen[sl.GetTaskId()] = now
+				}
+			case st > api.TaskState_TASK_STATE_RUNNING:
+				return nil, fmt.Errorf("replica %s: %s: %s", sl.GetTaskId(), st, sl.GetMessage())
+			}
+		}
+		if len(seen) >= n.o.replicas {
+			return seen, nil
+		}
+	}
 }

@@ -141,9 +141,18 @@ func containersMarkdown(run *containersRun) string {
 			r.Round, j.FromServiceCreatedAt.P50, j.FromServiceCreatedAt.P99, j.FromServiceCreatedAt.Max)
 		fmt.Fprintf(&b, "| %d | jaco: task created_at → RUNNING | %.0f | %.0f | %.0f | | | | |\n",
 			r.Round, j.FromTaskCreated.P50, j.FromTaskCreated.P99, j.FromTaskCreated.Max)
-		fmt.Fprintf(&b, "| %d | jaco: create call → seen running by a client polling every 100 ms | %.0f | %.0f | %.0f | | | | |\n",
-			r.Round, j.SeenByClient.P50, j.SeenByClient.P99, j.SeenByClient.Max)
+		if j.SeenByClient.N > 0 {
+			fmt.Fprintf(&b, "| %d | jaco: create call → seen running by a client polling every 100 ms | %.0f | %.0f | %.0f | | | | |\n",
+				r.Round, j.SeenByClient.P50, j.SeenByClient.P99, j.SeenByClient.Max)
+		}
+		if j.SeenByWatch.N > 0 {
+			fmt.Fprintf(&b, "| %d | jaco: create call → seen running by `service create`'s watch | %.0f | %.0f | %.0f | | | | |\n",
+				r.Round, j.SeenByWatch.P50, j.SeenByWatch.P99, j.SeenByWatch.Max)
+			fmt.Fprintf(&b, "| %d | jaco: agent's RUNNING → seen by the watch | %.0f | %.0f | %.0f | | | | |\n",
+				r.Round, j.WatchLag.P50, j.WatchLag.P99, j.WatchLag.Max)
+		}
 	}
+	allRoundsMarkdown(&b, run)
 	b.WriteString("\n## Where the time goes\n\n")
 	b.WriteString("| round | measurement | phase | p50 | p99 | max |\n|---|---|---|---|---|---|\n")
 	for _, r := range run.Rounds {

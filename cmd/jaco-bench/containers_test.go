@@ -119,3 +119,33 @@ func TestContainersMarkdownRatios(t *testing.T) {
 		}
 	}
 }
+
+// With more than one round, every sample is pooled: one replica a round
+// still gives a p50 and p99, with ratios against the pooled floors; the
+// watch's rows are there.
+func TestContainersMarkdownAllRounds(t *testing.T) {
+	round := func(n int, floor, jaco, watch, lag float64) *roundResult {
+		return &roundResult{
+			Round:  n,
+			Floors: []*floorResult{{Kind: "client", N: 1, RawMS: []float64{floor}}},
+			Jaco: &jacoResult{N: 1, RawMS: []float64{jaco}, RawWatchMS: []float64{watch}, RawLagMS: []float64{lag},
+				SeenByWatch: latStats{N: 1, P50: watch}, WatchLag: latStats{N: 1, P50: lag}},
+		}
+	}
+	run := &containersRun{Rounds: []*roundResult{round(1, 100, 150, 160, 10), round(2, 120, 210, 230, 20), round(3, 110, 180, 190, 10)}}
+	md := containersMarkdown(run)
+	for _, want := range []string{
+		"## All rounds",
+		"| " + floorTitles["client"] + " | 3 | 110 | 120 | 120 | 1.64 | 1.75 |",
+		"| **jaco**: create call → RUNNING (agent timestamp) | 3 | 180 | 210 | 210 |  |  |",
+		"| jaco: agent's RUNNING → seen by the watch | 3 | 10 | 20 | 20 |",
+		"| 2 | jaco: create call → seen running by `service create`'s watch | 230 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "polling every 100 ms") {
+		t.Error("a polling row without polling samples")
+	}
+}

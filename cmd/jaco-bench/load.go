@@ -179,7 +179,7 @@ func summarize(ns []int64) latStats {
 }
 
 // percentile is the nearest-rank percentile of sorted values.
-func percentile(sorted []int64, p float64) int64 {
+func percentile[T int64 | float64](sorted []T, p float64) T {
 	if len(sorted) == 0 {
 		return 0
 	}
