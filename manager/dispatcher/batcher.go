@@ -19,7 +19,12 @@ type batcher[V any] struct {
 	// merge combines a pending change with a newer one for the same key.
 	merge func(pending, newer V) V
 	flush func(ctx context.Context, items map[string]V) error
-	kick  chan struct{}
+	// urgent, when set, marks a change someone waits for: it is flushed
+	// without waiting for the window. Under load the flush in progress
+	// is then what gathers the next batch (group commit).
+	urgent func(V) bool
+	kick   chan struct{}
+	hurry  chan struct{} // an urgent change is pending (capacity 1)
 
 	mu      sync.Mutex
 	pending map[string]V
@@ -27,10 +32,11 @@ type batcher[V any] struct {
 	closed  bool
 }
 
+// newBatcher returns a batcher; urgent may be nil (no change is).
 func newBatcher[V any](window time.Duration, merge func(pending, newer V) V,
-	flush func(ctx context.Context, items map[string]V) error) *batcher[V] {
-	return &batcher[V]{window: window, merge: merge, flush: flush,
-		kick: make(chan struct{}, 1), pending: map[string]V{}}
+	flush func(ctx context.Context, items map[string]V) error, urgent func(V) bool) *batcher[V] {
+	return &batcher[V]{window: window, merge: merge, flush: flush, urgent: urgent,
+		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), pending: map[string]V{}}
 }
 
 // add queues items; the returned channel yields the flush's error once.
@@ -50,16 +56,28 @@ func (b *batcher[V]) add(items map[string]V) <-chan error {
 		b.pending[k] = v
 	}
 	b.waiters = append(b.waiters, done)
+	for _, v := range items {
+		if b.urgent != nil && b.urgent(v) {
+			signal(b.hurry)
+			break
+		}
+	}
+	signal(b.kick)
+	return done
+}
+
+// signal leaves a token in c (capacity 1) unless one is there.
+func signal(c chan struct{}) {
 	select {
-	case b.kick <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
-	return done
 }
 
 // run flushes until ctx ends, then fails whatever is still queued. A
 // change after a quiet spell is flushed at once; while changes keep
-// coming, at most one flush per window, so a burst costs few proposals.
+// coming, at most one flush per window, so a burst costs few proposals,
+// unless an urgent change is pending: that goes at once.
 func (b *batcher[V]) run(ctx context.Context) {
 	defer b.close()
 	pacer := pace.New(b.window)
@@ -77,6 +95,14 @@ func (b *batcher[V]) run(ctx context.Context) {
 			timer.Stop()
 			return
 		case <-timer.C:
+		case <-b.hurry:
+			timer.Stop()
+		}
+		// What is pending now goes: an urgent change among it needs no
+		// further flush.
+		select {
+		case <-b.hurry:
+		default:
 		}
 		pacer.Acted()
 		b.mu.Lock()

@@ -10,7 +10,8 @@ import (
 
 // A change after a quiet spell is flushed at once; changes that come
 // within the window of a flush wait for the window's end and go together,
-// each newer one merged into the pending one of its key.
+// each newer one merged into the pending one of its key; an urgent change
+// goes at once, taking what is pending with it.
 func TestBatcherFlushesAtOnceThenBatches(t *testing.T) {
 	const window = 2 * time.Second // "at once" cannot be mistaken for it
 	type flush struct {
@@ -22,7 +23,7 @@ func TestBatcherFlushesAtOnceThenBatches(t *testing.T) {
 		func(_ context.Context, items map[string]int) error {
 			flushes <- flush{time.Now(), items}
 			return nil
-		})
+		}, func(v int) bool { return v >= 100 }) // 100 and more: urgent
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); b.run(ctx) }()
@@ -56,5 +57,15 @@ func TestBatcherFlushesAtOnceThenBatches(t *testing.T) {
 	}
 	if !maps.Equal(second.items, map[string]int{"b": 3, "c": 1}) {
 		t.Errorf("second flush %v, want b=3 c=1 (merged, together)", slices.Sorted(maps.Keys(second.items)))
+	}
+
+	b.add(map[string]int{"d": 1})
+	b.add(map[string]int{"e": 100})
+	third := next()
+	if gap := third.at.Sub(second.at); gap >= window {
+		t.Errorf("an urgent change flushed %v after the flush before, want at once (< %v)", gap, window)
+	}
+	if !maps.Equal(third.items, map[string]int{"d": 1, "e": 100}) {
+		t.Errorf("urgent flush %v, want d=1 e=100", third.items)
 	}
 }

@@ -179,8 +179,8 @@ func (s *Server) Run(ctx context.Context) {
 		managers:  s.cfg.managers(),
 		peers:     newOverlayPeers(),
 		endpoints: newEndpointTable(),
-		nodes:     newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes),
-		statuses:  newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses),
+		nodes:     newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes, nil),
+		statuses:  newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses, settles),
 	}
 	s.mu.Lock()
 	if s.term != nil {

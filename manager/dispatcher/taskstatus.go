@@ -36,6 +36,13 @@ func acceptStatus(t *api.Task, c statusChange) bool {
 		!proto.Equal(t.Status, c.status)
 }
 
+// settles reports whether c is a replica running or ended: what a caller
+// (service create, an update's next step) waits for, written without
+// waiting for the batch window (docs/adr/0028).
+func settles(c statusChange) bool {
+	return c.status.GetState() >= api.TaskState_TASK_STATE_RUNNING
+}
+
 // UpdateTaskStatus implements api.DispatcherServiceServer. It returns once
 // the accepted updates are committed.
 func (s *Server) UpdateTaskStatus(ctx context.Context, req *api.UpdateTaskStatusRequest) (*api.UpdateTaskStatusResponse, error) {
