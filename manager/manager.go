@@ -70,10 +70,11 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	// to exist first: the reporter is filled in once the member is.
 	reporter := &raftReporter{}
 	tr := transport.New(transport.Config{
-		Raft:      reporter,
-		Dial:      func(addr string) (*grpc.ClientConn, error) { return dial(addr) },
-		Logger:    o.logger,
-		OnRemoved: m.markRemoved,
+		Raft:       reporter,
+		Dial:       func(addr string) (*grpc.ClientConn, error) { return dial(addr) },
+		Logger:     o.logger,
+		OnRemoved:  m.markRemoved,
+		OnPeerLost: reporter.PeerLost,
 	})
 	n, err := raft.New(raft.Config{
 		StateDir:         raftDir,
@@ -166,6 +167,13 @@ func (r *raftReporter) ReportUnreachable(id uint64) {
 func (r *raftReporter) ReportSnapshot(id uint64, status etcdraft.SnapshotStatus) {
 	if n := r.get(); n != nil {
 		n.ReportSnapshot(id, status)
+	}
+}
+
+// PeerLost tells the member a peer's connection broke (ADR 0029).
+func (r *raftReporter) PeerLost(id uint64) {
+	if n := r.get(); n != nil {
+		n.PeerLost(id)
 	}
 }
 

@@ -101,7 +101,8 @@ type Node struct {
 	stopOnce  sync.Once
 	stop      chan struct{}
 	rekeyC    chan rekeyRequest
-	fatal     chan error // an error found outside the Ready loop that must stop it
+	lostC     chan uint64 // a peer whose connection broke (PeerLost)
+	fatal     chan error  // an error found outside the Ready loop that must stop it
 	done      chan struct{}
 	err       error // set before done closes
 }
@@ -143,6 +144,7 @@ func New(cfg Config) (*Node, error) {
 		openCommit:      st.HardState.Commit,
 		stop:            make(chan struct{}),
 		rekeyC:          make(chan rekeyRequest),
+		lostC:           make(chan uint64, 1),
 		fatal:           make(chan error, 1),
 		done:            make(chan struct{}),
 	}
@@ -256,10 +258,19 @@ func (n *Node) loop(tick <-chan time.Time) error {
 	// A member restarted from a snapshot already knows its voters, and may
 	// see no Ready until an election timeout: try at once.
 	n.campaignIfAlone()
+	// campaign fires when this member's turn to campaign for a lost
+	// leader's place comes (leaderlost.go).
+	campaign := time.NewTimer(time.Hour)
+	campaign.Stop()
+	defer campaign.Stop()
 	for {
 		select {
 		case <-tick:
 			n.rn.Tick()
+		case id := <-n.lostC:
+			n.leaderLost(id, campaign)
+		case <-campaign.C:
+			n.campaignIfLeaderless()
 		case rd := <-n.rn.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err

@@ -83,8 +83,9 @@ func (t memTransport) Send(msgs []raftpb.Message) {
 func (memTransport) AddPeer(uint64, string) error { return nil }
 func (memTransport) RemovePeer(uint64)            {}
 
-// threeVoters starts a statically formed group of three voters on net.
-func threeVoters(t testing.TB, net *memNet) ([]*Node, []*rafttest.KV) {
+// threeVoters starts a statically formed group of three voters on net;
+// tune changes each member's Config before it opens.
+func threeVoters(t testing.TB, net *memNet, tune ...func(*Config)) ([]*Node, []*rafttest.KV) {
 	sealer := newHarness(t).sealer
 	var members []*api.RaftMember
 	for i := range 3 {
@@ -102,8 +103,12 @@ func threeVoters(t testing.TB, net *memNet) ([]*Node, []*rafttest.KV) {
 			t.Fatal(err)
 		}
 		kv := rafttest.NewKV()
-		n, err := New(Config{StateDir: dir, Sealer: sealer, Applier: kv, Transport: memTransport{net: net, self: self.RaftId},
-			Logger: slog.New(slog.DiscardHandler).With("member", i), TickInterval: 10 * time.Millisecond})
+		cfg := Config{StateDir: dir, Sealer: sealer, Applier: kv, Transport: memTransport{net: net, self: self.RaftId},
+			Logger: slog.New(slog.DiscardHandler).With("member", i), TickInterval: 10 * time.Millisecond}
+		for _, f := range tune {
+			f(&cfg)
+		}
+		n, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

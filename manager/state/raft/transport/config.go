@@ -30,6 +30,11 @@ type Config struct {
 	// because this member was removed from the cluster. It runs on a peer's
 	// goroutine, so it must not wait for Stop or RemovePeer.
 	OnRemoved func()
+	// OnPeerLost, if set, is called each time the connection to a peer,
+	// having been ready, breaks. The raft member uses it to stop waiting
+	// for a dead leader (raft.Node.PeerLost). It runs on the peer's
+	// watching goroutine and must not block.
+	OnPeerLost func(id uint64)
 
 	// QueueSize is the per-peer send queue, in messages; when it is full
 	// further messages are dropped and the peer reported unreachable.

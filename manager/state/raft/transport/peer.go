@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
@@ -27,6 +28,8 @@ type peer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
+	// watched is closed when watch returns.
+	watched chan struct{}
 
 	mu     sync.Mutex
 	addr   string
@@ -44,15 +47,16 @@ type peer struct {
 func newPeer(t *Transport, id uint64, addr string, conn *grpc.ClientConn) *peer {
 	ctx, cancel := context.WithCancel(t.ctx)
 	return &peer{
-		t:      t,
-		id:     id,
-		log:    t.log.With("raft_id", hexID(id)),
-		queue:  make(chan raftpb.Message, t.cfg.QueueSize),
-		ctx:    ctx,
-		cancel: cancel,
-		done:   make(chan struct{}),
-		addr:   addr,
-		conn:   conn,
+		t:       t,
+		id:      id,
+		log:     t.log.With("raft_id", hexID(id)),
+		queue:   make(chan raftpb.Message, t.cfg.QueueSize),
+		ctx:     ctx,
+		cancel:  cancel,
+		done:    make(chan struct{}),
+		watched: make(chan struct{}),
+		addr:    addr,
+		conn:    conn,
 	}
 }
 
@@ -99,12 +103,38 @@ func (p *peer) setConn(addr string, conn *grpc.ClientConn) {
 func (p *peer) stop() {
 	p.cancel()
 	<-p.done
+	<-p.watched
 	p.mu.Lock()
 	conn := p.conn
 	p.conn, p.closed = nil, true
 	p.mu.Unlock()
 	if conn != nil {
 		conn.Close()
+	}
+}
+
+// watch calls Config.OnPeerLost each time the peer's connection, having
+// been ready, breaks: its process ended (the kernel closed its sockets) or
+// the network between us failed. A connection replaced by setConn or
+// closed by stop is not a loss. It returns when the peer stops.
+func (p *peer) watch() {
+	defer close(p.watched)
+	if p.t.cfg.OnPeerLost == nil {
+		return
+	}
+	for {
+		conn := p.connection()
+		if conn == nil {
+			return
+		}
+		was := conn.GetState()
+		if !conn.WaitForStateChange(p.ctx, was) {
+			return // stopping
+		}
+		if was == connectivity.Ready && conn.GetState() != connectivity.Shutdown && p.connection() == conn {
+			p.log.Info("connection to raft peer lost")
+			p.t.cfg.OnPeerLost(p.id)
+		}
 	}
 }
 

@@ -110,10 +110,14 @@ func (t *Transport) AddPeer(id uint64, addr string) error {
 	}
 	p := newPeer(t, id, addr, conn)
 	t.peers[id] = p
-	t.wg.Add(1)
+	t.wg.Add(2)
 	go func() {
 		defer t.wg.Done()
 		p.run()
+	}()
+	go func() {
+		defer t.wg.Done()
+		p.watch()
 	}()
 	t.log.Info("raft peer added", "raft_id", hexID(id), "address", addr)
 	return nil

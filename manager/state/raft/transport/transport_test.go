@@ -250,3 +250,52 @@ func TestQueuedMessagesShareACall(t *testing.T) {
 		t.Fatalf("%d calls for %d messages queued behind one call; want them batched", attempts, total)
 	}
 }
+
+// A peer whose connection, once ready, breaks (its server stops, as a
+// killed process's sockets close) is reported lost, once per break; the
+// connection closed by moving the peer to another address is not a loss,
+// nor is Stop; the watching goroutines end with the transport.
+func TestPeerLostWhenItsConnectionBreaks(t *testing.T) {
+	s1, s2 := &fakeServer{}, &fakeServer{}
+	addr1, _ := serve(t, "127.0.0.1:0", s1)
+	addr2, stop2 := serve(t, "127.0.0.1:0", s2)
+	base := runtime.NumGoroutine()
+	lost := make(chan uint64, 10)
+	tr, _ := newTransport(t, Config{OnPeerLost: func(id uint64) { lost <- id }})
+	noLoss := func(when string) {
+		t.Helper()
+		select {
+		case id := <-lost:
+			t.Fatalf("%s: peer %d reported lost", when, id)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	mustAdd(t, tr, 2, addr1)
+	tr.Send([]raftpb.Message{app(2, 1)})
+	waitFor(t, "delivery to the first address", func() (bool, string) {
+		return len(s1.received()) == 1, fmt.Sprint(indexes(s1.received()))
+	})
+	noLoss("after a delivery")
+
+	mustAdd(t, tr, 2, addr2)
+	tr.Send([]raftpb.Message{app(2, 2)})
+	waitFor(t, "delivery to the new address", func() (bool, string) {
+		return len(s2.received()) == 1, fmt.Sprint(indexes(s2.received()))
+	})
+	noLoss("after moving the peer to another address")
+
+	stop2()
+	select {
+	case id := <-lost:
+		if id != 2 {
+			t.Fatalf("peer %d reported lost, want 2", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("peer 2's server stopped and no loss was reported within 5s")
+	}
+	noLoss("after the one report")
+	tr.Stop()
+	noLoss("after Stop")
+	waitGoroutines(t, "every goroutine to end after Stop", base)
+}
