@@ -15,6 +15,7 @@
 #   scripts/bench-cluster.sh -duration 10s        # quicker: any jaco-bench flag passes through
 #   scripts/bench-cluster.sh -phases failover -kills 5
 #   JACO_REV=HEAD scripts/bench-cluster.sh        # daemons built from a commit, not the work tree
+#   BENCH_OUT=docs/bench/cluster/x scripts/bench-cluster.sh -phases failover   # results elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -23,7 +24,7 @@ source scripts/lib/bench.sh
 ensure_pkgs etcd-server etcd-client git gcc libc6-dev ca-certificates
 ensure_go
 
-out=docs/bench/cluster
+out=${BENCH_OUT:-docs/bench/cluster}
 bench_workdir jaco-bench
 mkdir -p "$out"
 bench_build scripts/bench-cluster.sh
