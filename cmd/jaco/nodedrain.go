@@ -15,8 +15,14 @@ import (
 	"github.com/jaco-project/jaco/client"
 )
 
-// drainPoll is how often `jaco node remove` reads the drain's progress.
-const drainPoll = 500 * time.Millisecond
+// drainPoll is how often `jaco node remove` reads the drain's progress;
+// drainCountPoll how often until the leader has counted the replicas to
+// move: a small drain may be over within one drainPoll, and only a count
+// seen before the node goes lets the last line say how many moved.
+const (
+	drainPoll      = 500 * time.Millisecond
+	drainCountPoll = 50 * time.Millisecond
+)
 
 // drainSeenWithin is how long the drain RemoveNode started may take to
 // show on the manager answering (it may lag the leader a little).
@@ -43,7 +49,7 @@ func followRemoval(ctx context.Context, c *client.Client, node string, callTimeo
 		fmt.Fprintf(out, "Node %s removed.\n", node)
 		return nil
 	}
-	tick := time.NewTicker(drainPoll)
+	tick := time.NewTimer(drainCountPoll)
 	defer tick.Stop()
 	for {
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
@@ -78,6 +84,11 @@ func followRemoval(ctx context.Context, c *client.Client, node string, callTimeo
 			return status.Errorf(codes.Aborted, "the removal of %s was cancelled (its drain was changed); the node stays", node)
 		default:
 			lastGood = time.Now()
+		}
+		if total > 0 {
+			tick.Reset(drainPoll)
+		} else {
+			tick.Reset(drainCountPoll)
 		}
 		select {
 		case <-ctx.Done():
