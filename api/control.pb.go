@@ -542,8 +542,11 @@ type ClusterStatusResponse struct {
 	// failed_unlock_attempts counts wrong unlock keys given to this node
 	// since it started.
 	FailedUnlockAttempts uint32 `protobuf:"varint,7,opt,name=failed_unlock_attempts,json=failedUnlockAttempts,proto3" json:"failed_unlock_attempts,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// raft_term is this manager's raft term: every election raises it, so
+	// two reads with different terms mean leadership changed in between.
+	RaftTerm      uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ClusterStatusResponse) Reset() {
@@ -621,6 +624,13 @@ func (x *ClusterStatusResponse) GetQuorumLost() bool {
 func (x *ClusterStatusResponse) GetFailedUnlockAttempts() uint32 {
 	if x != nil {
 		return x.FailedUnlockAttempts
+	}
+	return 0
+}
+
+func (x *ClusterStatusResponse) GetRaftTerm() uint64 {
+	if x != nil {
+		return x.RaftTerm
 	}
 	return 0
 }
@@ -3660,7 +3670,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xa3\x02\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xc0\x02\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -3670,7 +3680,8 @@ const file_api_control_proto_rawDesc = "" +
 	"\amembers\x18\x05 \x03(\v2\x10.jaco.api.MemberR\amembers\x12\x1f\n" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
 	"quorumLost\x124\n" +
-	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\"2\n" +
+	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\x12\x1b\n" +
+	"\traft_term\x18\b \x01(\x04R\braftTerm\"2\n" +
 	"\x11UnlockNodeRequest\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +

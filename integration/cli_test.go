@@ -17,6 +17,7 @@ type clusterStatus struct {
 	ClusterID            string   `json:"cluster_id"`
 	NodeID               string   `json:"node_id"`
 	Leader               string   `json:"leader"`
+	RaftTerm             uint64   `json:"raft_term"`
 	Members              []member `json:"members"`
 	FailedUnlockAttempts int      `json:"failed_unlock_attempts"`
 }

@@ -30,12 +30,20 @@ func (c *mcluster) killLeader(t testing.TB) (rest []*nsDaemon) {
 	t.Helper()
 	old := c.leader(t, c.managers)
 	rest = c.others(old)
+	before, err := rest[0].tryStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	old.kill(t)
 	took := firstWrite(t, start, rest)
 	t.Logf("leader %s SIGKILLed: first write acknowledged after %v", old.name, took.Round(time.Millisecond))
 	if l := c.leader(t, rest); l == old {
 		t.Fatalf("survivors name the killed %s as leader", old.name)
+	}
+	// The election shows in the raft term cluster status reports.
+	if after, err := rest[0].tryStatus(); err != nil || before.RaftTerm == 0 || after.RaftTerm <= before.RaftTerm {
+		t.Errorf("%s's raft term %d before the kill, %d after (%v); want it to rise with the election", rest[0].name, before.RaftTerm, after.RaftTerm, err)
 	}
 	wantWritesThrough(t, rest)
 	return rest

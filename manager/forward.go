@@ -49,6 +49,9 @@ func (m *Manager) LeaderConn(context.Context) (grpc.ClientConnInterface, error) 
 // longer than the quorum-loss window.
 func (m *Manager) QuorumLost() bool { return m.raft.LeaderlessFor() > m.quorumLossWindow }
 
+// RaftTerm is this member's raft term; every election raises it.
+func (m *Manager) RaftTerm() uint64 { return m.raft.Status().Term }
+
 // dialLeader opens a connection for forwarding calls to the leader.
 func (m *Manager) dialLeader(addr string) (*grpc.ClientConn, error) {
 	return m.dial(addr, leaderDialOptions(addr)...)

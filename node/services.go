@@ -53,6 +53,7 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 	resp.NodeId = m.NodeID()
 	resp.Members, resp.LeaderNodeId = m.Members()
 	resp.QuorumLost = m.QuorumLost()
+	resp.RaftTerm = m.RaftTerm()
 	if !m.IsLeader() && resp.LeaderNodeId != "" {
 		s.reachabilityFromLeader(ctx, resp.Members)
 	}

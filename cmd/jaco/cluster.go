@@ -56,6 +56,8 @@ type statusView struct {
 	ClusterID string `json:"cluster_id"`
 	NodeID    string `json:"node_id"`
 	Leader    string `json:"leader"`
+	// RaftTerm rises at every election.
+	RaftTerm uint64 `json:"raft_term"`
 	// QuorumLost: this manager has been leaderless past the window.
 	QuorumLost bool         `json:"quorum_lost"`
 	Members    []memberView `json:"members"`
@@ -106,6 +108,7 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		ClusterID:  resp.ClusterId,
 		NodeID:     resp.NodeId,
 		Leader:     resp.LeaderNodeId,
+		RaftTerm:   resp.RaftTerm,
 		QuorumLost: resp.QuorumLost,
 		Members:    []memberView{},
 
@@ -142,7 +145,7 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 			leader = terminalSafe(fmt.Sprintf("%s (%s)", m.Hostname, m.NodeID))
 		}
 	}
-	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\n", v.ClusterID, v.NodeID, leader)
+	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\nRaft term:   %d (it rises at every election)\n", v.ClusterID, v.NodeID, leader, v.RaftTerm)
 	if v.QuorumLost {
 		fmt.Fprintln(out, "Quorum:      LOST (quorum_lost): this manager cannot reach a majority; writes through it fail")
 	}
