@@ -24,6 +24,9 @@ type cluster interface {
 	// leader returns the index of the member every live member agrees
 	// leads; an error while they do not agree.
 	leader(ctx context.Context) (int, error)
+	// term is the highest raft term among the live members: every
+	// election raises it.
+	term(ctx context.Context) (uint64, error)
 	// writers returns n independent connections to member i, each a
 	// writeFunc, and a function closing them.
 	writers(ctx context.Context, i, n int) ([]writeFunc, func(), error)

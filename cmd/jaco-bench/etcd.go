@@ -115,6 +115,21 @@ func (c *etcdCluster) status(ctx context.Context, m *etcdMember) (*clientv3.Stat
 	return cl.Status(ctx, m.clientURL)
 }
 
+func (c *etcdCluster) term(ctx context.Context) (uint64, error) {
+	var term uint64
+	for _, m := range c.members {
+		if !m.p.running() {
+			continue
+		}
+		s, err := c.status(ctx, m)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", m.name, err)
+		}
+		term = max(term, s.RaftTerm)
+	}
+	return term, nil
+}
+
 func (c *etcdCluster) system() string          { return "etcd" }
 func (c *etcdCluster) size() int               { return len(c.members) }
 func (c *etcdCluster) memberName(i int) string { return c.members[i].name }

@@ -196,6 +196,21 @@ func jacoStatus(ctx context.Context, m *jacoMember) (*api.ClusterStatusResponse,
 	return cl.Cluster.Status(ctx, &api.ClusterStatusRequest{})
 }
 
+func (c *jacoCluster) term(ctx context.Context) (uint64, error) {
+	var term uint64
+	for _, m := range c.members {
+		if !m.p.running() {
+			continue
+		}
+		s, err := jacoStatus(ctx, m)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", m.name, err)
+		}
+		term = max(term, s.GetRaftTerm())
+	}
+	return term, nil
+}
+
 func (c *jacoCluster) system() string          { return "jaco" }
 func (c *jacoCluster) size() int               { return len(c.members) }
 func (c *jacoCluster) memberName(i int) string { return c.members[i].name }

@@ -43,6 +43,9 @@ type rateResult struct {
 	RSSMiB      []float64      `json:"rss_mib"`
 	IdleCores   float64        `json:"server_idle_cores"` // CPU the three servers use unloaded
 	Load1       string         `json:"loadavg_before"`
+	// Elections is how much the raft term rose from just before the load
+	// to just after it: 0 when the leader held throughout.
+	Elections uint64 `json:"elections"`
 	PerSecond   []int          `json:"acks_per_second"`
 }
 
@@ -164,6 +167,10 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 	if env.perf != "" {
 		perfDone = startPerf(ctx, pids[li], filepath.Join(env.perf, fmt.Sprintf("perf-%s-%d.data", sys, int(rate))), o.duration)
 	}
+	term0, err := c.term(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("raft term before the load: %w", err)
+	}
 	cpu0, cpuT := serverCPU(pids), time.Now()
 	self0 := selfCPUSeconds()
 	lr := runLoad(ctx, loadConfig{
@@ -198,6 +205,11 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 	if perfDone != nil {
 		perfDone()
 	}
+	term1, err := c.term(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("raft term after the load: %w", err)
+	}
+	r.Elections = term1 - term0
 	for _, pid := range pids {
 		rss, _ := rssMiB(pid)
 		r.RSSMiB = append(r.RSSMiB, rss)

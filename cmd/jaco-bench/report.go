@@ -104,13 +104,13 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 	rows := [][]string{{"system", "offered_per_s", "clients", "achieved_per_s", "acked", "dropped", "abandoned", "errors",
 		"sched_p50_ms", "sched_p99_ms", "sched_max_ms", "sched_stddev_ms",
 		"service_p50_ms", "service_p99_ms", "service_max_ms", "service_stddev_ms",
-		"server_cpu_s", "server_idle_cores", "client_cpu_s", "pass", "pass_etcdctl_timing", "loadavg_before"}}
+		"server_cpu_s", "server_idle_cores", "client_cpu_s", "pass", "pass_etcdctl_timing", "loadavg_before", "elections"}}
 	for _, r := range rs {
 		rows = append(rows, []string{r.System, f1(r.Offered), fmt.Sprint(r.Clients), f1(r.Achieved), fmt.Sprint(r.Acked),
 			fmt.Sprint(r.Dropped), fmt.Sprint(r.Abandoned), fmt.Sprint(sum(r.Errors)),
 			f2(r.FromSched.P50), f2(r.FromSched.P99), f2(r.FromSched.Max), f2(r.FromSched.Stddev),
 			f2(r.Service.P50), f2(r.Service.P99), f2(r.Service.Max), f2(r.Service.Stddev),
-			f2(r.ServerCPU), f2(r.IdleCores), f2(r.ClientCPU), fmt.Sprint(r.Pass), fmt.Sprint(r.PassService), r.Load1})
+			f2(r.ServerCPU), f2(r.IdleCores), f2(r.ClientCPU), fmt.Sprint(r.Pass), fmt.Sprint(r.PassService), r.Load1, fmt.Sprint(r.Elections)})
 	}
 	if err := writeCSV(filepath.Join(out, "rate.csv"), rows); err != nil {
 		return err
@@ -128,16 +128,16 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Committed writes at fixed offered rates (%s each)\n\n", o.duration)
 	b.WriteString("Latency from each write's scheduled time (open loop); \"service\" is from the time it was sent.\n\n")
-	b.WriteString("| offered/s | system | achieved/s | p50 ms | p99 ms | max ms | stddev ms | service p50 / p99 ms | errors, dropped | server CPU ms / 1000 writes (idle %) | check perf |\n")
-	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| offered/s | system | achieved/s | p50 ms | p99 ms | max ms | stddev ms | service p50 / p99 ms | errors, dropped | server CPU ms / 1000 writes (idle %) | elections | check perf |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
 		verdict := passWord(r.Pass)
 		if !r.Pass {
 			verdict += ": " + strings.Join(r.Fails, "; ")
 		}
-		fmt.Fprintf(&b, "| %.0f | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.2f / %.2f | %d, %d | %.0f (%.0f %%) | %s |\n",
+		fmt.Fprintf(&b, "| %.0f | %s | %.0f | %.2f | %.2f | %.1f | %.1f | %.2f / %.2f | %d, %d | %.0f (%.0f %%) | %d | %s |\n",
 			r.Offered, r.System, r.Achieved, r.FromSched.P50, r.FromSched.P99, r.FromSched.Max, r.FromSched.Stddev,
-			r.Service.P50, r.Service.P99, sum(r.Errors), r.Dropped+r.Abandoned, cpuPerK(r), 100*r.IdleCores, verdict)
+			r.Service.P50, r.Service.P99, sum(r.Errors), r.Dropped+r.Abandoned, cpuPerK(r), 100*r.IdleCores, r.Elections, verdict)
 	}
 	b.WriteString("\n### jaco ÷ etcd, same rate, same run\n\n")
 	b.WriteString("| offered/s | achieved | p50 | p99 | max | CPU per write |\n|---:|---:|---:|---:|---:|---:|\n")
