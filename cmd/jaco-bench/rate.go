@@ -46,7 +46,7 @@ type rateResult struct {
 	// Elections is how much the raft term rose from just before the load
 	// to just after it: 0 when the leader held throughout.
 	Elections uint64 `json:"elections"`
-	PerSecond   []int          `json:"acks_per_second"`
+	PerSecond []int  `json:"acks_per_second"`
 }
 
 // checkPerf applies the pass rule of `etcdctl check perf`: no errors, more
