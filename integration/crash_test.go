@@ -51,6 +51,11 @@ func crashAndRecover(t testing.TB, d *daemon) {
 			if err != nil {
 				return err
 			}
+			// A restart elects again: the term must rise, all else stay.
+			if got.RaftTerm <= want.RaftTerm {
+				return fmt.Errorf("cycle %d: raft term %d, want above %d (a restart elects again)", cycle, got.RaftTerm, want.RaftTerm)
+			}
+			want.RaftTerm = got.RaftTerm
 			if !reflect.DeepEqual(got, want) {
 				return fmt.Errorf("cycle %d: status %+v, want %+v", cycle, got, want)
 			}
