@@ -115,19 +115,31 @@ func (c *etcdCluster) status(ctx context.Context, m *etcdMember) (*clientv3.Stat
 	return cl.Status(ctx, m.clientURL)
 }
 
-func (c *etcdCluster) term(ctx context.Context) (uint64, error) {
-	var term uint64
+// liveStatuses calls fn with the status of each running member, in order,
+// stopping at the first error (a failed status read, or fn's).
+func (c *etcdCluster) liveStatuses(ctx context.Context, fn func(m *etcdMember, s *clientv3.StatusResponse) error) error {
 	for _, m := range c.members {
 		if !m.p.running() {
 			continue
 		}
 		s, err := c.status(ctx, m)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", m.name, err)
+			return fmt.Errorf("%s: %w", m.name, err)
 		}
-		term = max(term, s.RaftTerm)
+		if err := fn(m, s); err != nil {
+			return err
+		}
 	}
-	return term, nil
+	return nil
+}
+
+func (c *etcdCluster) term(ctx context.Context) (uint64, error) {
+	var term uint64
+	err := c.liveStatuses(ctx, func(_ *etcdMember, s *clientv3.StatusResponse) error {
+		term = max(term, s.RaftTerm)
+		return nil
+	})
+	return term, err
 }
 
 func (c *etcdCluster) system() string          { return "etcd" }
@@ -144,22 +156,19 @@ func (c *etcdCluster) pids() []int {
 
 func (c *etcdCluster) leader(ctx context.Context) (int, error) {
 	var lead uint64
-	for _, m := range c.members {
-		if !m.p.running() {
-			continue
-		}
-		s, err := c.status(ctx, m)
-		if err != nil {
-			return -1, fmt.Errorf("%s: %w", m.name, err)
-		}
+	err := c.liveStatuses(ctx, func(m *etcdMember, s *clientv3.StatusResponse) error {
 		m.memberID = s.Header.MemberId
 		if s.Leader == 0 {
-			return -1, fmt.Errorf("%s sees no leader", m.name)
+			return fmt.Errorf("%s sees no leader", m.name)
 		}
 		if lead != 0 && s.Leader != lead {
-			return -1, fmt.Errorf("members disagree on the leader (%x, %x)", lead, s.Leader)
+			return fmt.Errorf("members disagree on the leader (%x, %x)", lead, s.Leader)
 		}
 		lead = s.Leader
+		return nil
+	})
+	if err != nil {
+		return -1, err
 	}
 	for i, m := range c.members {
 		if m.memberID == lead {
