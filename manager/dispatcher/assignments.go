@@ -101,6 +101,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			if err := send(stream, s.st, api.AssignmentsMessage_TYPE_INCREMENTAL, updated, removed); err != nil {
 				return err
 			}
+			pacer.Acted()
 		case <-sess.done:
 			return sess.err
 		case <-t.ctx.Done():

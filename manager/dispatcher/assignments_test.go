@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -205,5 +206,33 @@ func TestStatusUpdatesFromManyNodesShareProposals(t *testing.T) {
 	// windows for goroutine start-up on a loaded machine.
 	if got := h.prop.Proposals() - before; got > nodes/5 {
 		t.Errorf("%d concurrent reports took %d proposals", nodes, got)
+	}
+}
+
+// An idle stream sends a change at once; changes within the window after
+// that message wait for the window's end and come together.
+func TestAssignmentsPaced(t *testing.T) {
+	const window = 2 * time.Second // "at once" cannot be mistaken for it
+	h := newHarness(t, workerNode("n1"))
+	h.srv.cfg.batchWindow = window
+	h.run()
+	c, _, sess := h.openSession("n1", nil)
+	as, err := c.Assignments(h.ctxFor("n1"), &api.AssignmentsRequest{SessionId: sess.SessionId})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_COMPLETE, nil, nil)
+	start := time.Now()
+	h.create(task("t1", "n1", running, assignedS))
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_INCREMENTAL, []string{"t1"}, nil)
+	if took := time.Since(start); took >= window {
+		t.Errorf("a change on an idle stream came %v later, want at once (< %v)", took, window)
+	}
+	first := time.Now()
+	h.create(task("t2", "n1", running, assignedS))
+	h.create(task("t3", "n1", running, assignedS))
+	nextAssignments(t, as, api.AssignmentsMessage_TYPE_INCREMENTAL, []string{"t2", "t3"}, nil)
+	if gap := time.Since(first); gap < window/2 {
+		t.Errorf("changes right after a message came %v later, want them held for the window (%v)", gap, window)
 	}
 }
