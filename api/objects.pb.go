@@ -1014,7 +1014,11 @@ type NetworkSpec struct {
 	// ingress marks the routing mesh's network, named "ingress": made by
 	// the cluster with the first service publishing an ingress port, joined
 	// by every such service's replicas and by every node; no spec names it.
-	Ingress       bool `protobuf:"varint,3,opt,name=ingress,proto3" json:"ingress,omitempty"`
+	Ingress bool `protobuf:"varint,3,opt,name=ingress,proto3" json:"ingress,omitempty"`
+	// labels are the operator's; `jaco stack deploy` marks the networks it
+	// creates with jaco.stack.namespace=STACK, which `stack rm` and
+	// `--prune` go by.
+	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1068,6 +1072,13 @@ func (x *NetworkSpec) GetIngress() bool {
 		return x.Ingress
 	}
 	return false
+}
+
+func (x *NetworkSpec) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 type NodeStatus struct {
@@ -3764,11 +3775,15 @@ const file_api_objects_proto_rawDesc = "" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
-	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"S\n" +
+	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.NetworkSpecR\x04spec\"\xc9\x01\n" +
 	"\vNetworkSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06subnet\x18\x02 \x01(\tR\x06subnet\x12\x18\n" +
-	"\aingress\x18\x03 \x01(\bR\aingress\"\x91\x01\n" +
+	"\aingress\x18\x03 \x01(\bR\aingress\x129\n" +
+	"\x06labels\x18\x04 \x03(\v2!.jaco.api.NetworkSpec.LabelsEntryR\x06labels\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x91\x01\n" +
 	"\n" +
 	"NodeStatus\x12/\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x19.jaco.api.NodeStatusStateR\x05state\x12\x18\n" +
@@ -4087,7 +4102,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4138,101 +4153,103 @@ var file_api_objects_proto_goTypes = []any{
 	(*NetworkAddress)(nil),        // 46: jaco.api.NetworkAddress
 	(*Task)(nil),                  // 47: jaco.api.Task
 	(*JoinToken)(nil),             // 48: jaco.api.JoinToken
-	nil,                           // 49: jaco.api.Node.LabelsEntry
-	nil,                           // 50: jaco.api.HookBundle.FilesEntry
-	nil,                           // 51: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 52: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 53: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 54: google.protobuf.Duration
+	nil,                           // 49: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 50: jaco.api.Node.LabelsEntry
+	nil,                           // 51: jaco.api.HookBundle.FilesEntry
+	nil,                           // 52: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 53: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 54: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 55: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	53, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	53, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	54, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	54, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
 	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
 	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	3,  // 5: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	53, // 6: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	18, // 7: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	20, // 8: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 9: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	54, // 10: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	53, // 11: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	13, // 12: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 13: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 14: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	49, // 15: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	17, // 16: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	19, // 17: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 18: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	22, // 19: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	21, // 20: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 21: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	50, // 22: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 23: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	54, // 24: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	54, // 25: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	30, // 26: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	32, // 27: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	33, // 28: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	31, // 29: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	54, // 30: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	54, // 31: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	54, // 32: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 33: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	26, // 34: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	18, // 35: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	18, // 36: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	24, // 37: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	25, // 38: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	27, // 39: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	28, // 40: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	29, // 41: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	54, // 42: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	54, // 43: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	42, // 44: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	40, // 45: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	40, // 46: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 47: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	35, // 48: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	35, // 49: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	51, // 50: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	36, // 51: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	13, // 52: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	39, // 53: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	13, // 54: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	39, // 55: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	52, // 56: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	54, // 57: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 58: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 59: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	54, // 60: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 61: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	53, // 62: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	53, // 63: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 64: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	34, // 65: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	34, // 66: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	41, // 67: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	44, // 68: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	12, // 69: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	53, // 70: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	46, // 71: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	13, // 72: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	12, // 73: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	45, // 74: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	34, // 75: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	53, // 76: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	53, // 77: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	13, // 78: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 79: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	53, // 80: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	53, // 81: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	82, // [82:82] is the sub-list for method output_type
-	82, // [82:82] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	49, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 6: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	54, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	18, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	20, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 10: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	55, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	54, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	13, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 14: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 15: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	50, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	17, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	19, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 19: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	22, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	21, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 22: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	51, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 24: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	55, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	55, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	30, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	32, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	33, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	31, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	55, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	55, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	55, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 34: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	26, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	18, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	18, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	24, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	25, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	27, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	28, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	29, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	55, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	55, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	42, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	40, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	40, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 48: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	35, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	35, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	52, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	36, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	13, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	39, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	13, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	39, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	53, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	55, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 59: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 60: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	55, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 62: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	54, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	54, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	34, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	34, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	41, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	44, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	12, // 70: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	54, // 71: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	46, // 72: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	13, // 73: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	12, // 74: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	45, // 75: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	34, // 76: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	54, // 77: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	54, // 78: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	13, // 79: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 80: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	54, // 81: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	54, // 82: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4252,7 +4269,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   40,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

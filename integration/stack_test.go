@@ -53,8 +53,10 @@ services:
     <<: *quick
     command: ["sh", "-c", "trap 'exit 0' INT TERM; while :; do sleep 1 & wait $$!; done"]
     depends_on: [db]
+    networks: [back, jobs]
 networks:
   back:
+  jobs:
 secrets:
   token:
     file: ./token.txt
@@ -190,6 +192,17 @@ func TestStack(t *testing.T) {
 		}
 		return nil
 	})
+	// Everything the stack created carries its label.
+	for _, obj := range [][2]string{{"network", "shop_back"}, {"network", "shop_jobs"}, {"secret", "shop_token"}, {"config", "shop_site"}} {
+		got, err := decode[struct {
+			Spec struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"spec"`
+		}](c.manager.jaco(obj[0], "inspect", obj[1]))
+		if err != nil || got.Spec.Labels["jaco.stack.namespace"] != "shop" {
+			t.Errorf("%s inspect %s: labels %v (%v), want jaco.stack.namespace=shop", obj[0], obj[1], got.Spec.Labels, err)
+		}
+	}
 	stacks := wantOK(t, c.manager.jaco("stack", "ls"))
 	if !strings.Contains(stacks.stdout, "shop") || !strings.Contains(stacks.stdout, "3") {
 		t.Errorf("stack ls: %q, want shop with 3 services", stacks.stdout)
@@ -226,10 +239,18 @@ func TestStack(t *testing.T) {
 	// stay as they are.
 	i := strings.Index(stackFile, "  worker:\n")
 	j := strings.Index(stackFile, "networks:\n  back:")
-	noWorker := write("noworker.yaml", stackFile[:i]+stackFile[j:])
+	noWorker := write("noworker.yaml", strings.Replace(stackFile[:i]+stackFile[j:], "\n  jobs:\n", "\n", 1))
 	pruned := wantOK(t, c.manager.jaco("stack", "deploy", "-c", noWorker, "-c", override, "--prune", "shop"))
 	if !strings.Contains(pruned.stdout, "Removing service shop_worker") || strings.Contains(pruned.stdout, "Updating") {
 		t.Errorf("deploy --prune without worker printed %q, want worker removed and nothing updated", pruned.stdout)
+	}
+	// ...and the network only worker used, after it; back stays.
+	if !strings.Contains(pruned.stdout, "Removing network shop_jobs") || strings.Contains(pruned.stdout, "network shop_back") {
+		t.Errorf("deploy --prune without worker and jobs printed %q, want shop_jobs removed and shop_back kept", pruned.stdout)
+	}
+	nets := wantOK(t, c.manager.jaco("network", "ls", "--format", "{{.name}}")).stdout
+	if slices.Contains(strings.Fields(nets), "shop_jobs") || !slices.Contains(strings.Fields(nets), "shop_back") {
+		t.Errorf("networks after --prune: %q, want shop_back without shop_jobs", nets)
 	}
 	if r := c.manager.jaco("service", "inspect", "shop_worker"); r.code != 1 || !strings.Contains(r.stderr, "not_found") {
 		t.Errorf("service inspect shop_worker after --prune: exit %d, %q; want not_found", r.code, r.stderr)

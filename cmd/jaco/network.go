@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,18 +22,30 @@ func networkCmd(g *globals) *cobra.Command {
 
 func networkCreateCmd(g *globals) *cobra.Command {
 	var subnet string
+	var labels []string
 	cmd := &cobra.Command{
-		Use:   "create NAME",
+		Use:   "create [--subnet CIDR] [--label K=V] NAME",
 		Short: "Create an overlay network; its subnet is given or taken from the cluster's overlay pool",
 		Long: "Create an overlay network; its subnet is given or taken from the cluster's overlay pool.\n" +
 			"The name ingress is the routing mesh's: the cluster makes that network with the first service\n" +
 			"publishing a port through the mesh (-p PUBLISHED:TARGET); network rm ingress is refused while one does.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			spec := &api.NetworkSpec{Name: args[0], Subnet: subnet}
+			for _, l := range labels {
+				k, v, ok := strings.Cut(l, "=")
+				if !ok {
+					return fmt.Errorf("--label %q: want KEY=VALUE", l)
+				}
+				if spec.Labels == nil {
+					spec.Labels = map[string]string{}
+				}
+				spec.Labels[k] = v
+			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: args[0], Subnet: subnet}})
+				resp, err := c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: spec})
 				if err != nil {
-					return err
+					return mayHaveApplied(err, "jaco network inspect "+args[0])
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), resp.Network.Id)
 				return nil
@@ -41,6 +54,7 @@ func networkCreateCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().Var(&checkedString{&subnet, func(s string) error { _, err := ipam.ParseSubnet(s); return err }}, "subnet",
 		"IPv4 CIDR of the network, /8 to /24, overlapping no other network's (default: the next free one of the overlay pool)")
+	cmd.Flags().StringArrayVar(&labels, "label", nil, "label KEY=VALUE (repeatable; stack deploy sets "+api.StackLabel+")")
 	return cmd
 }
 

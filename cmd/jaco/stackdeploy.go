@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -83,23 +84,45 @@ func (d *deployer) run(ctx context.Context) ([]change, error) {
 				return changed, mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)
 			}
 		}
+		d.pruneNetworks(ctx, p)
 	}
 	return changed, nil
 }
 
-// present is what the cluster holds already, by name.
-type present struct{ networks, secrets, configs map[string]bool }
+// pruneNetworks removes the networks the stack created that the files no
+// longer have. One still in use (by a service outside the stack, or by
+// the spec an updated service would roll back to) is kept with a
+// warning: the deploy itself has done what it was asked.
+func (d *deployer) pruneNetworks(ctx context.Context, p present) {
+	for _, name := range slices.Sorted(maps.Keys(p.networks)) {
+		if p.networks[name].GetSpec().GetLabels()[compose.NamespaceLabel] != d.st.Name ||
+			slices.ContainsFunc(d.st.Networks, func(n compose.Network) bool { return n.Name == name }) {
+			continue
+		}
+		d.say("Removing network %s", name)
+		if _, err := d.c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: name}); err != nil {
+			fmt.Fprintf(d.cmd.ErrOrStderr(), "Network %s is kept: %v\n", name, err)
+		}
+	}
+}
+
+// present is what the cluster holds already: networks by name, and the
+// names of secrets and configs.
+type present struct {
+	networks         map[string]*api.Network
+	secrets, configs map[string]bool
+}
 
 // look lists the networks, secrets and configs and refuses, before any
 // write, external ones that do not exist.
 func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present, error) {
-	p := present{map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	p := present{map[string]*api.Network{}, map[string]bool{}, map[string]bool{}}
 	nets, err := d.c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
 	if err != nil {
 		return p, err
 	}
 	for _, n := range nets.Networks {
-		p.networks[n.GetSpec().GetName()] = true
+		p.networks[n.GetSpec().GetName()] = n
 	}
 	secrets, err := d.c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
 	if err != nil {
@@ -116,7 +139,7 @@ func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present,
 		p.configs[s.GetSpec().GetName()] = true
 	}
 	for _, n := range d.st.Networks {
-		if n.External && !p.networks[n.Name] {
+		if n.External && p.networks[n.Name] == nil {
 			return p, fmt.Errorf("external network %s does not exist (jaco network create %s)", n.Name, n.Name)
 		}
 	}
@@ -137,16 +160,17 @@ func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present,
 // secret or config that exists is left as it is: they are immutable, and
 // a changed file takes a new key (and the services naming it a new spec).
 func (d *deployer) create(ctx context.Context, p present) error {
+	labels := map[string]string{compose.NamespaceLabel: d.st.Name}
 	for _, n := range d.st.Networks {
-		if n.External || p.networks[n.Name] {
+		if n.External || p.networks[n.Name] != nil {
 			continue
 		}
 		d.say("Creating network %s", n.Name)
-		if _, err := d.c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: n.Name, Subnet: n.Subnet}}); err != nil {
+		spec := &api.NetworkSpec{Name: n.Name, Subnet: n.Subnet, Labels: labels}
+		if _, err := d.c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: spec}); err != nil {
 			return mayHaveApplied(err, "jaco network inspect "+n.Name)
 		}
 	}
-	labels := map[string]string{compose.NamespaceLabel: d.st.Name}
 	for _, f := range d.st.Secrets {
 		if f.External || p.secrets[f.Name] {
 			continue

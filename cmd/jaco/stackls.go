@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 
@@ -143,9 +142,8 @@ func stackRmCmd(g *globals) *cobra.Command {
 		Use:     "rm NAME",
 		Aliases: []string{"remove"},
 		Short:   "Remove a stack: its services, then the networks, secrets and configs it created",
-		Long: "Remove a stack: its services (labelled " + compose.NamespaceLabel + "=NAME), then the networks\n" +
-			"named NAME_* that those services attach to, and the secrets and configs labelled as the stack's.\n" +
-			"External networks, secrets and configs are left alone.",
+		Long: "Remove a stack: its services, then its networks, secrets and configs: everything labelled\n" +
+			compose.NamespaceLabel + "=NAME. External networks, secrets and configs are left alone.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -161,17 +159,11 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 	if err != nil {
 		return err
 	}
-	nets := map[string]bool{}
-	var secrets, configs []string
-	for _, s := range svcs {
-		for _, n := range s.Spec.Networks {
-			// Only the stack's own: an external network has another name
-			// (one named NAME_* by hand would go too: see the guide).
-			if strings.HasPrefix(n, name+"_") {
-				nets[n] = true
-			}
-		}
+	nets, err := stackNetworks(ctx, c, cons, name, svcs)
+	if err != nil {
+		return err
 	}
+	var secrets, configs []string
 	sresp, err := c.Control.ListSecrets(ctx, &api.ListSecretsRequest{Consistency: cons})
 	if err != nil {
 		return err
@@ -202,7 +194,7 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 	// Go on past one that cannot go (another service attached to the
 	// network since): the rest still go, and every refusal is reported.
 	var errs []error
-	for _, n := range slices.Sorted(maps.Keys(nets)) {
+	for _, n := range nets {
 		fmt.Fprintf(out, "Removing network %s\n", n)
 		if _, err := c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: n}); err != nil {
 			errs = append(errs, err)
@@ -221,6 +213,33 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stackNetworks names the networks stack created, sorted: those labelled
+// with it, and, from before networks had labels, the unlabelled ones
+// named STACK_* that its services attach to. An external network is
+// neither: it has another name or no such label.
+func stackNetworks(ctx context.Context, c *client.Client, cons api.ReadConsistency, stack string, svcs []*api.Service) ([]string, error) {
+	resp, err := c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
+	if err != nil {
+		return nil, err
+	}
+	attached := map[string]bool{}
+	for _, s := range svcs {
+		for _, n := range s.Spec.Networks {
+			attached[n] = true
+		}
+	}
+	var names []string
+	for _, n := range resp.Networks {
+		name := n.GetSpec().GetName()
+		label, labelled := n.GetSpec().GetLabels()[compose.NamespaceLabel]
+		if label == stack || !labelled && attached[name] && strings.HasPrefix(name, stack+"_") {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
 }
 
 // removalOrder puts every service before those it depends on: the

@@ -42,12 +42,15 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 		}
 		asked = p
 	}
+	if err := checkLabels(spec.Labels); err != nil {
+		return nil, err
+	}
 	id, err := identity.NewID()
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
 	err = s.update(ctx, func(tx *store.Tx) error {
-		_, err := createNetworkTx(tx, id, &api.NetworkSpec{Name: spec.Name}, asked)
+		_, err := createNetworkTx(tx, id, &api.NetworkSpec{Name: spec.Name, Labels: spec.Labels}, asked)
 		return err
 	})
 	if err != nil {
@@ -58,8 +61,8 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	return &api.CreateNetworkResponse{Network: stored}, nil
 }
 
-// createNetworkTx records network id of spec (its name and ingress flag;
-// the subnet is asked, or chosen from the pool) in tx.
+// createNetworkTx records network id of spec (its name, labels and
+// ingress flag; the subnet is asked, or chosen from the pool) in tx.
 func createNetworkTx(tx *store.Tx, id string, spec *api.NetworkSpec, asked netip.Prefix) (*api.Network, error) {
 	if tx.FindNetworkByName(spec.Name) != nil {
 		return nil, reason.Error(codes.AlreadyExists, reason.AlreadyExists, "a network named %s exists already", spec.Name)
@@ -73,7 +76,7 @@ func createNetworkTx(tx *store.Tx, id string, spec *api.NetworkSpec, asked netip
 	if err != nil {
 		return nil, err
 	}
-	nw := &api.Network{Id: id, Meta: &api.Meta{}, Spec: &api.NetworkSpec{Name: spec.Name, Subnet: subnet.String(), Ingress: spec.Ingress}}
+	nw := &api.Network{Id: id, Meta: &api.Meta{}, Spec: &api.NetworkSpec{Name: spec.Name, Subnet: subnet.String(), Ingress: spec.Ingress, Labels: spec.Labels}}
 	return nw, tx.Create(nw)
 }
 

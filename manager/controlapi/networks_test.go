@@ -69,19 +69,46 @@ func TestNetworkSubnets(t *testing.T) {
 	for _, tc := range []struct {
 		name, subnet, word string
 		says               []string
+		labels             map[string]string
 	}{
-		{"front", "", reason.AlreadyExists, []string{"front exists"}},
-		{"dup", "198.18.0.0/16", reason.InvalidSpec, []string{"subnet 198.18.0.0/16 overlaps", "of network"}},
-		{"inner", "198.18.64.128/25", reason.InvalidSpec, []string{"/8 to /24"}},
-		{"hostbits", "198.18.64.1/24", reason.InvalidSpec, []string{"host bits", "198.18.64.0/24"}},
-		{"v6", "fd00::/64", reason.InvalidSpec, []string{"not an IPv4 CIDR"}},
-		{"Bad Name", "", reason.InvalidSpec, []string{"network name"}},
+		{"front", "", reason.AlreadyExists, []string{"front exists"}, nil},
+		{"dup", "198.18.0.0/16", reason.InvalidSpec, []string{"subnet 198.18.0.0/16 overlaps", "of network"}, nil},
+		{"inner", "198.18.64.128/25", reason.InvalidSpec, []string{"/8 to /24"}, nil},
+		{"hostbits", "198.18.64.1/24", reason.InvalidSpec, []string{"host bits", "198.18.64.0/24"}, nil},
+		{"v6", "fd00::/64", reason.InvalidSpec, []string{"not an IPv4 CIDR"}, nil},
+		{"Bad Name", "", reason.InvalidSpec, []string{"network name"}, nil},
+		{"badlabel", "", reason.InvalidSpec, []string{`label key "a b"`}, map[string]string{"a b": "x"}},
+		{"ctrllabel", "", reason.InvalidSpec, []string{"control characters"}, map[string]string{"k": "x\ny"}},
 	} {
-		_, err := s.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: tc.name, Subnet: tc.subnet}})
+		spec := &api.NetworkSpec{Name: tc.name, Subnet: tc.subnet, Labels: tc.labels}
+		_, err := s.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: spec})
 		wantRefused(t, fmt.Sprintf("network %s %s", tc.name, tc.subnet), err, tc.word, tc.says...)
 	}
 	if n := networkCount(st); n != before {
 		t.Fatalf("refused creates left %d networks, want %d", n, before)
+	}
+}
+
+// TestNetworkLabels: labels given at create are stored and listed (a
+// stack finds its networks by them).
+func TestNetworkLabels(t *testing.T) {
+	s, _ := newNetworkServer(t, "198.19.0.0/16")
+	ctx := context.Background()
+	labels := map[string]string{api.StackLabel: "shop"}
+	if _, err := s.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: &api.NetworkSpec{Name: "shop_back", Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+	createNetwork(t, s, "plain", "")
+	resp, err := s.ListNetworks(ctx, &api.ListNetworksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, n := range resp.Networks {
+		got[n.Spec.Name] = n.Spec.Labels[api.StackLabel]
+	}
+	if got["shop_back"] != "shop" || got["plain"] != "" || len(got) != 2 {
+		t.Fatalf("stack label by network: %v, want shop_back=shop and plain unlabelled", got)
 	}
 }
 

@@ -25,10 +25,11 @@ var labelKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
 
 // checkLabels refuses label keys a constraint could not name, and values
 // too long or holding control characters (they are printed by node ls).
+// Nodes and networks share the rules.
 func checkLabels(labels map[string]string) error {
 	if len(labels) > limits.MaxNodeLabels {
 		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
-			"%d labels in one request: a node may have at most %d", len(labels), limits.MaxNodeLabels)
+			"%d labels in one request: the limit is %d", len(labels), limits.MaxNodeLabels)
 	}
 	for k, v := range labels {
 		if !labelKey.MatchString(k) {
