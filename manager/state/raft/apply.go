@@ -1,10 +1,8 @@
 package raft
 
 import (
-	"errors"
 	"fmt"
 
-	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -117,49 +115,6 @@ func memberChanges(cc raftpb.ConfChangeI) (added []*api.RaftMember, removed []ui
 		}
 	}
 	return added, removed, nil
-}
-
-// maybeSnapshot snapshots the applied state every SnapshotInterval entries
-// and compacts the in-memory log behind it.
-func (n *Node) maybeSnapshot() error {
-	applied := n.applied.Load()
-	if !n.snapshotNow && applied-n.snapshotIndex < n.cfg.SnapshotInterval {
-		return nil
-	}
-	n.snapshotNow = false
-	data, err := n.snapshotData()
-	if err != nil {
-		return err
-	}
-	snap, err := n.mem.CreateSnapshot(applied, &n.confState, data)
-	if err != nil {
-		return fmt.Errorf("create snapshot at %d: %w", applied, err)
-	}
-	if err := n.disk.SaveSnapshot(snap); err != nil {
-		return err
-	}
-	n.snapshotIndex = applied
-	if applied > n.cfg.LogEntriesForSlowFollowers {
-		if err := n.mem.Compact(applied - n.cfg.LogEntriesForSlowFollowers); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("compact raft log: %w", err)
-		}
-	}
-	n.cfg.Logger.Info("raft snapshot taken", "index", applied)
-	return nil
-}
-
-// snapshotData encodes the applied state: store, members and the
-// blacklist of removed members.
-func (n *Node) snapshotData() ([]byte, error) {
-	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
-		Store:          n.cfg.Applier.Save(),
-		Members:        n.members.list(),
-		RemovedMembers: n.members.removedList(),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encode snapshot: %w", err)
-	}
-	return data, nil
 }
 
 // addPeer tells the transport where another member is.

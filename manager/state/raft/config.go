@@ -15,8 +15,11 @@ type Applier interface {
 	// Apply applies one committed batch; an error rejects the batch whole,
 	// deterministically on every member, and is returned to its proposer.
 	Apply(index uint64, req *api.InternalRaftRequest) error
-	// Save dumps the state for a snapshot.
-	Save() *api.StoreSnapshot
+	// Freeze fixes the state as it is for a snapshot; the function it
+	// returns dumps that state. Freeze is called on the Ready loop between
+	// two Applies and must be cheap; the dump may run on another
+	// goroutine while later batches apply.
+	Freeze() func() *api.StoreSnapshot
 	// Restore replaces the state with a snapshot's.
 	Restore(snap *api.StoreSnapshot, index uint64) error
 }

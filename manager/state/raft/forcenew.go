@@ -95,7 +95,7 @@ func ForceNewCluster(stateDir string, sealer *encryption.Sealer, applier Applier
 		return f, nil
 	}
 	snap := &api.RaftSnapshot{
-		Store:          applier.Save(),
+		Store:          applier.Freeze()(),
 		Members:        []*api.RaftMember{r.self},
 		RemovedMembers: append(r.members.removedList(), f.Blacklisted...),
 	}

@@ -67,7 +67,8 @@ type Node struct {
 	term, leaderTerm uint64
 	campaigned       bool
 	removedSelf      bool
-	snapshotNow      bool // snapshot at the end of this Ready, whatever the interval
+	snapshotNow      bool         // snapshot at the end of this Ready, whatever the interval
+	snapshotting     *snapshotJob // the snapshot being written off the loop, nil when none
 	// appliedConfChanges are the conf change ids applied in this Ready,
 	// whose proposers are woken once raft has been told (Advance).
 	appliedConfChanges []uint64
@@ -243,6 +244,14 @@ func (n *Node) run() {
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	err := n.loop(ticker.C)
+	// The snapshot being written is recorded after a clean stop, and only
+	// waited for after a failure: the log may not take another write.
+	if job := n.snapshotting; job != nil {
+		res := <-job.done
+		if err == nil {
+			err = n.snapshotDone(res)
+		}
+	}
 	n.rn.Stop()
 	if cerr := n.disk.Close(); err == nil {
 		err = cerr
@@ -281,6 +290,10 @@ func (n *Node) loop(tick <-chan time.Time) error {
 			}
 			n.appliedConfChanges = n.appliedConfChanges[:0]
 			n.campaignIfAlone()
+		case res := <-n.snapshotDoneC():
+			if err := n.snapshotDone(res); err != nil {
+				return err
+			}
 		case req := <-n.rekeyC:
 			err := n.rekey(req.sealer)
 			req.done <- err
@@ -300,6 +313,11 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	n.trackLeadership(rd)
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
 	if hasSnap {
+		// A leader's snapshot replaces the state: ours must be on disk or
+		// dropped first, not recorded after it.
+		if err := n.awaitSnapshot(); err != nil {
+			return err
+		}
 		if err := n.disk.SaveSnapshot(rd.Snapshot); err != nil {
 			return err
 		}

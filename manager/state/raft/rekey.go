@@ -42,12 +42,15 @@ func (n *Node) Rekey(ctx context.Context, sealer *encryption.Sealer) error {
 }
 
 func (n *Node) rekey(sealer *encryption.Sealer) error {
+	if err := n.awaitSnapshot(); err != nil {
+		return err
+	}
 	snap, err := n.mem.Snapshot()
 	if err != nil {
 		return fmt.Errorf("rekey: read snapshot: %w", err)
 	}
 	if applied := n.applied.Load(); applied > snap.Metadata.Index {
-		data, err := n.snapshotData()
+		data, err := n.frozenState()()
 		if err != nil {
 			return err
 		}

@@ -17,10 +17,11 @@
 //     batch and returns once that entry is applied, with Apply's verdict.
 //     Updates and deletes carry the version their caller read; a batch
 //     whose version no longer matches is refused with ErrVersionConflict.
-//   - Readers never see a half-applied batch. View, ViewAndWatch and Save
-//     read an immutable snapshot of the latest committed state, and the
-//     events of a batch are published after it commits, in apply order.
-//   - Stored objects are never modified. Reads and events hand out copies.
+//   - Readers never see a half-applied batch. View, ViewAndWatch, Save and
+//     Freeze read an immutable snapshot of the latest committed state, and
+//     the events of a batch are published after it commits, in apply order.
+//   - Stored objects are never modified. Reads and events hand out copies;
+//     Freeze alone shares them, to be encoded, not changed.
 //   - Restore (from a raft snapshot) replaces everything and publishes one
 //     EventReset.
 package store

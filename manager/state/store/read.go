@@ -218,13 +218,25 @@ func first[T Object](txn *memdb.Txn, table, index string, arg any) T {
 // list returns clones of the objects of table matching args on index, all of
 // them when args is empty.
 func list[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
+	out := listShared[T](txn, table, index, args...)
+	for i, o := range out {
+		out[i] = proto.Clone(o).(T)
+	}
+	return out
+}
+
+// listShared is list without the clones: the stored objects themselves,
+// which nobody may change (a write stores a clone; see Tx). It is for
+// readers that only encode what they read, such as a snapshot of a large
+// store, where cloning would double the work and the memory.
+func listShared[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
 	it, err := txn.Get(table, index, args...)
 	if err != nil {
 		panic(fmt.Sprintf("store: query %s by %s: %v", table, index, err))
 	}
 	var out []T
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, proto.Clone(raw.(T)).(T))
+		out = append(out, raw.(T))
 	}
 	return out
 }

@@ -17,6 +17,17 @@ func (s *Store) Save() *api.StoreSnapshot {
 	return save(s.db.Txn(false))
 }
 
+// Freeze is Save in two steps: the call fixes the content as it is now
+// (one consistent view, cheap to take), the function it returns copies it
+// out, and may run on another goroutine while later writes apply. The raft
+// node freezes on its Ready loop and encodes a snapshot off it.
+// The snapshot it returns shares the stored objects: encode it, do not
+// change it.
+func (s *Store) Freeze() func() *api.StoreSnapshot {
+	txn := s.db.Txn(false)
+	return func() *api.StoreSnapshot { return saveShared(txn) }
+}
+
 // SaveWithIndex is Save together with the AppliedIndex its content is
 // the state at, read as one: no Apply or Restore falls between them.
 func (s *Store) SaveWithIndex() (*api.StoreSnapshot, uint64) {
@@ -27,16 +38,22 @@ func (s *Store) SaveWithIndex() (*api.StoreSnapshot, uint64) {
 	return save(txn), index
 }
 
+// save is a copy of everything txn sees, for callers that may change it.
 func save(txn *memdb.Txn) *api.StoreSnapshot {
+	return proto.CloneOf(saveShared(txn))
+}
+
+// saveShared is everything txn sees, the stored objects themselves.
+func saveShared(txn *memdb.Txn) *api.StoreSnapshot {
 	return &api.StoreSnapshot{
-		Clusters:   list[*api.Cluster](txn, tableCluster, indexID),
-		Nodes:      list[*api.Node](txn, tableNode, indexID),
-		Services:   list[*api.Service](txn, tableService, indexID),
-		Tasks:      list[*api.Task](txn, tableTask, indexID),
-		JoinTokens: list[*api.JoinToken](txn, tableJoinToken, indexID),
-		Networks:   list[*api.Network](txn, tableNetwork, indexID),
-		Secrets:    list[*api.Secret](txn, tableSecret, indexID),
-		Configs:    list[*api.Config](txn, tableConfig, indexID),
+		Clusters:   listShared[*api.Cluster](txn, tableCluster, indexID),
+		Nodes:      listShared[*api.Node](txn, tableNode, indexID),
+		Services:   listShared[*api.Service](txn, tableService, indexID),
+		Tasks:      listShared[*api.Task](txn, tableTask, indexID),
+		JoinTokens: listShared[*api.JoinToken](txn, tableJoinToken, indexID),
+		Networks:   listShared[*api.Network](txn, tableNetwork, indexID),
+		Secrets:    listShared[*api.Secret](txn, tableSecret, indexID),
+		Configs:    listShared[*api.Config](txn, tableConfig, indexID),
 	}
 }
 

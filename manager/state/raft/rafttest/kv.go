@@ -61,6 +61,12 @@ func (a *KV) Save() *api.StoreSnapshot {
 	return snap
 }
 
+// Freeze dumps the state now, for the raft node to encode later.
+func (a *KV) Freeze() func() *api.StoreSnapshot {
+	snap := a.Save()
+	return func() *api.StoreSnapshot { return snap }
+}
+
 // Restore replaces the state with a snapshot's.
 func (a *KV) Restore(snap *api.StoreSnapshot, _ uint64) error {
 	a.mu.Lock()

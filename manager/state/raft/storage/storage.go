@@ -33,7 +33,7 @@ type State struct {
 }
 
 // Storage is an open raft log and snapshot directory. It is used by one
-// goroutine, the raft node's Ready loop.
+// goroutine, the raft node's Ready loop, but for WriteSnapshotFile.
 type Storage struct {
 	walDir, snapDir string
 	wal             *wal.WAL
@@ -191,10 +191,27 @@ func (s *Storage) Save(hs raftpb.HardState, ents []raftpb.Entry) error {
 // SaveSnapshot persists snap (file first, then its WAL record) and drops
 // snapshots and WAL segments no longer needed.
 func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
-	if err := s.writeSnapFile(sn); err != nil {
+	if err := s.WriteSnapshotFile(sn); err != nil {
 		return err
 	}
-	m := sn.Metadata
+	return s.RecordSnapshot(sn.Metadata)
+}
+
+// WriteSnapshotFile is the first half of SaveSnapshot: it seals sn and
+// writes its file, synced. Unlike every other method it may run on
+// another goroutine than the Storage's own, beside Save, so the Ready loop
+// need not wait while a large state is written; not beside Rekey,
+// SaveSnapshot or another WriteSnapshotFile. Until RecordSnapshot the file
+// is not used: Open takes only snapshots the WAL records.
+func (s *Storage) WriteSnapshotFile(sn raftpb.Snapshot) error {
+	return s.writeSnapFile(sn)
+}
+
+// RecordSnapshot is the second half of SaveSnapshot: it records the
+// snapshot whose file WriteSnapshotFile wrote in the WAL, making it the
+// one Open starts from, and drops snapshots and WAL segments no longer
+// needed. The WAL may hold entries past m.Index already.
+func (s *Storage) RecordSnapshot(m raftpb.SnapshotMetadata) error {
 	cs := m.ConfState
 	if err := s.wal.SaveSnapshot(walpb.Snapshot{Index: m.Index, Term: m.Term, ConfState: &cs}); err != nil {
 		return fmt.Errorf("record snapshot %d in wal %s: %w", m.Index, s.walDir, err)

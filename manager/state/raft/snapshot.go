@@ -1,0 +1,143 @@
+package raft
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/jaco-project/jaco/api"
+)
+
+// Snapshots are taken off the Ready loop (docs/adr/0030): the loop
+// freezes the applied state, a goroutine encodes, seals and writes it, and
+// the loop, told it is done, records it in the WAL and compacts the log.
+// Encoding a large store takes seconds; on the loop that would stop
+// heartbeats and writes for as long, and the followers would elect.
+
+// snapshotJob is a snapshot being written off the loop. done receives the
+// outcome once; the loop owns the job until then.
+type snapshotJob struct {
+	meta raftpb.SnapshotMetadata
+	done chan snapshotResult
+}
+
+type snapshotResult struct {
+	data []byte
+	err  error
+}
+
+// maybeSnapshot starts a snapshot of the applied state every
+// SnapshotInterval entries (or at once when snapshotNow), unless one is
+// being written already: the next Ready after it ends starts another if
+// the interval has passed again.
+func (n *Node) maybeSnapshot() error {
+	applied := n.applied.Load()
+	if n.snapshotting != nil || !n.snapshotNow && applied-n.snapshotIndex < n.cfg.SnapshotInterval {
+		return nil
+	}
+	n.snapshotNow = false
+	term, err := n.mem.Term(applied)
+	if err != nil {
+		return fmt.Errorf("snapshot at %d: term: %w", applied, err)
+	}
+	cs := raftpb.ConfState{
+		Voters:         slices.Clone(n.confState.Voters),
+		Learners:       slices.Clone(n.confState.Learners),
+		VotersOutgoing: slices.Clone(n.confState.VotersOutgoing),
+		LearnersNext:   slices.Clone(n.confState.LearnersNext),
+		AutoLeave:      n.confState.AutoLeave,
+	}
+	job := &snapshotJob{
+		meta: raftpb.SnapshotMetadata{Index: applied, Term: term, ConfState: cs},
+		done: make(chan snapshotResult, 1),
+	}
+	frozen := n.frozenState()
+	n.snapshotting = job
+	go func() {
+		data, err := frozen()
+		if err == nil {
+			err = n.disk.WriteSnapshotFile(raftpb.Snapshot{Data: data, Metadata: job.meta})
+		}
+		job.done <- snapshotResult{data: data, err: err}
+	}()
+	return nil
+}
+
+// snapshotDone finishes the job the loop was told of: the snapshot becomes
+// the one raft serves to followers and the one a restart begins from, and
+// the log behind it is compacted.
+func (n *Node) snapshotDone(res snapshotResult) error {
+	job := n.snapshotting
+	n.snapshotting = nil
+	if res.err != nil {
+		return res.err
+	}
+	m := job.meta
+	if _, err := n.mem.CreateSnapshot(m.Index, &m.ConfState, res.data); err != nil {
+		if errors.Is(err, raft.ErrSnapOutOfDate) {
+			return nil // a newer one was installed meanwhile; cannot happen while jobs are awaited
+		}
+		return fmt.Errorf("create snapshot at %d: %w", m.Index, err)
+	}
+	if err := n.disk.RecordSnapshot(m); err != nil {
+		return err
+	}
+	n.snapshotIndex = m.Index
+	if m.Index > n.cfg.LogEntriesForSlowFollowers {
+		if err := n.mem.Compact(m.Index - n.cfg.LogEntriesForSlowFollowers); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("compact raft log: %w", err)
+		}
+	}
+	n.cfg.Logger.Info("raft snapshot taken", "index", m.Index, "bytes", len(res.data))
+	return nil
+}
+
+// awaitSnapshot waits for the snapshot being written, if any, and
+// finishes it: done before anything else writes to the snapshot directory
+// or rewrites the log (a leader's snapshot, Rekey, Close).
+func (n *Node) awaitSnapshot() error {
+	if n.snapshotting == nil {
+		return nil
+	}
+	return n.snapshotDone(<-n.snapshotting.done)
+}
+
+// snapshotDoneC is the running job's done channel, nil (never ready) when
+// none runs.
+func (n *Node) snapshotDoneC() <-chan snapshotResult {
+	if n.snapshotting == nil {
+		return nil
+	}
+	return n.snapshotting.done
+}
+
+// frozenState freezes the applied state, members and the blacklist of
+// removed members now; the function returned encodes them.
+func (n *Node) frozenState() func() ([]byte, error) {
+	store := n.cfg.Applier.Freeze()
+	members := cloneMembers(n.members.list())
+	removed := cloneMembers(n.members.removedList())
+	return func() ([]byte, error) {
+		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
+			Store:          store(),
+			Members:        members,
+			RemovedMembers: removed,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("encode snapshot: %w", err)
+		}
+		return data, nil
+	}
+}
+
+func cloneMembers(ms []*api.RaftMember) []*api.RaftMember {
+	out := make([]*api.RaftMember, len(ms))
+	for i, m := range ms {
+		out[i] = proto.CloneOf(m)
+	}
+	return out
+}

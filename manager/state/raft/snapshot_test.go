@@ -1,0 +1,84 @@
+package raft
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
+)
+
+// slowDump is a KV whose first snapshot dump waits for release, as
+// encoding a large store takes seconds.
+type slowDump struct {
+	*rafttest.KV
+	once     sync.Once
+	started  chan struct{}
+	released chan struct{}
+}
+
+func (s *slowDump) Freeze() func() *api.StoreSnapshot {
+	dump := s.KV.Freeze()
+	first := false
+	s.once.Do(func() { first = true })
+	return func() *api.StoreSnapshot {
+		if first {
+			close(s.started)
+			<-s.released
+		}
+		return dump()
+	}
+}
+
+// TestWritesGoOnWhileASnapshotIsWritten: a snapshot being encoded does not
+// hold up commits (before, it ran on the Ready loop: every write, and the
+// heartbeats, waited for it); once written it is what a restart begins
+// from, with the writes made meanwhile replayed from the WAL.
+func TestWritesGoOnWhileASnapshotIsWritten(t *testing.T) {
+	h := newHarness(t)
+	kv := &slowDump{KV: rafttest.NewKV(), started: make(chan struct{}), released: make(chan struct{})}
+	n, err := New(Config{StateDir: h.dir, Sealer: h.sealer, Applier: kv, TickInterval: 10 * time.Millisecond,
+		SnapshotInterval: 5, LogEntriesForSlowFollowers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := n.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		propose(t, n, fmt.Sprintf("a%d", i), "x")
+	}
+	select {
+	case <-kv.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no snapshot started after 6 entries with an interval of 5")
+	}
+	for i := range 20 {
+		propose(t, n, fmt.Sprintf("b%02d", i), fmt.Sprint(i))
+	}
+	if snaps, _ := filepath.Glob(filepath.Join(h.dir, "snap", "*.snap")); len(snaps) != 0 {
+		t.Fatalf("snapshot files %v before the dump finished", snaps)
+	}
+	close(kv.released)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if snaps, _ := filepath.Glob(filepath.Join(h.dir, "snap", "*.snap")); len(snaps) != 1 {
+		t.Fatalf("snapshot files = %v after stop, want the one written", snaps)
+	}
+	kv2 := rafttest.NewKV()
+	h.start(kv2, 5)
+	if kv2.Len() != 26 {
+		t.Fatalf("restarted store has %d keys, want 26", kv2.Len())
+	}
+	if v, _ := kv2.Get("b19"); v != "19" {
+		t.Fatalf("b19 = %q after restart, want 19", v)
+	}
+}
