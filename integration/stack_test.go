@@ -107,11 +107,14 @@ func TestStack(t *testing.T) {
 	// The first deploy: web starts only once db is healthy.
 	wantOK(t, c.manager.jaco("stack", "deploy", "-d", "-c", file, "shop"))
 	eventually(t, replicaTimeout, func() error {
-		db, err := c.ps("shop_db", false)
+		// web first: db only moves forward, so a db not running when read
+		// after web was not healthy when web was read either (read the
+		// other way round, db can turn healthy and web start in between).
+		web, err := c.ps("shop_web", false)
 		if err != nil {
 			return err
 		}
-		web, err := c.ps("shop_web", false)
+		db, err := c.ps("shop_db", false)
 		if err != nil {
 			return err
 		}
