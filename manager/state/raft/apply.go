@@ -37,6 +37,7 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 		}
 	}
 	n.applied.Store(e.Index)
+	n.logBytes += len(e.Data)
 	return nil
 }
 

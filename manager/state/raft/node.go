@@ -61,7 +61,11 @@ type Node struct {
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
 	snapshotIndex uint64
-	wasLeader     bool
+	// snapshotBytes is the size of the newest snapshot, logBytes the size
+	// of the entries applied since it: a snapshot is due only once the log
+	// behind it outweighs it (snapshot.go).
+	snapshotBytes, logBytes int
+	wasLeader               bool
 	// term is raft's term as of the last Ready; leaderTerm the term this
 	// member leads in, 0 when it does not.
 	term, leaderTerm uint64
@@ -205,6 +209,7 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 	n.confState = snap.Metadata.ConfState
 	n.applied.Store(snap.Metadata.Index)
 	n.snapshotIndex = snap.Metadata.Index
+	n.snapshotBytes, n.logBytes = len(snap.Data), 0
 	return nil
 }
 

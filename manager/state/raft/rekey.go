@@ -72,6 +72,7 @@ func (n *Node) rekey(sealer *encryption.Sealer) error {
 		return fmt.Errorf("rekey: %w", err)
 	}
 	n.snapshotIndex = snap.Metadata.Index
+	n.snapshotBytes, n.logBytes = len(snap.Data), 0
 	n.cfg.Logger.Info("raft log rewritten under a new data key", "snapshot_index", snap.Metadata.Index, "entries", len(ents))
 	return nil
 }

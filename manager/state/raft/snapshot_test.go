@@ -82,3 +82,27 @@ func TestWritesGoOnWhileASnapshotIsWritten(t *testing.T) {
 		t.Fatalf("b19 = %q after restart, want 19", v)
 	}
 }
+
+// TestSnapshotDue: every SnapshotInterval entries while snapshots are
+// small; once large, not before the log since the last outweighs it.
+func TestSnapshotDue(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		applied, snapIndex      uint64
+		snapshotBytes, logBytes int
+		want                    bool
+	}{
+		{"interval not reached", 109, 100, 0, 1 << 30, false},
+		{"interval reached, small snapshot", 110, 100, 1 << 20, 10, true},
+		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false},
+		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true},
+		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, false},
+	} {
+		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
+			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes}
+		n.applied.Store(tc.applied)
+		if got := n.snapshotDue(); got != tc.want {
+			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
