@@ -209,3 +209,40 @@ func TestRedeemIsOneTransactionWithTheJoin(t *testing.T) {
 		t.Fatalf("Redeem again: %v, want ErrConsumed", err)
 	}
 }
+
+// TestTokensFollowTheCA: a token names the CA the cluster has when it is
+// issued, also after the CA changed (the fingerprint is cached).
+func TestTokensFollowTheCA(t *testing.T) {
+	st := newStore(t)
+	ctx := context.Background()
+	for round := range 2 {
+		var c *api.Cluster
+		st.View(func(tx store.ReadTx) { c = tx.Cluster() })
+		want, err := token.Fingerprint(c.CaCertPem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			text, _, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_WORKER, time.Hour, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := token.Parse(text)
+			if err != nil || tok.CAFingerprint != want {
+				t.Fatalf("round %d: token pins %q (%v), want the cluster's CA %s", round, tok.CAFingerprint, err, want)
+			}
+		}
+		caCert, caKey, err := ca.NewRootCA("c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.Update(ctx, func(tx *store.Tx) error {
+			c := tx.Cluster()
+			c.CaCertPem, c.CaKeyPem = caCert, caKey
+			return tx.Update(c)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
