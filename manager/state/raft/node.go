@@ -327,6 +327,12 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
+	// A leader's messages go out before its own fsync (package comment,
+	// step 3); a follower's acknowledge what it persisted, so wait.
+	sentFirst := n.wasLeader
+	if sentFirst {
+		n.send(rd.Messages)
+	}
 	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
 		return err
 	}
@@ -338,7 +344,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.mem.Append(rd.Entries); err != nil {
 		return fmt.Errorf("append to raft log: %w", err)
 	}
-	n.send(rd.Messages)
+	if !sentFirst {
+		n.send(rd.Messages)
+	}
 	for _, e := range rd.CommittedEntries {
 		if err := n.applyEntry(e); err != nil {
 			return err
