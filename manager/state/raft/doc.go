@@ -10,11 +10,7 @@
 //  2. persists the incoming snapshot, then the entries and hard state, to
 //     the WAL and snap directory (storage package), sealed with the data
 //     key and fsynced — only then
-//  3. sends the messages to peers (Transport). A leader sends first and
-//     persists while its followers do (the raft thesis, §10.2.1): its
-//     appends are counted toward a commit only once its own Ready has
-//     persisted them, and the only hard state a leader changes is the
-//     commit index, which raft can learn again;
+//  3. sends the messages to peers (Transport);
 //  4. applies committed entries in log order: conf changes to raft and the
 //     member list, store batches to the store (Applier.Apply), and wakes
 //     the proposer of each entry with the result Apply returned;

@@ -327,12 +327,6 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
-	// A leader's messages go out before its own fsync (package comment,
-	// step 3); a follower's acknowledge what it persisted, so wait.
-	sentFirst := n.wasLeader
-	if sentFirst {
-		n.send(rd.Messages)
-	}
 	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
 		return err
 	}
@@ -344,9 +338,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.mem.Append(rd.Entries); err != nil {
 		return fmt.Errorf("append to raft log: %w", err)
 	}
-	if !sentFirst {
-		n.send(rd.Messages)
-	}
+	n.send(rd.Messages)
 	for _, e := range rd.CommittedEntries {
 		if err := n.applyEntry(e); err != nil {
 			return err
