@@ -3,7 +3,9 @@ package raft
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,5 +106,35 @@ func TestSnapshotDue(t *testing.T) {
 		if got := n.snapshotDue(); got != tc.want {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSnapshotWriteFailureStopsTheMember: a snapshot that cannot be
+// written stops the member with the cause, as it did when written on the
+// loop, rather than leaving it running with a log that never shrinks.
+func TestSnapshotWriteFailureStopsTheMember(t *testing.T) {
+	h := newHarness(t)
+	n := h.start(rafttest.NewKV(), 5)
+	snapDir := filepath.Join(h.dir, "snap")
+	if err := os.RemoveAll(snapDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(snapDir, nil, 0o600); err != nil { // a file where the directory was
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 10 {
+		if err := n.Propose(ctx, rafttest.Put(fmt.Sprintf("k%d", i), "v")); err != nil {
+			break // the member stopped under the proposal
+		}
+	}
+	select {
+	case <-n.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the member runs on after its snapshot could not be written")
+	}
+	if err := n.Err(); err == nil || !strings.Contains(err.Error(), "snap") {
+		t.Fatalf("member stopped with %v, want the snapshot write's error", err)
 	}
 }
