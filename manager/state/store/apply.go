@@ -112,10 +112,15 @@ func (b *batch) version(table string, stored Object) uint64 {
 	return stored.GetMeta().GetVersion()
 }
 
-// write stores a clone of obj, replacing old (nil for a create); base is
-// the version obj had before this batch.
+// write stores obj, replacing old (nil for a create); base is the version
+// obj had before this batch. Apply stores a clone, never the request's
+// object. Update's check (index 0) stores the action's own object: Tx made
+// it, only this throwaway transaction holds it, and what write sets on it
+// there (the version it carries, the stored created_at) Apply sets again.
 func (b *batch) write(what string, t *memdb.TableSchema, obj, old Object, base uint64) (Event, error) {
-	obj = proto.Clone(obj).(Object)
+	if b.index != 0 {
+		obj = proto.Clone(obj).(Object)
+	}
 	meta := mutableMeta(obj)
 	meta.Version = b.index
 	if b.index == 0 {
