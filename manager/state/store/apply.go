@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/hashicorp/go-memdb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 )
@@ -12,7 +11,10 @@ import (
 // Apply applies the batch of a committed raft entry at index, all or
 // nothing, then publishes one event per action. The raft node calls it for
 // every committed normal entry, in log order, on every manager; it is the
-// only writer of the store's content.
+// only writer of the store's content. The objects of req become the
+// stored ones: the caller must not use req afterwards (the raft node
+// decodes every entry afresh), which spares a copy of every object
+// written, on every member.
 //
 // The outcome depends only on the current content, index and req, so every
 // replica reaches the same state: versions come from index, timestamps from
@@ -112,15 +114,12 @@ func (b *batch) version(table string, stored Object) uint64 {
 	return stored.GetMeta().GetVersion()
 }
 
-// write stores obj, replacing old (nil for a create); base is the version
-// obj had before this batch. Apply stores a clone, never the request's
-// object. Update's check (index 0) stores the action's own object: Tx made
-// it, only this throwaway transaction holds it, and what write sets on it
-// there (the version it carries, the stored created_at) Apply sets again.
+// write stores obj itself, replacing old (nil for a create); base is the
+// version obj had before this batch. Apply owns its request (see Apply).
+// Update's check (index 0) stores the action's own object: Tx made it,
+// only the throwaway transaction holds it, and what write sets on it there
+// (the version it carries, the stored created_at) Apply sets again.
 func (b *batch) write(what string, t *memdb.TableSchema, obj, old Object, base uint64) (Event, error) {
-	if b.index != 0 {
-		obj = proto.Clone(obj).(Object)
-	}
 	meta := mutableMeta(obj)
 	meta.Version = b.index
 	if b.index == 0 {

@@ -11,7 +11,8 @@
 //     committed normal entry, in log order, on every manager. It applies
 //     the entry's batch of actions all or nothing, deterministically (the
 //     same log gives the same content on every replica), and stamps every
-//     written object with meta.version = the entry's index.
+//     written object with meta.version = the entry's index. The entry's
+//     objects become the stored ones: the caller hands the request over.
 //   - Update proposes and waits. Its fn reads through a Tx and records
 //     creates, updates and deletes; Update hands them to the Proposer as one
 //     batch and returns once that entry is applied, with Apply's verdict.
