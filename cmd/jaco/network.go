@@ -31,17 +31,11 @@ func networkCreateCmd(g *globals) *cobra.Command {
 			"publishing a port through the mesh (-p PUBLISHED:TARGET); network rm ingress is refused while one does.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec := &api.NetworkSpec{Name: args[0], Subnet: subnet}
-			for _, l := range labels {
-				k, v, ok := strings.Cut(l, "=")
-				if !ok {
-					return fmt.Errorf("--label %q: want KEY=VALUE", l)
-				}
-				if spec.Labels == nil {
-					spec.Labels = map[string]string{}
-				}
-				spec.Labels[k] = v
+			parsed, err := parseLabels("--label", labels)
+			if err != nil {
+				return err
 			}
+			spec := &api.NetworkSpec{Name: args[0], Subnet: subnet, Labels: parsed}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: spec})
 				if err != nil {
@@ -186,4 +180,21 @@ func networkPeerViews(peers []*api.NetworkPeer, local *api.OverlayStatusResponse
 			Endpoint: p.GetEndpoint(), OverlayMessage: p.GetOverlayMessage(), LastHandshake: handshakes[p.GetNodeId()]})
 	}
 	return out
+}
+
+// parseLabels reads repeated KEY=VALUE flag values (flag names the flag
+// in the error); nil when there are none.
+func parseLabels(flag string, values []string) (map[string]string, error) {
+	var labels map[string]string
+	for _, l := range values {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("%s %q: want KEY=VALUE", flag, l)
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[k] = v
+	}
+	return labels, nil
 }

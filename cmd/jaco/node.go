@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 	"time"
 
@@ -281,13 +282,11 @@ func nodeUpdateCmd(g *globals) *cobra.Command {
 				av := api.NodeAvailability(a)
 				req.Availability = &av
 			}
-			for _, l := range addLabels {
-				k, v, ok := strings.Cut(l, "=")
-				if !ok {
-					return fmt.Errorf("--label-add %q: want KEY=VALUE", l)
-				}
-				req.SetLabels[k] = v
+			labels, err := parseLabels("--label-add", addLabels)
+			if err != nil {
+				return err
 			}
+			maps.Copy(req.SetLabels, labels)
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateNode(ctx, req)
 				if err != nil {

@@ -43,7 +43,7 @@ func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, ents []ra
 	if err != nil {
 		return err
 	}
-	if err := s.writeSnapFile(sn); err != nil {
+	if err := s.WriteSnapshotFile(sn); err != nil {
 		return err
 	}
 	m := sn.Metadata

@@ -197,16 +197,6 @@ func (s *Storage) SaveSnapshot(sn raftpb.Snapshot) error {
 	return s.RecordSnapshot(sn.Metadata)
 }
 
-// WriteSnapshotFile is the first half of SaveSnapshot: it seals sn and
-// writes its file, synced. Unlike every other method it may run on
-// another goroutine than the Storage's own, beside Save, so the Ready loop
-// need not wait while a large state is written; not beside Rekey,
-// SaveSnapshot or another WriteSnapshotFile. Until RecordSnapshot the file
-// is not used: Open takes only snapshots the WAL records.
-func (s *Storage) WriteSnapshotFile(sn raftpb.Snapshot) error {
-	return s.writeSnapFile(sn)
-}
-
 // RecordSnapshot is the second half of SaveSnapshot: it records the
 // snapshot whose file WriteSnapshotFile wrote in the WAL, making it the
 // one Open starts from, and drops snapshots and WAL segments no longer
@@ -222,8 +212,13 @@ func (s *Storage) RecordSnapshot(m raftpb.SnapshotMetadata) error {
 	return s.purge()
 }
 
-// writeSnapFile writes snap, sealed, to the snap dir and syncs it.
-func (s *Storage) writeSnapFile(sn raftpb.Snapshot) error {
+// WriteSnapshotFile is the first half of SaveSnapshot: it seals sn and
+// writes its file, synced. Unlike every other method it may run on
+// another goroutine than the Storage's own, beside Save, so the Ready loop
+// need not wait while a large state is written; not beside Rekey,
+// SaveSnapshot or another WriteSnapshotFile. Until RecordSnapshot the file
+// is not used: Open takes only snapshots the WAL records.
+func (s *Storage) WriteSnapshotFile(sn raftpb.Snapshot) error {
 	if err := s.snapshotter.SaveSnap(sealSnapshot(s.sealer, sn)); err != nil {
 		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
 	}
