@@ -212,11 +212,12 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 		idx, ok := replacing[t.GetServiceId()]
 		if !ok {
 			idx = map[string][]*api.Task{}
-			for _, c := range tx.ListTasksByService(t.GetServiceId()) {
+			tx.EachTask(t.GetServiceId(), "", func(c *api.Task) bool {
 				if c.GetReplaces() != "" {
 					idx[c.GetReplaces()] = append(idx[c.GetReplaces()], c)
 				}
-			}
+				return true
+			})
 			replacing[t.GetServiceId()] = idx
 		}
 		r := newestOccupant(idx[t.GetId()])

@@ -28,7 +28,7 @@ func keeps(fits func(*api.Node) bool, n *api.Node) bool {
 func (p *pass) reconcileGlobal(svc *api.Service) error {
 	fits := placement.Matcher(svc.GetSpec().GetPlacement())
 	byNode := map[string]*group{}
-	for _, t := range p.tx.ListTasksByService(svc.GetId()) {
+	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
 		if t.GetSlot() != 0 || t.GetNodeId() == "" { // left from replicated mode
 			if err := p.retire(t); err != nil {
 				return err

@@ -39,6 +39,11 @@ func newHarness(t *testing.T) *harness {
 // step runs one full reconciliation synchronously (as many passes as it
 // takes), then checks that a second one finds nothing left to do: every
 // decision is stable.
+//
+// Every pass is also checked to leave the objects it read from the store
+// as they were: a pass reads tasks as shallow copies, which share their
+// messages with the store, so a message changed in place would change
+// the store without a write.
 func (h *harness) step() {
 	h.t.Helper()
 	d := newDirty()
@@ -46,8 +51,14 @@ func (h *harness) step() {
 		if passes == 1000 {
 			h.t.Fatalf("work left after %d passes: %v", passes, d.services)
 		}
+		stored := h.storedTasks()
 		if err := h.o.reconcile(context.Background(), d); err != nil {
 			h.t.Fatalf("reconcile: %v", err)
+		}
+		for shared, was := range stored {
+			if !proto.Equal(shared, was) {
+				h.t.Fatalf("a pass changed stored task %s in place:\nnow %v\nwas %v", was.GetId(), shared, was)
+			}
 		}
 	}
 	before := h.p.Proposals()
@@ -57,6 +68,18 @@ func (h *harness) step() {
 	if n := h.p.Proposals() - before; n != 0 {
 		h.t.Fatalf("second reconcile wrote %d more batches; not converged:\n%s", n, h.dump())
 	}
+}
+
+// storedTasks maps the store's own task objects to copies of them.
+func (h *harness) storedTasks() map[*api.Task]*api.Task {
+	out := map[*api.Task]*api.Task{}
+	h.st.View(func(tx store.ReadTx) {
+		tx.EachTask("", "", func(t *api.Task) bool {
+			out[t] = proto.CloneOf(t)
+			return true
+		})
+	})
+	return out
 }
 
 // run starts the orchestrator's watch loop until the test ends.

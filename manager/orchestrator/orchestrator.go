@@ -68,7 +68,7 @@ func (o *Orchestrator) Run(ctx context.Context) {
 	}()
 	d := newDirty()
 	events := o.st.ViewAndWatch(ctx, d.all, store.Any(
-		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()))
+		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()), decisive)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {

@@ -72,11 +72,12 @@ func (p *pass) nodeLoad(id string) int {
 	}
 	n, ok := p.load[id]
 	if !ok {
-		for _, t := range p.tx.ListTasksByNode(id) {
+		p.tx.EachTask("", id, func(t *api.Task) bool {
 			if live(t) {
 				n++
 			}
-		}
+			return true
+		})
 		p.load[id] = n
 	}
 	return n

@@ -11,7 +11,7 @@ import (
 // reconcileReplicated brings svc's slots in line with spec.replicas.
 func (p *pass) reconcileReplicated(svc *api.Service) error {
 	bySlot := map[uint64]*group{}
-	for _, t := range p.tx.ListTasksByService(svc.GetId()) {
+	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
 		if t.GetSlot() == 0 { // left from global mode
 			if err := p.retire(t); err != nil {
 				return err

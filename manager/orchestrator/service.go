@@ -20,7 +20,7 @@ func (p *pass) reconcileService(id string) error {
 // assigned, a share of them per pass.
 func (p *pass) reconcileRemoved(id string) error {
 	start := len(p.plan.ops)
-	for _, t := range p.tx.ListTasksByService(id) {
+	for _, t := range p.tx.ListTasksByServiceShallow(id) {
 		if len(p.plan.ops)-start >= p.share {
 			p.more[id] = true
 			return nil

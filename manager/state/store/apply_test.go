@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -245,6 +246,57 @@ func TestClusterIsTheOneClusterObject(t *testing.T) {
 	s.View(func(tx ReadTx) {
 		if c := tx.Cluster(); c.GetId() != "c1" || string(c.GetCaCertPem()) != "ca" {
 			t.Errorf("Cluster() = %v, want c1", c)
+		}
+	})
+}
+
+// TestSharedTaskReads: EachTask visits the stored tasks of a service, of a
+// node, or all, in id order, and stops when told; the shallow list is the
+// service's tasks, whose own fields the reader may set without the store
+// seeing it.
+func TestSharedTaskReads(t *testing.T) {
+	s := newStore(t)
+	if err := s.Apply(1, req(
+		act(t, create, task("t3", "s1", "n1", 0)),
+		act(t, create, task("t1", "s1", "n2", 0)),
+		act(t, create, task("t2", "s2", "n1", 0)),
+	)); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(serviceID, nodeID string, limit int) []string {
+		var out []string
+		s.View(func(tx ReadTx) {
+			tx.EachTask(serviceID, nodeID, func(t *api.Task) bool {
+				out = append(out, t.GetId())
+				return len(out) < limit
+			})
+		})
+		return out
+	}
+	for _, c := range []struct {
+		service, node string
+		limit         int
+		want          []string
+	}{
+		{"", "", 10, []string{"t1", "t2", "t3"}},
+		{"s1", "", 10, []string{"t1", "t3"}},
+		{"", "n1", 10, []string{"t2", "t3"}},
+		{"", "", 2, []string{"t1", "t2"}},
+		{"s3", "", 10, nil},
+	} {
+		if got := ids(c.service, c.node, c.limit); !slices.Equal(got, c.want) {
+			t.Errorf("EachTask(%q, %q) up to %d = %v, want %v", c.service, c.node, c.limit, got, c.want)
+		}
+	}
+	s.View(func(tx ReadTx) {
+		got := tx.ListTasksByServiceShallow("s1")
+		if len(got) != 2 || got[0].GetId() != "t1" || got[1].GetId() != "t3" {
+			t.Fatalf("ListTasksByServiceShallow(s1) = %v, want t1, t3", got)
+		}
+		got[0].DesiredState = api.TaskState_TASK_STATE_SHUTDOWN
+		got[0].NodeId = "elsewhere"
+		if st := tx.GetTask("t1"); st.GetDesiredState() == api.TaskState_TASK_STATE_SHUTDOWN || st.GetNodeId() != "n2" {
+			t.Errorf("stored task follows a shallow copy: %v", st)
 		}
 	})
 }

@@ -62,6 +62,19 @@ type ReadTx interface {
 	// ScanTasks visits only serviceID's tasks when it is set, and only
 	// nodeID's when that is set.
 	ScanTasks(after, serviceID, nodeID string, fn func(*api.Task) bool)
+
+	// EachTask calls fn with the stored tasks themselves, not clones, in
+	// id order (serviceID's only when set, else nodeID's only when set,
+	// else all) until fn returns false. fn must not change a task; it may
+	// keep one to read, as the store never changes a stored object (a write
+	// stores a new one). It is for readers of many tasks that change none,
+	// where cloning them would be most of the work.
+	EachTask(serviceID, nodeID string, fn func(*api.Task) bool)
+	// ListTasksByServiceShallow is ListTasksByService with shallow copies
+	// (api.Task.Shallow): the caller may set a task's fields, or replace
+	// the messages it points to, but never change those messages, which
+	// are the store's.
+	ListTasksByServiceShallow(serviceID string) []*api.Task
 }
 
 // readTx implements ReadTx over a memdb transaction.
@@ -155,6 +168,25 @@ func (r readTx) ListConfigs() []*api.Config {
 	return list[*api.Config](r.txn, tableConfig, indexID)
 }
 
+func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {
+	switch {
+	case serviceID != "":
+		eachShared(r.txn, tableTask, indexServiceID, []any{serviceID}, fn)
+	case nodeID != "":
+		eachShared(r.txn, tableTask, indexNodeID, []any{nodeID}, fn)
+	default:
+		eachShared(r.txn, tableTask, indexID, nil, fn)
+	}
+}
+
+func (r readTx) ListTasksByServiceShallow(serviceID string) []*api.Task {
+	out := listShared[*api.Task](r.txn, tableTask, indexServiceID, serviceID)
+	for i, t := range out {
+		out[i] = t.Shallow()
+	}
+	return out
+}
+
 func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {
 	scan(r.txn, tableNode, indexID, nil, after, nil, fn)
 }
@@ -230,13 +262,24 @@ func list[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
 // readers that only encode what they read, such as a snapshot of a large
 // store, where cloning would double the work and the memory.
 func listShared[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
+	var out []T
+	eachShared(txn, table, index, args, func(o T) bool {
+		out = append(out, o)
+		return true
+	})
+	return out
+}
+
+// eachShared calls fn with the stored objects matching args on index (all
+// of them when args is empty) until fn returns false; see listShared.
+func eachShared[T Object](txn *memdb.Txn, table, index string, args []any, fn func(T) bool) {
 	it, err := txn.Get(table, index, args...)
 	if err != nil {
 		panic(fmt.Sprintf("store: query %s by %s: %v", table, index, err))
 	}
-	var out []T
 	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(T))
+		if !fn(raw.(T)) {
+			return
+		}
 	}
-	return out
 }
