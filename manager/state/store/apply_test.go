@@ -300,3 +300,31 @@ func TestSharedTaskReads(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkApplyBatchLargeStore applies batches of 500 task creations, as
+// the orchestrator proposes them, to a store holding 100 000 tasks.
+func BenchmarkApplyBatchLargeStore(b *testing.B) {
+	s := newStore(b)
+	const batch = 500
+	index := uint64(0)
+	next := func() *api.InternalRaftRequest {
+		r := &api.InternalRaftRequest{}
+		for range batch {
+			index++
+			r.Actions = append(r.Actions, act(b, create, task(strconv.FormatUint(index, 10), "s1", "", 0)))
+		}
+		return r
+	}
+	for index < 100_000 {
+		if err := s.Apply(index, next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := s.Apply(index, next()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/task")
+}
