@@ -178,3 +178,31 @@ func TestRunStopsBetweenBatchesWhenCancelled(t *testing.T) {
 		t.Fatalf("all %d tasks created after the context was cancelled at the second batch", n)
 	}
 }
+
+// The defect: a pass created one batch of a service's missing tasks and
+// read every task of the service to do it, so creating 100 000 replicas
+// took 200 passes, the last ones each reading 100 000 tasks (minutes of
+// leader CPU). A pass now creates as many as the service holds, at least
+// a batch: 1 000 replicas in batches of 10 take 8 passes (10, 10, 20, 40,
+// 80, 160, 320, 360), not 100.
+func TestCreatingABigServiceTakesFewPasses(t *testing.T) {
+	h := newHarness(t)
+	h.o = New(h.st, WithClock(h.clock.Now), WithBatchSize(10))
+	h.createService(replicated("web", 1000))
+	d := newDirty()
+	passes := 0
+	for ; passes == 0 || len(d.services) > 0; passes++ {
+		if passes == 100 {
+			t.Fatalf("work left after %d passes", passes)
+		}
+		if err := h.o.reconcile(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(h.liveTasks("web")); got != 1000 {
+		t.Fatalf("%d tasks after %d passes, want 1000", got, passes)
+	}
+	if passes > 8 {
+		t.Fatalf("1 000 replicas took %d passes, want at most 8", passes)
+	}
+}

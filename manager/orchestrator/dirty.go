@@ -55,6 +55,17 @@ func (d *dirty) due(now time.Time) {
 	}
 }
 
+// merge adds what o marks.
+func (d *dirty) merge(o *dirty) {
+	for id := range o.services {
+		d.services[id] = true
+	}
+	for id := range o.nodes {
+		d.nodes[id] = true
+	}
+	d.everyone = d.everyone || o.everyone
+}
+
 // all marks every service; resolve does the reading.
 func (d *dirty) all(store.ReadTx) { d.everyone = true }
 

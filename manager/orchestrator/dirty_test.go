@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"fmt"
+	"maps"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -50,5 +52,38 @@ func TestDecisiveEvents(t *testing.T) {
 		if got := decisive(c.e); got != c.want {
 			t.Errorf("%s: decisive = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestIntakeTurnsABurstIntoOneTake: however many events the store
+// broadcasts, the loop finds one kick waiting and takes every service
+// they concern at once; the filter lets none of them through.
+func TestIntakeTurnsABurstIntoOneTake(t *testing.T) {
+	in := newIntake(true)
+	for i := range 10_000 {
+		e := store.Event{Kind: store.EventCreate, Object: &api.Task{Id: fmt.Sprint(i), ServiceId: fmt.Sprint("s", i%3)}}
+		if in.filter(e) {
+			t.Fatal("the intake let an event through to the watch's channel")
+		}
+	}
+	select {
+	case <-in.kick:
+	default:
+		t.Fatal("no kick after 10 000 events")
+	}
+	select {
+	case <-in.kick:
+		t.Fatal("a second kick for one burst")
+	default:
+	}
+	d := noMarks()
+	in.take(d)
+	if want := map[string]bool{"s0": true, "s1": true, "s2": true}; !maps.Equal(d.services, want) {
+		t.Fatalf("took services %v, want %v", d.services, want)
+	}
+	d = noMarks()
+	in.take(d)
+	if len(d.services) != 0 {
+		t.Fatalf("a second take found %v", d.services)
 	}
 }

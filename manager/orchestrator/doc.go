@@ -66,9 +66,16 @@
 // new leader's orchestrator picks up where the last one stopped. A pass
 // plans from one read and proposes its writes in batches (WithBatchSize);
 // a version conflict with another writer makes it read and plan again. A
-// pass creates at most one batch's worth of a service's missing tasks (and
-// stops as many of a removed service's): the rest come in the next passes,
-// each from a fresh read, so what the leader holds does not grow with the
-// replica count, a removal or a change is seen within a batch, and a
-// cancelled Run returns after the batch under way.
+// pass creates at most as many of a service's missing tasks as the service
+// holds already, and at least one batch's worth (it stops one batch of a
+// removed service's): the rest come in the next passes, each from a fresh
+// read. So a pass holds at most about as much again as the store holds of
+// the service, creating N replicas takes about log2(N/batch) passes, each
+// reading the service's tasks once, a removal or a change is seen within
+// a pass, and a cancelled Run returns after the batch under way.
+//
+// The store's events reach Run through a watch filter that only notes the
+// services they concern (intake.go), so a burst of writes of any size
+// becomes one pass; task updates that change only a task's meta or status
+// details are not noted at all.
 package orchestrator

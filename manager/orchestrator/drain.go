@@ -56,7 +56,9 @@ func (o *Orchestrator) newDrainer() *drainer {
 // run follows nodes and tasks until ctx is done, passing over the drains
 // after every burst of changes and when a replica's timeout falls due.
 func (d *drainer) run(ctx context.Context) {
-	events := d.st.Watch(ctx, store.Any(store.ObjectType[*api.Node](), store.ObjectType[*api.Task]()))
+	in := newIntake(false)
+	// The channel carries only resets; in.kick says the store changed.
+	events := d.st.Watch(ctx, store.Any(store.ObjectType[*api.Node](), store.ObjectType[*api.Task]()), in.filter)
 	for {
 		var timer <-chan time.Time
 		wake, err := d.pass(ctx)
@@ -75,11 +77,9 @@ func (d *drainer) run(ctx context.Context) {
 			if !ok {
 				return
 			}
+		case <-in.kick:
 		case <-timer:
 		case <-ctx.Done():
-			return
-		}
-		if !takeBurst(events, func(store.Event) {}) {
 			return
 		}
 	}

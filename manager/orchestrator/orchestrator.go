@@ -25,7 +25,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *Orchestrator) { o.log = 
 func WithClock(now func() time.Time) Option { return func(o *Orchestrator) { o.now = now } }
 
 // WithBatchSize sets about how many task writes go into one proposal, and
-// how many of one service's missing tasks a pass creates (default 500).
+// how many of one service's missing tasks a pass creates at least
+// (default 500).
 func WithBatchSize(n int) Option { return func(o *Orchestrator) { o.batch = max(n, 1) } }
 
 // Orchestrator runs the replicated and global reconcilers, the restart
@@ -67,12 +68,19 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		dr.run(ctx)
 	}()
 	d := newDirty()
+	in := newIntake(true)
+	// The channel carries only resets; in.kick says the store changed.
 	events := o.st.ViewAndWatch(ctx, d.all, store.Any(
-		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()), decisive)
+		store.ObjectType[*api.Service](), store.ObjectType[*api.Task](), store.ObjectType[*api.Node]()),
+		decisive, in.filter)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		var retry, wake <-chan time.Time
+		if !takeBurst(events, d.note) {
+			return
+		}
+		in.take(d)
 		err := o.reconcile(ctx, d)
 		switch {
 		case ctx.Err() != nil:
@@ -83,9 +91,6 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		case len(d.services) > 0:
 			// The pass left work to the next: go on at once, with
 			// whatever else has arrived.
-			if !takeBurst(events, d.note) {
-				return
-			}
 			continue
 		}
 		if at, ok := d.next(); ok {
@@ -98,6 +103,7 @@ func (o *Orchestrator) Run(ctx context.Context) {
 				return
 			}
 			d.note(e)
+		case <-in.kick:
 		case <-retry:
 		case <-wake:
 		case <-ctx.Done():
@@ -105,14 +111,11 @@ func (o *Orchestrator) Run(ctx context.Context) {
 		}
 		timer.Stop()
 		d.due(o.now())
-		if !takeBurst(events, d.note) {
-			return
-		}
 	}
 }
 
-// takeBurst passes note whatever else has arrived on events, so a burst
-// becomes one pass. It reports false when events is closed.
+// takeBurst passes note whatever has arrived on events. It reports false
+// when events is closed.
 func takeBurst(events <-chan store.Event, note func(store.Event)) bool {
 	for {
 		select {

@@ -24,11 +24,11 @@ type pass struct {
 	// gone holds the ids of tasks this pass deleted.
 	gone map[string]bool
 	plan plan
-	// share is how many new tasks a pass creates for one service, and
-	// how many tasks of a removed service it stops: what a pass holds
-	// stays about one batch per service whatever the replica count, and
-	// each next share is planned from a fresh read, which shows a
-	// removal or a change made meanwhile.
+	// share is how many tasks of a removed service a pass stops, and
+	// the least number of new tasks it creates for one service (it may
+	// create as many as the service holds; see the package doc): each
+	// next share is planned from a fresh read, which shows a removal or
+	// a change made meanwhile.
 	share int
 	// more holds the services this pass left work to, for the next one.
 	more map[string]bool

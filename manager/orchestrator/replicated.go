@@ -68,12 +68,17 @@ func (p *pass) reconcileReplicated(svc *api.Service) error {
 	for _, g := range occupied {
 		used[g.slot] = true
 	}
-	created := 0
+	// A pass creates as many tasks as the service holds already, at
+	// least a share: reading the service's tasks is each pass's cost, so
+	// growing geometrically keeps the passes that create N replicas to
+	// about log2(N/share), where a fixed share made them N/share, each
+	// reading up to N tasks.
+	created, budget := 0, max(p.share, len(occupied))
 	for slot := uint64(1); len(occupied) < want; slot++ {
 		if used[slot] {
 			continue
 		}
-		if created == p.share {
+		if created == budget {
 			p.more[svc.GetId()] = true
 			break
 		}
