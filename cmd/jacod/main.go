@@ -33,6 +33,7 @@ func run(args []string) int {
 		logLevel  string
 		joinAddr  string
 		overlayOn bool
+		debugAddr string
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -50,6 +51,13 @@ func run(args []string) int {
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if debugAddr != "" {
+				_, stopDebug, err := serveDebug(ctx, debugAddr, cfg.Logger)
+				if err != nil {
+					return usageError{err}
+				}
+				defer stopDebug()
+			}
 			n, err := node.New(cfg)
 			if err != nil {
 				return runError{err}
@@ -65,6 +73,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.ListenAddr, "listen-addr", envOr("JACO_LISTEN_ADDR", node.DefaultListenAddr), "TCP address for every gRPC service ($JACO_LISTEN_ADDR)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("JACO_ADVERTISE_ADDR"), "address other nodes dial; default derived from --listen-addr ($JACO_ADVERTISE_ADDR)")
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
+	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 16 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
