@@ -61,6 +61,10 @@ type index struct {
 	// something a past decision relied on changed.
 	fresh      map[string]bool
 	recheckAll bool
+	// specs lets the pending tasks of a service share their spec: each
+	// comes from its own event, with its own copy, and 100 000 pending
+	// replicas held 2 KB each for it. Nothing here changes a task's spec.
+	specs *api.Specs
 }
 
 func newIndex() *index {
@@ -73,6 +77,7 @@ func newIndex() *index {
 		held:          map[string]int{},
 		pending:       map[string]*api.Task{},
 		fresh:         map[string]bool{},
+		specs:         api.NewSpecs(),
 	}
 }
 
@@ -84,9 +89,12 @@ func (ix *index) load(tx store.ReadTx) {
 	for _, s := range tx.ListServices() {
 		ix.setService(s)
 	}
-	for _, t := range tx.ListTasks() {
-		ix.setTask(t)
-	}
+	// Shallow copies: the index keeps pending tasks, whose fields a
+	// decision sets, and never changes a message of one in place.
+	tx.EachTask("", "", func(t *api.Task) bool {
+		ix.setTask(t.Shallow())
+		return true
+	})
 	ix.recheckAll = true
 }
 
@@ -174,6 +182,7 @@ func (ix *index) deleteService(id string) {
 	if old := ix.services[id]; old != nil {
 		delete(ix.serviceByName, old.GetSpec().GetName())
 		delete(ix.services, id)
+		ix.specs.Forget(id)
 		ix.recheckAll = true
 	}
 }
@@ -201,6 +210,7 @@ func (ix *index) setTask(t *api.Task) {
 	rec := recordOf(t)
 	ix.replace(t.GetId(), old, rec)
 	if rec.pending {
+		ix.specs.Share(t)
 		ix.pending[t.GetId()] = t
 		if old == nil || !old.pending || old.nodeID != rec.nodeID || old.specVersion != rec.specVersion {
 			ix.fresh[t.GetId()] = true

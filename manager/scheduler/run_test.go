@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
@@ -42,6 +44,15 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 		service(db), service(web), service(nowhere))
 	// Tasks present before the scheduler starts are found by its first pass.
 	storetest.Create(t, st, pendingTasks(nowhere, 1)[0])
+	// The scheduler loads tasks as shallow copies of the stored ones: the
+	// stored object must come out of every decision unchanged.
+	var stored, was *api.Task
+	st.View(func(tx store.ReadTx) {
+		tx.EachTask("", "", func(t *api.Task) bool {
+			stored, was = t, proto.CloneOf(t)
+			return false
+		})
+	})
 	startScheduler(t, st)
 
 	storetest.Create(t, st, tasksAsObjects(pendingTasks(web, 4))...)
@@ -96,6 +107,9 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 		s, n, _ := taskState(tx, "nowhere.001")
 		return s == api.TaskState_TASK_STATE_ASSIGNED && n == "m1"
 	}, describeTasks)
+	if !proto.Equal(stored, was) {
+		t.Errorf("the scheduler changed stored task %s in place:\nnow %v\nwas %v", was.GetId(), stored, was)
+	}
 }
 
 // TestRunRetriesAfterVersionConflict: a writer that changes a task between

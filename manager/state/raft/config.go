@@ -20,7 +20,7 @@ type Applier interface {
 	// two Applies and must be cheap; the dump may run on another
 	// goroutine while later batches apply.
 	Freeze() func() *api.StoreSnapshot
-	// Restore replaces the state with a snapshot's.
+	// Restore replaces the state with a snapshot's, taking snap over.
 	Restore(snap *api.StoreSnapshot, index uint64) error
 }
 

@@ -32,6 +32,14 @@ func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
 	b := batch{txn: txn, index: index}
 	events := make([]Event, 0, len(req.GetActions()))
 	for i, a := range req.GetActions() {
+		switch obj := target(a).(type) {
+		case *api.Task:
+			s.specs.Share(obj)
+		case *api.Service:
+			if a.GetKind() == api.StoreAction_KIND_DELETE {
+				s.specs.Forget(obj.GetId())
+			}
+		}
 		ev, err := b.apply(a)
 		if err != nil {
 			txn.Abort()

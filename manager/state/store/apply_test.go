@@ -328,3 +328,59 @@ func BenchmarkApplyBatchLargeStore(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/task")
 }
+
+// TestTasksShareSpecs: stored tasks of a service running equal specs hold
+// one copy, after Apply and after Restore; a different spec keeps its
+// own; a read is a copy whose spec can change without another task's.
+func TestTasksShareSpecs(t *testing.T) {
+	withSpec := func(id string, version uint64, image string) *api.Task {
+		tk := task(id, "s1", "", 0)
+		tk.SpecVersion, tk.Spec = version, &api.ServiceSpec{Name: "web", Image: image, Env: []string{"A=1"}}
+		return tk
+	}
+	specOf := func(s *Store) map[string]*api.ServiceSpec {
+		out := map[string]*api.ServiceSpec{}
+		s.View(func(tx ReadTx) {
+			tx.EachTask("", "", func(t *api.Task) bool {
+				out[t.GetId()] = t.GetSpec()
+				return true
+			})
+		})
+		return out
+	}
+	check := func(s *Store) {
+		t.Helper()
+		got := specOf(s)
+		if got["t1"] != got["t2"] || got["t1"] != got["t3"] {
+			t.Error("tasks with equal specs hold separate copies")
+		}
+		if got["t4"] == got["t1"] || got["t4"].GetImage() != "web:2" {
+			t.Errorf("a task of another spec version shares t1's spec: %v", got["t4"])
+		}
+		if got["t5"] == got["t1"] || got["t5"].GetImage() != "other" {
+			t.Errorf("a task with a different spec shares t1's: %v", got["t5"])
+		}
+	}
+	s := newStore(t)
+	if err := s.Apply(1, req(act(t, create, withSpec("t1", 1, "web:1")), act(t, create, withSpec("t2", 1, "web:1")))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(2, req(act(t, create, withSpec("t3", 1, "web:1")), act(t, create, withSpec("t4", 2, "web:2")),
+		act(t, create, withSpec("t5", 1, "other")))); err != nil {
+		t.Fatal(err)
+	}
+	check(s)
+	s.View(func(tx ReadTx) {
+		read := tx.GetTask("t1")
+		read.Spec.Image = "changed"
+		if tx.GetTask("t2").GetSpec().GetImage() != "web:1" {
+			t.Error("changing a read task's spec changed another stored task")
+		}
+	})
+
+	restored := newStore(t)
+	if err := restored.Restore(s.Save(), 2); err != nil {
+		t.Fatal(err)
+	}
+	check(restored)
+}

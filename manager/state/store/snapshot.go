@@ -59,7 +59,9 @@ func saveShared(txn *memdb.Txn) *api.StoreSnapshot {
 
 // Restore replaces the whole content with snap, taken at raft index, which
 // becomes AppliedIndex. Objects keep their meta as saved. It is used on
-// restart from a raft snapshot and when a follower receives one.
+// restart from a raft snapshot and when a follower receives one. As with
+// Apply, the objects of snap become the stored ones: the caller must not
+// use snap afterwards (the raft node decodes every snapshot afresh).
 //
 // Restore publishes a single EventReset rather than a diff: a snapshot
 // stands for an unknown number of entries, and a watcher that keeps a view
@@ -69,6 +71,10 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	s.specs = api.NewSpecs()
+	for _, t := range snap.GetTasks() {
+		s.specs.Share(t)
+	}
 	txn := s.db.Txn(true)
 	err := errors.Join(
 		restore(txn, snap.GetClusters()),
@@ -112,7 +118,7 @@ func restore[T Object](txn *memdb.Txn, objs []T) error {
 		if dup != nil {
 			return fmt.Errorf("%s %s twice: %w", t.Name, id, ErrExists)
 		}
-		if err := insert(txn, t, proto.Clone(obj).(Object)); err != nil {
+		if err := insert(txn, t, obj); err != nil {
 			return fmt.Errorf("%s %s: %w", t.Name, id, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/docker/go-events"
 	"github.com/hashicorp/go-memdb"
+
+	"github.com/jaco-project/jaco/api"
 )
 
 // Store is the replicated object store of a manager. See the package
@@ -17,6 +19,9 @@ type Store struct {
 	// watcher begins between two batches, never inside one.
 	mu      sync.Mutex
 	applied atomic.Uint64
+	// specs lets stored tasks share their spec (the store never changes
+	// a stored object; reads and events are deep copies). Guarded by mu.
+	specs *api.Specs
 
 	proposerMu sync.Mutex
 	proposer   Proposer
@@ -44,6 +49,7 @@ func New(p Proposer) *Store {
 		// them, a walk of the whole tree at commit: at 100 000 tasks most
 		// of the time Apply took.
 		db:        db.Snapshot(),
+		specs:     api.NewSpecs(),
 		proposer:  p,
 		broadcast: events.NewBroadcaster(),
 		done:      make(chan struct{}),

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestSpecsShare: tasks of one service and spec version with equal specs
+// end up holding one copy; another version, another service or a
+// different spec keep their own; a service's oldest version is dropped
+// past specsKept, and Forget drops them all.
+func TestSpecsShare(t *testing.T) {
+	task := func(svc string, version uint64, image string) *Task {
+		return &Task{ServiceId: svc, SpecVersion: version, Spec: &ServiceSpec{Name: svc, Image: image}}
+	}
+	c := NewSpecs()
+	a, b := task("s1", 1, "web:1"), task("s1", 1, "web:1")
+	c.Share(a)
+	c.Share(b)
+	if a.Spec != b.Spec {
+		t.Fatal("equal specs of one version are not shared")
+	}
+	for _, other := range []*Task{task("s1", 2, "web:1"), task("s2", 1, "web:1"), task("s1", 1, "web:2")} {
+		c.Share(other)
+		if other.Spec == a.Spec {
+			t.Errorf("task %v shares the spec of s1 version 1", other)
+		}
+	}
+	if b.Spec.Image != "web:1" {
+		t.Errorf("sharing changed a spec: %v", b.Spec)
+	}
+	for v := range uint64(specsKept) {
+		c.Share(task("s1", 10+v, fmt.Sprint("web:", 10+v)))
+	}
+	late := task("s1", 1, "web:1")
+	c.Share(late)
+	if late.Spec == a.Spec {
+		t.Errorf("s1 version 1 still kept after %d newer versions", specsKept)
+	}
+	c.Forget("s1")
+	again := task("s1", 13, "web:13")
+	kept := again.Spec
+	c.Share(again)
+	if again.Spec != kept {
+		t.Error("a forgotten service's spec was shared")
+	}
+}
