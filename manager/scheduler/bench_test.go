@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -13,9 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/manager/encryption"
-	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
+	"github.com/jaco-project/jaco/manager/state/store/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
 
@@ -129,7 +127,7 @@ func waitClosed(b *testing.B, ch <-chan struct{}, what string) {
 // the function that closes it.
 func placementStore(b *testing.B, replicas, nodes int) (*store.Store, *api.ServiceSpec, func()) {
 	b.Helper()
-	st, closeStore := openRaftStore(b)
+	st, closeStore := raftstoretest.Open(b)
 	objs := make([]store.Object, 0, nodes+replicas+1)
 	for i := range nodes {
 		n := readyNode(fmt.Sprintf("node-%06d", i), "zone", fmt.Sprintf("zone-%d", i%3))
@@ -223,64 +221,6 @@ func createChunked(b *testing.B, st *store.Store, objs []store.Object) {
 	for i := 0; i < len(objs); i += DefaultMaxTasksPerProposal {
 		storetest.Create(b, st, objs[i:min(i+DefaultMaxTasksPerProposal, len(objs))]...)
 	}
-}
-
-// openRaftStore bootstraps a one-member raft group in a temporary
-// directory, opens it with a store as its applier, and waits until it
-// leads. The function it returns (also called at cleanup) stops it.
-func openRaftStore(b *testing.B) (*store.Store, func()) {
-	b.Helper()
-	key, err := encryption.NewKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sealer, err := encryption.NewSealer(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raftID, err := raft.NewRaftID()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := filepath.Join(b.TempDir(), "raft")
-	self := &api.RaftMember{RaftId: raftID, NodeId: "bench-manager", Address: "127.0.0.1:0"}
-	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, &api.InternalRaftRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	st := store.New(nil)
-	n, err := raft.New(raft.Config{
-		StateDir: dir, Sealer: sealer, Applier: st,
-		Logger:       slog.New(slog.DiscardHandler),
-		TickInterval: 10 * time.Millisecond,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st.SetProposer(n)
-	n.Start()
-	var once sync.Once
-	closeStore := func() {
-		once.Do(func() {
-			if err := n.Stop(); err != nil {
-				b.Errorf("stop raft: %v", err)
-			}
-			st.Close()
-			// testing keeps cleanup funcs reachable after they ran; drop
-			// the references so a closed store's memory does not count in
-			// the next run's heap.
-			n, st = nil, nil
-		})
-	}
-	b.Cleanup(closeStore)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := n.WaitForLeader(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if err := n.Barrier(ctx); err != nil {
-		b.Fatal(err)
-	}
-	return st, closeStore
 }
 
 func heapInuse() uint64 {
