@@ -81,13 +81,20 @@ const weighedSnapshotBytes = 16 << 20
 // in step with the writes: each costs about the store's size and comes
 // only after as many bytes were written, so a large store is not
 // re-encoded every SnapshotInterval small writes (600 000 objects every
-// ten seconds at 1 000 writes/s). A restart then replays at most about a
-// snapshot's worth of log (docs/adr/0030).
+// ten seconds at 1 000 writes/s). A log that outweighs both the snapshot
+// and weighedSnapshotBytes makes one due however few its entries: big
+// batches (500 tasks each) otherwise grew the log, held in memory and
+// replayed at restart, to 64 MB in 400 entries with no snapshot at all.
+// A restart thus replays at most about a snapshot's worth of log, or
+// 16 MiB (docs/adr/0030).
 func (n *Node) snapshotDue() bool {
+	if n.logBytes >= max(n.snapshotBytes, weighedSnapshotBytes) {
+		return true
+	}
 	if n.applied.Load()-n.snapshotIndex < n.cfg.SnapshotInterval {
 		return false
 	}
-	return n.snapshotBytes < weighedSnapshotBytes || n.logBytes >= n.snapshotBytes
+	return n.snapshotBytes < weighedSnapshotBytes
 }
 
 // snapshotDone finishes the job the loop was told of: the snapshot becomes
