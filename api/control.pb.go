@@ -3515,11 +3515,20 @@ type WatchServiceMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// service as the answering manager's store holds it; removed once it is
 	// gone (the stream then ends).
-	Service       *Service        `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
-	Removed       bool            `protobuf:"varint,2,opt,name=removed,proto3" json:"removed,omitempty"`
-	Slots         []*SlotProgress `protobuf:"bytes,3,rep,name=slots,proto3" json:"slots,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Service *Service `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	Removed bool     `protobuf:"varint,2,opt,name=removed,proto3" json:"removed,omitempty"`
+	// slots lists every slot that has an occupant, unless the service has
+	// more than 1 000 of them: then the slots running the current spec (up
+	// to its replica count) are only counted in settled, with the latest
+	// running_since among them in settled_running_since, and slots lists
+	// the first 1 000 others, counting the rest in unlisted. A message
+	// stays under the 4 MiB gRPC limit however large the service.
+	Slots               []*SlotProgress        `protobuf:"bytes,3,rep,name=slots,proto3" json:"slots,omitempty"`
+	Settled             uint64                 `protobuf:"varint,4,opt,name=settled,proto3" json:"settled,omitempty"`
+	SettledRunningSince *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=settled_running_since,json=settledRunningSince,proto3" json:"settled_running_since,omitempty"`
+	Unlisted            uint64                 `protobuf:"varint,6,opt,name=unlisted,proto3" json:"unlisted,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *WatchServiceMessage) Reset() {
@@ -3571,6 +3580,27 @@ func (x *WatchServiceMessage) GetSlots() []*SlotProgress {
 		return x.Slots
 	}
 	return nil
+}
+
+func (x *WatchServiceMessage) GetSettled() uint64 {
+	if x != nil {
+		return x.Settled
+	}
+	return 0
+}
+
+func (x *WatchServiceMessage) GetSettledRunningSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SettledRunningSince
+	}
+	return nil
+}
+
+func (x *WatchServiceMessage) GetUnlisted() uint64 {
+	if x != nil {
+		return x.Unlisted
+	}
+	return 0
 }
 
 type ServiceLogsRequest struct {
@@ -3855,11 +3885,14 @@ const file_api_control_proto_rawDesc = "" +
 	"\rrunning_since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x18\n" +
 	"\amessage\x18\a \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x128\n" +
-	"\rdesired_state\x18\t \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\"\x8a\x01\n" +
+	"\rdesired_state\x18\t \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\"\x90\x02\n" +
 	"\x13WatchServiceMessage\x12+\n" +
 	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\x12\x18\n" +
 	"\aremoved\x18\x02 \x01(\bR\aremoved\x12,\n" +
-	"\x05slots\x18\x03 \x03(\v2\x16.jaco.api.SlotProgressR\x05slots\"\x8c\x01\n" +
+	"\x05slots\x18\x03 \x03(\v2\x16.jaco.api.SlotProgressR\x05slots\x12\x18\n" +
+	"\asettled\x18\x04 \x01(\x04R\asettled\x12N\n" +
+	"\x15settled_running_since\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x13settledRunningSince\x12\x1a\n" +
+	"\bunlisted\x18\x06 \x01(\x04R\bunlisted\"\x8c\x01\n" +
 	"\x12ServiceLogsRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x16\n" +
 	"\x06follow\x18\x02 \x01(\bR\x06follow\x12\x12\n" +
@@ -4102,74 +4135,75 @@ var file_api_control_proto_depIdxs = []int32{
 	82, // 49: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
 	74, // 50: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
 	64, // 51: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	72, // 52: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 53: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 54: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 55: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 56: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 57: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 58: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 59: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 60: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 61: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 62: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	61, // 63: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 64: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 65: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	53, // 66: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	28, // 67: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	34, // 68: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	30, // 69: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	32, // 70: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	36, // 71: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	42, // 72: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	38, // 73: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	40, // 74: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	44, // 75: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	51, // 76: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	46, // 77: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	49, // 78: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	55, // 79: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	57, // 80: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	59, // 81: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	63, // 82: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	66, // 83: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 84: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 85: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 86: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 87: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 88: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 89: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 90: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 91: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 92: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 93: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	62, // 94: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 95: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 96: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	54, // 97: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	29, // 98: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	35, // 99: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	31, // 100: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	33, // 101: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	37, // 102: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	43, // 103: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	39, // 104: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	41, // 105: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	45, // 106: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	52, // 107: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	47, // 108: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	50, // 109: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	56, // 110: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	58, // 111: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	60, // 112: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	65, // 113: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	83, // 114: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	84, // [84:115] is the sub-list for method output_type
-	53, // [53:84] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	72, // 52: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	72, // 53: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 54: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 55: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 56: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 57: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 58: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 59: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 60: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	18, // 61: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	20, // 62: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	22, // 63: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	61, // 64: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	24, // 65: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	26, // 66: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	53, // 67: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	28, // 68: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	34, // 69: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	30, // 70: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	32, // 71: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	36, // 72: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	42, // 73: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	38, // 74: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	40, // 75: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	44, // 76: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	51, // 77: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	46, // 78: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	49, // 79: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	55, // 80: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	57, // 81: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	59, // 82: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	63, // 83: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	66, // 84: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 85: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 86: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 87: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 88: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 89: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 90: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 91: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	19, // 92: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	21, // 93: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	23, // 94: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	62, // 95: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	25, // 96: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	27, // 97: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	54, // 98: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	29, // 99: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	35, // 100: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	31, // 101: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	33, // 102: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	37, // 103: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	43, // 104: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	39, // 105: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	41, // 106: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	45, // 107: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	52, // 108: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	47, // 109: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	50, // 110: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	56, // 111: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	58, // 112: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	60, // 113: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	65, // 114: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	83, // 115: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	85, // [85:116] is the sub-list for method output_type
+	54, // [54:85] is the sub-list for method input_type
+	54, // [54:54] is the sub-list for extension type_name
+	54, // [54:54] is the sub-list for extension extendee
+	0,  // [0:54] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }

@@ -44,6 +44,9 @@ type progress struct {
 	// monitor period is counted from running_since (the leader's clock)
 	// but never waited for longer than from here.
 	firstRunning map[string]time.Time
+	// firstSettled is when this CLI first saw each settled_running_since
+	// of a large service's messages, for the same bound.
+	firstSettled map[time.Time]time.Time
 	last         *api.WatchServiceMessage
 }
 
@@ -53,6 +56,7 @@ func newProgress(kind waitKind, svc *api.Service, hostnames map[string]string) *
 		kind: kind, name: svc.GetSpec().GetName(), since: svc.GetMeta().GetVersion(),
 		startedAs: state, follow: inFlight(state), hostnames: hostnames,
 		firstRunning: map[string]time.Time{},
+		firstSettled: map[time.Time]time.Time{},
 	}
 }
 
@@ -81,6 +85,11 @@ func (p *progress) observe(m *api.WatchServiceMessage, now time.Time) bool {
 		return false
 	}
 	p.last = m
+	if rs := m.GetSettledRunningSince(); rs != nil {
+		if _, ok := p.firstSettled[rs.AsTime()]; !ok {
+			p.firstSettled[rs.AsTime()] = now
+		}
+	}
 	for _, s := range m.Slots {
 		if s.State == api.TaskState_TASK_STATE_RUNNING {
 			if _, ok := p.firstRunning[s.TaskId]; !ok {
@@ -102,30 +111,30 @@ func (p *progress) judge(now time.Time) verdict {
 			err: reason.Error(codes.NotFound, reason.NotFound, "service %s was removed while waiting for it to converge", p.name)}
 	}
 	svc := m.Service
-	lines := p.slotLines(svc, m.Slots)
+	lines := p.slotLines(svc, m)
 	status := svc.GetUpdateStatus()
 	if inFlight(status.GetState()) {
 		p.follow = true // another writer's update counts too: it decides where the service goes
 	}
 	if p.follow {
-		v := p.followUpdate(svc, m.Slots)
+		v := p.followUpdate(svc, m)
 		v.lines = append(lines, v.lines...)
 		return v
 	}
 	switch status.GetState() {
 	case api.UpdateState_UPDATE_STATE_PAUSED, api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED:
 		// The service cannot converge until someone resumes or rolls back.
-		v := p.followUpdate(svc, m.Slots)
+		v := p.followUpdate(svc, m)
 		v.lines = append(lines, v.lines...)
 		return v
 	}
-	v := p.converge(svc, m.Slots, now)
+	v := p.converge(svc, m, now)
 	v.lines = append(lines, v.lines...)
 	return v
 }
 
 // followUpdate judges an update or rollback by its state.
-func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) verdict {
+func (p *progress) followUpdate(svc *api.Service, m *api.WatchServiceMessage) verdict {
 	st := svc.GetUpdateStatus()
 	word := updateWord(st.GetState())
 	// The leader's message may open with what the state says already, or
@@ -138,7 +147,7 @@ func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) ver
 	if st.GetState() == api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED && msg != "" {
 		p.rollbackWhy = msg // its completion says no more than "rollback completed"
 	}
-	updated, total := current(svc, slots)
+	updated, total := current(svc, m)
 	counted := func(done string) verdict {
 		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("%s: %d out of %d replicas %s", word, updated, total, done)}}}
 	}
@@ -178,9 +187,9 @@ func (p *progress) followUpdate(svc *api.Service, slots []*api.SlotProgress) ver
 
 // converge judges a service no update is rolling: every slot runs the
 // current spec, for the monitor period.
-func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now time.Time) verdict {
+func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now time.Time) verdict {
 	replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL
-	want := len(slots)
+	want := slotCount(m)
 	if replicated {
 		want = int(svc.GetSpec().GetReplicas())
 	}
@@ -188,11 +197,16 @@ func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now tim
 	if d := svc.GetSpec().GetUpdate().GetMonitor(); d != nil {
 		monitor = max(d.AsDuration(), 0)
 	}
-	var ready int
+	// A large service's settled slots come counted, with the latest time
+	// one of them started running.
+	ready := int(m.GetSettled())
 	var failed *api.SlotProgress
 	var wait time.Duration
+	if rs := m.GetSettledRunningSince(); rs != nil {
+		wait = min(monitor-now.Sub(p.firstSettled[rs.AsTime()]), monitor-now.Sub(rs.AsTime()))
+	}
 	extra := false
-	for _, s := range slots {
+	for _, s := range m.Slots {
 		if replicated && s.Slot > uint64(want) {
 			extra = true
 			continue
@@ -217,7 +231,7 @@ func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now tim
 		wait = max(wait, left)
 	}
 	// settled: every slot is where it will stay.
-	settled := ready == want && !extra && (want > 0 || replicated)
+	settled := ready == want && !extra && m.GetUnlisted() == 0 && (want > 0 || replicated)
 	switch {
 	case !settled:
 		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("overall progress: %d out of %d replicas running", ready, want)}}}
@@ -231,14 +245,20 @@ func (p *progress) converge(svc *api.Service, slots []*api.SlotProgress, now tim
 	return verdict{done: true, lines: []progressLine{{"overall", "verified: service converged"}}}
 }
 
+// slotCount is how many occupied slots m stands for, listed or not.
+func slotCount(m *api.WatchServiceMessage) int {
+	return len(m.Slots) + int(m.GetSettled()) + int(m.GetUnlisted())
+}
+
 // current counts the slots running the service's current spec, out of the
 // slots it should have.
-func current(svc *api.Service, slots []*api.SlotProgress) (updated, total int) {
-	total = len(slots)
+func current(svc *api.Service, m *api.WatchServiceMessage) (updated, total int) {
+	total = slotCount(m)
 	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
 		total = int(svc.GetSpec().GetReplicas())
 	}
-	for _, s := range slots {
+	updated = int(m.GetSettled())
+	for _, s := range m.Slots {
 		if s.State == api.TaskState_TASK_STATE_RUNNING && s.SpecVersion == svc.GetSpecVersion() {
 			updated++
 		}
@@ -246,9 +266,40 @@ func current(svc *api.Service, slots []*api.SlotProgress) (updated, total int) {
 	return min(updated, total), total
 }
 
+// maxShownSlots is how many slots a large service's progress shows, one
+// line each, beside the count of those running the current spec; a
+// service is large past largeService slots (as for the manager, which
+// then counts the settled ones).
+const (
+	maxShownSlots = 10
+	largeService  = 1000
+)
+
 // slotLines is one line per slot: replicated slots 1..N (and any beyond N
-// still to be stopped), global ones by node.
-func (p *progress) slotLines(svc *api.Service, slots []*api.SlotProgress) []progressLine {
+// still to be stopped), global ones by node. For a large service one line
+// counts the slots running the current spec (the manager counts them
+// instead of listing them, WatchServiceMessage), and the first
+// maxShownSlots of the others get a line each.
+func (p *progress) slotLines(svc *api.Service, m *api.WatchServiceMessage) []progressLine {
+	slots := m.Slots
+	total := slotCount(m)
+	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+		total = max(total, int(svc.GetSpec().GetReplicas()))
+	}
+	if m.GetSettled() > 0 || m.GetUnlisted() > 0 || total > largeService {
+		lines := []progressLine{{"settled", fmt.Sprintf("%d out of %d slots running the current spec", m.GetSettled(), total)}}
+		for _, s := range slots[:min(len(slots), maxShownSlots)] {
+			key := fmt.Sprintf("slot/%d", s.Slot)
+			if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+				key = "node/" + s.NodeId
+			}
+			lines = append(lines, progressLine{key, p.slotText(svc, s)})
+		}
+		if more := total - int(m.GetSettled()) - min(len(slots), maxShownSlots); more > 0 {
+			lines = append(lines, progressLine{"more", fmt.Sprintf("… and %d more slots not running the current spec", more)})
+		}
+		return lines
+	}
 	var lines []progressLine
 	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
 		for _, s := range slots {

@@ -56,6 +56,12 @@ func watchMsg(svc *api.Service, slots ...*api.SlotProgress) *api.WatchServiceMes
 	return &api.WatchServiceMessage{Service: svc, Slots: slots}
 }
 
+// largeMsg is a compacted message (WatchServiceMessage): settled slots
+// counted, with the latest start, and unlisted ones counted.
+func largeMsg(svc *api.Service, settled uint64, since *timestamppb.Timestamp, unlisted uint64, slots ...*api.SlotProgress) *api.WatchServiceMessage {
+	return &api.WatchServiceMessage{Service: svc, Slots: slots, Settled: settled, SettledRunningSince: since, Unlisted: unlisted}
+}
+
 // step is a message arriving at t0+at, or (msg nil) the wake timer firing.
 type step struct {
 	at  time.Duration
@@ -122,6 +128,20 @@ func TestProgressGolden(t *testing.T) {
 			{1 * sec, watchMsg(svcAt(10, 1, 3, usNone, ""), slotAt(1, tsRunning, 1, sec), slotAt(2, tsStarting, 1, 0),
 				failing(slotAt(3, tsPending, 1, 0), "exit_code", "launch exited 1"))},
 			{2 * sec, watchMsg(svcAt(10, 1, 3, usNone, ""), slotAt(1, tsRunning, 1, sec), slotAt(2, tsRunning, 1, 2*sec), slotAt(3, tsRunning, 1, 2*sec))},
+			{7 * sec, nil},
+		},
+	}, {
+		// A create of a service too large to list every slot: the
+		// manager counts the slots running the current spec and lists
+		// the others (some left unlisted); the CLI waits until all are
+		// counted, then for the monitor period from the latest start.
+		name: "create-large", kind: waitConverge, wrote: svcAt(10, 1, 5000, usNone, ""),
+		steps: []step{
+			{0, watchMsg(svcAt(10, 1, 5000, usNone, ""))},
+			{0, largeMsg(svcAt(10, 1, 5000, usNone, ""), 0, nil, 4997, slotAt(1, tsPending, 1, 0), slotAt(2, tsPending, 1, 0), slotAt(3, tsPending, 1, 0))},
+			{sec, largeMsg(svcAt(10, 1, 5000, usNone, ""), 4998, timestamppb.New(t0.Add(sec)), 0,
+				slotAt(7, tsStarting, 1, 0), failing(slotAt(9, tsPending, 1, 0), "exit_code", "launch exited 1"))},
+			{2 * sec, largeMsg(svcAt(10, 1, 5000, usNone, ""), 5000, timestamppb.New(t0.Add(2*sec)), 0)},
 			{7 * sec, nil},
 		},
 	}, {

@@ -3,6 +3,7 @@ package controlapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -313,5 +314,71 @@ func TestWatchServiceIsSlim(t *testing.T) {
 	if m.Service.GetPreviousSpec() != nil || len(m.Service.GetSpec().GetBundle().GetFiles()) != 0 || len(m.Service.GetSpec().GetEnv()) != 1 {
 		t.Fatalf("watched service carries %d bytes: previous spec %v, %d bundle files; want neither, and the spec's env",
 			proto.Size(m), m.Service.GetPreviousSpec() != nil, len(m.Service.GetSpec().GetBundle().GetFiles()))
+	}
+}
+
+// TestCompactSlots: a service with more slots than a message lists gets
+// its slots running the current spec counted, with the latest start;
+// the others are listed up to the limit, the rest counted; a slot beyond
+// the replica count is never counted as settled. Small services are
+// listed whole.
+func TestCompactSlots(t *testing.T) {
+	svc := &api.Service{Id: "s", SpecVersion: 2, Spec: &api.ServiceSpec{Name: "big", Replicas: 3000}}
+	var slots []*api.SlotProgress
+	latest := timestamppb.New(time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC))
+	for i := uint64(1); i <= 3001; i++ {
+		s := &api.SlotProgress{Slot: i, TaskId: fmt.Sprint("t", i), DesiredState: api.TaskState_TASK_STATE_RUNNING,
+			State: api.TaskState_TASK_STATE_RUNNING, SpecVersion: 2, RunningSince: timestamppb.New(latest.AsTime().Add(-time.Duration(i) * time.Second))}
+		switch {
+		case i == 1:
+			s.RunningSince = latest
+		case i <= 1500: // settled
+		case i <= 2000:
+			s.SpecVersion = 1 // old spec: listed
+		case i <= 3000:
+			s.State = api.TaskState_TASK_STATE_PENDING
+			s.RunningSince = nil
+		}
+		slots = append(slots, s) // 3001: beyond the replica count, running
+	}
+	msg := &api.WatchServiceMessage{Service: svc, Slots: slots}
+	compactSlots(msg)
+	if msg.Settled != 1500 || !proto.Equal(msg.SettledRunningSince, latest) {
+		t.Errorf("settled %d since %v, want 1500 since %v", msg.Settled, msg.SettledRunningSince, latest)
+	}
+	if len(msg.Slots) != maxListedSlots || msg.Slots[0].Slot != 1501 || msg.Unlisted != 501 {
+		t.Errorf("listed %d slots from %d, %d unlisted; want %d from 1501, 501 unlisted",
+			len(msg.Slots), msg.Slots[0].Slot, msg.Unlisted, maxListedSlots)
+	}
+	if size := proto.Size(msg); size > 1<<20 {
+		t.Errorf("compacted message is %d bytes", size)
+	}
+
+	small := &api.WatchServiceMessage{Service: svc, Slots: slots[:maxListedSlots]}
+	compactSlots(small)
+	if len(small.Slots) != maxListedSlots || small.Settled != 0 || small.Unlisted != 0 {
+		t.Errorf("a service of %d slots was compacted: %d listed, %d settled", maxListedSlots, len(small.Slots), small.Settled)
+	}
+}
+
+// The defect: `service create --replicas 100000` failed ResourceExhausted
+// once the first progress message listed 41 500 slots (over gRPC's 4 MiB
+// limit). A service of 1 500 pending replicas gets a first message that
+// lists 1 000 of them and counts the rest.
+func TestWatchServiceLargeServiceIsCompacted(t *testing.T) {
+	s, st := newServiceServer(t)
+	spec := imageSpec("big")
+	spec.Replicas = 1500
+	svc := create(t, s, spec)
+	var tasks []store.Object
+	for i := uint64(1); i <= 1500; i++ {
+		tasks = append(tasks, task(svc, fmt.Sprintf("t%04d", i), i, "", running, pending, svc.SpecVersion))
+	}
+	storetest.Create(t, st, tasks...)
+	w, _, _ := startWatch(t, s, "big")
+	m := w.next(t)
+	if len(m.Slots) != maxListedSlots || m.Slots[0].Slot != 1 || m.Unlisted != 500 || m.Settled != 0 {
+		t.Fatalf("first message: %d slots listed from %d, %d unlisted, %d settled; want %d from 1, 500, 0",
+			len(m.Slots), m.Slots[0].GetSlot(), m.Unlisted, m.Settled, maxListedSlots)
 	}
 }
