@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Large stores in a real daemon (issue 15 point 7, docs/bench/largestore.md),
+# on loopback only, as a new user would try them:
+#   1. one manager; `service create -d --replicas N` of a hook bundle no
+#      node may run (the tasks stay pending): the time until the daemon is
+#      idle again with every task stored, its RSS and live heap;
+#   2. the listings at that size (service ls, service ps, status, node ls);
+#   3. kill -9 and restart: the time to serve and to lead, and the RSS;
+#   4. a worker running 100 replicas of a hook bundle: its RSS and the
+#      memory of each replica's shim;
+#   5. in the same run, the in-process references: BenchmarkCreate (the
+#      orchestrator's creations through raft beside bare creates) and
+#      BenchmarkPlacement at 100 000 replicas over 1 000 nodes.
+# Builds jaco into a scratch dir removed at exit, with every daemon it
+# started (and their replicas). Writes $BENCH_OUT/raw.txt.
+#
+#   scripts/bench-largestore.sh                         # 100 000 replicas (about 4 min)
+#   REPLICAS=20000 BENCH_OUT=/tmp/ls scripts/bench-largestore.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/ensure.sh
+source scripts/lib/bench.sh
+ensure_pkgs git gcc libc6-dev ca-certificates curl procps
+ensure_go
+
+replicas=${REPLICAS:-100000}
+out=${BENCH_OUT:-docs/bench/largestore}
+bench_workdir jaco-bench-large
+mkdir -p "$out"
+bench_build scripts/bench-largestore.sh
+bin=$work/bin
+raw=$out/raw.txt
+
+daemons=()
+stop_daemons() {
+	local p
+	for p in "${daemons[@]}"; do
+		kill -9 -- "-$p" 2>/dev/null || kill -9 "$p" 2>/dev/null || true
+	done
+	# The hook shims of the worker's replicas outlive a killed daemon.
+	pkill -9 -f "$work/bin/jacod hook-shim" 2>/dev/null || true
+}
+trap 'stop_daemons; bench_cleanup' EXIT
+
+# start_jacod NAME DIR PORT [FLAG...]: a daemon in its own process group,
+# logging to DIR.log; sets pid.
+start_jacod() {
+	local name=$1 dir=$2 port=$3
+	shift 3
+	setsid "$bin/jacod" --data-dir "$dir" --listen-addr "127.0.0.1:$port" --node-name "$name" \
+		--overlay=false "$@" >>"$dir.log" 2>&1 &
+	pid=$!
+	disown "$pid" # no job notice when it is killed
+	daemons+=("$pid")
+	wait_for 30 test -S "$dir/jaco.sock"
+}
+
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# wait_idle PID: waits until the process used under 5 % of a core over
+# two seconds running, and prints how long it took from start (ns).
+wait_idle() {
+	local p=$1 start=$2 quiet=0 a b
+	a=$(ticks "$p")
+	for _ in $(seq 1 1200); do
+		sleep 1
+		b=$(ticks "$p")
+		if ((b - a < 5)); then
+			quiet=$((quiet + 1))
+			if ((quiet == 2)); then
+				echo $(($(date +%s%N) - start - 2000000000))
+				return
+			fi
+		else
+			quiet=0
+		fi
+		a=$b
+	done
+	log "the daemon did not go idle within 20 minutes"
+	return 1
+}
+
+secs() { awk -v ns="$1" 'BEGIN {printf "%.2f", ns / 1e9}'; }
+mib() { awk -v kb="$1" 'BEGIN {printf "%.0f", kb / 1024}'; }
+
+# log_at FILE MSG: the time (ns since the epoch) of the first log line
+# holding MSG.
+log_at() {
+	local t
+	t=$(grep -m1 "$2" "$1" | sed -E 's/^time=([^ ]+) .*/\1/')
+	date -d "$t" +%s%N
+}
+
+# timed CMD...: runs a jaco command, prints "seconds lines exit".
+timed() {
+	local s rc=0
+	s=$(date +%s%N)
+	"$@" >"$work/out.txt" 2>&1 || rc=$?
+	echo "$(secs $(($(date +%s%N) - s))) s, $(wc -l <"$work/out.txt") lines, exit $rc"
+}
+
+{
+	echo "# bench-largestore: $replicas replicas, $(date -u +%FT%TZ), jaco $rev"
+	echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB, load $(cut -d' ' -f1-3 /proc/loadavg)"
+} >"$raw"
+
+m=$work/m
+printf '#!/bin/sh\nexec sleep 100000\n' >"$work/launch"
+chmod +x "$work/launch"
+mkdir -p "$work/bundle" && mv "$work/launch" "$work/bundle/"
+start_jacod m "$m" 27400 --debug-addr 127.0.0.1:27401
+mpid=$pid
+export JACO_DATA_DIR=$m
+"$bin/jaco" cluster init >/dev/null
+"$bin/jaco" cluster update --max-replicas-per-service "$replicas" >/dev/null
+idle_kb=$(rss_kb "$mpid")
+
+log "1. service create -d --replicas $replicas (tasks stay pending)"
+start=$(date +%s%N)
+"$bin/jaco" service create -d --name big --replicas "$replicas" --constraint node.labels.none==x --bundle "$work/bundle" >/dev/null
+settle=$(wait_idle "$mpid" "$start")
+tasks=$("$bin/jaco" service ps big --format json | grep -c '"id"')
+heap=$(curl -s "http://127.0.0.1:27401/debug/pprof/heap?debug=1" | awk '/^# HeapInuse = / {print $4}')
+{
+	echo "create: $replicas replicas, $tasks tasks stored; daemon idle again after $(secs "$settle") s ($(awk -v n="$replicas" -v ns="$settle" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') tasks/s, pending reasons included)"
+	echo "create: manager RSS $(mib "$(rss_kb "$mpid")") MiB (idle before: $(mib "$idle_kb") MiB), live heap $(awk -v b="$heap" 'BEGIN {printf "%.0f", b / 1048576}') MiB (HeapInuse after the last GC)"
+} | tee -a "$raw"
+
+log "2. listings"
+{
+	echo "service ls: $(timed "$bin/jaco" service ls)"
+	echo "service ps big: $(timed "$bin/jaco" service ps big)"
+	echo "status: $(timed "$bin/jaco" status)"
+	echo "node ls: $(timed "$bin/jaco" node ls)"
+} | tee -a "$raw"
+
+log "3. kill -9 and restart"
+kill -9 -- "-$mpid"
+wait_for 10 sh -c "! kill -0 $mpid"
+: >"$m.restart.log"
+start=$(date +%s%N)
+setsid "$bin/jacod" --data-dir "$m" --listen-addr 127.0.0.1:27400 --node-name m --overlay=false >>"$m.restart.log" 2>&1 &
+mpid=$!
+disown "$mpid"
+daemons+=("$mpid")
+wait_for 120 grep -q "leader subsystems started" "$m.restart.log"
+served=$(log_at "$m.restart.log" "jacod serving")
+led=$(log_at "$m.restart.log" "leader subsystems started")
+wait_idle "$mpid" "$start" >/dev/null
+{
+	echo "restart: serving after $(secs $((served - start))) s, leading after $(secs $((led - start))) s; RSS once idle $(mib "$(rss_kb "$mpid")") MiB"
+	echo "restart: from $(find "$m/raft/snap" -name '*.snap' | wc -l) snapshot file(s) and $(find "$m/raft/wal" -name '*.wal' | wc -l) WAL file(s)"
+} | tee -a "$raw"
+kill -9 -- "-$mpid"
+
+log "4. a worker with 100 hook replicas"
+a=$work/a
+w=$work/w
+start_jacod a "$a" 27410
+JACO_DATA_DIR=$a "$bin/jaco" cluster init >/dev/null
+start_jacod w "$w" 27420
+wpid=$pid
+token=$(JACO_DATA_DIR=$a "$bin/jaco" node issue-join-token --role worker 2>/dev/null | grep -o 'JACO1-[^ ]*' | head -1)
+JACO_DATA_DIR=$w "$bin/jaco" node join --peer 127.0.0.1:27410 --token "$token" >/dev/null
+wait_for 30 sh -c "JACO_DATA_DIR=$a '$bin/jaco' node ls | grep -q ' w .*worker'"
+widle=$(rss_kb "$wpid")
+JACO_DATA_DIR=$a "$bin/jaco" service create --name h100 --replicas 100 --constraint node.role==worker --bundle "$work/bundle" >/dev/null
+sleep 5
+shims=$(pgrep -f "$bin/jacod hook-shim" || true)
+shim_pss=0
+for s in $shims; do shim_pss=$((shim_pss + $(pss_kb "$s"))); done
+nshims=$(wc -w <<<"$shims")
+{
+	echo "agent: worker RSS $(mib "$(rss_kb "$wpid")") MiB with 100 replicas running (idle: $(mib "$widle") MiB), PSS $(mib "$(pss_kb "$wpid")") MiB"
+	echo "agent: $nshims hook shims, PSS $(mib "$shim_pss") MiB in all ($((shim_pss / (nshims > 0 ? nshims : 1))) kB each)"
+} | tee -a "$raw"
+stop_daemons
+
+log "5. in-process references"
+{
+	echo "# go test -bench, same run"
+	go test -run XXX -bench 'BenchmarkCreate/replicas=100000$' -benchtime 1x ./manager/orchestrator | grep Benchmark
+	go test -run XXX -bench 'BenchmarkPlacement/replicas=100000/nodes=1000$' -benchtime 1x ./manager/scheduler | grep Benchmark
+} | tee -a "$raw"
+log "wrote $raw"
