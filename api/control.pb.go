@@ -1040,6 +1040,8 @@ type ListNodesResponse struct {
 	Nodes []*Node                `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// next_page_token asks for the next page; empty after the last one.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// counts has the replicas of each node of the page, in the same order.
+	Counts        []*ReplicaCount `protobuf:"bytes,3,rep,name=counts,proto3" json:"counts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1088,6 +1090,70 @@ func (x *ListNodesResponse) GetNextPageToken() string {
 	return ""
 }
 
+func (x *ListNodesResponse) GetCounts() []*ReplicaCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+// ReplicaCount is what `service ls` and `status` show of a service's or a
+// node's replicas, counted by the manager: a client need not fetch every
+// task (100 000 took seconds).
+type ReplicaCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// live: replicas that should run (desired RUNNING); running: those of
+	// them that run.
+	Live          uint64 `protobuf:"varint,1,opt,name=live,proto3" json:"live,omitempty"`
+	Running       uint64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplicaCount) Reset() {
+	*x = ReplicaCount{}
+	mi := &file_api_control_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplicaCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplicaCount) ProtoMessage() {}
+
+func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
+func (*ReplicaCount) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ReplicaCount) GetLive() uint64 {
+	if x != nil {
+		return x.Live
+	}
+	return 0
+}
+
+func (x *ReplicaCount) GetRunning() uint64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
 type GetNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// node is a node id or a hostname.
@@ -1099,7 +1165,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1177,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1190,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1150,7 +1216,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1162,7 +1228,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1175,7 +1241,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1196,7 +1262,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1274,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1287,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1249,7 +1315,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1261,7 +1327,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1274,7 +1340,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1305,7 +1371,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1317,7 +1383,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1330,7 +1396,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1365,7 +1431,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1443,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1456,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1409,7 +1475,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1487,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1500,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1453,7 +1519,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1531,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1544,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1505,7 +1571,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1583,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1596,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1570,7 +1636,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1648,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1661,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1614,7 +1680,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1692,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1705,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1659,7 +1725,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +1737,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +1750,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -1705,7 +1771,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1717,7 +1783,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1730,7 +1796,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -1759,7 +1825,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1837,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1850,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -1810,7 +1876,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +1888,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +1901,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -1855,7 +1921,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +1933,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +1946,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -1899,7 +1965,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +1977,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +1990,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -1942,7 +2008,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2020,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2033,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 type CreateConfigRequest struct {
@@ -1979,7 +2045,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1991,7 +2057,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2004,7 +2070,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2023,7 +2089,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2101,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2114,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2069,7 +2135,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2147,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2160,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2121,7 +2187,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2199,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2212,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2172,7 +2238,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2250,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2263,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2217,7 +2283,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2229,7 +2295,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2242,7 +2308,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2261,7 +2327,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2339,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2352,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2304,7 +2370,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2316,7 +2382,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2329,7 +2395,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 type CreateNetworkRequest struct {
@@ -2341,7 +2407,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2419,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2432,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2385,7 +2451,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2397,7 +2463,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2410,7 +2476,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2431,7 +2497,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2509,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2522,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2486,7 +2552,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2564,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2577,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2552,7 +2618,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2630,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2643,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2626,7 +2692,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2638,7 +2704,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2651,7 +2717,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -2670,7 +2736,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2748,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2761,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -2714,7 +2780,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2792,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2805,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -2757,7 +2823,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2835,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2848,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 type RemoveServiceRequest struct {
@@ -2794,7 +2860,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +2872,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +2885,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -2837,7 +2903,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2849,7 +2915,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2862,7 +2928,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 type GetServiceRequest struct {
@@ -2875,7 +2941,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2887,7 +2953,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2900,7 +2966,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -2926,7 +2992,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2938,7 +3004,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2951,7 +3017,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -2976,7 +3042,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3054,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3067,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3030,13 +3096,16 @@ type ListServicesResponse struct {
 	Services []*Service             `protobuf:"bytes,1,rep,name=services,proto3" json:"services,omitempty"`
 	// next_page_token asks for the next page; empty after the last one.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// counts has the replicas of each service of the page, in the same
+	// order.
+	Counts        []*ReplicaCount `protobuf:"bytes,3,rep,name=counts,proto3" json:"counts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3048,7 +3117,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3061,7 +3130,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3076,6 +3145,13 @@ func (x *ListServicesResponse) GetNextPageToken() string {
 		return x.NextPageToken
 	}
 	return ""
+}
+
+func (x *ListServicesResponse) GetCounts() []*ReplicaCount {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
 }
 
 type ListTasksRequest struct {
@@ -3096,7 +3172,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3108,7 +3184,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3121,7 +3197,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3170,7 +3246,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3258,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3271,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3232,7 +3308,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3320,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3333,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3318,7 +3394,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3406,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3419,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3363,7 +3439,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3451,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3464,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -3420,7 +3496,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3508,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3521,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -3533,7 +3609,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3621,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3634,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -3617,7 +3693,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3705,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3718,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -3741,10 +3817,14 @@ const file_api_control_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12;\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"a\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"\x91\x01\n" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"a\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12.\n" +
+	"\x06counts\x18\x03 \x03(\v2\x16.jaco.api.ReplicaCountR\x06counts\"<\n" +
+	"\fReplicaCount\x12\x12\n" +
+	"\x04live\x18\x01 \x01(\x04R\x04live\x12\x18\n" +
+	"\arunning\x18\x02 \x01(\x04R\arunning\"a\n" +
 	"\x0eGetNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
 	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"5\n" +
@@ -3844,10 +3924,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12;\n" +
-	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"m\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"\x9d\x01\n" +
 	"\x14ListServicesResponse\x12-\n" +
 	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb9\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12.\n" +
+	"\x06counts\x18\x03 \x03(\v2\x16.jaco.api.ReplicaCountR\x06counts\"\xb9\x01\n" +
 	"\x10ListTasksRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
@@ -3995,7 +4076,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -4015,195 +4096,198 @@ var file_api_control_proto_goTypes = []any{
 	(*GetUnlockKeyResponse)(nil),   // 15: jaco.api.GetUnlockKeyResponse
 	(*ListNodesRequest)(nil),       // 16: jaco.api.ListNodesRequest
 	(*ListNodesResponse)(nil),      // 17: jaco.api.ListNodesResponse
-	(*GetNodeRequest)(nil),         // 18: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 19: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 20: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 21: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 22: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 23: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),   // 24: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),  // 25: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),   // 26: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),  // 27: jaco.api.UpdateServiceResponse
-	(*CreateSecretRequest)(nil),    // 28: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),   // 29: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),       // 30: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),      // 31: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),     // 32: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),    // 33: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),    // 34: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),   // 35: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),    // 36: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),   // 37: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),       // 38: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),      // 39: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),     // 40: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),    // 41: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),    // 42: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),   // 43: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),   // 44: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),  // 45: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),      // 46: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),     // 47: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),            // 48: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),    // 49: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 50: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 51: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 52: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 53: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 54: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 55: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 56: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 57: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 58: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 59: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 60: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 61: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 62: jaco.api.UpdateNodeResponse
-	(*WatchServiceRequest)(nil),    // 63: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 64: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 65: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 66: jaco.api.ServiceLogsRequest
-	nil,                            // 67: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 68: jaco.api.Suffrage
-	(*Node)(nil),                   // 69: jaco.api.Node
-	(NodeRole)(0),                  // 70: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 71: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 72: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 73: jaco.api.ServiceSpec
-	(*Service)(nil),                // 74: jaco.api.Service
-	(*FileSpec)(nil),               // 75: jaco.api.FileSpec
-	(*Secret)(nil),                 // 76: jaco.api.Secret
-	(*Config)(nil),                 // 77: jaco.api.Config
-	(*NetworkSpec)(nil),            // 78: jaco.api.NetworkSpec
-	(*Network)(nil),                // 79: jaco.api.Network
-	(*Task)(nil),                   // 80: jaco.api.Task
-	(NodeAvailability)(0),          // 81: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 82: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 83: jaco.api.LogsMessage
+	(*ReplicaCount)(nil),           // 18: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),         // 19: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 20: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 21: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 22: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),      // 23: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 24: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),   // 25: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),  // 26: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),   // 27: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),  // 28: jaco.api.UpdateServiceResponse
+	(*CreateSecretRequest)(nil),    // 29: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),   // 30: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),       // 31: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),      // 32: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),     // 33: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),    // 34: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),    // 35: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),   // 36: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),    // 37: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),   // 38: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),       // 39: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),      // 40: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),     // 41: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),    // 42: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),    // 43: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),   // 44: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),   // 45: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),  // 46: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),      // 47: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),     // 48: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),            // 49: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),    // 50: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 51: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 52: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 53: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 54: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 55: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 56: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 57: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 58: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 59: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 60: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 61: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 62: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 63: jaco.api.UpdateNodeResponse
+	(*WatchServiceRequest)(nil),    // 64: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 65: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 66: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 67: jaco.api.ServiceLogsRequest
+	nil,                            // 68: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 69: jaco.api.Suffrage
+	(*Node)(nil),                   // 70: jaco.api.Node
+	(NodeRole)(0),                  // 71: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 72: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 73: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 74: jaco.api.ServiceSpec
+	(*Service)(nil),                // 75: jaco.api.Service
+	(*FileSpec)(nil),               // 76: jaco.api.FileSpec
+	(*Secret)(nil),                 // 77: jaco.api.Secret
+	(*Config)(nil),                 // 78: jaco.api.Config
+	(*NetworkSpec)(nil),            // 79: jaco.api.NetworkSpec
+	(*Network)(nil),                // 80: jaco.api.Network
+	(*Task)(nil),                   // 81: jaco.api.Task
+	(NodeAvailability)(0),          // 82: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 83: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 84: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	68, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	69, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	69, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	2,  // 7: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	69, // 8: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	70, // 9: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	71, // 10: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	72, // 11: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	71, // 12: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	73, // 13: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	74, // 14: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	73, // 15: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	74, // 16: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	75, // 17: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	76, // 18: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 19: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	76, // 20: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 21: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	76, // 22: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	75, // 23: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	77, // 24: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 25: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	77, // 26: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 27: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	77, // 28: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	78, // 29: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	79, // 30: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 31: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	79, // 32: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	48, // 33: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 34: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	79, // 35: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 36: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	74, // 37: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 38: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	74, // 39: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	2,  // 40: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 41: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	81, // 42: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	67, // 43: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	70, // 44: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	71, // 45: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	69, // 46: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	82, // 47: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	72, // 48: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	82, // 49: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	74, // 50: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	64, // 51: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	72, // 52: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	72, // 53: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 54: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 55: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 56: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 57: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 58: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 59: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 60: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	18, // 61: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	20, // 62: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	22, // 63: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	61, // 64: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	24, // 65: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	26, // 66: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	53, // 67: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	28, // 68: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	34, // 69: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	30, // 70: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	32, // 71: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	36, // 72: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	42, // 73: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	38, // 74: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	40, // 75: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	44, // 76: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	51, // 77: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	46, // 78: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	49, // 79: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	55, // 80: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	57, // 81: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	59, // 82: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	63, // 83: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	66, // 84: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 85: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 86: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 87: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 88: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 89: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 90: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 91: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	19, // 92: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	21, // 93: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	23, // 94: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	62, // 95: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	25, // 96: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	27, // 97: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	54, // 98: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	29, // 99: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	35, // 100: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	31, // 101: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	33, // 102: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	37, // 103: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	43, // 104: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	39, // 105: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	41, // 106: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	45, // 107: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	52, // 108: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	47, // 109: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	50, // 110: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	56, // 111: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	58, // 112: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	60, // 113: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	65, // 114: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	83, // 115: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	85, // [85:116] is the sub-list for method output_type
-	54, // [54:85] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	70, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	18, // 7: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,  // 8: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	70, // 9: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	71, // 10: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	72, // 11: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	73, // 12: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	72, // 13: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	74, // 14: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	75, // 15: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	74, // 16: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	75, // 17: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	76, // 18: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	77, // 19: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 20: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	77, // 21: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 22: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	77, // 23: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	76, // 24: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	78, // 25: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 26: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	78, // 27: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 28: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	78, // 29: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	79, // 30: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	80, // 31: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 32: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	80, // 33: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	49, // 34: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,  // 35: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	80, // 36: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 37: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	75, // 38: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 39: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	75, // 40: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	18, // 41: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,  // 42: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	81, // 43: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	82, // 44: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	68, // 45: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	71, // 46: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	72, // 47: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	70, // 48: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	83, // 49: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	73, // 50: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	83, // 51: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	75, // 52: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	65, // 53: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	73, // 54: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	73, // 55: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 56: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 57: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 58: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 59: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 60: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 61: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 62: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	19, // 63: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	21, // 64: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	23, // 65: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	62, // 66: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	25, // 67: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	27, // 68: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	54, // 69: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	29, // 70: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	35, // 71: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	31, // 72: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	33, // 73: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	37, // 74: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	43, // 75: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	39, // 76: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	41, // 77: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	45, // 78: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	52, // 79: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	47, // 80: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	50, // 81: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	56, // 82: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	58, // 83: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	60, // 84: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	64, // 85: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	67, // 86: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 87: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 88: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 89: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 90: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 91: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 92: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 93: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	20, // 94: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	22, // 95: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	24, // 96: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	63, // 97: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	26, // 98: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	28, // 99: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	55, // 100: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	30, // 101: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	36, // 102: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	32, // 103: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	34, // 104: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	38, // 105: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	44, // 106: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	40, // 107: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	42, // 108: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	46, // 109: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	53, // 110: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	48, // 111: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	51, // 112: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	57, // 113: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	59, // 114: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	61, // 115: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	66, // 116: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	84, // 117: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	87, // [87:118] is the sub-list for method output_type
+	56, // [56:87] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -4215,14 +4299,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[58].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[59].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   65,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -19,36 +19,62 @@ import (
 
 // ListNodes returns every node, sorted by hostname.
 func (c *Client) ListNodes(ctx context.Context, req *api.ListNodesRequest) ([]*api.Node, error) {
+	nodes, _, err := c.ListNodesCounted(ctx, req)
+	return nodes, err
+}
+
+// ListNodesCounted is ListNodes with each node's replicas as the manager
+// counted them, by node id.
+func (c *Client) ListNodesCounted(ctx context.Context, req *api.ListNodesRequest) ([]*api.Node, map[string]*api.ReplicaCount, error) {
+	counts := map[string]*api.ReplicaCount{}
 	nodes, err := paging.Collect(func(tok string) ([]*api.Node, string, error) {
 		r := cloneOr(req, &api.ListNodesRequest{})
 		r.PageToken = tok
 		resp, err := c.Control.ListNodes(ctx, r)
+		for i, cnt := range resp.GetCounts() {
+			if i < len(resp.GetNodes()) {
+				counts[resp.GetNodes()[i].GetId()] = cnt
+			}
+		}
 		return resp.GetNodes(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(nodes, func(a, b *api.Node) int {
 		return cmp.Or(strings.Compare(a.Hostname, b.Hostname), strings.Compare(a.Id, b.Id))
 	})
-	return nodes, nil
+	return nodes, counts, nil
 }
 
 // ListServices returns every service, sorted by name.
 func (c *Client) ListServices(ctx context.Context, req *api.ListServicesRequest) ([]*api.Service, error) {
+	svcs, _, err := c.ListServicesCounted(ctx, req)
+	return svcs, err
+}
+
+// ListServicesCounted is ListServices with each service's replicas as the
+// manager counted them, by service id.
+func (c *Client) ListServicesCounted(ctx context.Context, req *api.ListServicesRequest) ([]*api.Service, map[string]*api.ReplicaCount, error) {
+	counts := map[string]*api.ReplicaCount{}
 	svcs, err := paging.Collect(func(tok string) ([]*api.Service, string, error) {
 		r := cloneOr(req, &api.ListServicesRequest{})
 		r.PageToken = tok
 		resp, err := c.Control.ListServices(ctx, r)
+		for i, cnt := range resp.GetCounts() {
+			if i < len(resp.GetServices()) {
+				counts[resp.GetServices()[i].GetId()] = cnt
+			}
+		}
 		return resp.GetServices(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(svcs, func(a, b *api.Service) int {
 		return cmp.Or(strings.Compare(a.GetSpec().GetName(), b.GetSpec().GetName()), strings.Compare(a.Id, b.Id))
 	})
-	return svcs, nil
+	return svcs, counts, nil
 }
 
 // ListTasks returns the replicas req narrows to (service, node), ordered

@@ -74,38 +74,25 @@ func filterServices(views []serviceView, lf *listFlags) []serviceView {
 	return out
 }
 
-// listServices counts each service's replicas from the local store of the
-// daemon asked: desired is the live replicas for a global service.
+// listServices lists each service with its replicas as counted by the
+// daemon asked, from its local store: desired is the live replicas for a
+// global service.
 func listServices(ctx context.Context, c *client.Client, cons api.ReadConsistency) ([]serviceView, error) {
-	svcs, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
+	svcs, counts, err := c.ListServicesCounted(ctx, &api.ListServicesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
-	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
-	if err != nil {
-		return nil, err
-	}
-	return serviceViews(svcs, tasks), nil
+	return serviceViews(svcs, counts), nil
 }
 
-// serviceViews counts each service's replicas among tasks.
-func serviceViews(svcs []*api.Service, tasks []*api.Task) []serviceView {
-	running, live := map[string]uint64{}, map[string]uint64{}
-	for _, t := range tasks {
-		if t.DesiredState != api.TaskState_TASK_STATE_RUNNING {
-			continue
-		}
-		live[t.ServiceId]++
-		if t.GetStatus().GetState() == api.TaskState_TASK_STATE_RUNNING {
-			running[t.ServiceId]++
-		}
-	}
+// serviceViews shows each service with its replica counts, by service id.
+func serviceViews(svcs []*api.Service, counts map[string]*api.ReplicaCount) []serviceView {
 	views := make([]serviceView, 0, len(svcs))
 	for _, s := range svcs {
 		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: word(s.Spec.Mode.String(), "SERVICE_MODE_"),
-			Desired: s.Spec.Replicas, Running: running[s.Id], Runs: s.Spec.Image, Ports: portsText(s.Spec), SpecVersion: s.SpecVersion}
+			Desired: s.Spec.Replicas, Running: counts[s.Id].GetRunning(), Runs: s.Spec.Image, Ports: portsText(s.Spec), SpecVersion: s.SpecVersion}
 		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
-			v.Desired = live[s.Id]
+			v.Desired = counts[s.Id].GetLive()
 		}
 		if s.Spec.Bundle != nil {
 			v.Runs = "hooks bundle"

@@ -130,9 +130,16 @@ func readStackFiles(st *compose.Stack) (map[string][]byte, error) {
 
 // stackServices are the services labelled as the stack's.
 func stackServices(ctx context.Context, c *client.Client, cons api.ReadConsistency, name string) ([]*api.Service, error) {
-	all, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
+	svcs, _, err := stackServicesCounted(ctx, c, cons, name)
+	return svcs, err
+}
+
+// stackServicesCounted is stackServices with the replica counts of every
+// service, by id.
+func stackServicesCounted(ctx context.Context, c *client.Client, cons api.ReadConsistency, name string) ([]*api.Service, map[string]*api.ReplicaCount, error) {
+	all, counts, err := c.ListServicesCounted(ctx, &api.ListServicesRequest{Consistency: cons})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []*api.Service
 	for _, s := range all {
@@ -140,7 +147,7 @@ func stackServices(ctx context.Context, c *client.Client, cons api.ReadConsisten
 			out = append(out, s)
 		}
 	}
-	return out, nil
+	return out, counts, nil
 }
 
 // warningLines formats a logrus entry as "warning: MESSAGE".

@@ -76,18 +76,14 @@ func stackServicesCmd(g *globals) *cobra.Command {
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				cons := g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LOCAL)
-				svcs, err := stackServices(ctx, c, cons, args[0])
+				svcs, counts, err := stackServicesCounted(ctx, c, cons, args[0])
 				if err != nil {
 					return err
 				}
 				if len(svcs) == 0 {
 					return fmt.Errorf("no stack named %s", args[0])
 				}
-				tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
-				if err != nil {
-					return err
-				}
-				views := filterServices(serviceViews(svcs, tasks), &lf)
+				views := filterServices(serviceViews(svcs, counts), &lf)
 				return writeList(cmd, &lf, views, func(v serviceView) string { return v.ID }, serviceTable)
 			})
 		},

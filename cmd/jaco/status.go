@@ -73,34 +73,24 @@ func statusCmd(g *globals) *cobra.Command {
 }
 
 func clusterStatus(ctx context.Context, c *client.Client, cons api.ReadConsistency) (*workloadView, error) {
-	nodes, err := c.ListNodes(ctx, &api.ListNodesRequest{Consistency: cons})
+	nodes, perNode, err := c.ListNodesCounted(ctx, &api.ListNodesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
-	}
-	tasks, err := c.ListTasks(ctx, &api.ListTasksRequest{Consistency: cons})
-	if err != nil {
-		return nil, err
-	}
-	perNode := map[string]int{}
-	for _, t := range tasks {
-		if t.DesiredState == api.TaskState_TASK_STATE_RUNNING && t.GetStatus().GetState() == api.TaskState_TASK_STATE_RUNNING {
-			perNode[t.NodeId]++
-		}
 	}
 	v := &workloadView{}
 	for _, n := range nodes {
 		v.Nodes = append(v.Nodes, nodeStatusView{
 			Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"),
 			Status:       word(n.GetStatus().GetState().String(), "NODE_STATUS_STATE_"),
-			Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Replicas: perNode[n.Id],
+			Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Replicas: int(perNode[n.Id].GetRunning()),
 			Drain: statusDrain(n.GetDrain()),
 		})
 	}
-	svcs, err := c.ListServices(ctx, &api.ListServicesRequest{Consistency: cons})
+	svcs, counts, err := c.ListServicesCounted(ctx, &api.ListServicesRequest{Consistency: cons})
 	if err != nil {
 		return nil, err
 	}
-	v.Services = serviceViews(svcs, tasks)
+	v.Services = serviceViews(svcs, counts)
 	return v, nil
 }
 

@@ -211,3 +211,43 @@ func TestSpecSizeBoundKeepsEveryObjectListable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestListsCountReplicas: service and node listings carry each item's
+// replicas as the manager counts them (live: desired running; running:
+// of those, running), so `service ls` and `status` need no task list.
+func TestListsCountReplicas(t *testing.T) {
+	s, st := newServiceServer(t)
+	storetest.Create(t, st, &api.Node{Id: "n2", Hostname: "w2"})
+	web := create(t, s, imageSpec("web"))
+	db := create(t, s, imageSpec("db"))
+	storetest.Create(t, st,
+		task(web, "w1", 1, "n1", running, running, 1),
+		task(web, "w2", 2, "n2", running, running, 1),
+		task(web, "w3", 3, "n2", running, pending, 1),
+		task(web, "w0", 1, "n1", shutdown, running, 1), // stopping: not live
+		task(db, "d1", 1, "n2", running, starting, 1),
+	)
+	svcs, err := s.ListServices(context.Background(), &api.ListServicesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*api.ReplicaCount{web.Id: {Live: 3, Running: 2}, db.Id: {Live: 1}}
+	if len(svcs.Counts) != len(svcs.Services) {
+		t.Fatalf("%d counts for %d services", len(svcs.Counts), len(svcs.Services))
+	}
+	for i, svc := range svcs.Services {
+		if !proto.Equal(svcs.Counts[i], want[svc.Id]) {
+			t.Errorf("service %s counted %v, want %v", svc.Spec.Name, svcs.Counts[i], want[svc.Id])
+		}
+	}
+	nodes, err := s.ListNodes(context.Background(), &api.ListNodesRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNodes := map[string]*api.ReplicaCount{"n1": {Live: 1, Running: 1}, "n2": {Live: 3, Running: 1}}
+	for i, n := range nodes.Nodes {
+		if !proto.Equal(nodes.Counts[i], wantNodes[n.Id]) {
+			t.Errorf("node %s counted %v, want %v", n.Hostname, nodes.Counts[i], wantNodes[n.Id])
+		}
+	}
+}

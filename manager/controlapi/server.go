@@ -55,10 +55,30 @@ func (s *Server) ListNodes(_ context.Context, req *api.ListNodesRequest) (*api.L
 		return nil, err
 	}
 	page := paging.NewPage[*api.Node](req.PageSize)
+	var counts []*api.ReplicaCount
 	s.store.View(func(tx store.ReadTx) {
 		tx.ScanNodes(after, func(n *api.Node) bool { return page.Add(n.Id, n) })
+		for _, n := range page.Items {
+			counts = append(counts, countReplicas(tx, "", n.Id))
+		}
 	})
-	return &api.ListNodesResponse{Nodes: page.Items, NextPageToken: page.NextToken()}, nil
+	return &api.ListNodesResponse{Nodes: page.Items, NextPageToken: page.NextToken(), Counts: counts}, nil
+}
+
+// countReplicas counts the replicas of a service, or of a node, reading
+// the stored tasks without copying them.
+func countReplicas(tx store.ReadTx, serviceID, nodeID string) *api.ReplicaCount {
+	c := &api.ReplicaCount{}
+	tx.EachTask(serviceID, nodeID, func(t *api.Task) bool {
+		if t.GetDesiredState() == api.TaskState_TASK_STATE_RUNNING {
+			c.Live++
+			if t.GetStatus().GetState() == api.TaskState_TASK_STATE_RUNNING {
+				c.Running++
+			}
+		}
+		return true
+	})
+	return c
 }
 
 // GetNode finds a node by id or hostname.

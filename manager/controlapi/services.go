@@ -206,10 +206,14 @@ func (s *Server) ListServices(_ context.Context, req *api.ListServicesRequest) (
 		return nil, err
 	}
 	page := paging.NewPage[*api.Service](req.PageSize)
+	var counts []*api.ReplicaCount
 	s.store.View(func(tx store.ReadTx) {
 		tx.ScanServices(after, func(svc *api.Service) bool { return page.Add(svc.Id, withoutRegistryAuth(svc)) })
+		for _, svc := range page.Items {
+			counts = append(counts, countReplicas(tx, svc.Id, ""))
+		}
 	})
-	return &api.ListServicesResponse{Services: page.Items, NextPageToken: page.NextToken()}, nil
+	return &api.ListServicesResponse{Services: page.Items, NextPageToken: page.NextToken(), Counts: counts}, nil
 }
 
 // ListTasks lists one page of the replicas in the local store, in id
