@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store"
-	"github.com/jaco-project/jaco/manager/state/store/raftstoretest"
 )
 
 // BenchmarkCreate measures the creation of a big service's tasks committed

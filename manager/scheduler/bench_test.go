@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store"
-	"github.com/jaco-project/jaco/manager/state/store/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
 
