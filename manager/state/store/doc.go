@@ -22,7 +22,9 @@
 //     Freeze read an immutable snapshot of the latest committed state, and
 //     the events of a batch are published after it commits, in apply order.
 //   - Stored objects are never modified. Reads and events hand out copies;
-//     Freeze alone shares them, to be encoded, not changed.
+//     Freeze shares them, to be encoded, not changed, and so do EachTask
+//     and ListTasksByServiceShallow, for readers that change none (ADR
+//     0031). Tasks share one copy of each spec version (api.Specs).
 //   - Restore (from a raft snapshot) replaces everything and publishes one
 //     EventReset.
 package store
