@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ func benchCreate(b *testing.B, replicas int) {
 		waitTasks(b, st, svc.Id, replicas)
 		elapsed += time.Since(start)
 		b.StopTimer()
-		heap = heapInuse()
+		heap = raftstoretest.HeapInuse()
 		cancel()
 		wg.Wait()
 		closeStore()
@@ -126,11 +125,4 @@ func referenceCreates(b *testing.B, st *store.Store, svc *api.Service) time.Dura
 		}
 	}
 	return time.Since(start)
-}
-
-func heapInuse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }

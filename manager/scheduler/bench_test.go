@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -54,7 +53,7 @@ func benchPlacement(b *testing.B, replicas, nodes int) {
 	b.StopTimer()
 	for range b.N {
 		st, spec, closeStore := placementStore(b, replicas, nodes)
-		heapBefore = heapInuse()
+		heapBefore = raftstoretest.HeapInuse()
 		b.StartTimer()
 
 		var mu sync.Mutex
@@ -89,16 +88,16 @@ func benchPlacement(b *testing.B, replicas, nodes int) {
 		sentinel := pendingTasks(imageSpec("sentinel"), 1)[0]
 		storetest.Create(b, st, sentinel)
 		waitClosed(b, drained, "sentinel assigned")
-		heapAfter = heapInuse()
+		heapAfter = raftstoretest.HeapInuse()
 		cancel()
 		wg.Wait()
 		checkAssigned(b, st, spec.GetName(), replicas)
 		closeStore()
 
 		st, _, closeStore = placementStore(b, replicas, nodes)
-		refBefore := heapInuse()
+		refBefore := raftstoretest.HeapInuse()
 		ref += referenceWrites(b, st, spec.GetName(), nodes)
-		refHeapDelta = mb(heapInuse()) - mb(refBefore)
+		refHeapDelta = mb(raftstoretest.HeapInuse()) - mb(refBefore)
 		closeStore()
 	}
 	per := float64(b.N)
@@ -221,13 +220,6 @@ func createChunked(b *testing.B, st *store.Store, objs []store.Object) {
 	for i := 0; i < len(objs); i += DefaultMaxTasksPerProposal {
 		storetest.Create(b, st, objs[i:min(i+DefaultMaxTasksPerProposal, len(objs))]...)
 	}
-}
-
-func heapInuse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -73,4 +74,13 @@ func Open(tb testing.TB) (*store.Store, func()) {
 		tb.Fatal(err)
 	}
 	return st, closeStore
+}
+
+// HeapInuse is the heap in use after a GC, as the benchmarks over such a
+// store report it.
+func HeapInuse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
