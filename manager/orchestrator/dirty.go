@@ -97,14 +97,19 @@ func decisive(e store.Event) bool {
 		return true
 	}
 	old, ok := e.Old.(*api.Task)
-	return !ok || !proto.Equal(decidingPart(old), decidingPart(t))
+	if !ok || !proto.Equal(decidingPart(old), decidingPart(t)) {
+		return true
+	}
+	// Stored tasks share their spec (api.Specs): most updates keep the
+	// very same one, and comparing it field by field is most of the cost.
+	return old.GetSpec() != t.GetSpec() && !proto.Equal(old.GetSpec(), t.GetSpec())
 }
 
-// decidingPart is what of t a pass decides from: all but its meta and
-// its status beyond the state.
+// decidingPart is what of t a pass decides from, its spec aside: all but
+// its meta and its status beyond the state.
 func decidingPart(t *api.Task) *api.Task {
 	c := t.Shallow()
-	c.Meta = nil
+	c.Meta, c.Spec = nil, nil
 	c.Status = &api.TaskStatus{State: state(t)}
 	return c
 }

@@ -39,6 +39,11 @@ func TestDecisiveEvents(t *testing.T) {
 			t.Status.Timestamp = timestamppb.New(epoch.Add(1))
 		})), false},
 		{"same task", update(changed(func(*api.Task) {})), false},
+		{"pending reason, the spec shared", update(func() *api.Task {
+			c := pending.Shallow()
+			c.Status = &api.TaskStatus{State: sPending, Reason: "no_suitable_node"}
+			return c
+		}()), false},
 		{"state", update(changed(func(t *api.Task) { t.Status.State = sRunning })), true},
 		{"desired state", update(changed(func(t *api.Task) { t.DesiredState = sShutdown })), true},
 		{"node", update(changed(func(t *api.Task) { t.NodeId = "n1" })), true},
