@@ -268,12 +268,9 @@ func current(svc *api.Service, m *api.WatchServiceMessage) (updated, total int) 
 
 // maxShownSlots is how many slots a large service's progress shows, one
 // line each, beside the count of those running the current spec; a
-// service is large past largeService slots (as for the manager, which
-// then counts the settled ones).
-const (
-	maxShownSlots = 10
-	largeService  = 1000
-)
+// service is large past api.MaxListedSlots slots, where the manager too
+// counts the settled ones instead of listing them.
+const maxShownSlots = 10
 
 // slotLines is one line per slot: replicated slots 1..N (and any beyond N
 // still to be stopped), global ones by node. For a large service one line
@@ -286,24 +283,13 @@ func (p *progress) slotLines(svc *api.Service, m *api.WatchServiceMessage) []pro
 	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
 		total = max(total, int(svc.GetSpec().GetReplicas()))
 	}
-	if m.GetSettled() > 0 || m.GetUnlisted() > 0 || total > largeService {
-		lines := []progressLine{{"settled", fmt.Sprintf("%d out of %d slots running the current spec", m.GetSettled(), total)}}
-		for _, s := range slots[:min(len(slots), maxShownSlots)] {
-			key := fmt.Sprintf("slot/%d", s.Slot)
-			if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
-				key = "node/" + s.NodeId
-			}
-			lines = append(lines, progressLine{key, p.slotText(svc, s)})
-		}
-		if more := total - int(m.GetSettled()) - min(len(slots), maxShownSlots); more > 0 {
-			lines = append(lines, progressLine{"more", fmt.Sprintf("… and %d more slots not running the current spec", more)})
-		}
-		return lines
+	if m.GetSettled() > 0 || m.GetUnlisted() > 0 || total > api.MaxListedSlots {
+		return p.largeSlotLines(svc, m, total)
 	}
 	var lines []progressLine
 	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
 		for _, s := range slots {
-			lines = append(lines, progressLine{"node/" + s.NodeId, p.slotText(svc, s)})
+			lines = append(lines, progressLine{lineKey(svc, s), p.slotText(svc, s)})
 		}
 		return lines
 	}
@@ -322,6 +308,30 @@ func (p *progress) slotLines(svc *api.Service, m *api.WatchServiceMessage) []pro
 		}
 	}
 	return lines
+}
+
+// largeSlotLines is a large service's progress, of total slots: a line
+// counting those running the current spec, one per slot for the first
+// maxShownSlots others, and one counting the rest.
+func (p *progress) largeSlotLines(svc *api.Service, m *api.WatchServiceMessage, total int) []progressLine {
+	lines := []progressLine{{"settled", fmt.Sprintf("%d out of %d slots running the current spec", m.GetSettled(), total)}}
+	shown := m.Slots[:min(len(m.Slots), maxShownSlots)]
+	for _, s := range shown {
+		lines = append(lines, progressLine{lineKey(svc, s), p.slotText(svc, s)})
+	}
+	if more := total - int(m.GetSettled()) - len(shown); more > 0 {
+		lines = append(lines, progressLine{"more", fmt.Sprintf("… and %d more slots not running the current spec", more)})
+	}
+	return lines
+}
+
+// lineKey names a slot's progress line: its slot number, or its node for
+// a global service.
+func lineKey(svc *api.Service, s *api.SlotProgress) string {
+	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return "node/" + s.NodeId
+	}
+	return fmt.Sprintf("slot/%d", s.Slot)
 }
 
 // maxDetail bounds the reason and message shown on a slot's line; `jaco

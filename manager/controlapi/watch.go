@@ -147,17 +147,12 @@ func (s *Server) serviceProgress(id string) *api.WatchServiceMessage {
 	return msg
 }
 
-// maxListedSlots is how many slots a progress message lists at most.
-// 1 000 slots take about 150 KB; 41 500 went over gRPC's 4 MiB message
-// limit, and `service create --replicas 100000` failed ResourceExhausted.
-const maxListedSlots = 1000
-
 // compactSlots keeps a large service's message small (api.proto,
-// WatchServiceMessage): past maxListedSlots slots, those running the
+// WatchServiceMessage): past api.MaxListedSlots slots, those running the
 // current spec within the replica count are only counted, and the others
-// listed up to maxListedSlots.
+// listed up to api.MaxListedSlots.
 func compactSlots(msg *api.WatchServiceMessage) {
-	if len(msg.Slots) <= maxListedSlots {
+	if len(msg.Slots) <= api.MaxListedSlots {
 		return
 	}
 	svc := msg.GetService()
@@ -173,7 +168,7 @@ func compactSlots(msg *api.WatchServiceMessage) {
 			}
 			continue
 		}
-		if len(listed) == maxListedSlots {
+		if len(listed) == api.MaxListedSlots {
 			msg.Unlisted++
 			continue
 		}

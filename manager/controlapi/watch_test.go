@@ -346,18 +346,18 @@ func TestCompactSlots(t *testing.T) {
 	if msg.Settled != 1500 || !proto.Equal(msg.SettledRunningSince, latest) {
 		t.Errorf("settled %d since %v, want 1500 since %v", msg.Settled, msg.SettledRunningSince, latest)
 	}
-	if len(msg.Slots) != maxListedSlots || msg.Slots[0].Slot != 1501 || msg.Unlisted != 501 {
+	if len(msg.Slots) != api.MaxListedSlots || msg.Slots[0].Slot != 1501 || msg.Unlisted != 501 {
 		t.Errorf("listed %d slots from %d, %d unlisted; want %d from 1501, 501 unlisted",
-			len(msg.Slots), msg.Slots[0].Slot, msg.Unlisted, maxListedSlots)
+			len(msg.Slots), msg.Slots[0].Slot, msg.Unlisted, api.MaxListedSlots)
 	}
 	if size := proto.Size(msg); size > 1<<20 {
 		t.Errorf("compacted message is %d bytes", size)
 	}
 
-	small := &api.WatchServiceMessage{Service: svc, Slots: slots[:maxListedSlots]}
+	small := &api.WatchServiceMessage{Service: svc, Slots: slots[:api.MaxListedSlots]}
 	compactSlots(small)
-	if len(small.Slots) != maxListedSlots || small.Settled != 0 || small.Unlisted != 0 {
-		t.Errorf("a service of %d slots was compacted: %d listed, %d settled", maxListedSlots, len(small.Slots), small.Settled)
+	if len(small.Slots) != api.MaxListedSlots || small.Settled != 0 || small.Unlisted != 0 {
+		t.Errorf("a service of %d slots was compacted: %d listed, %d settled", api.MaxListedSlots, len(small.Slots), small.Settled)
 	}
 }
 
@@ -377,8 +377,8 @@ func TestWatchServiceLargeServiceIsCompacted(t *testing.T) {
 	storetest.Create(t, st, tasks...)
 	w, _, _ := startWatch(t, s, "big")
 	m := w.next(t)
-	if len(m.Slots) != maxListedSlots || m.Slots[0].Slot != 1 || m.Unlisted != 500 || m.Settled != 0 {
+	if len(m.Slots) != api.MaxListedSlots || m.Slots[0].Slot != 1 || m.Unlisted != 500 || m.Settled != 0 {
 		t.Fatalf("first message: %d slots listed from %d, %d unlisted, %d settled; want %d from 1, 500, 0",
-			len(m.Slots), m.Slots[0].GetSlot(), m.Unlisted, m.Settled, maxListedSlots)
+			len(m.Slots), m.Slots[0].GetSlot(), m.Unlisted, m.Settled, api.MaxListedSlots)
 	}
 }
