@@ -31,11 +31,7 @@ func (c *Client) ListNodesCounted(ctx context.Context, req *api.ListNodesRequest
 		r := cloneOr(req, &api.ListNodesRequest{})
 		r.PageToken = tok
 		resp, err := c.Control.ListNodes(ctx, r)
-		for i, cnt := range resp.GetCounts() {
-			if i < len(resp.GetNodes()) {
-				counts[resp.GetNodes()[i].GetId()] = cnt
-			}
-		}
+		countByID(counts, resp.GetNodes(), resp.GetCounts())
 		return resp.GetNodes(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -61,11 +57,7 @@ func (c *Client) ListServicesCounted(ctx context.Context, req *api.ListServicesR
 		r := cloneOr(req, &api.ListServicesRequest{})
 		r.PageToken = tok
 		resp, err := c.Control.ListServices(ctx, r)
-		for i, cnt := range resp.GetCounts() {
-			if i < len(resp.GetServices()) {
-				counts[resp.GetServices()[i].GetId()] = cnt
-			}
-		}
+		countByID(counts, resp.GetServices(), resp.GetCounts())
 		return resp.GetServices(), resp.GetNextPageToken(), err
 	})
 	if err != nil {
@@ -75,6 +67,14 @@ func (c *Client) ListServicesCounted(ctx context.Context, req *api.ListServicesR
 		return cmp.Or(strings.Compare(a.GetSpec().GetName(), b.GetSpec().GetName()), strings.Compare(a.Id, b.Id))
 	})
 	return svcs, counts, nil
+}
+
+// countByID files a page's counts, which come in the order of its items,
+// under the items' ids.
+func countByID[T interface{ GetId() string }](into map[string]*api.ReplicaCount, items []T, counts []*api.ReplicaCount) {
+	for i, c := range counts[:min(len(counts), len(items))] {
+		into[items[i].GetId()] = c
+	}
 }
 
 // ListTasks returns the replicas req narrows to (service, node), ordered
