@@ -17,7 +17,7 @@ import (
 // turns it on for a while and binds it to loopback (docs/operator-guide.md,
 // "Profiling"). The listener is bound before it returns, so a bad address
 // stops the daemon at start rather than later.
-func serveDebug(ctx context.Context, addr string, log *slog.Logger) (bound string, stop func(), err error) {
+func serveDebug(addr string, log *slog.Logger) (bound string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", nil, fmt.Errorf("--debug-addr: %w", err)
@@ -38,7 +38,7 @@ func serveDebug(ctx context.Context, addr string, log *slog.Logger) (bound strin
 	}()
 	log.Info("serving profiles", "debug_addr", ln.Addr().String())
 	return ln.Addr().String(), func() {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdownCtx)
 		<-done

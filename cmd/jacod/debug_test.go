@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +12,7 @@ import (
 // stopped, and an address that cannot be bound is refused at once.
 func TestDebugServesProfiles(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	addr, stop, err := serveDebug(context.Background(), "127.0.0.1:0", log)
+	addr, stop, err := serveDebug("127.0.0.1:0", log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +30,7 @@ func TestDebugServesProfiles(t *testing.T) {
 	if _, err := http.Get("http://" + addr + "/debug/pprof/"); err == nil {
 		t.Error("the profiles are still served after stop")
 	}
-	if _, _, err := serveDebug(context.Background(), "127.0.0.1:-1", log); err == nil || !strings.Contains(err.Error(), "--debug-addr") {
+	if _, _, err := serveDebug("127.0.0.1:-1", log); err == nil || !strings.Contains(err.Error(), "--debug-addr") {
 		t.Errorf("a bad address gave %v, want an error naming --debug-addr", err)
 	}
 }

@@ -52,7 +52,7 @@ func run(args []string) int {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if debugAddr != "" {
-				_, stopDebug, err := serveDebug(ctx, debugAddr, cfg.Logger)
+				_, stopDebug, err := serveDebug(debugAddr, cfg.Logger)
 				if err != nil {
 					return usageError{err}
 				}
