@@ -46,8 +46,9 @@ func New(p Proposer) *Store {
 		// memdb's watch channels, which nothing here uses (watchers get
 		// events from the broadcaster). Tracking them cost every write
 		// transaction a set of its changed tree nodes and, past 8 192 of
-		// them, a walk of the whole tree at commit: at 100 000 tasks most
-		// of the time Apply took.
+		// them, a walk of the whole tree at commit
+		// (BenchmarkApplyBatchLargeStore: 20-26 µs a task before, 17-20
+		// after).
 		db:        db.Snapshot(),
 		specs:     api.NewSpecs(),
 		proposer:  p,
