@@ -60,8 +60,9 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# wait_idle PID: waits until the process used under 5 % of a core over
-# two seconds running, and prints how long it took from start (ns).
+# wait_idle PID START: waits until the process used under 5 % of a core
+# over two seconds running, and prints how long it took from START (ns
+# since the epoch), the two quiet seconds left out.
 wait_idle() {
 	local p=$1 start=$2 quiet=0 a b
 	a=$(ticks "$p")
@@ -108,9 +109,9 @@ timed() {
 } >"$raw"
 
 m=$work/m
-printf '#!/bin/sh\nexec sleep 100000\n' >"$work/launch"
-chmod +x "$work/launch"
-mkdir -p "$work/bundle" && mv "$work/launch" "$work/bundle/"
+mkdir -p "$work/bundle"
+printf '#!/bin/sh\nexec sleep 100000\n' >"$work/bundle/launch"
+chmod +x "$work/bundle/launch"
 debug=()
 if "$bin/jacod" --help 2>&1 | grep -q -- --debug-addr; then
 	debug=(--debug-addr 127.0.0.1:27401)
@@ -151,15 +152,13 @@ log "2. listings"
 log "3. kill -9 and restart"
 kill -9 -- "-$mpid"
 wait_for 10 sh -c "! kill -0 $mpid"
-: >"$m.restart.log"
+mv "$m.log" "$m.first.log" # the restart's lines alone in $m.log
 start=$(date +%s%N)
-setsid "$bin/jacod" --data-dir "$m" --listen-addr 127.0.0.1:27400 --node-name m --overlay=false >>"$m.restart.log" 2>&1 &
-mpid=$!
-disown "$mpid"
-daemons+=("$mpid")
-wait_for 120 grep -q "leader subsystems started" "$m.restart.log"
-served=$(log_at "$m.restart.log" "jacod serving")
-led=$(log_at "$m.restart.log" "leader subsystems started")
+start_jacod m "$m" 27400
+mpid=$pid
+wait_for 120 grep -q "leader subsystems started" "$m.log"
+served=$(log_at "$m.log" "jacod serving")
+led=$(log_at "$m.log" "leader subsystems started")
 wait_idle "$mpid" "$start" >/dev/null
 {
 	echo "restart: serving after $(secs $((served - start))) s, leading after $(secs $((led - start))) s; RSS once idle $(mib "$(rss_kb "$mpid")") MiB"

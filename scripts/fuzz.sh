@@ -42,17 +42,18 @@ echo "fuzz: ${#targets[@]} targets, ${secs}s each"
 # busy machine (go.dev/issue/75804, fixed in Go 1.27): no input failed and
 # none is written. A real finding always says "Failing input written to".
 # Such a run is tried once more; anything else fails at once.
+fuzz_run() { "$GO" test -run '^$' -fuzz "^${2}\$" -fuzztime "${secs}s" "$1"; }
 fuzz_one() {
 	local pkg=$1 name=$2 log
 	log="$(mktemp)"
-	if "$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" "$pkg" 2>&1 | tee "$log"; then
+	if fuzz_run "$pkg" "$name" 2>&1 | tee "$log"; then
 		rm -f "$log"
 		return 0
 	fi
 	if grep -q 'context deadline exceeded' "$log" && ! grep -q 'Failing input written to' "$log"; then
 		rm -f "$log"
 		echo "fuzz: $name stopped on the fuzzing engine's deadline race with no failing input; once more"
-		"$GO" test -run '^$' -fuzz "^${name}\$" -fuzztime "${secs}s" "$pkg"
+		fuzz_run "$pkg" "$name"
 		return
 	fi
 	rm -f "$log"
