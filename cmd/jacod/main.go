@@ -75,7 +75,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
-	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 16 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
+	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
 	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
 	f.BoolVar(&overlayOn, "overlay", envOr("JACO_OVERLAY", "true") != "false", "join the encrypted overlay other nodes' replicas reach this node's over; off, the node runs no replica on a network ($JACO_OVERLAY)")

@@ -87,7 +87,7 @@ func TestWritesGoOnWhileASnapshotIsWritten(t *testing.T) {
 
 // TestSnapshotDue: every SnapshotInterval entries while snapshots are
 // small; once large, not before the log since the last outweighs it; and
-// whenever the log outweighs both the snapshot and 16 MiB.
+// whenever the log outweighs both the snapshot and 1 MiB.
 func TestSnapshotDue(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
@@ -95,13 +95,14 @@ func TestSnapshotDue(t *testing.T) {
 		snapshotBytes, logBytes int
 		want                    bool
 	}{
-		{"interval not reached", 109, 100, 0, 10 << 20, false},
-		{"interval reached, small snapshot", 110, 100, 1 << 20, 10, true},
+		{"interval not reached", 109, 100, 0, 1<<20 - 1, false},
+		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true},
+		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false},
 		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false},
 		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true},
 		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true},
-		{"log past 16 MiB, small snapshot, interval not reached", 105, 100, 1 << 20, 16 << 20, true},
-		{"log under 16 MiB, no snapshot, interval not reached", 105, 100, 0, 15 << 20, false},
+		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true},
+		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false},
 	} {
 		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
 			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes}
