@@ -22,6 +22,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/connpool"
+	"github.com/jaco-project/jaco/internal/gcpace"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
@@ -52,6 +53,10 @@ type Manager struct {
 	removedOnce sync.Once
 	probeStop   chan struct{}
 	probeDone   chan struct{}
+	// stopPacing stops the garbage collector's pacer; pacingDone is
+	// closed once it has put the collector back.
+	stopPacing context.CancelFunc
+	pacingDone chan struct{}
 }
 
 // Open opens the raft state in raftDir with sealer, rebuilds the store from
@@ -102,6 +107,15 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 		defer close(m.probeDone)
 		m.probeRemoval(m.probeStop)
 	}()
+	var pacing context.Context
+	pacing, m.stopPacing = context.WithCancel(context.Background())
+	m.pacingDone = make(chan struct{})
+	go func() {
+		defer close(m.pacingDone)
+		if o.gcHeadroom > 0 {
+			gcpace.Run(pacing, o.gcHeadroom, gcpace.DefaultMaxPercent)
+		}
+	}()
 	return m, nil
 }
 
@@ -125,6 +139,8 @@ func (m *Manager) Stop() error {
 	<-m.leader.done
 	close(m.probeStop)
 	<-m.probeDone
+	m.stopPacing()
+	<-m.pacingDone
 	err := m.raft.Stop()
 	m.transport.Stop()
 	m.forward.CloseAll()

@@ -15,6 +15,9 @@ type options struct {
 	heartbeatPeriod  time.Duration
 	certLifetime     time.Duration
 	quorumLossWindow time.Duration
+	// gcHeadroom is the heap growth the garbage collector is allowed at
+	// least while this manager runs (0: GOGC alone).
+	gcHeadroom uint64
 	// coreOnly leaves out the subsystems that turn services into replicas
 	// (tests of the raft and store path only).
 	coreOnly bool
@@ -61,3 +64,10 @@ func WithQuorumLossWindow(d time.Duration) Option {
 		}
 	}
 }
+
+// WithGCHeadroom paces the process's garbage collector while the manager
+// runs: the heap may grow by at least headroom bytes, or by as much as is
+// live, before a collection (internal/gcpace, docs/adr/0032). 0 leaves
+// the collector to GOGC. A process holding several managers (tests)
+// should set it on none.
+func WithGCHeadroom(headroom uint64) Option { return func(o *options) { o.gcHeadroom = headroom } }

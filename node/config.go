@@ -33,6 +33,9 @@ type Config struct {
 	// before it reports quorum_lost instead of no_leader (0:
 	// manager.DefaultQuorumLossWindow).
 	QuorumLossWindow time.Duration
+	// GCHeadroom is the heap growth a manager allows the garbage
+	// collector at least (manager.WithGCHeadroom; 0: GOGC alone).
+	GCHeadroom uint64
 
 	// ContainerdAddress is the containerd socket image replicas run
 	// through; empty runs hook bundles only.

@@ -217,7 +217,8 @@ func (n *Node) startManager() error {
 		manager.WithTickInterval(n.cfg.TickInterval),
 		manager.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod),
 		manager.WithCertLifetime(n.cfg.CertLifetime),
-		manager.WithQuorumLossWindow(n.cfg.QuorumLossWindow))
+		manager.WithQuorumLossWindow(n.cfg.QuorumLossWindow),
+		manager.WithGCHeadroom(n.cfg.GCHeadroom))
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/internal/buildinfo"
+	"github.com/jaco-project/jaco/internal/gcpace"
 	"github.com/jaco-project/jaco/node"
 )
 
@@ -34,6 +35,8 @@ func run(args []string) int {
 		joinAddr  string
 		overlayOn bool
 		debugAddr string
+		// gcHeadroomMiB is --gc-headroom, cfg.GCHeadroom in MiB.
+		gcHeadroomMiB uint64
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -48,6 +51,7 @@ func run(args []string) int {
 			}
 			cfg.JoinAddrs = splitList(joinAddr)
 			cfg.NoOverlay = !overlayOn
+			cfg.GCHeadroom = gcHeadroomMiB << 20
 			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -76,6 +80,7 @@ func run(args []string) int {
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
+	f.Uint64Var(&gcHeadroomMiB, "gc-headroom", envUint("JACO_GC_HEADROOM", gcpace.DefaultHeadroom>>20), "MiB a manager's heap may grow by at least between garbage collections (or by as much as is live); 0 leaves it to GOGC, and GOGC set in the environment overrides it ($JACO_GC_HEADROOM)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
 	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
 	f.BoolVar(&overlayOn, "overlay", envOr("JACO_OVERLAY", "true") != "false", "join the encrypted overlay other nodes' replicas reach this node's over; off, the node runs no replica on a network ($JACO_OVERLAY)")
