@@ -176,7 +176,7 @@ var lastFingerprint struct {
 
 func caFingerprint(st *store.Store) (string, error) {
 	var c *api.Cluster
-	st.View(func(tx store.ReadTx) { c = tx.Cluster() })
+	st.View(func(tx store.ReadTx) { c = tx.ClusterShared() })
 	if c == nil {
 		return "", ErrNoCluster
 	}

@@ -69,49 +69,79 @@ type batch struct {
 	base map[string]uint64
 }
 
+// step is one action checked against the batch's transaction: what
+// writing it takes.
+type step struct {
+	t    *memdb.TableSchema
+	kind api.StoreAction_Kind
+	obj  Object
+	// old is the stored object an update or delete replaces, base the
+	// version it had before this batch (see batch.base).
+	old  Object
+	base uint64
+}
+
+// apply checks a and writes it.
 func (b *batch) apply(a *api.StoreAction) (Event, error) {
-	obj := target(a)
-	if obj == nil {
-		return Event{}, fmt.Errorf("%s without target: %w", verb(a), ErrInvalid)
-	}
-	t, err := tableOf(obj)
+	s, err := b.check(a)
 	if err != nil {
 		return Event{}, err
 	}
+	return b.do(s)
+}
+
+// check looks a up against the transaction, changing nothing: the object
+// exists or not as its kind needs, it carries the version it must, and
+// no other object holds one of its unique index values. Writing a checked
+// step (do) cannot fail but for a bug.
+func (b *batch) check(a *api.StoreAction) (step, error) {
+	obj := target(a)
+	if obj == nil {
+		return step{}, fmt.Errorf("%s without target: %w", verb(a.GetKind()), ErrInvalid)
+	}
+	t, err := tableOf(obj)
+	if err != nil {
+		return step{}, err
+	}
 	id := obj.GetId()
 	if id == "" {
-		return Event{}, fmt.Errorf("%s %s with empty id: %w", verb(a), t.Name, ErrInvalid)
+		return step{}, fmt.Errorf("%s %s with empty id: %w", verb(a.GetKind()), t.Name, ErrInvalid)
 	}
-	what := fmt.Sprintf("%s %s %s", verb(a), t.Name, id)
+	s := step{t: t, kind: a.GetKind(), obj: obj}
 	raw, err := b.txn.First(t.Name, indexID, id)
 	if err != nil {
-		return Event{}, fmt.Errorf("%s: %w", what, err)
+		return step{}, fmt.Errorf("%s: %w", s.what(), err)
 	}
-	switch a.GetKind() {
+	switch s.kind {
 	case api.StoreAction_KIND_CREATE:
 		if raw != nil {
-			return Event{}, fmt.Errorf("%s: id %w", what, ErrExists)
+			return step{}, fmt.Errorf("%s: id %w", s.what(), ErrExists)
 		}
-		return b.write(what, t, obj, nil, 0)
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
 		if raw == nil {
-			return Event{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+			return step{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
 		}
-		old := raw.(Object)
-		version := b.version(t.Name, old)
-		if got := obj.GetMeta().GetVersion(); got != version {
-			return Event{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
-				what, ErrVersionConflict, got, version)
+		s.old = raw.(Object)
+		s.base = b.version(t.Name, s.old)
+		if got := obj.GetMeta().GetVersion(); got != s.base {
+			return step{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
+				s.what(), ErrVersionConflict, got, s.base)
 		}
-		if a.GetKind() == api.StoreAction_KIND_UPDATE {
-			return b.write(what, t, obj, old, version)
-		}
-		if err := b.txn.Delete(t.Name, old); err != nil {
-			return Event{}, fmt.Errorf("%s: %w", what, err)
-		}
-		return Event{Kind: EventDelete, Object: old, Index: b.index}, nil
+	default:
+		return step{}, fmt.Errorf("%s: %w", s.what(), ErrInvalid)
 	}
-	return Event{}, fmt.Errorf("%s: %w", what, ErrInvalid)
+	if s.kind != api.StoreAction_KIND_DELETE {
+		if err := checkUnique(b.txn, t, obj); err != nil {
+			return step{}, fmt.Errorf("%s: %w", s.what(), err)
+		}
+	}
+	return s, nil
+}
+
+// what names the step in errors; built only for them, as most steps
+// succeed.
+func (s step) what() string {
+	return fmt.Sprintf("%s %s %s", verb(s.kind), s.t.Name, s.obj.GetId())
 }
 
 // version is the version actions of this batch must carry for stored.
@@ -122,35 +152,41 @@ func (b *batch) version(table string, stored Object) uint64 {
 	return stored.GetMeta().GetVersion()
 }
 
-// write stores obj itself, replacing old (nil for a create); base is the
-// version obj had before this batch. Apply owns its request (see Apply).
+// do writes a checked step: it stores s.obj itself, replacing s.old (nil
+// for a create), or deletes s.old. Apply owns its request (see Apply).
 // Update's check (index 0) stores the action's own object: Tx made it,
-// only the throwaway transaction holds it, and what write sets on it there
+// only the throwaway transaction holds it, and what do sets on it there
 // (the version it carries, the stored created_at) Apply sets again.
-func (b *batch) write(what string, t *memdb.TableSchema, obj, old Object, base uint64) (Event, error) {
-	meta := mutableMeta(obj)
+func (b *batch) do(s step) (Event, error) {
+	if s.kind == api.StoreAction_KIND_DELETE {
+		if err := b.txn.Delete(s.t.Name, s.old); err != nil {
+			return Event{}, fmt.Errorf("%s: %w", s.what(), err)
+		}
+		return Event{Kind: EventDelete, Object: s.old, Index: b.index}, nil
+	}
+	meta := mutableMeta(s.obj)
 	meta.Version = b.index
 	if b.index == 0 {
-		meta.Version = base
+		meta.Version = s.base
 	}
-	ev := Event{Kind: EventCreate, Object: obj, Index: b.index}
-	if old != nil {
-		meta.CreatedAt = old.GetMeta().GetCreatedAt()
-		ev.Kind, ev.Old = EventUpdate, old
+	ev := Event{Kind: EventCreate, Object: s.obj, Index: b.index}
+	if s.old != nil {
+		meta.CreatedAt = s.old.GetMeta().GetCreatedAt()
+		ev.Kind, ev.Old = EventUpdate, s.old
 	}
-	if err := insert(b.txn, t, obj); err != nil {
-		return Event{}, fmt.Errorf("%s: %w", what, err)
+	if err := b.txn.Insert(s.t.Name, s.obj); err != nil {
+		return Event{}, fmt.Errorf("%s: %w", s.what(), err)
 	}
 	if b.base == nil {
 		b.base = map[string]uint64{}
 	}
-	b.base[t.Name+"/"+obj.GetId()] = base
+	b.base[s.t.Name+"/"+s.obj.GetId()] = s.base
 	return ev, nil
 }
 
-// insert stores obj in table t unless another object holds one of its
+// checkUnique refuses obj when another object of table t holds one of its
 // unique index values.
-func insert(txn *memdb.Txn, t *memdb.TableSchema, obj Object) error {
+func checkUnique(txn *memdb.Txn, t *memdb.TableSchema, obj Object) error {
 	for _, ix := range t.Indexes {
 		if !ix.Unique || ix.Name == indexID {
 			continue
@@ -164,7 +200,7 @@ func insert(txn *memdb.Txn, t *memdb.TableSchema, obj Object) error {
 			return fmt.Errorf("%s %v held by %s: %w", ix.Name, value, holder.(Object).GetId(), ErrExists)
 		}
 	}
-	return txn.Insert(t.Name, obj)
+	return nil
 }
 
 // mutableMeta returns obj's meta, creating it when unset.
@@ -174,8 +210,8 @@ func mutableMeta(obj Object) *api.Meta {
 	return m.Mutable(fd).Message().Interface().(*api.Meta)
 }
 
-func verb(a *api.StoreAction) string {
-	switch a.GetKind() {
+func verb(k api.StoreAction_Kind) string {
+	switch k {
 	case api.StoreAction_KIND_CREATE:
 		return "create"
 	case api.StoreAction_KIND_UPDATE:

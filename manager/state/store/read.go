@@ -19,6 +19,11 @@ type ReadTx interface {
 	// Cluster returns the cluster object (a store holds at most one),
 	// nil before ClusterInit.
 	Cluster() *api.Cluster
+	// ClusterShared is Cluster without the clone: the stored object
+	// itself, which the caller must not change (see EachTask). It is for
+	// a reader of one field on every call, such as the CA certificate a
+	// join token is minted against.
+	ClusterShared() *api.Cluster
 
 	GetNode(id string) *api.Node
 	FindNodeByHostname(hostname string) *api.Node
@@ -80,13 +85,24 @@ type ReadTx interface {
 // readTx implements ReadTx over a memdb transaction.
 type readTx struct {
 	txn *memdb.Txn
+	// staged is set in a Tx: the action it checked last is written into
+	// txn only when something reads after it (see Tx.record).
+	staged *staged
+}
+
+// view is the transaction to read, holding every action recorded so far.
+func (r readTx) view() *memdb.Txn {
+	if r.staged != nil {
+		r.staged.write()
+	}
+	return r.txn
 }
 
 func (r readTx) GetCluster(id string) *api.Cluster {
-	return first[*api.Cluster](r.txn, tableCluster, indexID, id)
+	return first[*api.Cluster](r.view(), tableCluster, indexID, id)
 }
 func (r readTx) ListClusters() []*api.Cluster {
-	return list[*api.Cluster](r.txn, tableCluster, indexID)
+	return list[*api.Cluster](r.view(), tableCluster, indexID)
 }
 func (r readTx) Cluster() *api.Cluster {
 	if cs := r.ListClusters(); len(cs) > 0 {
@@ -95,92 +111,99 @@ func (r readTx) Cluster() *api.Cluster {
 	return nil
 }
 
+func (r readTx) ClusterShared() *api.Cluster {
+	if cs := listShared[*api.Cluster](r.view(), tableCluster, indexID); len(cs) > 0 {
+		return cs[0]
+	}
+	return nil
+}
+
 func (r readTx) GetNode(id string) *api.Node {
-	return first[*api.Node](r.txn, tableNode, indexID, id)
+	return first[*api.Node](r.view(), tableNode, indexID, id)
 }
 func (r readTx) FindNodeByHostname(hostname string) *api.Node {
-	return first[*api.Node](r.txn, tableNode, indexHostname, hostname)
+	return first[*api.Node](r.view(), tableNode, indexHostname, hostname)
 }
 func (r readTx) FindNodeByRaftID(raftID uint64) *api.Node {
-	return first[*api.Node](r.txn, tableNode, indexRaftID, raftID)
+	return first[*api.Node](r.view(), tableNode, indexRaftID, raftID)
 }
 func (r readTx) ListNodes() []*api.Node {
-	return list[*api.Node](r.txn, tableNode, indexID)
+	return list[*api.Node](r.view(), tableNode, indexID)
 }
 
 func (r readTx) GetService(id string) *api.Service {
-	return first[*api.Service](r.txn, tableService, indexID, id)
+	return first[*api.Service](r.view(), tableService, indexID, id)
 }
 func (r readTx) FindServiceByName(name string) *api.Service {
-	return first[*api.Service](r.txn, tableService, indexName, name)
+	return first[*api.Service](r.view(), tableService, indexName, name)
 }
 func (r readTx) ListServices() []*api.Service {
-	return list[*api.Service](r.txn, tableService, indexID)
+	return list[*api.Service](r.view(), tableService, indexID)
 }
 
 func (r readTx) GetTask(id string) *api.Task {
-	return first[*api.Task](r.txn, tableTask, indexID, id)
+	return first[*api.Task](r.view(), tableTask, indexID, id)
 }
 func (r readTx) ListTasks() []*api.Task {
-	return list[*api.Task](r.txn, tableTask, indexID)
+	return list[*api.Task](r.view(), tableTask, indexID)
 }
 func (r readTx) ListTasksByService(serviceID string) []*api.Task {
-	return list[*api.Task](r.txn, tableTask, indexServiceID, serviceID)
+	return list[*api.Task](r.view(), tableTask, indexServiceID, serviceID)
 }
 func (r readTx) ListTasksByNode(nodeID string) []*api.Task {
-	return list[*api.Task](r.txn, tableTask, indexNodeID, nodeID)
+	return list[*api.Task](r.view(), tableTask, indexNodeID, nodeID)
 }
 
 func (r readTx) GetJoinToken(id string) *api.JoinToken {
-	return first[*api.JoinToken](r.txn, tableJoinToken, indexID, id)
+	return first[*api.JoinToken](r.view(), tableJoinToken, indexID, id)
 }
 func (r readTx) ListJoinTokens() []*api.JoinToken {
-	return list[*api.JoinToken](r.txn, tableJoinToken, indexID)
+	return list[*api.JoinToken](r.view(), tableJoinToken, indexID)
 }
 
 func (r readTx) GetNetwork(id string) *api.Network {
-	return first[*api.Network](r.txn, tableNetwork, indexID, id)
+	return first[*api.Network](r.view(), tableNetwork, indexID, id)
 }
 func (r readTx) FindNetworkByName(name string) *api.Network {
-	return first[*api.Network](r.txn, tableNetwork, indexName, name)
+	return first[*api.Network](r.view(), tableNetwork, indexName, name)
 }
 func (r readTx) ListNetworks() []*api.Network {
-	return list[*api.Network](r.txn, tableNetwork, indexID)
+	return list[*api.Network](r.view(), tableNetwork, indexID)
 }
 
 func (r readTx) GetSecret(id string) *api.Secret {
-	return first[*api.Secret](r.txn, tableSecret, indexID, id)
+	return first[*api.Secret](r.view(), tableSecret, indexID, id)
 }
 func (r readTx) FindSecretByName(name string) *api.Secret {
-	return first[*api.Secret](r.txn, tableSecret, indexName, name)
+	return first[*api.Secret](r.view(), tableSecret, indexName, name)
 }
 func (r readTx) ListSecrets() []*api.Secret {
-	return list[*api.Secret](r.txn, tableSecret, indexID)
+	return list[*api.Secret](r.view(), tableSecret, indexID)
 }
 
 func (r readTx) GetConfig(id string) *api.Config {
-	return first[*api.Config](r.txn, tableConfig, indexID, id)
+	return first[*api.Config](r.view(), tableConfig, indexID, id)
 }
 func (r readTx) FindConfigByName(name string) *api.Config {
-	return first[*api.Config](r.txn, tableConfig, indexName, name)
+	return first[*api.Config](r.view(), tableConfig, indexName, name)
 }
 func (r readTx) ListConfigs() []*api.Config {
-	return list[*api.Config](r.txn, tableConfig, indexID)
+	return list[*api.Config](r.view(), tableConfig, indexID)
 }
 
 func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {
 	switch {
 	case serviceID != "":
-		eachShared(r.txn, tableTask, indexServiceID, []any{serviceID}, fn)
+		eachShared(r.view(), tableTask, indexServiceID, []any{serviceID}, fn)
 	case nodeID != "":
-		eachShared(r.txn, tableTask, indexNodeID, []any{nodeID}, fn)
+		eachShared(r.view(), tableTask, indexNodeID, []any{nodeID}, fn)
 	default:
-		eachShared(r.txn, tableTask, indexID, nil, fn)
+		eachShared(r.view(), tableTask, indexID, nil, fn)
 	}
 }
 
 func (r readTx) ListTasksByServiceShallow(serviceID string) []*api.Task {
-	out := listShared[*api.Task](r.txn, tableTask, indexServiceID, serviceID)
+	out := listShared[*api.Task](r.view(), tableTask, indexServiceID, serviceID)
 	for i, t := range out {
 		out[i] = t.Shallow()
 	}
@@ -188,20 +211,20 @@ func (r readTx) ListTasksByServiceShallow(serviceID string) []*api.Task {
 }
 
 func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {
-	scan(r.txn, tableNode, indexID, nil, after, nil, fn)
+	scan(r.view(), tableNode, indexID, nil, after, nil, fn)
 }
 func (r readTx) ScanServices(after string, fn func(*api.Service) bool) {
-	scan(r.txn, tableService, indexID, nil, after, nil, fn)
+	scan(r.view(), tableService, indexID, nil, after, nil, fn)
 }
 func (r readTx) ScanTasks(after, serviceID, nodeID string, fn func(*api.Task) bool) {
 	onNode := func(t *api.Task) bool { return nodeID == "" || t.GetNodeId() == nodeID }
 	switch {
 	case serviceID != "":
-		scan(r.txn, tableTask, indexServiceID, []any{serviceID}, after, onNode, fn)
+		scan(r.view(), tableTask, indexServiceID, []any{serviceID}, after, onNode, fn)
 	case nodeID != "":
-		scan(r.txn, tableTask, indexNodeID, []any{nodeID}, after, nil, fn)
+		scan(r.view(), tableTask, indexNodeID, []any{nodeID}, after, nil, fn)
 	default:
-		scan(r.txn, tableTask, indexID, nil, after, nil, fn)
+		scan(r.view(), tableTask, indexID, nil, after, nil, fn)
 	}
 }
 

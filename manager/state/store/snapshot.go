@@ -118,7 +118,10 @@ func restore[T Object](txn *memdb.Txn, objs []T) error {
 		if dup != nil {
 			return fmt.Errorf("%s %s twice: %w", t.Name, id, ErrExists)
 		}
-		if err := insert(txn, t, obj); err != nil {
+		if err := checkUnique(txn, t, obj); err != nil {
+			return fmt.Errorf("%s %s: %w", t.Name, id, err)
+		}
+		if err := txn.Insert(t.Name, obj); err != nil {
 			return fmt.Errorf("%s %s: %w", t.Name, id, err)
 		}
 	}

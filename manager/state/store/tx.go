@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -30,6 +31,29 @@ type Tx struct {
 	batch   batch
 	now     *timestamppb.Timestamp
 	actions []*api.StoreAction
+}
+
+// staged holds the step a Tx checked last until something needs it in
+// the transaction: a read, or the check of the next action. Most Txs
+// record one action and read nothing after it, and writing it into
+// memdb's indexes cost more than checking it (issue 15: about 5 % of the
+// leader's CPU at 8 000 writes/s).
+type staged struct {
+	batch *batch
+	step  *step
+}
+
+// write puts the staged step into the transaction, if one waits.
+func (s *staged) write() {
+	if s.step == nil {
+		return
+	}
+	st := *s.step
+	s.step = nil
+	if _, err := s.batch.do(st); err != nil {
+		// check found nothing in the way, and nothing ran between.
+		panic(fmt.Sprintf("store: write a checked action: %v", err))
+	}
 }
 
 // Create records the creation of obj, with meta.created_at and
@@ -65,9 +89,12 @@ func (tx *Tx) record(kind api.StoreAction_Kind, obj Object) error {
 			meta.CreatedAt = tx.now
 		}
 	}
-	if _, err := tx.batch.apply(a); err != nil {
+	tx.staged.write()
+	st, err := tx.batch.check(a)
+	if err != nil {
 		return err
 	}
+	tx.staged.step = &st
 	tx.actions = append(tx.actions, a)
 	return nil
 }
@@ -82,7 +109,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
 	// writes to read without holding the writer lock Apply needs. It is
 	// always discarded.
 	txn := s.db.Snapshot().Txn(true)
-	tx := &Tx{readTx: readTx{txn: txn}, batch: batch{txn: txn}, now: timestamppb.Now()}
+	tx := &Tx{batch: batch{txn: txn}, now: timestamppb.Now()}
+	tx.readTx = readTx{txn: txn, staged: &staged{batch: &tx.batch}}
 	err := fn(tx)
 	txn.Abort()
 	if err != nil || len(tx.actions) == 0 {

@@ -104,7 +104,17 @@ func TestUpdateChecksEachWrite(t *testing.T) {
 		if err := tx.Update(node("n1", "h1", 0, 0)); !errors.Is(err, ErrVersionConflict) {
 			t.Errorf("update from version 0 = %v, want ErrVersionConflict", err)
 		}
-		return tx.Create(node("n2", "h2", 0, 0))
+		// Checked against this Tx's own earlier writes, read or not.
+		if err := tx.Create(node("n2", "h2", 0, 0)); err != nil {
+			return err
+		}
+		if err := tx.Create(node("n2", "h9", 0, 0)); !errors.Is(err, ErrExists) {
+			t.Errorf("create of an id created earlier in the Tx = %v, want ErrExists", err)
+		}
+		if err := tx.Create(node("n3", "h2", 0, 0)); !errors.Is(err, ErrExists) {
+			t.Errorf("create on a hostname taken earlier in the Tx = %v, want ErrExists", err)
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
