@@ -9,9 +9,16 @@ import (
 	"github.com/jaco-project/jaco/api"
 )
 
+// heldOutcome is the applier's verdict on a proposal whose entry is
+// applied but not yet published: its proposer hears it after Publish.
+type heldOutcome struct {
+	id  uint64
+	err error
+}
+
 // applyEntry applies one committed entry. Errors returned here are fatal
 // to the member (an entry it cannot decode); a store's rejection of a batch
-// is a normal outcome handed to the proposer.
+// is a normal outcome handed to the proposer, after publishApplied.
 func (n *Node) applyEntry(e raftpb.Entry) error {
 	switch e.Type {
 	case raftpb.EntryNormal:
@@ -20,7 +27,7 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 			if err := proto.Unmarshal(e.Data, &req); err != nil {
 				return fmt.Errorf("decode entry %d: %w", e.Index, err)
 			}
-			n.wait.trigger(req.Id, n.cfg.Applier.Apply(e.Index, &req))
+			n.held = append(n.held, heldOutcome{req.Id, n.cfg.Applier.ApplyHeld(e.Index, &req)})
 		}
 	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
 		cc, err := decodeConfChange(e)
@@ -36,9 +43,26 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 			n.appliedConfChanges = append(n.appliedConfChanges, v1.ID)
 		}
 	}
-	n.applied.Store(e.Index)
+	n.heldIndex = e.Index
 	n.logBytes += len(e.Data)
 	return nil
+}
+
+// publishApplied ends a Ready's entries: the applier publishes them, the
+// applied index moves to the last one, and their proposers hear the
+// outcome. In that order: a proposer told its write committed, or a read
+// that waited for the applied index, must find the write in the store.
+func (n *Node) publishApplied() {
+	if n.heldIndex <= n.applied.Load() {
+		return
+	}
+	n.cfg.Applier.Publish()
+	n.applied.Store(n.heldIndex)
+	for i, o := range n.held {
+		n.wait.trigger(o.id, o.err)
+		n.held[i] = heldOutcome{}
+	}
+	n.held = n.held[:0]
 }
 
 // Replayed reports whether the applier holds everything the log held as

@@ -12,9 +12,15 @@ import (
 
 // Applier is the replicated state machine: the store.
 type Applier interface {
-	// Apply applies one committed batch; an error rejects the batch whole,
-	// deterministically on every member, and is returned to its proposer.
-	Apply(index uint64, req *api.InternalRaftRequest) error
+	// ApplyHeld applies one committed batch; an error rejects the batch
+	// whole, deterministically on every member, and is returned to its
+	// proposer. The applier may hold what it applied from its readers
+	// until Publish.
+	ApplyHeld(index uint64, req *api.InternalRaftRequest) error
+	// Publish makes every batch applied so far visible to the applier's
+	// readers. The node calls it after each Ready's committed entries,
+	// before it tells their proposers the outcome or counts them applied.
+	Publish()
 	// Freeze fixes the state as it is for a snapshot; the function it
 	// returns dumps that state. Freeze is called on the Ready loop between
 	// two Applies and must be cheap; the dump may run on another

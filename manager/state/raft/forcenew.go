@@ -191,7 +191,8 @@ func replayEntry(applier Applier, members *membership, e raftpb.Entry) error {
 		if err := proto.Unmarshal(e.Data, &req); err != nil {
 			return fmt.Errorf("decode entry %d: %w", e.Index, err)
 		}
-		_ = applier.Apply(e.Index, &req)
+		_ = applier.ApplyHeld(e.Index, &req)
+		applier.Publish()
 	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
 		cc, err := decodeConfChange(e)
 		if err != nil {

@@ -76,6 +76,10 @@ type Node struct {
 	// appliedConfChanges are the conf change ids applied in this Ready,
 	// whose proposers are woken once raft has been told (Advance).
 	appliedConfChanges []uint64
+	// held are the outcomes of this Ready's applied entries and heldIndex
+	// the last one's index, until publishApplied.
+	held      []heldOutcome
+	heldIndex uint64
 
 	mu            sync.Mutex
 	leader        uint64
@@ -344,6 +348,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
+	n.publishApplied()
 	n.deliverReadStates(rd.ReadStates)
 	n.appliedWaits.release(n.applied.Load())
 	if n.removedSelf {

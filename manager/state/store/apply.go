@@ -9,12 +9,25 @@ import (
 )
 
 // Apply applies the batch of a committed raft entry at index, all or
-// nothing, then publishes one event per action. The raft node calls it for
-// every committed normal entry, in log order, on every manager; it is the
-// only writer of the store's content. The objects of req become the
-// stored ones: the caller must not use req afterwards (the raft node
-// decodes every entry afresh), which spares a copy of every object
-// written, on every member.
+// nothing, then publishes it: ApplyHeld followed by Publish.
+func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
+	err := s.ApplyHeld(index, req)
+	s.Publish()
+	return err
+}
+
+// ApplyHeld applies the batch of a committed raft entry at index, all or
+// nothing, and holds it: readers, watchers and AppliedIndex see it, with
+// every batch held before it, at the next Publish, at once. The raft node
+// calls it for every committed normal entry, in log order, on every
+// manager, and publishes each Ready's entries before it answers their
+// proposers; it is the only writer of the store's content. Held batches
+// share one memdb transaction, so the index nodes a run of small writes
+// goes through are copied once per Ready rather than once per entry
+// (issue 15: that copying was most of what a follower allocated). The
+// objects of req become the stored ones: the caller must not use req
+// afterwards (the raft node decodes every entry afresh), which spares a
+// copy of every object written, on every member.
 //
 // The outcome depends only on the current content, index and req, so every
 // replica reaches the same state: versions come from index, timestamps from
@@ -23,14 +36,15 @@ import (
 // takes meta.updated_at from the action. A refused batch changes nothing
 // and returns an error wrapping ErrNotFound, ErrExists, ErrVersionConflict
 // or ErrInvalid. Either way index becomes AppliedIndex.
-func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
+func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer s.applied.Store(index)
-
-	txn := s.db.Txn(true)
-	b := batch{txn: txn, index: index}
-	events := make([]Event, 0, len(req.GetActions()))
+	s.heldIndex = index
+	if s.held == nil {
+		s.held = s.db.Txn(true)
+	}
+	b := batch{txn: s.held, index: index}
+	done := make([]step, 0, len(req.GetActions()))
 	for i, a := range req.GetActions() {
 		switch obj := target(a).(type) {
 		case *api.Task:
@@ -40,23 +54,51 @@ func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
 				s.specs.Forget(obj.GetId())
 			}
 		}
-		ev, err := b.apply(a)
+		st, err := b.check(a)
+		var ev Event
+		if err == nil {
+			ev, err = b.do(st)
+		}
 		if err != nil {
-			txn.Abort()
+			b.undo(done)
+			clear(s.heldEvents[len(s.heldEvents)-len(done):])
+			s.heldEvents = s.heldEvents[:len(s.heldEvents)-len(done)]
 			return fmt.Errorf("apply entry %d, action %d: %w", index, i, err)
 		}
-		events = append(events, ev)
+		done = append(done, st)
+		s.heldEvents = append(s.heldEvents, ev)
 	}
-	txn.Commit()
-	s.publish(events...)
 	return nil
 }
 
-// batch applies the actions of one request to a memdb write transaction.
+// Publish commits the batches held since the last Publish: readers see
+// them, AppliedIndex becomes the last one's index, and their events go to
+// the watchers, in apply order.
+func (s *Store) Publish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishHeld()
+}
+
+// publishHeld is Publish with s.mu held.
+func (s *Store) publishHeld() {
+	if s.held == nil {
+		return
+	}
+	s.held.Commit()
+	s.held = nil
+	s.applied.Store(s.heldIndex)
+	s.publish(s.heldEvents...)
+	clear(s.heldEvents)
+	s.heldEvents = s.heldEvents[:0]
+}
+
+// batch checks and writes the actions of one request in a memdb write
+// transaction.
 //
-// Apply runs it with the entry's index; Update runs it with index 0 on a
-// throwaway transaction to check each action as it is recorded and to let
-// the Tx read its own writes. There, written objects keep the version their
+// ApplyHeld runs it with the entry's index; Update runs it with index 0 on
+// a throwaway transaction to check each action as it is recorded and to
+// let the Tx read its own writes. There, written objects keep the version their
 // action carries (0 for a create), so a later action of the same Tx on the
 // same object carries that version again.
 type batch struct {
@@ -79,15 +121,6 @@ type step struct {
 	// version it had before this batch (see batch.base).
 	old  Object
 	base uint64
-}
-
-// apply checks a and writes it.
-func (b *batch) apply(a *api.StoreAction) (Event, error) {
-	s, err := b.check(a)
-	if err != nil {
-		return Event{}, err
-	}
-	return b.do(s)
 }
 
 // check looks a up against the transaction, changing nothing: the object
@@ -182,6 +215,27 @@ func (b *batch) do(s step) (Event, error) {
 	}
 	b.base[s.t.Name+"/"+s.obj.GetId()] = s.base
 	return ev, nil
+}
+
+// undo takes back the written steps of a refused batch, last first, so
+// that batches held before it in the same transaction stay as they were.
+// Each restores exactly what do replaced: the object a create added is
+// deleted, the one an update or delete replaced is put back, with its
+// index entries.
+func (b *batch) undo(done []step) {
+	for i := len(done) - 1; i >= 0; i-- {
+		s := done[i]
+		var err error
+		if s.kind == api.StoreAction_KIND_CREATE {
+			err = b.txn.Delete(s.t.Name, s.obj)
+		} else {
+			err = b.txn.Insert(s.t.Name, s.old)
+		}
+		if err != nil {
+			// Both act on an object this batch just wrote or removed.
+			panic(fmt.Sprintf("store: take back %s: %v", s.what(), err))
+		}
+	}
 }
 
 // checkUnique refuses obj when another object of table t holds one of its

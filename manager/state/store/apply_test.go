@@ -384,3 +384,55 @@ func TestTasksShareSpecs(t *testing.T) {
 	}
 	check(restored)
 }
+
+// TestHeldBatches: batches applied with ApplyHeld are seen together at
+// Publish, and a batch refused among them takes back its own writes only,
+// including a write another batch held before it had made: the same
+// content as applying and publishing each batch alone.
+func TestHeldBatches(t *testing.T) {
+	batches := func(t *testing.T) []*api.InternalRaftRequest {
+		return []*api.InternalRaftRequest{
+			req(act(t, create, task("t2", "s1", "n2", 0))),
+			// Refused at its third action: the first two, on t2 held just
+			// before and on t1, must be taken back.
+			req(act(t, update, task("t2", "s1", "n1", 2)),
+				act(t, del, task("t1", "s1", "n1", 1)),
+				act(t, create, node("n3", "h1", 0, 0))),
+			req(act(t, create, task("t3", "s1", "", 0))),
+		}
+	}
+	held, alone := seeded(t), seeded(t)
+	events := held.Watch(t.Context())
+	for i, r := range batches(t) {
+		err := held.ApplyHeld(uint64(i+2), r)
+		if wantRefused := i == 1; wantRefused != errors.Is(err, ErrExists) {
+			t.Fatalf("batch %d: ApplyHeld = %v", i, err)
+		}
+	}
+	held.View(func(tx ReadTx) {
+		if tx.GetTask("t2") != nil || held.AppliedIndex() != 1 {
+			t.Errorf("held batches seen before Publish: t2 %v, applied index %d", tx.GetTask("t2"), held.AppliedIndex())
+		}
+	})
+	held.Publish()
+	for i, r := range batches(t) {
+		_ = alone.Apply(uint64(i+2), r)
+	}
+	sameContent(t, held, alone)
+	if got := held.AppliedIndex(); got != 4 {
+		t.Errorf("applied index %d after Publish, want 4", got)
+	}
+	held.View(func(tx ReadTx) {
+		if tx.GetTask("t1") == nil || tx.GetTask("t2").GetNodeId() != "n2" || tx.GetTask("t3") == nil {
+			t.Errorf("after Publish: t1 %v, t2 %v, t3 %v", tx.GetTask("t1"), tx.GetTask("t2"), tx.GetTask("t3"))
+		}
+	})
+	var got []string
+	for range 2 {
+		e := <-events
+		got = append(got, e.Kind.String()+" "+e.Object.GetId())
+	}
+	if want := []string{"create t2", "create t3"}; !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+}

@@ -7,12 +7,15 @@
 //
 // The contract:
 //
-//   - Apply is the single writer. The raft node calls it for every
+//   - ApplyHeld is the single writer. The raft node calls it for every
 //     committed normal entry, in log order, on every manager. It applies
 //     the entry's batch of actions all or nothing, deterministically (the
 //     same log gives the same content on every replica), and stamps every
 //     written object with meta.version = the entry's index. The entry's
 //     objects become the stored ones: the caller hands the request over.
+//     Readers and watchers see held batches at Publish, which the raft
+//     node calls once per Ready, before it answers their proposers; Apply
+//     is the two in one.
 //   - Update proposes and waits. Its fn reads through a Tx and records
 //     creates, updates and deletes; Update hands them to the Proposer as one
 //     batch and returns once that entry is applied, with Apply's verdict.

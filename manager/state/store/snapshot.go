@@ -70,6 +70,9 @@ func saveShared(txn *memdb.Txn) *api.StoreSnapshot {
 func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Held batches come first: committed after the restore, their
+	// transaction would bring the old content back.
+	s.publishHeld()
 
 	s.specs = api.NewSpecs()
 	for _, t := range snap.GetTasks() {

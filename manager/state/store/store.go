@@ -22,6 +22,12 @@ type Store struct {
 	// specs lets stored tasks share their spec (the store never changes
 	// a stored object; reads and events are deep copies). Guarded by mu.
 	specs *api.Specs
+	// held is the transaction of the batches ApplyHeld applied since the
+	// last Publish (nil when none), heldEvents their events and heldIndex
+	// the last one's index. Guarded by mu.
+	held       *memdb.Txn
+	heldEvents []Event
+	heldIndex  uint64
 
 	proposerMu sync.Mutex
 	proposer   Proposer

@@ -14,10 +14,14 @@ import (
 const Rejected = "reject"
 
 // KV is a key/value state machine: each action creates a Service whose id
-// is the key and whose spec name is the value.
+// is the key and whose spec name is the value. Like the store, it holds
+// what it applies from its readers until Publish, so a test reading it
+// after a proposal returns checks that the member published first.
 type KV struct {
 	mu sync.Mutex
 	kv map[string]string
+	// held are the writes applied since the last Publish, in order.
+	held [][2]string
 }
 
 // NewKV returns an empty KV.
@@ -31,8 +35,9 @@ func Put(k, v string) []*api.StoreAction {
 	}}
 }
 
-// Apply applies a batch whole, or refuses it whole.
-func (a *KV) Apply(_ uint64, req *api.InternalRaftRequest) error {
+// ApplyHeld applies a batch whole, or refuses it whole; readers see it at
+// Publish.
+func (a *KV) ApplyHeld(_ uint64, req *api.InternalRaftRequest) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, act := range req.Actions {
@@ -45,9 +50,19 @@ func (a *KV) Apply(_ uint64, req *api.InternalRaftRequest) error {
 		}
 	}
 	for _, act := range req.Actions {
-		a.kv[act.GetService().Id] = act.GetService().Spec.Name
+		a.held = append(a.held, [2]string{act.GetService().Id, act.GetService().Spec.Name})
 	}
 	return nil
+}
+
+// Publish makes the held writes visible.
+func (a *KV) Publish() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, w := range a.held {
+		a.kv[w[0]] = w[1]
+	}
+	a.held = nil
 }
 
 // Save dumps the state.
@@ -71,7 +86,7 @@ func (a *KV) Freeze() func() *api.StoreSnapshot {
 func (a *KV) Restore(snap *api.StoreSnapshot, _ uint64) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.kv = map[string]string{}
+	a.kv, a.held = map[string]string{}, nil
 	for _, s := range snap.Services {
 		a.kv[s.GetId()] = s.GetSpec().GetName()
 	}
