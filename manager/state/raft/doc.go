@@ -12,8 +12,10 @@
 //     key and fsynced — only then
 //  3. sends the messages to peers (Transport);
 //  4. applies committed entries in log order: conf changes to raft and the
-//     member list, store batches to the store (Applier.Apply), and wakes
-//     the proposer of each entry with the result Apply returned;
+//     member list, store batches to the store (Applier.ApplyHeld); then
+//     has the store publish them (Applier.Publish, one commit for the
+//     Ready), moves the applied index, and wakes the proposer of each
+//     entry with the result ApplyHeld returned;
 //  5. starts a snapshot when one is due, written off the loop
 //     (snapshot.go), and compacts the in-memory log behind the last one,
 //     keeping LogEntriesForSlowFollowers;
