@@ -156,7 +156,11 @@ func (n *Node) frozenState() func() ([]byte, error) {
 	members := cloneMembers(n.members.list())
 	removed := cloneMembers(n.members.removedList())
 	return func() ([]byte, error) {
-		data, err := proto.MarshalOptions{Deterministic: true}.Marshal(&api.RaftSnapshot{
+		// Not deterministic: each member encodes and reads back its own
+		// snapshots, and the order of map entries (labels) matters to
+		// nobody, while the deterministic encoder took 40 % longer on a
+		// store of 120 000 join tokens (90 ms against 64).
+		data, err := proto.Marshal(&api.RaftSnapshot{
 			Store:          store(),
 			Members:        members,
 			RemovedMembers: removed,
