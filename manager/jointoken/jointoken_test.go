@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
@@ -44,10 +46,19 @@ func redeem(ctx context.Context, st *store.Store, text string, now time.Time) (*
 func TestIssueAndRedeemOnce(t *testing.T) {
 	st := newStore(t)
 	ctx := context.Background()
+	var before *api.Cluster
+	st.View(func(tx store.ReadTx) { before = tx.Cluster() })
 	text, jt, err := Issue(ctx, st, api.NodeRole_NODE_ROLE_MANAGER, time.Hour, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Issue reads the stored cluster itself, not a copy (ADR 0031): it
+	// must leave it as it was.
+	st.View(func(tx store.ReadTx) {
+		if after := tx.ClusterShared(); !proto.Equal(before, after) {
+			t.Errorf("Issue changed the stored cluster: %v, was %v", after, before)
+		}
+	})
 	if !jt.ExpiresAt.AsTime().Equal(t0.Add(time.Hour)) {
 		t.Fatalf("expires at %v", jt.ExpiresAt.AsTime())
 	}
