@@ -58,10 +58,10 @@ func (n *Node) publishApplied() {
 	}
 	n.cfg.Applier.Publish()
 	n.applied.Store(n.heldIndex)
-	for i, o := range n.held {
+	for _, o := range n.held {
 		n.wait.trigger(o.id, o.err)
-		n.held[i] = heldOutcome{}
 	}
+	clear(n.held)
 	n.held = n.held[:0]
 }
 

@@ -22,8 +22,8 @@ type Applier interface {
 	// before it tells their proposers the outcome or counts them applied.
 	Publish()
 	// Freeze fixes the state as it is for a snapshot; the function it
-	// returns dumps that state. Freeze is called on the Ready loop between
-	// two Applies and must be cheap; the dump may run on another
+	// returns dumps that state. Freeze is called on the Ready loop after a
+	// Publish and must be cheap; the dump may run on another
 	// goroutine while later batches apply.
 	Freeze() func() *api.StoreSnapshot
 	// Restore replaces the state with a snapshot's, taking snap over.

@@ -45,6 +45,7 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 	}
 	b := batch{txn: s.held, index: index}
 	done := make([]step, 0, len(req.GetActions()))
+	held := len(s.heldEvents) // the events of the batches before this one
 	for i, a := range req.GetActions() {
 		switch obj := target(a).(type) {
 		case *api.Task:
@@ -61,8 +62,8 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 		}
 		if err != nil {
 			b.undo(done)
-			clear(s.heldEvents[len(s.heldEvents)-len(done):])
-			s.heldEvents = s.heldEvents[:len(s.heldEvents)-len(done)]
+			clear(s.heldEvents[held:])
+			s.heldEvents = s.heldEvents[:held]
 			return fmt.Errorf("apply entry %d, action %d: %w", index, i, err)
 		}
 		done = append(done, st)
@@ -98,9 +99,9 @@ func (s *Store) publishHeld() {
 //
 // ApplyHeld runs it with the entry's index; Update runs it with index 0 on
 // a throwaway transaction to check each action as it is recorded and to
-// let the Tx read its own writes. There, written objects keep the version their
-// action carries (0 for a create), so a later action of the same Tx on the
-// same object carries that version again.
+// let the Tx read its own writes. There, written objects keep the version
+// their action carries (0 for a create), so a later action of the same Tx
+// on the same object carries that version again.
 type batch struct {
 	txn   *memdb.Txn
 	index uint64

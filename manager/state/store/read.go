@@ -105,8 +105,8 @@ func (r readTx) ListClusters() []*api.Cluster {
 	return list[*api.Cluster](r.view(), tableCluster, indexID)
 }
 func (r readTx) Cluster() *api.Cluster {
-	if cs := r.ListClusters(); len(cs) > 0 {
-		return cs[0]
+	if c := r.ClusterShared(); c != nil {
+		return proto.CloneOf(c)
 	}
 	return nil
 }
