@@ -19,7 +19,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
-	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/state/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -169,28 +169,10 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // too.
 func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	b.Helper()
-	key, err := encryption.NewKey()
-	if err != nil {
-		b.Fatal(err)
-	}
-	sealer, err := encryption.NewSealer(key)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raftID, err := raft.NewRaftID()
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmp := b.TempDir()
-	dir := filepath.Join(tmp, "raft")
-	self := &api.RaftMember{RaftId: raftID, NodeId: "bench-node", Address: "127.0.0.1:0"}
-	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{{
+	dir, sealer := raftstoretest.Bootstrap(b, &api.InternalRaftRequest{Actions: []*api.StoreAction{{
 		Kind:   api.StoreAction_KIND_CREATE,
 		Target: &api.StoreAction_Service{Service: &api.Service{Id: "bench-service", Meta: &api.Meta{}, Spec: &api.ServiceSpec{Name: "bench"}}},
-	}}}
-	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, first); err != nil {
-		b.Fatal(err)
-	}
+	}}})
 	// A short tick only shortens the first election; a lone member sends
 	// no heartbeats, so it costs the Ready loop next to nothing.
 	m, err := Open(dir, sealer, nil, WithLogger(slog.New(slog.DiscardHandler)),
@@ -208,7 +190,7 @@ func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	if err := m.WaitReady(ctx); err != nil {
 		b.Fatalf("wait until the lone manager leads: %v", err)
 	}
-	return m, sealer, tmp
+	return m, sealer, filepath.Dir(dir)
 }
 
 // coreOnly leaves the subsystems that turn services into replicas out of

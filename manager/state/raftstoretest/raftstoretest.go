@@ -18,16 +18,16 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// Open bootstraps a one-member raft group under tb.TempDir(), opens it
-// with a store as its applier, and waits until it leads. The function it
-// returns (also called at cleanup) stops both.
-func Open(tb testing.TB) (*store.Store, func()) {
+// Bootstrap creates the raft state of a one-member cluster whose first
+// entry is first, under tb.TempDir(), sealed with a new data key. It
+// returns the raft directory and its sealer.
+func Bootstrap(tb testing.TB, first *api.InternalRaftRequest) (dir string, sealer *encryption.Sealer) {
 	tb.Helper()
 	key, err := encryption.NewKey()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	sealer, err := encryption.NewSealer(key)
+	sealer, err = encryption.NewSealer(key)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -35,11 +35,20 @@ func Open(tb testing.TB) (*store.Store, func()) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	dir := filepath.Join(tb.TempDir(), "raft")
+	dir = filepath.Join(tb.TempDir(), "raft")
 	self := &api.RaftMember{RaftId: raftID, NodeId: "bench-manager", Address: "127.0.0.1:0"}
-	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, &api.InternalRaftRequest{}); err != nil {
+	if err := raft.Bootstrap(dir, sealer, "bench-cluster", self, first); err != nil {
 		tb.Fatal(err)
 	}
+	return dir, sealer
+}
+
+// Open bootstraps a one-member raft group under tb.TempDir(), opens it
+// with a store as its applier, and waits until it leads. The function it
+// returns (also called at cleanup) stops both.
+func Open(tb testing.TB) (*store.Store, func()) {
+	tb.Helper()
+	dir, sealer := Bootstrap(tb, &api.InternalRaftRequest{})
 	st := store.New(nil)
 	n, err := raft.New(raft.Config{
 		StateDir: dir, Sealer: sealer, Applier: st,
