@@ -19,6 +19,7 @@ type Agent struct {
 	cfg      Config
 	log      *slog.Logger
 	reporter *reporter
+	metrics  *agentMetrics
 	started  atomic.Bool
 	// inSession is true while a dispatcher session is open.
 	inSession atomic.Bool
@@ -50,6 +51,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "agent"),
 		reporter: newReporter(),
+		metrics:  newAgentMetrics(),
 	}, nil
 }
 
@@ -92,7 +94,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.managers = mergeManagers(stored, a.cfg.Managers)
 
 	ctx, cancel := context.WithCancel(ctx)
-	w := newWorker(ctx, &a.cfg, d, a.reporter)
+	w := newWorker(ctx, &a.cfg, d, a.reporter, a.metrics)
 	a.mu.Lock() // Replicas reads it from other goroutines
 	a.worker = w
 	a.mu.Unlock()

@@ -65,20 +65,27 @@ func (r *taskRunner) prepareAndStart(ctx context.Context, ctl exec.Controller) (
 		return false, false
 	}
 	defer func() { <-r.w.starts }()
+	// The controller exists, so the spec names a runtime.
+	runtime, _ := runtimeFor(r.snapshot().GetSpec())
 	if r.state() < api.TaskState_TASK_STATE_STARTING {
 		r.report(newStatus(api.TaskState_TASK_STATE_PREPARING, "preparing"))
+		began := time.Now()
 		if err := r.step(ctx, ctl.Prepare); err != nil {
 			if r.interrupted(ctx) {
 				return false, false
 			}
-			r.report(failed(prepareReason(err), "prepare: %v", err))
+			reason := prepareReason(err)
+			r.w.metrics.prepareFailed.WithLabelValues(reason).Inc()
+			r.report(failed(reason, "prepare: %v", err))
 			return true, false
 		}
+		r.w.metrics.prepare.WithLabelValues(runtime).Observe(since(began))
 	}
 	if r.interrupted(ctx) {
 		return false, false
 	}
 	r.report(newStatus(api.TaskState_TASK_STATE_STARTING, "starting"))
+	began := time.Now()
 	err := r.step(ctx, ctl.Start)
 	switch {
 	case errors.Is(err, exec.ErrAlreadyStarted):
@@ -89,6 +96,8 @@ func (r *taskRunner) prepareAndStart(ctx context.Context, ctl exec.Controller) (
 		}
 		r.report(failed(ReasonStartFailed, "start: %v", err))
 		return true, false
+	default:
+		r.w.metrics.start.WithLabelValues(runtime).Observe(since(began))
 	}
 	return false, true
 }

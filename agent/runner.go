@@ -222,22 +222,28 @@ func (e *rejection) Error() string { return e.message }
 
 // controller makes the replica's controller with the runtime its spec
 // needs.
+// runtimeFor names the runtime that runs spec's replicas.
+func runtimeFor(spec *api.ServiceSpec) (string, error) {
+	switch {
+	case spec.GetImage() != "" && spec.GetBundle() != nil:
+		return "", &rejection{ReasonInvalidSpec, "spec has both an image and a bundle"}
+	case spec.GetImage() != "":
+		return exec.RuntimeContainerd, nil
+	case spec.GetBundle() != nil:
+		return exec.RuntimeHooks, nil
+	}
+	return "", &rejection{ReasonInvalidSpec, "spec has neither an image nor a bundle"}
+}
+
 func (r *taskRunner) controller() (exec.Controller, error) {
 	if err := validTaskID(r.id); err != nil {
 		return nil, &rejection{ReasonInvalidSpec, err.Error()}
 	}
 	t := r.snapshot()
 	spec := t.GetSpec()
-	var want string
-	switch {
-	case spec.GetImage() != "" && spec.GetBundle() != nil:
-		return nil, &rejection{ReasonInvalidSpec, "spec has both an image and a bundle"}
-	case spec.GetImage() != "":
-		want = exec.RuntimeContainerd
-	case spec.GetBundle() != nil:
-		want = exec.RuntimeHooks
-	default:
-		return nil, &rejection{ReasonInvalidSpec, "spec has neither an image nor a bundle"}
+	want, err := runtimeFor(spec)
+	if err != nil {
+		return nil, err
 	}
 	cfg := r.w.cfg
 	for _, rt := range cfg.Runtimes {

@@ -18,6 +18,7 @@ type worker struct {
 	log      *slog.Logger
 	db       *db.DB
 	reporter *reporter
+	metrics  *agentMetrics
 	// logs keeps replicas' output, past their end (docs/design.md §9).
 	logs *logs.Store
 	// ctx is the agent's run context; runners end with it.
@@ -37,10 +38,10 @@ type worker struct {
 	wg    sync.WaitGroup
 }
 
-func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter) *worker {
+func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter, m *agentMetrics) *worker {
 	store := logs.NewStore(cfg.logsDir())
 	store.Logger = cfg.Logger
-	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, ctx: ctx, logs: store,
+	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, metrics: m, ctx: ctx, logs: store,
 		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{},
 		files: newFileStore(), heard: make(chan struct{})}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/internal/gcpace"
+	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
@@ -42,6 +43,7 @@ type Manager struct {
 	transport *transport.Transport
 	leader    *leaderRunner
 	services  map[string]any
+	collector metrics.Collectors
 	admission api.AdmissionServiceServer
 	log       *slog.Logger
 	dial      Dialer

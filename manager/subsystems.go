@@ -60,6 +60,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		}},
 	}
 	if o.coreOnly {
+		m.collect(m.raft.Collector(), st.Collector(), disp.Collector())
 		return subsystems
 	}
 	roles := rolemanager.NewRoleReconciler(rolemanager.RoleConfig{
@@ -69,11 +70,14 @@ func (m *Manager) assemble(o options) []Subsystem {
 		NewRaftID: raft.NewRaftID,
 		Logger:    log.With("component", "role-reconciler"),
 	})
+	sched := scheduler.New(st, scheduler.WithLogger(log.With("component", "scheduler")))
+	orch := orchestrator.New(st, orchestrator.WithLogger(log.With("component", "orchestrator")),
+		orchestrator.WithNodeRemover(members))
+	m.collect(m.raft.Collector(), st.Collector(), disp.Collector(), sched.Collector(), orch.Collector())
 	return append(subsystems,
 		Subsystem{Name: "dispatcher", Run: disp.Run},
-		Subsystem{Name: "scheduler", Run: scheduler.New(st, scheduler.WithLogger(log.With("component", "scheduler"))).Run},
-		Subsystem{Name: "orchestrator", Run: orchestrator.New(st, orchestrator.WithLogger(log.With("component", "orchestrator")),
-			orchestrator.WithNodeRemover(members)).Run},
+		Subsystem{Name: "scheduler", Run: sched.Run},
+		Subsystem{Name: "orchestrator", Run: orch.Run},
 		Subsystem{Name: "role-reconciler", Run: roles.Run},
 		Subsystem{Name: "overlay-blocks", Run: netalloc.New(st, netalloc.WithLogger(log.With("component", "overlay-blocks"))).Run},
 	)

@@ -25,6 +25,9 @@ type Config struct {
 	// NodeName is the node's hostname in the cluster; empty means os.Hostname.
 	NodeName string
 	Logger   *slog.Logger
+	// MetricsAddr is the HTTP address Prometheus metrics are served on
+	// (/metrics); empty serves none.
+	MetricsAddr string
 
 	// SnapshotInterval and TickInterval tune the raft member (0: defaults).
 	SnapshotInterval uint64

@@ -24,6 +24,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -35,6 +36,7 @@ import (
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/internal/latebind"
+	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
@@ -79,6 +81,10 @@ type Node struct {
 	unixLis, tcpLis net.Listener
 	unixSrv, tcpSrv *grpc.Server
 	advertise       string
+	// grpcMetrics count and time the gRPC calls, and metricsSrv serves
+	// the metrics; both nil when Config.MetricsAddr is empty (metrics.go).
+	grpcMetrics *grpcprom.ServerMetrics
+	metricsSrv  *metrics.Server
 	// renewConns are the connections the role and certificate loop asks
 	// managers on; they carry this node's identity of when they were
 	// opened, so they are closed when its role changes.
@@ -123,7 +129,8 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1),
-		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1)}
+		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1),
+		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
 	n.renewConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
@@ -157,6 +164,9 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := n.listen(); err != nil {
+		return nil, err
+	}
+	if err := n.serveMetrics(); err != nil {
 		return nil, err
 	}
 	if n.initialized() && !locked {
@@ -288,15 +298,16 @@ func (n *Node) listen() error {
 			return n.tls.Load(), nil
 		},
 	}
+	unary, stream := n.grpcInterceptors()
 	n.unixSrv = grpc.NewServer(
 		grpc.Creds(insecure.NewCredentials()),
-		grpc.ChainUnaryInterceptor(n.unaryAuth(localIdentity)),
-		grpc.ChainStreamInterceptor(n.streamAuth(localIdentity)),
+		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(localIdentity))...),
+		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(localIdentity))...),
 	)
 	n.tcpSrv = grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(base)),
-		grpc.ChainUnaryInterceptor(n.unaryAuth(n.tcpIdentity)),
-		grpc.ChainStreamInterceptor(n.streamAuth(n.tcpIdentity)),
+		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
+		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(n.tcpIdentity))...),
 	)
 	for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
 		n.register(srv)
@@ -375,6 +386,9 @@ func (n *Node) Stop() error {
 			n.stopErr = m.Stop()
 		}
 		n.renewConns.CloseAll()
+		if n.metricsSrv != nil {
+			n.metricsSrv.Stop()
+		}
 		n.wg.Wait()
 		if n.containerd != nil {
 			n.containerd.Close()

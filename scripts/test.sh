@@ -7,6 +7,7 @@ source scripts/lib/ensure.sh
 
 ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables \
 	containerd runc containernetworking-plugins busybox-static iptables util-linux docker-registry
+ensure_promtool
 ensure_go
 log "$(go version)"
 # Everything the tests need is installed now: a test that would skip for a

@@ -77,6 +77,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.ListenAddr, "listen-addr", envOr("JACO_LISTEN_ADDR", node.DefaultListenAddr), "TCP address for every gRPC service ($JACO_LISTEN_ADDR)")
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("JACO_ADVERTISE_ADDR"), "address other nodes dial; default derived from --listen-addr ($JACO_ADVERTISE_ADDR)")
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("JACO_METRICS_ADDR"), "serve Prometheus metrics (/metrics) on this HOST:PORT, off when empty ($JACO_METRICS_ADDR)")
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")

@@ -59,6 +59,7 @@ func (s *Server) expire(t *term) {
 	}
 	done := t.nodes.add(changes)
 	s.mu.Unlock()
+	s.metrics.missedHeartbeats.Add(float64(len(ids)))
 	s.cfg.log.Info("nodes missed their heartbeats", "nodes", len(ids), "grace", s.grace())
 
 	select {

@@ -59,8 +59,9 @@ func WithManagers(f func() []string) Option { return func(c *config) { c.manager
 // documentation.
 type Server struct {
 	api.UnimplementedDispatcherServiceServer
-	st  *store.Store
-	cfg config
+	st      *store.Store
+	cfg     config
+	metrics dispatcherMetrics
 
 	// mu guards term and everything of a term marked "guarded by
 	// Server.mu". Batchers take their own lock inside mu, never the other
@@ -89,7 +90,7 @@ func New(st *store.Store, opts ...Option) *Server {
 	// Sweeping often keeps DOWN close to the grace period's end; a few
 	// thousand map entries per sweep cost little.
 	cfg.sweepEvery = max(min(cfg.period/10, time.Second), 10*time.Millisecond)
-	return &Server{st: st, cfg: cfg}
+	return &Server{st: st, cfg: cfg, metrics: newDispatcherMetrics()}
 }
 
 // grace is how long a node may stay silent before it is marked DOWN.

@@ -86,6 +86,7 @@ func (s *Server) UpdateTaskStatus(ctx context.Context, req *api.UpdateTaskStatus
 // writeStatuses records replica statuses, checking each against the task
 // as it is when written: it may have moved or advanced since it was read.
 func (s *Server) writeStatuses(ctx context.Context, items map[string]statusChange) error {
+	s.metrics.statusBatches.Observe(float64(len(items)))
 	return writeChunked(ctx, s.st, slices.Sorted(maps.Keys(items)), func(tx *store.Tx, id string) int {
 		c := items[id]
 		task := tx.GetTask(id)

@@ -38,6 +38,7 @@ type Orchestrator struct {
 	now     func() time.Time
 	batch   int
 	remover NodeRemover
+	metrics orchestratorMetrics
 }
 
 // retryDelay is how long to wait after a failed write before trying again.
@@ -45,7 +46,7 @@ const retryDelay = 200 * time.Millisecond
 
 // New returns an orchestrator working on st.
 func New(st *store.Store, opts ...Option) *Orchestrator {
-	o := &Orchestrator{st: st, log: slog.Default(), now: time.Now, batch: 500}
+	o := &Orchestrator{st: st, log: slog.Default(), now: time.Now, batch: 500, metrics: newOrchestratorMetrics()}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -180,6 +181,7 @@ func (o *Orchestrator) reconcile(ctx context.Context, d *dirty) error {
 			if err = commit(ctx, o.st, b); err != nil {
 				break
 			}
+			o.metrics.committed(b)
 		}
 		if errors.Is(err, store.ErrVersionConflict) && conflicts < maxConflicts {
 			continue

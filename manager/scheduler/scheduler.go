@@ -37,6 +37,7 @@ type Scheduler struct {
 	maxTasksPerProposal int
 	maxProposalBytes    int
 	observe             func(BatchStats)
+	metrics             schedulerMetrics
 }
 
 // BatchStats describes one committed batch, for metrics and benchmarks.
@@ -94,6 +95,7 @@ func New(st *store.Store, opts ...Option) *Scheduler {
 		messageInterval:     DefaultMessageInterval,
 		maxTasksPerProposal: DefaultMaxTasksPerProposal,
 		maxProposalBytes:    DefaultMaxProposalBytes,
+		metrics:             newSchedulerMetrics(),
 	}
 	for _, o := range opts {
 		o(s)
@@ -207,6 +209,7 @@ func (s *Scheduler) batch(ctx context.Context, ix *index) (int, bool) {
 	stats.Commit = time.Since(start) - stats.Decide
 	s.log.Debug("scheduler: batch committed", "assigned", stats.Assigned, "pending_writes", stats.PendingWrites,
 		"proposals", stats.Proposals, "pending", stats.Pending, "decide", stats.Decide, "commit", stats.Commit)
+	s.metrics.record(stats)
 	if s.observe != nil {
 		s.observe(stats)
 	}

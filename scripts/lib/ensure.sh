@@ -38,6 +38,28 @@ ensure_pkgs() {
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+# ensure_promtool puts promtool (Prometheus's checker, which the metrics
+# test runs) in /usr/local/bin: taken out of Debian's prometheus package
+# rather than installing it, which would also enable a Prometheus server.
+ensure_promtool() {
+	command -v promtool >/dev/null && return 0
+	if [[ $(id -u) -ne 0 ]]; then
+		log "missing promtool (run as root to install it)"
+		return 1
+	fi
+	if [[ -z $apt_updated ]]; then
+		apt-get update -qq
+		apt_updated=1
+	fi
+	local tmp
+	tmp=$(mktemp -d)
+	chown _apt "$tmp" 2>/dev/null || true # apt downloads as its own user
+	log "installing promtool from Debian's prometheus package"
+	(cd "$tmp" && apt-get download -qq prometheus >/dev/null && dpkg-deb -x prometheus_*.deb root)
+	install -m 0755 "$tmp/root/usr/bin/promtool" /usr/local/bin/promtool
+	rm -rf "$tmp"
+}
+
 # go_minor prints the minor version of the go on PATH (21 for go1.21.x).
 go_minor() {
 	go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'

@@ -57,6 +57,7 @@ type Node struct {
 	disk    *storage.Storage
 	wait    *waitRegistry[error]
 	members *membership
+	metrics *nodeMetrics
 
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
@@ -148,6 +149,7 @@ func New(cfg Config) (*Node, error) {
 		wait:            newWaitRegistry[error](),
 		readIndexes:     newWaitRegistry[uint64](),
 		members:         newMembership(),
+		metrics:         newNodeMetrics(),
 		leaderChanged:   make(chan struct{}),
 		leaderlessSince: time.Now(),
 		openCommit:      st.HardState.Commit,
@@ -331,8 +333,12 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			return err
 		}
 	}
+	saveStart := time.Now()
 	if err := n.disk.Save(rd.HardState, rd.Entries); err != nil {
 		return err
+	}
+	if rd.MustSync {
+		n.metrics.walSync.Observe(time.Since(saveStart).Seconds())
 	}
 	if hasSnap {
 		if err := n.restoreSnapshot(rd.Snapshot); err != nil {

@@ -33,9 +33,13 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 	ch := n.wait.register(id)
 	if err := n.rn.Propose(ctx, data); err != nil {
 		n.wait.cancel(id)
-		return proposeError("propose", err)
+		err = proposeError("propose", err)
+		n.metrics.countProposal(err)
+		return err
 	}
-	return n.await(ctx, id, ch)
+	err = n.await(ctx, id, ch)
+	n.metrics.countProposal(err)
+	return err
 }
 
 // proposeError classifies a failure of raft's Propose. ErrProposalDropped

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -25,6 +26,7 @@ type snapshotJob struct {
 	// logBytes is the node's logBytes when the state was frozen: the
 	// entries the snapshot covers.
 	logBytes int
+	started  time.Time
 	done     chan snapshotResult
 }
 
@@ -56,6 +58,7 @@ func (n *Node) maybeSnapshot() error {
 	job := &snapshotJob{
 		meta:     raftpb.SnapshotMetadata{Index: applied, Term: term, ConfState: cs},
 		logBytes: n.logBytes,
+		started:  time.Now(),
 		done:     make(chan snapshotResult, 1),
 	}
 	frozen := n.frozenState()
@@ -120,6 +123,8 @@ func (n *Node) snapshotDone(res snapshotResult) error {
 	}
 	n.snapshotIndex = m.Index
 	n.snapshotBytes = len(res.data)
+	n.metrics.snapshotDuration.Observe(time.Since(job.started).Seconds())
+	n.metrics.snapshotBytes.Set(float64(len(res.data)))
 	n.logBytes -= job.logBytes // what was applied while it was written stays counted
 	if m.Index > n.cfg.LogEntriesForSlowFollowers {
 		if err := n.mem.Compact(m.Index - n.cfg.LogEntriesForSlowFollowers); err != nil && !errors.Is(err, raft.ErrCompacted) {

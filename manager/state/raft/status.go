@@ -31,6 +31,7 @@ func (n *Node) setLeader(lead uint64) {
 		n.leaderlessSince = time.Now()
 	} else {
 		n.leaderlessSince = time.Time{}
+		n.metrics.leaderChanges.Inc()
 	}
 	close(n.leaderChanged)
 	n.leaderChanged = make(chan struct{})

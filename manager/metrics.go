@@ -1,0 +1,119 @@
+package manager
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/metrics"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// Collector is the manager's metrics: the raft member's, the store's and
+// the subsystems'. The daemon serves them while the manager runs
+// (docs/design.md, "Metrics").
+func (m *Manager) Collector() prometheus.Collector { return m.collector }
+
+// collect makes the manager's collector of its parts' and the cluster
+// state the store holds.
+func (m *Manager) collect(parts ...prometheus.Collector) {
+	m.collector = append(metrics.Collectors(parts), clusterState{m.store})
+}
+
+var (
+	pendingDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "scheduler", "pending_replicas"),
+		"Replicas waiting for a node, by the reason the scheduler gave (none: not looked at yet), as this manager's store holds them.",
+		[]string{"reason"}, nil)
+	updatesDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "orchestrator", "updates"),
+		"Services by the state of their latest update or rollback (services never updated are left out).",
+		[]string{"state"}, nil)
+	drainsDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "orchestrator", "drains"),
+		"Nodes by the state of their drain (draining: in progress; timed_out: stopped, the operator must act).",
+		[]string{"state"}, nil)
+	nodesDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "cluster", "nodes"),
+		"Nodes by role, availability and status (ready, down, unknown).",
+		[]string{"role", "availability", "status"}, nil)
+)
+
+// clusterState reports what the store holds that an operator alerts on,
+// read at scrape time in one view. Every manager reports it from its own
+// store, so a query takes one manager's (max by) rather than a sum.
+type clusterState struct{ st *store.Store }
+
+func (c clusterState) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{pendingDesc, updatesDesc, drainsDesc, nodesDesc} {
+		ch <- d
+	}
+}
+
+func (c clusterState) Collect(ch chan<- prometheus.Metric) {
+	pending := map[string]int{}
+	updates := map[string]int{}
+	drains := map[string]int{}
+	type nodeKey struct{ role, availability, status string }
+	nodes := map[nodeKey]int{}
+	c.st.View(func(tx store.ReadTx) {
+		tx.EachTask("", "", func(t *api.Task) bool {
+			if t.GetStatus().GetState() == api.TaskState_TASK_STATE_PENDING {
+				reason := t.GetStatus().GetReason()
+				if reason == "" {
+					reason = "none"
+				}
+				pending[reason]++
+			}
+			return true
+		})
+		for _, s := range tx.ListServices() {
+			if st := s.GetUpdateStatus().GetState(); st != api.UpdateState_UPDATE_STATE_UNSPECIFIED {
+				updates[enumWord(st)]++
+			}
+		}
+		for _, n := range tx.ListNodes() {
+			if st := n.GetDrain().GetState(); st != api.DrainState_DRAIN_STATE_NONE {
+				drains[enumWord(st)]++
+			}
+			nodes[nodeKey{enumWord(n.GetRole()), enumWord(n.GetAvailability()), enumWord(n.GetStatus().GetState())}]++
+		}
+	})
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	for reason, n := range pending {
+		gauge(pendingDesc, n, reason)
+	}
+	for state, n := range updates {
+		gauge(updatesDesc, n, state)
+	}
+	for state, n := range drains {
+		gauge(drainsDesc, n, state)
+	}
+	for k, n := range nodes {
+		gauge(nodesDesc, n, k.role, k.availability, k.status)
+	}
+}
+
+// enumWord is an enum value's name in lower case without the prefix its
+// type gives every value (UPDATE_STATE_ROLLBACK_PAUSED: rollback_paused).
+func enumWord(e protoreflect.Enum) string {
+	vd := e.Descriptor().Values().ByNumber(e.Number())
+	if vd == nil {
+		return "unknown"
+	}
+	name := string(vd.Name())
+	prefix := strings.ToUpper(toSnake(string(e.Descriptor().Name()))) + "_"
+	return strings.ToLower(strings.TrimPrefix(name, prefix))
+}
+
+// toSnake turns CamelCase into snake_case (UpdateState: update_state).
+func toSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
