@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -15,6 +16,9 @@ import (
 
 	"github.com/jaco-project/jaco/internal/testenv"
 )
+
+// alertMetric finds the metric names in the example alerting rules.
+var alertMetric = regexp.MustCompile(`\bjaco_[a-z_]+`)
 
 // metricsLine is the log line naming the bound metrics address.
 var metricsLine = regexp.MustCompile(`msg="serving metrics" metrics_addr=(\S+)`)
@@ -90,6 +94,16 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	if v := values["jaco_node_certificate_expiry_seconds"]; v < 80*24*3600 || v > 90*24*3600 {
 		t.Errorf("jaco_node_certificate_expiry_seconds = %v, want the default 90-day lifetime, less the minutes since init", v)
+	}
+	// Every metric the example alerts name is served.
+	rules, err := os.ReadFile("../examples/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range alertMetric.FindAllString(string(rules), -1) {
+		if !bytes.Contains(body, []byte("# TYPE "+strings.TrimSuffix(name, "_bucket")+" ")) {
+			t.Errorf("examples/prometheus/alerts.yml names %s, which the daemon does not serve", name)
+		}
 	}
 	check := exec.Command(promtool, "check", "metrics")
 	check.Stdin = bytes.NewReader(body)

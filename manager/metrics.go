@@ -8,6 +8,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/metrics"
+	"github.com/jaco-project/jaco/manager/scheduler"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -49,9 +50,12 @@ func (c clusterState) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c clusterState) Collect(ch chan<- prometheus.Metric) {
-	pending := map[string]int{}
-	updates := map[string]int{}
-	drains := map[string]int{}
+	// The words the scheduler and the orchestrator write are served at 0
+	// too: an alert on a series that is sometimes absent is easy to get
+	// wrong.
+	pending := map[string]int{"none": 0, scheduler.ReasonNoSuitableNode: 0, scheduler.ReasonWaitingOnDependency: 0}
+	updates := zeroes(api.UpdateState_UPDATE_STATE_UNSPECIFIED.Descriptor())
+	drains := zeroes(api.DrainState_DRAIN_STATE_NONE.Descriptor())
 	type nodeKey struct{ role, availability, status string }
 	nodes := map[nodeKey]int{}
 	c.st.View(func(tx store.ReadTx) {
@@ -92,6 +96,19 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 	for k, n := range nodes {
 		gauge(nodesDesc, n, k.role, k.availability, k.status)
 	}
+}
+
+// zeroes maps the word of each value of an enum but its zero (none,
+// unspecified) to 0.
+func zeroes(ed protoreflect.EnumDescriptor) map[string]int {
+	out := map[string]int{}
+	prefix := strings.ToUpper(toSnake(string(ed.Name()))) + "_"
+	for i := range ed.Values().Len() {
+		if v := ed.Values().Get(i); v.Number() != 0 {
+			out[strings.ToLower(strings.TrimPrefix(string(v.Name()), prefix))] = 0
+		}
+	}
+	return out
 }
 
 // enumWord is an enum value's name in lower case without the prefix its

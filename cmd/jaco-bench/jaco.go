@@ -27,7 +27,9 @@ type jacoBins struct {
 
 type jacoMember struct {
 	name, dir, addr string
-	p               *proc
+	// metricsAddr is where the member serves its metrics ("" when off).
+	metricsAddr string
+	p           *proc
 	nodeID          string
 }
 
@@ -37,12 +39,16 @@ type jacoCluster struct {
 	bins    jacoBins
 	members []*jacoMember
 	token   string // operator token
+	// scrape fetches the members' metrics while the cluster runs (the
+	// jaco-metrics system; nil for jaco).
+	scrape *scraper
 }
 
 var _ cluster = (*jacoCluster)(nil)
 
-// startJacods starts n uninitialized daemons m1..mn under root.
-func startJacods(ctx context.Context, bins jacoBins, root string, n int) (*jacoCluster, error) {
+// startJacods starts n uninitialized daemons m1..mn under root, serving
+// their metrics when withMetrics.
+func startJacods(ctx context.Context, bins jacoBins, root string, n int, withMetrics bool) (*jacoCluster, error) {
 	c := &jacoCluster{bins: bins}
 	for i := 1; i <= n; i++ {
 		port, err := freePort()
@@ -54,8 +60,16 @@ func startJacods(ctx context.Context, bins jacoBins, root string, n int) (*jacoC
 		if err := os.MkdirAll(m.dir, 0o700); err != nil {
 			return nil, err
 		}
-		m.p = newProc(name, bins.jacod, filepath.Join(root, name+".log"),
-			"--data-dir", m.dir, "--listen-addr", m.addr, "--node-name", name)
+		args := []string{"--data-dir", m.dir, "--listen-addr", m.addr, "--node-name", name}
+		if withMetrics {
+			mport, err := freePort()
+			if err != nil {
+				return nil, err
+			}
+			m.metricsAddr = "127.0.0.1:" + strconv.Itoa(mport)
+			args = append(args, "--metrics-addr", m.metricsAddr)
+		}
+		m.p = newProc(name, bins.jacod, filepath.Join(root, name+".log"), args...)
 		c.members = append(c.members, m)
 	}
 	for _, m := range c.members {
@@ -75,14 +89,22 @@ func startJacods(ctx context.Context, bins jacoBins, root string, n int) (*jacoC
 
 // newJacoCluster forms an n-manager cluster: m1 initializes it, the others
 // join through m1 with manager tokens, and it returns once all are voters.
-func newJacoCluster(ctx context.Context, bins jacoBins, root string, n int) (*jacoCluster, error) {
-	c, err := startJacods(ctx, bins, root, n)
+// withMetrics: the members serve metrics, scraped from then on until close.
+func newJacoCluster(ctx context.Context, bins jacoBins, root string, n int, withMetrics bool) (*jacoCluster, error) {
+	c, err := startJacods(ctx, bins, root, n, withMetrics)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.form(ctx); err != nil {
 		c.close()
 		return nil, err
+	}
+	if withMetrics {
+		var addrs []string
+		for _, m := range c.members {
+			addrs = append(addrs, m.metricsAddr)
+		}
+		c.scrape = startScraper(addrs)
 	}
 	return c, nil
 }
@@ -370,6 +392,10 @@ func (c *jacoCluster) healthy(ctx context.Context) error {
 }
 
 func (c *jacoCluster) close() {
+	if c.scrape != nil {
+		c.scrape.stop()
+		c.scrape = nil
+	}
 	for _, m := range c.members {
 		m.p.stop()
 	}

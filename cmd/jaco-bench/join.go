@@ -60,7 +60,7 @@ func runJoins(ctx context.Context, env *env, o joinOpts) ([]*joinResult, error) 
 }
 
 func runJoin(ctx context.Context, env *env, root string, o joinOpts) (*joinResult, error) {
-	c, err := startJacods(ctx, env.jaco, root, 3)
+	c, err := startJacods(ctx, env.jaco, root, 3, false)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,11 @@ func (e *env) cleanup(root string) error {
 func (e *env) newCluster(ctx context.Context, sys, root string) (cluster, error) {
 	switch sys {
 	case "jaco":
-		return newJacoCluster(ctx, e.jaco, root, 3)
+		return newJacoCluster(ctx, e.jaco, root, 3, false)
+	case "jaco-metrics":
+		// jaco serving metrics, each member scraped every second
+		// (scrape.go): beside jaco, what metrics cost.
+		return newJacoCluster(ctx, e.jaco, root, 3, true)
 	case "etcd":
 		return newEtcdCluster(ctx, e.etcd, root, 3)
 	}
@@ -93,7 +97,7 @@ func run() error {
 	flag.BoolVar(&e.keep, "keep", false, "keep each cluster's data dirs and logs under -work")
 	flag.StringVar(&out, "out", "docs/bench/cluster", "where the results are written")
 	flag.StringVar(&phases, "phases", "rate,failover,join", "which benchmarks to run")
-	flag.StringVar(&systems, "systems", "jaco,etcd", "systems for the rate and failover benchmarks")
+	flag.StringVar(&systems, "systems", "jaco,etcd", "systems for the rate and failover benchmarks: jaco, etcd, jaco-metrics (jaco serving metrics, scraped every second)")
 	flag.StringVar(&rates, "rates", "150,1000,8000,15000", "offered write rates, per second")
 	flag.StringVar(&clients, "clients", "50,200,500,1000", "writes in flight at most, per rate (etcdctl check perf's client counts)")
 	flag.IntVar(&o.conns, "conns", 8, "connections to the leader the writes are spread over")

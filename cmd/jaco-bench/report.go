@@ -139,8 +139,6 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 			r.Offered, r.System, r.Achieved, r.FromSched.P50, r.FromSched.P99, r.FromSched.Max, r.FromSched.Stddev,
 			r.Service.P50, r.Service.P99, sum(r.Errors), r.Dropped+r.Abandoned, cpuPerK(r), 100*r.IdleCores, r.Elections, verdict)
 	}
-	b.WriteString("\n### jaco ÷ etcd, same rate, same run\n\n")
-	b.WriteString("| offered/s | achieved | p50 | p99 | max | CPU per write |\n|---:|---:|---:|---:|---:|---:|\n")
 	by := map[float64]map[string]*rateResult{}
 	var offered []float64
 	for _, r := range rs {
@@ -150,16 +148,30 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 		}
 		by[r.Offered][r.System] = r
 	}
-	for _, off := range offered {
-		j, e := by[off]["jaco"], by[off]["etcd"]
-		if j == nil || e == nil {
-			continue
-		}
-		fmt.Fprintf(&b, "| %.0f | %s | %s | %s | %s | %s |\n", off,
-			ratio(j.Achieved, e.Achieved), ratio(j.FromSched.P50, e.FromSched.P50), ratio(j.FromSched.P99, e.FromSched.P99),
-			ratio(j.FromSched.Max, e.FromSched.Max), ratio(cpuPerK(j), cpuPerK(e)))
+	for _, pair := range [][2]string{{"jaco", "etcd"}, {"jaco-metrics", "jaco"}} {
+		writeRatios(&b, by, offered, pair[0], pair[1])
 	}
 	return os.WriteFile(filepath.Join(out, "rate.md"), []byte(b.String()), 0o644)
+}
+
+// writeRatios adds the table of num's figures over den's, rate by rate,
+// when the run has both systems.
+func writeRatios(b *strings.Builder, by map[float64]map[string]*rateResult, offered []float64, num, den string) {
+	header := false
+	for _, off := range offered {
+		n, d := by[off][num], by[off][den]
+		if n == nil || d == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintf(b, "\n### %s ÷ %s, same rate, same run\n\n", num, den)
+			b.WriteString("| offered/s | achieved | p50 | p99 | max | CPU per write |\n|---:|---:|---:|---:|---:|---:|\n")
+			header = true
+		}
+		fmt.Fprintf(b, "| %.0f | %s | %s | %s | %s | %s |\n", off,
+			ratio(n.Achieved, d.Achieved), ratio(n.FromSched.P50, d.FromSched.P50), ratio(n.FromSched.P99, d.FromSched.P99),
+			ratio(n.FromSched.Max, d.FromSched.Max), ratio(cpuPerK(n), cpuPerK(d)))
+	}
 }
 
 func failoverStats(rs []*failoverResult, sys string) (latStats, []int64) {
