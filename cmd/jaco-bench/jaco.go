@@ -30,7 +30,7 @@ type jacoMember struct {
 	// metricsAddr is where the member serves its metrics ("" when off).
 	metricsAddr string
 	p           *proc
-	nodeID          string
+	nodeID      string
 }
 
 // jacoCluster is a group of jacod managers on loopback, formed as an
