@@ -227,6 +227,20 @@ func TestEventsFromFollower(t *testing.T) {
 			t.Fatalf("%s: sequence %d follows %d: a gap or a duplicate between replay and live", replay.name, revs[i].Sequence, revs[i-1].Sequence)
 		}
 	}
+	// Filtered on the manager: web's service events only.
+	filtered := startEvents(t, rest[0], "--since", "10m", "--filter", "type=service", "--filter", "service=web")
+	filtered.waitFor(t, "web's remove, replayed", func(e event) bool { return e.Type == "service" && e.Name == "web" && e.Action == "remove" })
+	var fevs []event
+	for _, e := range filtered.snapshot(t) {
+		if e.Type != "store" { // a reset passes every filter
+			fevs = append(fevs, e)
+		}
+	}
+	if web := serviceEvents(fevs, "web"); len(web) != len(fevs) {
+		t.Fatalf("%s shows %v, want web's service events only", filtered.name, fevs)
+	}
+	wantLifecycle(t, filtered.name, fevs)
+
 	// That manager joined less than 10 minutes ago: it says it holds
 	// events from then only.
 	if !strings.Contains(replay.stderrText(), "warning: this manager holds events applied since") {
