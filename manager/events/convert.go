@@ -169,14 +169,44 @@ func change(ev *api.Event, field, from, to string) {
 	}
 }
 
+// enumWords are the words of the enums events report, by value number,
+// worked out once: word runs for every task write.
+var enumWords = func() map[protoreflect.FullName][]string {
+	m := map[protoreflect.FullName][]string{}
+	for _, e := range []protoreflect.Enum{api.TaskState(0), api.NodeStatusState(0), api.NodeRole(0),
+		api.NodeAvailability(0), api.DrainState(0), api.UpdateState(0)} {
+		vals := e.Descriptor().Values()
+		for i := 0; i < vals.Len(); i++ {
+			n := int(vals.Get(i).Number())
+			if n < 0 || n > 64 {
+				continue // not dense: left to wordOf
+			}
+			ws := m[e.Descriptor().FullName()]
+			for len(ws) <= n {
+				ws = append(ws, "")
+			}
+			ws[n] = wordOf(e.Descriptor(), vals.Get(i).Number())
+			m[e.Descriptor().FullName()] = ws
+		}
+	}
+	return m
+}()
+
 // word is an enum value as the CLI prints it: lower case, without its
 // type's prefix (TASK_STATE_RUNNING is "running").
 func word(e protoreflect.Enum) string {
-	v := e.Descriptor().Values().ByNumber(e.Number())
-	if v == nil {
-		return fmt.Sprint(int32(e.Number()))
+	if ws := enumWords[e.Descriptor().FullName()]; int(e.Number()) >= 0 && int(e.Number()) < len(ws) && ws[e.Number()] != "" {
+		return ws[e.Number()]
 	}
-	name := strings.TrimPrefix(string(v.Name()), upperSnake(string(e.Descriptor().Name()))+"_")
+	return wordOf(e.Descriptor(), e.Number())
+}
+
+func wordOf(d protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
+	v := d.Values().ByNumber(n)
+	if v == nil {
+		return fmt.Sprint(int32(n))
+	}
+	name := strings.TrimPrefix(string(v.Name()), upperSnake(string(d.Name()))+"_")
 	return strings.ToLower(name)
 }
 

@@ -111,3 +111,17 @@ func TestRecordFromStore(t *testing.T) {
 		t.Fatalf("recorded\n%q\nwant\n%q", seq, want)
 	}
 }
+
+// BenchmarkTakeTaskUpdate is what the recorder adds to the store's
+// broadcaster for each task write: convert a state change and append it.
+func BenchmarkTakeTaskUpdate(b *testing.B) {
+	old := &api.Task{Id: "t1", ServiceId: "s1", ServiceName: "web", Slot: 2, NodeId: "n1",
+		Status: &api.TaskStatus{State: api.TaskState_TASK_STATE_ASSIGNED}}
+	now := &api.Task{Id: "t1", ServiceId: "s1", ServiceName: "web", Slot: 2, NodeId: "n1",
+		Status: &api.TaskStatus{State: api.TaskState_TASK_STATE_RUNNING, Message: "started"}}
+	l := NewLog(DefaultCapacity, DefaultMaxAge, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Append(FromStore(store.Event{Kind: store.EventUpdate, Object: now, Old: old, Index: 1}, l.Now()))
+	}
+}
