@@ -3429,6 +3429,441 @@ func (x *UpdateNodeResponse) GetNode() *Node {
 	return nil
 }
 
+// WatchEventsRequest asks a manager for the changes it applies to its
+// store, as it applies them (docs/adr/0034-events.md).
+type WatchEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// since first replays the events this manager holds that it applied at
+	// or after this time; unset: only events from now on.
+	Since *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	// types keeps events about these kinds of object: node, service, task,
+	// cluster, secret, config, network (a store reset passes any). Empty:
+	// every kind. Any other word is refused with invalid_spec.
+	Types []string `protobuf:"bytes,2,rep,name=types,proto3" json:"types,omitempty"`
+	// services keeps events of these services (name or id) and of their
+	// tasks; nodes of these nodes (hostname or id) and of the tasks on them.
+	// Values of one list are alternatives; the lists must all match.
+	Services      []string `protobuf:"bytes,3,rep,name=services,proto3" json:"services,omitempty"`
+	Nodes         []string `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsRequest) Reset() {
+	*x = WatchEventsRequest{}
+	mi := &file_api_control_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsRequest) ProtoMessage() {}
+
+func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
+func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *WatchEventsRequest) GetTypes() []string {
+	if x != nil {
+		return x.Types
+	}
+	return nil
+}
+
+func (x *WatchEventsRequest) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+func (x *WatchEventsRequest) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+// Event is one change a manager applied to its store: an object created,
+// updated or removed by a committed raft entry.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// time is when this manager applied the change (not when the leader
+	// proposed it); managers may differ by their apply lag.
+	Time *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	// sequence numbers this manager's events from its start, without gaps;
+	// index is the raft entry that made the change (one entry can make
+	// several changes).
+	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Index    uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	// type: node, service, task, cluster, secret, config, network; "store"
+	// for a reset (action "reset": a snapshot from the leader replaced this
+	// manager's store, and the changes it covered have no events).
+	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
+	// action: create, update, remove; "state" for an update of a task or
+	// node that changed its state (from and to say which).
+	Action string `protobuf:"bytes,5,opt,name=action,proto3" json:"action,omitempty"`
+	Id     string `protobuf:"bytes,6,opt,name=id,proto3" json:"id,omitempty"`
+	// name: a service's, network's, secret's or config's name; a node's
+	// hostname; a task's SERVICE.SLOT (SERVICE.NODEID for a global one).
+	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	// service_id, service_name, node_id: of a task.
+	ServiceId   string `protobuf:"bytes,8,opt,name=service_id,json=serviceId,proto3" json:"service_id,omitempty"`
+	ServiceName string `protobuf:"bytes,9,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
+	NodeId      string `protobuf:"bytes,10,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// from and to: the state words of a state change (pending, running,
+	// failed, ...; for nodes ready, down, unknown).
+	From string `protobuf:"bytes,11,opt,name=from,proto3" json:"from,omitempty"`
+	To   string `protobuf:"bytes,12,opt,name=to,proto3" json:"to,omitempty"`
+	// reason and message: what the object carries about its state (a
+	// task's status reason word and sentence, a node's status message, a
+	// service update's message).
+	Reason  string `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message string `protobuf:"bytes,14,opt,name=message,proto3" json:"message,omitempty"`
+	// changes lists the fields an update changed that an operator reads
+	// (replicas, image, availability, ...), old and new value as words.
+	Changes       []*EventChange `protobuf:"bytes,15,rep,name=changes,proto3" json:"changes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_api_control_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *Event) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *Event) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *Event) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *Event) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *Event) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *Event) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Event) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Event) GetServiceId() string {
+	if x != nil {
+		return x.ServiceId
+	}
+	return ""
+}
+
+func (x *Event) GetServiceName() string {
+	if x != nil {
+		return x.ServiceName
+	}
+	return ""
+}
+
+func (x *Event) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Event) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *Event) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *Event) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Event) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *Event) GetChanges() []*EventChange {
+	if x != nil {
+		return x.Changes
+	}
+	return nil
+}
+
+type EventChange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventChange) Reset() {
+	*x = EventChange{}
+	mi := &file_api_control_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventChange) ProtoMessage() {}
+
+func (x *EventChange) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
+func (*EventChange) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *EventChange) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *EventChange) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *EventChange) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+// EventsGap says the stream lacks events it would have carried: the
+// since asked for lies before what this manager holds, or the caller
+// read too slowly and the events it had not read were dropped.
+type EventsGap struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// held_since: this manager holds every event applied at or after it.
+	HeldSince *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=held_since,json=heldSince,proto3" json:"held_since,omitempty"`
+	// missed counts the events dropped before the caller read them; 0 when
+	// the gap is before held_since (their number is not known).
+	Missed        uint64 `protobuf:"varint,2,opt,name=missed,proto3" json:"missed,omitempty"`
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventsGap) Reset() {
+	*x = EventsGap{}
+	mi := &file_api_control_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventsGap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventsGap) ProtoMessage() {}
+
+func (x *EventsGap) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
+func (*EventsGap) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.HeldSince
+	}
+	return nil
+}
+
+func (x *EventsGap) GetMissed() uint64 {
+	if x != nil {
+		return x.Missed
+	}
+	return 0
+}
+
+func (x *EventsGap) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// WatchEventsMessage carries events in apply order, or a gap.
+type WatchEventsMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	Gap           *EventsGap             `protobuf:"bytes,2,opt,name=gap,proto3" json:"gap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEventsMessage) Reset() {
+	*x = WatchEventsMessage{}
+	mi := &file_api_control_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEventsMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEventsMessage) ProtoMessage() {}
+
+func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
+func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *WatchEventsMessage) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *WatchEventsMessage) GetGap() *EventsGap {
+	if x != nil {
+		return x.Gap
+	}
+	return nil
+}
+
 type WatchServiceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// service is a service id or name.
@@ -3439,7 +3874,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +3886,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +3899,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -3496,7 +3931,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3508,7 +3943,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3521,7 +3956,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -3609,7 +4044,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3621,7 +4056,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3634,7 +4069,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -3693,7 +4128,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3705,7 +4140,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3718,7 +4153,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -3954,7 +4389,42 @@ const file_api_control_proto_rawDesc = "" +
 	"\r_availabilityB\a\n" +
 	"\x05_role\"8\n" +
 	"\x12UpdateNodeResponse\x12\"\n" +
-	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"/\n" +
+	"\x04node\x18\x01 \x01(\v2\x0e.jaco.api.NodeR\x04node\"\x8e\x01\n" +
+	"\x12WatchEventsRequest\x120\n" +
+	"\x05since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x14\n" +
+	"\x05types\x18\x02 \x03(\tR\x05types\x12\x1a\n" +
+	"\bservices\x18\x03 \x03(\tR\bservices\x12\x14\n" +
+	"\x05nodes\x18\x04 \x03(\tR\x05nodes\"\x9b\x03\n" +
+	"\x05Event\x12.\n" +
+	"\x04time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1a\n" +
+	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04type\x18\x04 \x01(\tR\x04type\x12\x16\n" +
+	"\x06action\x18\x05 \x01(\tR\x06action\x12\x0e\n" +
+	"\x02id\x18\x06 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"service_id\x18\b \x01(\tR\tserviceId\x12!\n" +
+	"\fservice_name\x18\t \x01(\tR\vserviceName\x12\x17\n" +
+	"\anode_id\x18\n" +
+	" \x01(\tR\x06nodeId\x12\x12\n" +
+	"\x04from\x18\v \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\f \x01(\tR\x02to\x12\x16\n" +
+	"\x06reason\x18\r \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x0e \x01(\tR\amessage\x12/\n" +
+	"\achanges\x18\x0f \x03(\v2\x15.jaco.api.EventChangeR\achanges\"G\n" +
+	"\vEventChange\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\"x\n" +
+	"\tEventsGap\x129\n" +
+	"\n" +
+	"held_since\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\theldSince\x12\x16\n" +
+	"\x06missed\x18\x02 \x01(\x04R\x06missed\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"d\n" +
+	"\x12WatchEventsMessage\x12'\n" +
+	"\x06events\x18\x01 \x03(\v2\x0f.jaco.api.EventR\x06events\x12%\n" +
+	"\x03gap\x18\x02 \x01(\v2\x13.jaco.api.EventsGapR\x03gap\"/\n" +
 	"\x13WatchServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\"\xcf\x02\n" +
 	"\fSlotProgress\x12\x12\n" +
@@ -4002,7 +4472,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
 	"\vNodeService\x12\xc3\x01\n" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
-	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\x84\"\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xa7#\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -4059,6 +4529,8 @@ const file_api_control_proto_rawDesc = "" +
 	"\tListTasks\x12\x1a.jaco.api.ListTasksRequest\x1a\x1b.jaco.api.ListTasksResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa3\x01\n" +
 	"\fWatchService\x12\x1d.jaco.api.WatchServiceRequest\x1a\x1d.jaco.api.WatchServiceMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x12\xa0\x01\n" +
+	"\vWatchEvents\x12\x1c.jaco.api.WatchEventsRequest\x1a\x1c.jaco.api.WatchEventsMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x12\x99\x01\n" +
 	"\vServiceLogs\x12\x1c.jaco.api.ServiceLogsRequest\x1a\x15.jaco.api.LogsMessage\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x010\x01\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
@@ -4076,7 +4548,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -4142,152 +4614,165 @@ var file_api_control_proto_goTypes = []any{
 	(*ListTasksResponse)(nil),      // 61: jaco.api.ListTasksResponse
 	(*UpdateNodeRequest)(nil),      // 62: jaco.api.UpdateNodeRequest
 	(*UpdateNodeResponse)(nil),     // 63: jaco.api.UpdateNodeResponse
-	(*WatchServiceRequest)(nil),    // 64: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 65: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 66: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 67: jaco.api.ServiceLogsRequest
-	nil,                            // 68: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 69: jaco.api.Suffrage
-	(*Node)(nil),                   // 70: jaco.api.Node
-	(NodeRole)(0),                  // 71: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 72: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 73: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 74: jaco.api.ServiceSpec
-	(*Service)(nil),                // 75: jaco.api.Service
-	(*FileSpec)(nil),               // 76: jaco.api.FileSpec
-	(*Secret)(nil),                 // 77: jaco.api.Secret
-	(*Config)(nil),                 // 78: jaco.api.Config
-	(*NetworkSpec)(nil),            // 79: jaco.api.NetworkSpec
-	(*Network)(nil),                // 80: jaco.api.Network
-	(*Task)(nil),                   // 81: jaco.api.Task
-	(NodeAvailability)(0),          // 82: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 83: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 84: jaco.api.LogsMessage
+	(*WatchEventsRequest)(nil),     // 64: jaco.api.WatchEventsRequest
+	(*Event)(nil),                  // 65: jaco.api.Event
+	(*EventChange)(nil),            // 66: jaco.api.EventChange
+	(*EventsGap)(nil),              // 67: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),     // 68: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),    // 69: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 70: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 71: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 72: jaco.api.ServiceLogsRequest
+	nil,                            // 73: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 74: jaco.api.Suffrage
+	(*Node)(nil),                   // 75: jaco.api.Node
+	(NodeRole)(0),                  // 76: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 77: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 78: google.protobuf.Timestamp
+	(*ServiceSpec)(nil),            // 79: jaco.api.ServiceSpec
+	(*Service)(nil),                // 80: jaco.api.Service
+	(*FileSpec)(nil),               // 81: jaco.api.FileSpec
+	(*Secret)(nil),                 // 82: jaco.api.Secret
+	(*Config)(nil),                 // 83: jaco.api.Config
+	(*NetworkSpec)(nil),            // 84: jaco.api.NetworkSpec
+	(*Network)(nil),                // 85: jaco.api.Network
+	(*Task)(nil),                   // 86: jaco.api.Task
+	(NodeAvailability)(0),          // 87: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 88: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 89: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	69, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	74, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
 	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	70, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	75, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	18, // 7: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
 	2,  // 8: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	70, // 9: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	71, // 10: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	72, // 11: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	73, // 12: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	72, // 13: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	74, // 14: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	75, // 15: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	74, // 16: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	75, // 17: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	76, // 18: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	77, // 19: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	75, // 9: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	76, // 10: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	77, // 11: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	78, // 12: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	77, // 13: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	79, // 14: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	80, // 15: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	79, // 16: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	80, // 17: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	81, // 18: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	82, // 19: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
 	2,  // 20: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	77, // 21: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	82, // 21: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
 	2,  // 22: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	77, // 23: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	76, // 24: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	78, // 25: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	82, // 23: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	81, // 24: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	83, // 25: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
 	2,  // 26: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 27: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	83, // 27: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
 	2,  // 28: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 29: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	79, // 30: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	80, // 31: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	83, // 29: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	84, // 30: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	85, // 31: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
 	2,  // 32: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 33: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	85, // 33: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
 	49, // 34: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
 	2,  // 35: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 36: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	85, // 36: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
 	2,  // 37: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	75, // 38: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	80, // 38: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
 	2,  // 39: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	75, // 40: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	80, // 40: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
 	18, // 41: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
 	2,  // 42: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	81, // 43: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	82, // 44: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	68, // 45: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	71, // 46: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	72, // 47: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	70, // 48: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	83, // 49: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	73, // 50: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	83, // 51: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	75, // 52: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	65, // 53: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	73, // 54: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	73, // 55: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 56: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 57: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 58: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 59: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 60: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 61: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 62: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	19, // 63: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	21, // 64: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	23, // 65: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	62, // 66: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	25, // 67: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	27, // 68: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	54, // 69: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	29, // 70: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	35, // 71: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	31, // 72: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	33, // 73: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	37, // 74: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	43, // 75: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	39, // 76: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	41, // 77: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	45, // 78: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	52, // 79: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	47, // 80: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	50, // 81: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	56, // 82: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	58, // 83: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	60, // 84: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	64, // 85: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	67, // 86: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 87: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 88: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 89: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 90: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 91: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 92: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 93: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	20, // 94: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	22, // 95: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	24, // 96: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	63, // 97: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	26, // 98: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	28, // 99: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	55, // 100: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	30, // 101: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	36, // 102: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	32, // 103: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	34, // 104: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	38, // 105: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	44, // 106: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	40, // 107: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	42, // 108: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	46, // 109: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	53, // 110: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	48, // 111: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	51, // 112: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	57, // 113: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	59, // 114: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	61, // 115: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	66, // 116: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	84, // 117: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	87, // [87:118] is the sub-list for method output_type
-	56, // [56:87] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	86, // 43: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	87, // 44: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	73, // 45: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	76, // 46: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	77, // 47: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	75, // 48: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	78, // 49: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	78, // 50: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	66, // 51: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	78, // 52: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	65, // 53: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	67, // 54: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	88, // 55: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	78, // 56: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	88, // 57: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	80, // 58: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	70, // 59: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	78, // 60: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	78, // 61: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 62: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 63: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 64: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 65: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 66: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	14, // 67: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	16, // 68: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	19, // 69: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	21, // 70: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	23, // 71: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	62, // 72: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	25, // 73: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	27, // 74: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	54, // 75: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	29, // 76: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	35, // 77: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	31, // 78: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	33, // 79: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	37, // 80: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	43, // 81: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	39, // 82: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	41, // 83: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	45, // 84: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	52, // 85: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	47, // 86: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	50, // 87: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	56, // 88: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	58, // 89: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	60, // 90: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	69, // 91: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	64, // 92: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	72, // 93: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 94: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 95: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 96: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 97: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 98: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	15, // 99: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	17, // 100: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	20, // 101: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	22, // 102: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	24, // 103: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	63, // 104: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	26, // 105: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	28, // 106: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	55, // 107: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	30, // 108: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	36, // 109: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	32, // 110: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	34, // 111: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	38, // 112: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	44, // 113: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	40, // 114: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	42, // 115: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	46, // 116: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	53, // 117: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	48, // 118: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	51, // 119: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	57, // 120: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	59, // 121: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	61, // 122: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	71, // 123: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	68, // 124: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	89, // 125: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	94, // [94:126] is the sub-list for method output_type
+	62, // [62:94] is the sub-list for method input_type
+	62, // [62:62] is the sub-list for extension type_name
+	62, // [62:62] is the sub-list for extension extendee
+	0,  // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -4306,7 +4791,7 @@ func file_api_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   66,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

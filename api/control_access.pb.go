@@ -159,6 +159,11 @@ func init() {
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,
 		},
+		"/jaco.api.ControlService/WatchEvents": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
 		"/jaco.api.ControlService/ServiceLogs": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",

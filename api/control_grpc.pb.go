@@ -347,6 +347,7 @@ const (
 	ControlService_ListServices_FullMethodName   = "/jaco.api.ControlService/ListServices"
 	ControlService_ListTasks_FullMethodName      = "/jaco.api.ControlService/ListTasks"
 	ControlService_WatchService_FullMethodName   = "/jaco.api.ControlService/WatchService"
+	ControlService_WatchEvents_FullMethodName    = "/jaco.api.ControlService/WatchEvents"
 	ControlService_ServiceLogs_FullMethodName    = "/jaco.api.ControlService/ServiceLogs"
 )
 
@@ -385,6 +386,10 @@ type ControlServiceClient interface {
 	// once at the start, then after every change (coalesced), until the
 	// service is removed or the caller hangs up.
 	WatchService(ctx context.Context, in *WatchServiceRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchServiceMessage], error)
+	// WatchEvents streams the changes this manager applies to its store,
+	// first those it holds since the request's since, until the caller
+	// hangs up. Any manager answers from its own store.
+	WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsMessage], error)
 	// ServiceLogs merges the logs of a service's replicas, fetched from the
 	// nodes that run them by the manager answering.
 	ServiceLogs(ctx context.Context, in *ServiceLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error)
@@ -667,9 +672,28 @@ func (c *controlServiceClient) WatchService(ctx context.Context, in *WatchServic
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControlService_WatchServiceClient = grpc.ServerStreamingClient[WatchServiceMessage]
 
+func (c *controlServiceClient) WatchEvents(ctx context.Context, in *WatchEventsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEventsMessage], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[1], ControlService_WatchEvents_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[WatchEventsRequest, WatchEventsMessage]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchEventsClient = grpc.ServerStreamingClient[WatchEventsMessage]
+
 func (c *controlServiceClient) ServiceLogs(ctx context.Context, in *ServiceLogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[1], ControlService_ServiceLogs_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ControlService_ServiceDesc.Streams[2], ControlService_ServiceLogs_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -721,6 +745,10 @@ type ControlServiceServer interface {
 	// once at the start, then after every change (coalesced), until the
 	// service is removed or the caller hangs up.
 	WatchService(*WatchServiceRequest, grpc.ServerStreamingServer[WatchServiceMessage]) error
+	// WatchEvents streams the changes this manager applies to its store,
+	// first those it holds since the request's since, until the caller
+	// hangs up. Any manager answers from its own store.
+	WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsMessage]) error
 	// ServiceLogs merges the logs of a service's replicas, fetched from the
 	// nodes that run them by the manager answering.
 	ServiceLogs(*ServiceLogsRequest, grpc.ServerStreamingServer[LogsMessage]) error
@@ -811,6 +839,9 @@ func (UnimplementedControlServiceServer) ListTasks(context.Context, *ListTasksRe
 }
 func (UnimplementedControlServiceServer) WatchService(*WatchServiceRequest, grpc.ServerStreamingServer[WatchServiceMessage]) error {
 	return status.Error(codes.Unimplemented, "method WatchService not implemented")
+}
+func (UnimplementedControlServiceServer) WatchEvents(*WatchEventsRequest, grpc.ServerStreamingServer[WatchEventsMessage]) error {
+	return status.Error(codes.Unimplemented, "method WatchEvents not implemented")
 }
 func (UnimplementedControlServiceServer) ServiceLogs(*ServiceLogsRequest, grpc.ServerStreamingServer[LogsMessage]) error {
 	return status.Error(codes.Unimplemented, "method ServiceLogs not implemented")
@@ -1297,6 +1328,17 @@ func _ControlService_WatchService_Handler(srv interface{}, stream grpc.ServerStr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ControlService_WatchServiceServer = grpc.ServerStreamingServer[WatchServiceMessage]
 
+func _ControlService_WatchEvents_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(WatchEventsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControlServiceServer).WatchEvents(m, &grpc.GenericServerStream[WatchEventsRequest, WatchEventsMessage]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControlService_WatchEventsServer = grpc.ServerStreamingServer[WatchEventsMessage]
+
 func _ControlService_ServiceLogs_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(ServiceLogsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -1420,6 +1462,11 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "WatchService",
 			Handler:       _ControlService_WatchService_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WatchEvents",
+			Handler:       _ControlService_WatchEvents_Handler,
 			ServerStreams: true,
 		},
 		{

@@ -264,6 +264,13 @@ func (p *raftProxyControlServiceServer) WatchService(r *WatchServiceRequest, str
 	return p.local.WatchService(r, stream) // local_read: never forwarded
 }
 
+func (p *raftProxyControlServiceServer) WatchEvents(r *WatchEventsRequest, stream grpc.ServerStreamingServer[WatchEventsMessage]) error {
+	if err := p.router.LocalRead(stream.Context(), r); err != nil {
+		return err
+	}
+	return p.local.WatchEvents(r, stream) // local_read: never forwarded
+}
+
 func (p *raftProxyControlServiceServer) ServiceLogs(r *ServiceLogsRequest, stream grpc.ServerStreamingServer[LogsMessage]) error {
 	if err := p.router.LocalRead(stream.Context(), r); err != nil {
 		return err

@@ -25,6 +25,7 @@ import (
 	"github.com/jaco-project/jaco/internal/gcpace"
 	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/raft/transport"
@@ -59,6 +60,10 @@ type Manager struct {
 	// closed once it has put the collector back.
 	stopPacing context.CancelFunc
 	pacingDone chan struct{}
+	// events holds the changes this manager applied recently, which
+	// recorder feeds from the store (docs/adr/0034-events.md).
+	events   *events.Log
+	recorder *events.Recorder
 }
 
 // Open opens the raft state in raftDir with sealer, rebuilds the store from
@@ -99,6 +104,11 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	}
 	reporter.set(n)
 	st.SetProposer(n)
+	// Recording starts before the member applies anything, so the log
+	// misses no change; the entries it replays are left out (Record).
+	_, openCommit, _ := n.Replayed()
+	m.events = events.NewLog(events.DefaultCapacity, events.DefaultMaxAge, nil)
+	m.recorder = events.Record(st, m.events, openCommit)
 	n.Start()
 	m.raft, m.transport = n, tr
 	m.voters = rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: o.logger.With("component", "voter-reconciler")})
@@ -143,6 +153,8 @@ func (m *Manager) Stop() error {
 	<-m.probeDone
 	m.stopPacing()
 	<-m.pacingDone
+	m.recorder.Stop()
+	m.events.Close() // ends the event streams
 	err := m.raft.Stop()
 	m.transport.Stop()
 	m.forward.CloseAll()

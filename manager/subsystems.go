@@ -39,7 +39,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		dispOpts = append(dispOpts, dispatcher.WithHeartbeatPeriod(o.heartbeatPeriod))
 	}
 	disp := dispatcher.New(st, dispOpts...)
-	control := controlapi.New(st, controlapi.WithNodeRemover(members),
+	control := controlapi.New(st, controlapi.WithNodeRemover(members), controlapi.WithEventLog(m.events),
 		controlapi.WithNodeDialer(func(_ context.Context, addr string) (*grpc.ClientConn, error) { return m.dial(addr) }))
 
 	router := proxy.NewLeaderRouter(m)

@@ -129,6 +129,10 @@ func TestBadInput(t *testing.T) {
 		usage(`--availability must be active, pause or drain`, "node", "update", "--availability", "sleepy", "n1"),
 		usage(`--label-add "novalue": want KEY=VALUE`, "node", "update", "--label-add", "novalue", "n1"),
 		usage(`--role must be manager or worker`, "node", "issue-join-token", "--role", "king"),
+		usage(`--filter type="volume": want one of node`, "events", "--filter", "type=volume"),
+		usage(`--filter "colour=red": no key "colour" here`, "events", "--filter", "colour=red"),
+		usage(`invalid argument "yesterday" for "--since" flag`, "events", "--since", "yesterday"),
+		usage(`--format must be table or json`, "events", "--format", "yaml"),
 		// A local file that cannot be read is no usage mistake: 1, and
 		// still before dialling (no unavailable).
 		{args: []string{"service", "create", "--name", "web", "--bundle", filepath.Join(file, "missing")}, code: 1, want: "error: hook bundle: "},

@@ -14,6 +14,7 @@ import (
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -31,6 +32,8 @@ type Server struct {
 	// watchInterval paces WatchService streams (watchInterval; tests
 	// lengthen it).
 	watchInterval time.Duration
+	// events is this manager's event log (WithEventLog).
+	events *events.Log
 }
 
 // Option configures a Server.

@@ -1,0 +1,224 @@
+package events
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/store"
+)
+
+// The object types events report, as WatchEventsRequest.types names
+// them; TypeStore is the type of a reset.
+const (
+	TypeNode    = "node"
+	TypeService = "service"
+	TypeTask    = "task"
+	TypeCluster = "cluster"
+	TypeSecret  = "secret"
+	TypeConfig  = "config"
+	TypeNetwork = "network"
+	TypeStore   = "store"
+)
+
+// Types are the object types a caller may filter on.
+var Types = []string{TypeNode, TypeService, TypeTask, TypeCluster, TypeSecret, TypeConfig, TypeNetwork}
+
+// The actions of an event.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionRemove = "remove"
+	// ActionState is an update of a task or node that changed its state.
+	ActionState = "state"
+	// ActionReset is a store replaced by a snapshot (TypeStore).
+	ActionReset = "reset"
+)
+
+// FromStore converts an applied store change, stamped at, into an event;
+// nil for a change that is not reported (join tokens: credentials). It
+// only reads e's objects, which may be the stored ones (ADR 0031), and
+// copies out what it keeps.
+func FromStore(e store.Event, at time.Time) *api.Event {
+	ev := &api.Event{Time: timestamppb.New(at), Index: e.Index}
+	switch e.Kind {
+	case store.EventCreate:
+		ev.Action = ActionCreate
+	case store.EventUpdate:
+		ev.Action = ActionUpdate
+	case store.EventDelete:
+		ev.Action = ActionRemove
+	case store.EventReset:
+		ev.Type, ev.Action = TypeStore, ActionReset
+		ev.Message = "a snapshot from the leader replaced this manager's store: the changes it covered have no events"
+		return ev
+	default:
+		return nil
+	}
+	ev.Id = e.Object.GetId()
+	switch obj := e.Object.(type) {
+	case *api.Service:
+		ev.Type, ev.Name = TypeService, obj.GetSpec().GetName()
+		old, _ := e.Old.(*api.Service)
+		describeService(ev, old, obj)
+	case *api.Task:
+		ev.Type, ev.Name = TypeTask, taskName(obj)
+		ev.ServiceId, ev.ServiceName, ev.NodeId = obj.GetServiceId(), obj.GetServiceName(), obj.GetNodeId()
+		old, _ := e.Old.(*api.Task)
+		describeTask(ev, old, obj)
+	case *api.Node:
+		ev.Type, ev.Name = TypeNode, obj.GetHostname()
+		old, _ := e.Old.(*api.Node)
+		describeNode(ev, old, obj)
+	case *api.Cluster:
+		ev.Type = TypeCluster
+		old, _ := e.Old.(*api.Cluster)
+		describeCluster(ev, old, obj)
+	case *api.Network:
+		ev.Type, ev.Name = TypeNetwork, obj.GetSpec().GetName()
+	case *api.Secret:
+		ev.Type, ev.Name = TypeSecret, obj.GetSpec().GetName()
+	case *api.Config:
+		ev.Type, ev.Name = TypeConfig, obj.GetSpec().GetName()
+	default:
+		return nil
+	}
+	return ev
+}
+
+// taskName is SERVICE.SLOT, or SERVICE.NODEID for a global replica, as
+// `jaco service ps` names replicas.
+func taskName(t *api.Task) string {
+	if t.GetSlot() == 0 && t.GetNodeId() != "" {
+		return t.GetServiceName() + "." + t.GetNodeId()
+	}
+	return t.GetServiceName() + "." + strconv.FormatUint(t.GetSlot(), 10)
+}
+
+func describeService(ev *api.Event, old, s *api.Service) {
+	ev.Message = s.GetUpdateStatus().GetMessage()
+	if old == nil {
+		return
+	}
+	spec, was := s.GetSpec(), old.GetSpec()
+	change(ev, "replicas", strconv.FormatUint(was.GetReplicas(), 10), strconv.FormatUint(spec.GetReplicas(), 10))
+	change(ev, "image", was.GetImage(), spec.GetImage())
+	change(ev, "spec_version", strconv.FormatUint(old.GetSpecVersion(), 10), strconv.FormatUint(s.GetSpecVersion(), 10))
+	change(ev, "update_state", word(old.GetUpdateStatus().GetState()), word(s.GetUpdateStatus().GetState()))
+	if old.GetUpdateStatus().GetMessage() == ev.Message {
+		ev.Message = "" // said before: an event reports what changed
+	}
+}
+
+func describeTask(ev *api.Event, old, t *api.Task) {
+	st := t.GetStatus()
+	ev.To, ev.Reason, ev.Message = word(st.GetState()), st.GetReason(), st.GetMessage()
+	if old == nil {
+		return
+	}
+	if from := word(old.GetStatus().GetState()); from != ev.To {
+		ev.Action, ev.From = ActionState, from
+	} else {
+		ev.To = ""
+	}
+	change(ev, "desired_state", word(old.GetDesiredState()), word(t.GetDesiredState()))
+	change(ev, "node", old.GetNodeId(), t.GetNodeId())
+}
+
+func describeNode(ev *api.Event, old, n *api.Node) {
+	ev.To, ev.Message = word(n.GetStatus().GetState()), n.GetStatus().GetMessage()
+	if old == nil {
+		return
+	}
+	if from := word(old.GetStatus().GetState()); from != ev.To {
+		ev.Action, ev.From = ActionState, from
+	} else {
+		ev.To = ""
+		if old.GetStatus().GetMessage() == ev.Message {
+			ev.Message = ""
+		}
+	}
+	change(ev, "role", word(old.GetRole()), word(n.GetRole()))
+	change(ev, "desired_role", word(old.GetDesiredRole()), word(n.GetDesiredRole()))
+	change(ev, "availability", word(old.GetAvailability()), word(n.GetAvailability()))
+	change(ev, "drain", word(old.GetDrain().GetState()), word(n.GetDrain().GetState()))
+}
+
+// describeCluster names the settings an operator changes; the cluster's
+// keys and token hash are never put in an event.
+func describeCluster(ev *api.Event, old, c *api.Cluster) {
+	if old == nil {
+		return
+	}
+	change(ev, "autolock", strconv.FormatBool(old.GetAutolock()), strconv.FormatBool(c.GetAutolock()))
+	change(ev, "max_replicas_per_service", strconv.FormatUint(old.GetMaxReplicasPerService(), 10),
+		strconv.FormatUint(c.GetMaxReplicasPerService(), 10))
+	change(ev, "max_services", strconv.FormatUint(old.GetMaxServices(), 10), strconv.FormatUint(c.GetMaxServices(), 10))
+}
+
+// change records field as changed when from and to differ.
+func change(ev *api.Event, field, from, to string) {
+	if from != to {
+		ev.Changes = append(ev.Changes, &api.EventChange{Field: field, From: from, To: to})
+	}
+}
+
+// enumWords are the words of the enums events report, by value number,
+// worked out once: word runs for every task write.
+var enumWords = func() map[protoreflect.FullName][]string {
+	m := map[protoreflect.FullName][]string{}
+	for _, e := range []protoreflect.Enum{api.TaskState(0), api.NodeStatusState(0), api.NodeRole(0),
+		api.NodeAvailability(0), api.DrainState(0), api.UpdateState(0)} {
+		vals := e.Descriptor().Values()
+		for i := 0; i < vals.Len(); i++ {
+			n := int(vals.Get(i).Number())
+			if n < 0 || n > 64 {
+				continue // not dense: left to wordOf
+			}
+			ws := m[e.Descriptor().FullName()]
+			for len(ws) <= n {
+				ws = append(ws, "")
+			}
+			ws[n] = wordOf(e.Descriptor(), vals.Get(i).Number())
+			m[e.Descriptor().FullName()] = ws
+		}
+	}
+	return m
+}()
+
+// word is an enum value as the CLI prints it: lower case, without its
+// type's prefix (TASK_STATE_RUNNING is "running").
+func word(e protoreflect.Enum) string {
+	if ws := enumWords[e.Descriptor().FullName()]; int(e.Number()) >= 0 && int(e.Number()) < len(ws) && ws[e.Number()] != "" {
+		return ws[e.Number()]
+	}
+	return wordOf(e.Descriptor(), e.Number())
+}
+
+func wordOf(d protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
+	v := d.Values().ByNumber(n)
+	if v == nil {
+		return fmt.Sprint(int32(n))
+	}
+	name := strings.TrimPrefix(string(v.Name()), upperSnake(string(d.Name()))+"_")
+	return strings.ToLower(name)
+}
+
+// upperSnake turns an enum type name into its values' prefix:
+// NodeStatusState is NODE_STATUS_STATE.
+func upperSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && unicode.IsUpper(r) {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToUpper(r))
+	}
+	return b.String()
+}
