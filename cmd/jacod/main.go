@@ -4,7 +4,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -32,6 +31,7 @@ func run(args []string) int {
 	var (
 		cfg       node.Config
 		logLevel  string
+		logFormat string
 		joinAddr  string
 		overlayOn bool
 		debugAddr string
@@ -45,14 +45,14 @@ func run(args []string) int {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level: %w", err)}
+			log, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return usageError{err}
 			}
 			cfg.JoinAddrs = splitList(joinAddr)
 			cfg.NoOverlay = !overlayOn
 			cfg.GCHeadroom = gcHeadroomMiB << 20
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Logger = log
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if debugAddr != "" {
@@ -79,6 +79,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
+	f.StringVar(&logFormat, "log-format", envOr("JACO_LOG_FORMAT", "text"), "text (key=value) or json (one object a line) ($JACO_LOG_FORMAT)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.Uint64Var(&gcHeadroomMiB, "gc-headroom", envUint("JACO_GC_HEADROOM", gcpace.DefaultHeadroom>>20), "MiB a manager's heap may grow by at least between garbage collections (or by as much as is live); 0 leaves it to GOGC, and GOGC set in the environment overrides it ($JACO_GC_HEADROOM)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
