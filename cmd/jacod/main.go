@@ -4,6 +4,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strconv"
@@ -53,6 +54,9 @@ func run(args []string) int {
 			cfg.NoOverlay = !overlayOn
 			cfg.GCHeadroom = gcHeadroomMiB << 20
 			cfg.Logger = log
+			// What logs through slog.Default (a package given no logger,
+			// the offline replay of --force-new-cluster) keeps the format.
+			slog.SetDefault(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if debugAddr != "" {
