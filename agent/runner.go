@@ -11,6 +11,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -175,7 +176,7 @@ func (r *taskRunner) report(st *api.TaskStatus) {
 	r.status = st
 	removing := r.removing
 	r.mu.Unlock()
-	r.w.log.Info("replica status", "task", r.id, "state", st.GetState().String(), "reason", st.GetReason(), "message", st.GetMessage())
+	r.w.log.Info("replica status", "task", r.id, "state", enumword.Of(st.GetState()), "reason", st.GetReason(), "message", st.GetMessage())
 	if err := r.persist(); err != nil {
 		r.w.log.Error("keep task status in agent db", "task", r.id, "err", err)
 	}
