@@ -105,7 +105,7 @@ func (r *taskRunner) update(t *api.Task) {
 	r.mu.Unlock()
 	if changed {
 		if err := r.persist(); err != nil {
-			r.w.log.Error("keep task in agent db", "task", r.id, "err", err)
+			r.w.log.Error("keep task in agent db", "task_id", r.id, "err", err)
 		}
 	}
 	if t.GetDesiredState() > api.TaskState_TASK_STATE_RUNNING {
@@ -176,9 +176,9 @@ func (r *taskRunner) report(st *api.TaskStatus) {
 	r.status = st
 	removing := r.removing
 	r.mu.Unlock()
-	r.w.log.Info("replica status", "task", r.id, "state", enumword.Of(st.GetState()), "reason", st.GetReason(), "message", st.GetMessage())
+	r.w.log.Info("replica status", "task_id", r.id, "state", enumword.Of(st.GetState()), "reason", st.GetReason(), "message", st.GetMessage())
 	if err := r.persist(); err != nil {
-		r.w.log.Error("keep task status in agent db", "task", r.id, "err", err)
+		r.w.log.Error("keep task status in agent db", "task_id", r.id, "err", err)
 	}
 	if !removing {
 		r.w.reporter.enqueue(r.id, st)

@@ -18,7 +18,7 @@ import (
 )
 
 // statusLine matches the agent's "replica status" log lines (slog text).
-var statusLine = regexp.MustCompile(`^time=(\S+) .*msg="replica status".* task=(\S+) state=(\S+)`)
+var statusLine = regexp.MustCompile(`^time=(\S+) .*msg="replica status".* task_id=(\S+) state=(\S+)`)
 
 // replicaPhases splits each replica's way to RUNNING, from jacod's log
 // (written after offset) and the tasks' created_at:

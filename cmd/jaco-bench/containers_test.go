@@ -72,7 +72,7 @@ func TestReplicaPhasesFromAgentLog(t *testing.T) {
 	lg := slog.New(h).With("component", "agent")
 	logAt := func(ms int, task string, st api.TaskState) {
 		now = base.Add(time.Duration(ms) * time.Millisecond)
-		lg.Info("replica status", "task", task, "state", enumword.Of(st), "reason", "", "message", "x y")
+		lg.Info("replica status", "task_id", task, "state", enumword.Of(st), "reason", "", "message", "x y")
 	}
 	// An earlier round's line for the same task id must be skipped.
 	logAt(-5000, "t1", api.TaskState_TASK_STATE_PREPARING)
@@ -80,7 +80,7 @@ func TestReplicaPhasesFromAgentLog(t *testing.T) {
 	logAt(100, "t1", api.TaskState_TASK_STATE_PREPARING)
 	logAt(130, "t1", api.TaskState_TASK_STATE_STARTING)
 	logAt(400, "t1", api.TaskState_TASK_STATE_RUNNING)
-	lg.Info("something else", "task", "t1", "state", "running")
+	lg.Info("something else", "task_id", "t1", "state", "running")
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
