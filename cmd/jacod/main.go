@@ -38,6 +38,9 @@ func run(args []string) int {
 		debugAddr string
 		// gcHeadroomMiB is --gc-headroom, cfg.GCHeadroom in MiB.
 		gcHeadroomMiB uint64
+		// jsonLog is the daemon's logger once built with --log-format
+		// json: the error jacod exits with is then a record too.
+		jsonLog *slog.Logger
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -54,6 +57,9 @@ func run(args []string) int {
 			cfg.NoOverlay = !overlayOn
 			cfg.GCHeadroom = gcHeadroomMiB << 20
 			cfg.Logger = log
+			if logFormat == "json" {
+				jsonLog = log
+			}
 			// What logs through slog.Default (a package given no logger,
 			// the offline replay of --force-new-cluster) keeps the format.
 			slog.SetDefault(log)
@@ -113,23 +119,27 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
+	word, code := "failed", 1
 	var re runError
 	switch {
 	case !errors.As(err, &re), errors.Is(err, node.ErrInvalidConfig):
 		// Flags, arguments, and values the daemon (or restore) refused
 		// to start with.
-		fmt.Fprintf(os.Stderr, "jacod: error: usage: %v\n", err)
-		return 2
+		word, code = "usage", 2
 	case errors.Is(err, node.ErrDataDirInUse):
-		fmt.Fprintf(os.Stderr, "jacod: error: data_dir_in_use: %v\n", err)
+		word = "data_dir_in_use"
 	case errors.Is(err, node.ErrInitialClusterWithState):
-		fmt.Fprintf(os.Stderr, "jacod: error: already_initialized: %v\n", err)
+		word = "already_initialized"
 	case errors.Is(err, node.ErrRemoved):
-		fmt.Fprintf(os.Stderr, "jacod: error: node_removed: %v\n", err)
-	default:
-		fmt.Fprintf(os.Stderr, "jacod: error: failed: %v\n", err)
+		word = "node_removed"
 	}
-	return 1
+	if jsonLog != nil {
+		// Every line on stderr stays JSON once the daemon logs in it.
+		jsonLog.Error("jacod stopped", "reason", word, "err", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "jacod: error: %s: %v\n", word, err)
+	}
+	return code
 }
 
 // runError is a failure of the daemon (or of restore) itself, as opposed
