@@ -28,7 +28,7 @@ func (r *taskRunner) runToEnd(ctx context.Context, ctl exec.Controller) {
 			return
 		}
 		if err != nil && !errors.Is(err, exec.ErrNotFound) {
-			r.w.log.Warn("stop replica", "task", r.id, "err", err)
+			r.w.log.Warn("stop replica", "task_id", r.id, "err", err)
 			message = fmt.Sprintf("stopped as asked: %v", err)
 		}
 	}
@@ -89,7 +89,7 @@ func (r *taskRunner) prepareAndStart(ctx context.Context, ctl exec.Controller) (
 	err := r.step(ctx, ctl.Start)
 	switch {
 	case errors.Is(err, exec.ErrAlreadyStarted):
-		r.w.log.Info("replica already running: adopted", "task", r.id)
+		r.w.log.Info("replica already running: adopted", "task_id", r.id)
 	case err != nil:
 		if r.interrupted(ctx) {
 			return false, false
@@ -224,9 +224,9 @@ func (r *taskRunner) monitor(ctx context.Context, ctl exec.Controller) bool {
 			if ctx.Err() != nil {
 				return false
 			}
-			r.w.log.Warn("replica unhealthy: stopping it", "task", r.id, "err", err)
+			r.w.log.Warn("replica unhealthy: stopping it", "task_id", r.id, "err", err)
 			if serr := ctl.Stop(ctx); serr != nil && ctx.Err() == nil {
-				r.w.log.Warn("stop unhealthy replica", "task", r.id, "err", serr)
+				r.w.log.Warn("stop unhealthy replica", "task_id", r.id, "err", serr)
 			}
 			if ctx.Err() != nil {
 				return false
@@ -252,7 +252,7 @@ func (r *taskRunner) wait(ctx context.Context, ctl exec.Controller) (exec.Exit, 
 		if err == nil || errors.Is(err, exec.ErrNotFound) || ctx.Err() != nil {
 			return exit, err
 		}
-		r.w.log.Warn("wait for replica", "task", r.id, "err", err)
+		r.w.log.Warn("wait for replica", "task_id", r.id, "err", err)
 		if !r.w.cfg.pause(ctx, attempt) {
 			return exit, ctx.Err()
 		}
@@ -287,7 +287,7 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller, col *logs
 			if ctx.Err() != nil {
 				return
 			}
-			r.w.log.Warn("remove replica", "task", r.id, "err", err)
+			r.w.log.Warn("remove replica", "task_id", r.id, "err", err)
 			if !r.w.cfg.pause(ctx, attempt) {
 				return
 			}
@@ -296,28 +296,28 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller, col *logs
 	cfg := r.w.cfg
 	if validTaskID(r.id) == nil {
 		if err := os.RemoveAll(cfg.replicaDir(r.id)); err != nil {
-			r.w.log.Warn("remove replica dir", "task", r.id, "err", err)
+			r.w.log.Warn("remove replica dir", "task_id", r.id, "err", err)
 		}
 		if col != nil {
 			col.Finish()
 		}
 		if err := os.Remove(LogPath(cfg.Dir, r.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			r.w.log.Warn("remove replica log", "task", r.id, "err", err)
+			r.w.log.Warn("remove replica log", "task_id", r.id, "err", err)
 		}
 		t := r.snapshot()
 		if err := r.w.logs.Retire(r.id, t.GetServiceId(), t.GetSlot()); err != nil {
-			r.w.log.Warn("keep ended replica's log", "task", r.id, "err", err)
+			r.w.log.Warn("keep ended replica's log", "task_id", r.id, "err", err)
 		}
 	}
 	r.mu.Lock()
 	err := r.w.db.DeleteTask(r.id)
 	r.mu.Unlock()
 	if err != nil {
-		r.w.log.Error("forget task in agent db", "task", r.id, "err", err)
+		r.w.log.Error("forget task in agent db", "task_id", r.id, "err", err)
 	}
 	r.w.reporter.drop(r.id)
 	r.w.forget(r)
-	r.w.log.Info("replica removed", "task", r.id)
+	r.w.log.Info("replica removed", "task_id", r.id)
 }
 
 // running is the RUNNING status, with the replica's addresses on its
@@ -332,7 +332,7 @@ func (r *taskRunner) running(ctx context.Context, ctl exec.Controller, message s
 	}
 	addrs, err := nw.NetworkAddresses(ctx)
 	if err != nil {
-		r.w.log.Warn("replica's network addresses unknown; it is left out of service discovery", "task", r.id, "err", err)
+		r.w.log.Warn("replica's network addresses unknown; it is left out of service discovery", "task_id", r.id, "err", err)
 		return st
 	}
 	for _, a := range addrs {

@@ -11,6 +11,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -104,7 +105,7 @@ func (r *taskRunner) update(t *api.Task) {
 	r.mu.Unlock()
 	if changed {
 		if err := r.persist(); err != nil {
-			r.w.log.Error("keep task in agent db", "task", r.id, "err", err)
+			r.w.log.Error("keep task in agent db", "task_id", r.id, "err", err)
 		}
 	}
 	if t.GetDesiredState() > api.TaskState_TASK_STATE_RUNNING {
@@ -175,9 +176,9 @@ func (r *taskRunner) report(st *api.TaskStatus) {
 	r.status = st
 	removing := r.removing
 	r.mu.Unlock()
-	r.w.log.Info("replica status", "task", r.id, "state", st.GetState().String(), "reason", st.GetReason(), "message", st.GetMessage())
+	r.w.log.Info("replica status", "task_id", r.id, "state", enumword.Of(st.GetState()), "reason", st.GetReason(), "message", st.GetMessage())
 	if err := r.persist(); err != nil {
-		r.w.log.Error("keep task status in agent db", "task", r.id, "err", err)
+		r.w.log.Error("keep task status in agent db", "task_id", r.id, "err", err)
 	}
 	if !removing {
 		r.w.reporter.enqueue(r.id, st)

@@ -36,7 +36,7 @@ func (a *Agent) runSessions(ctx context.Context) {
 				a.cfg.Disconnected()
 			}
 		}
-		a.log.Warn("dispatcher session ended", "manager", addr, "err", err)
+		a.log.Warn("dispatcher session ended", "address", addr, "err", err)
 		if !a.cfg.pause(ctx, failures) {
 			return
 		}
@@ -134,7 +134,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 		return false, fmt.Errorf("open session: %w", err)
 	}
 	id := first.GetSessionId()
-	a.log.Info("dispatcher session open", "manager", addr, "session", id)
+	a.log.Info("dispatcher session open", "address", addr, "session_id", id)
 	a.inSession.Store(true)
 	defer a.inSession.Store(false)
 	a.setManagers(first.GetManagers())

@@ -106,7 +106,7 @@ func (w *worker) startLocked(t *api.Task, persist bool) {
 	w.runners[t.GetId()] = r
 	if persist {
 		if err := r.persist(); err != nil {
-			w.log.Error("keep task in agent db", "task", t.GetId(), "err", err)
+			w.log.Error("keep task in agent db", "task_id", t.GetId(), "err", err)
 		}
 	}
 	w.wg.Add(1)

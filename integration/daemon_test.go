@@ -68,9 +68,10 @@ func startDaemonAt(t testing.TB, name, dir, addr string, flags ...string) *daemo
 	return d
 }
 
-// servingLine is jacod's "ready to serve" log line; it names the bound
-// TCP address, which is how the test learns a port the kernel picked.
-var servingLine = regexp.MustCompile(`msg="jacod serving".* listen=(\S+)`)
+// servingLine is jacod's "ready to serve" log line, in the text or the
+// JSON format; it names the bound TCP address, which is how the test
+// learns a port the kernel picked.
+var servingLine = regexp.MustCompile(`msg="jacod serving".* listen=(\S+)|"msg":"jacod serving".*"listen":"([^"]+)"`)
 
 func (d *daemon) start() {
 	t := d.t
@@ -220,7 +221,7 @@ func (w *logWatch) Write(p []byte) (int, error) {
 		line := w.partial[:i]
 		w.partial = w.partial[i+1:]
 		if m := servingLine.FindSubmatch(line); m != nil {
-			w.addr <- string(m[1])
+			w.addr <- string(m[1]) + string(m[2]) // one of them is empty
 			w.found, w.partial = true, nil
 			break
 		}

@@ -209,7 +209,9 @@ func (r *raftReporter) PeerLost(id uint64) {
 
 func (m *Manager) markRemoved() {
 	m.removedOnce.Do(func() {
-		m.log.Error("another manager says this one was removed from the cluster")
+		// INFO: a demotion is told so too; the node then asks the leader
+		// and runs on as a worker, or stops with node_removed.
+		m.log.Info("another manager says this one was removed from the cluster")
 		close(m.removed)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
@@ -59,7 +60,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if err := n.installJoin(resp, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
-	n.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", resp.Role.String(), "via", req.Peer)
+	n.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", enumword.Of(resp.Role), "via", req.Peer)
 	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
 }
 

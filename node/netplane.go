@@ -221,10 +221,10 @@ func (p *netPlane) serve(ctx context.Context, gw netip.Addr) (*dns.Server, error
 	p.servers[gw] = s
 	p.serving.Go(func() {
 		if err := s.Run(ctx); err != nil && ctx.Err() == nil {
-			p.log.Debug("dns server ended", "addr", s.Addr(), "err", err)
+			p.log.Debug("dns server ended", "address", s.Addr(), "err", err)
 		}
 	})
-	p.log.Info("dns server answering replicas", "addr", s.Addr())
+	p.log.Info("dns server answering replicas", "address", s.Addr())
 	return s, nil
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/internal/latebind"
@@ -341,7 +342,7 @@ func (n *Node) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	n.log.Info("jacod serving", "state", n.State().String(), "socket", n.cfg.socketPath(),
+	n.log.Info("jacod serving", "state", enumword.Of(n.State()), "socket", n.cfg.socketPath(),
 		"listen", n.tcpLis.Addr().String(), "advertise", n.advertise, "data_dir", n.cfg.DataDir)
 	var err error
 	select {

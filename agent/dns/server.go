@@ -85,7 +85,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:   cfg,
-		log:   cfg.Logger.With("component", "dns", "addr", udp.LocalAddr().String()),
+		log:   cfg.Logger.With("address", udp.LocalAddr().String()),
 		udp:   udp,
 		tcp:   tcp,
 		up:    &upstreams{path: cfg.ResolvConf, port: cfg.UpstreamPort, self: udp.LocalAddr().String()},
@@ -190,7 +190,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 	}
 	if runErr == nil {
-		s.log.Info("serving")
+		s.log.Info("dns serving")
 		select {
 		case <-ctx.Done():
 		case r := <-results:
@@ -248,7 +248,7 @@ func (s *Server) serve(ctx context.Context, w mdns.ResponseWriter, req *mdns.Msg
 	}
 	reply.Truncate(size)
 	if err := w.WriteMsg(reply); err != nil {
-		s.log.Debug("reply not sent", "to", w.RemoteAddr().String(), "err", err)
+		s.log.Debug("dns reply not sent", "to", w.RemoteAddr().String(), "err", err)
 	}
 }
 
@@ -304,19 +304,19 @@ func (s *Server) forward(ctx context.Context, req *mdns.Msg) *mdns.Msg {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
 	default:
-		s.log.Warn("forward refused: too many in flight", "max", s.cfg.MaxForwards)
+		s.log.Warn("dns forward refused: too many in flight", "max", s.cfg.MaxForwards)
 		return fail
 	}
 	servers, err := s.up.list()
 	if err != nil {
-		s.log.Warn("cannot forward", "err", err)
+		s.log.Warn("dns cannot forward", "err", err)
 		return fail
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ForwardTimeout)
 	defer cancel()
 	r, err := forward(ctx, servers, req)
 	if err != nil {
-		s.log.Debug("forward failed", "name", req.Question[0].Name, "err", err)
+		s.log.Debug("dns forward failed", "name", req.Question[0].Name, "err", err)
 		return fail
 	}
 	return r

@@ -52,7 +52,9 @@ func (l Ladder) Run(ctx context.Context, s Stoppable) error {
 			return err
 		}
 	}
-	l.Log.ErrorContext(ctx, "replica did not stop in time; killing it", "signal", "SIGKILL",
+	// WARN: the stop policy at work on a replica that ignored its signals,
+	// not a fault of the node.
+	l.Log.WarnContext(ctx, "replica did not stop in time; killing it", "signal", "SIGKILL",
 		"stop_grace_period", l.StopGrace, "abort_grace_period", l.AbortGrace)
 	done, err := l.step(ctx, s, syscall.SIGKILL, l.KillWait)
 	if err != nil {

@@ -95,7 +95,7 @@ type copier struct {
 
 func (c *copier) logErr(err error) {
 	if err != nil {
-		c.s.logger().Warn("collect replica log", "task", c.id, "err", err)
+		c.s.logger().Warn("collect replica log", "task_id", c.id, "err", err)
 	}
 }
 

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 )
 
 // statusLine matches the agent's "replica status" log lines (slog text).
-var statusLine = regexp.MustCompile(`^time=(\S+) .*msg="replica status".* task=(\S+) state=(\S+)`)
+var statusLine = regexp.MustCompile(`^time=(\S+) .*msg="replica status".* task_id=(\S+) state=(\S+)`)
 
 // replicaPhases splits each replica's way to RUNNING, from jacod's log
 // (written after offset) and the tasks' created_at:
@@ -62,9 +63,9 @@ func replicaPhases(logPath string, offset int64, t0 time.Time, tasks []*api.Task
 	for _, t := range tasks {
 		created := t.GetMeta().GetCreatedAt().AsTime()
 		s := at[t.GetId()]
-		prep := s[api.TaskState_TASK_STATE_PREPARING.String()]
-		start := s[api.TaskState_TASK_STATE_STARTING.String()]
-		run := s[api.TaskState_TASK_STATE_RUNNING.String()]
+		prep := s[enumword.Of(api.TaskState_TASK_STATE_PREPARING)]
+		start := s[enumword.Of(api.TaskState_TASK_STATE_STARTING)]
+		run := s[enumword.Of(api.TaskState_TASK_STATE_RUNNING)]
 		add("1 create call → task created", t0, created)
 		add("2 task created → PREPARING", created, prep)
 		add("3 PREPARING → STARTING (Prepare)", prep, start)

@@ -13,6 +13,7 @@ import (
 
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 )
 
 // The bare floor must differ from jaco's network only in what does
@@ -71,7 +72,7 @@ func TestReplicaPhasesFromAgentLog(t *testing.T) {
 	lg := slog.New(h).With("component", "agent")
 	logAt := func(ms int, task string, st api.TaskState) {
 		now = base.Add(time.Duration(ms) * time.Millisecond)
-		lg.Info("replica status", "task", task, "state", st.String(), "reason", "", "message", "x y")
+		lg.Info("replica status", "task_id", task, "state", enumword.Of(st), "reason", "", "message", "x y")
 	}
 	// An earlier round's line for the same task id must be skipped.
 	logAt(-5000, "t1", api.TaskState_TASK_STATE_PREPARING)
@@ -79,7 +80,7 @@ func TestReplicaPhasesFromAgentLog(t *testing.T) {
 	logAt(100, "t1", api.TaskState_TASK_STATE_PREPARING)
 	logAt(130, "t1", api.TaskState_TASK_STATE_STARTING)
 	logAt(400, "t1", api.TaskState_TASK_STATE_RUNNING)
-	lg.Info("something else", "task", "t1", "state", "TASK_STATE_RUNNING")
+	lg.Info("something else", "task_id", "t1", "state", "running")
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/secretinput"
@@ -140,7 +141,7 @@ func nodeUnlockCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Unlocked; state %s.\n", word(resp.State.String(), "NODE_STATE_"))
+				fmt.Fprintf(cmd.OutOrStdout(), "Unlocked; state %s.\n", enumword.Of(resp.State))
 				return nil
 			})
 		},

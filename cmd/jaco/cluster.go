@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/ipam"
 	"github.com/jaco-project/jaco/client"
 )
@@ -104,7 +105,7 @@ func clusterStatusCmd(g *globals) *cobra.Command {
 
 func toStatusView(resp *api.ClusterStatusResponse) statusView {
 	v := statusView{
-		State:      word(resp.State.String(), "NODE_STATE_"),
+		State:      enumword.Of(resp.State),
 		ClusterID:  resp.ClusterId,
 		NodeID:     resp.NodeId,
 		Leader:     resp.LeaderNodeId,

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
-	"unicode"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/jaco-project/jaco/api/enumword"
 )
 
 // jsonObject is a JSON object whose keys keep the order they were added
@@ -164,52 +164,12 @@ func scalarView(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 	return fmt.Sprint(v.Interface())
 }
 
-// enumWord names an enum value as the CLI does everywhere: lower case,
-// without the prefix its type puts on every value (TASK_STATE_RUNNING is
-// "running"). A number the descriptor does not know (a newer daemon's)
-// stays a number.
+// enumWord names an enum value as the CLI does everywhere (enumword): a
+// number the descriptor does not know (a newer daemon's) stays a JSON
+// number.
 func enumWord(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) any {
-	vd := ed.Values().ByNumber(n)
-	if vd == nil {
-		return int64(n)
+	if w, ok := enumword.Name(ed, n); ok {
+		return w
 	}
-	name := string(vd.Name())
-	if p := enumPrefix(ed); strings.HasPrefix(name, p) && len(name) > len(p) {
-		name = name[len(p):]
-	}
-	return strings.ToLower(name)
-}
-
-// enumPrefix is the prefix the style guide puts on every value of an enum:
-// its name in UPPER_SNAKE_CASE (NodeStatusState → NODE_STATUS_STATE_).
-// Failing that, the values' longest common prefix ending in "_".
-func enumPrefix(ed protoreflect.EnumDescriptor) string {
-	p := upperSnake(string(ed.Name())) + "_"
-	vals := ed.Values()
-	all := true
-	for i := 0; i < vals.Len(); i++ {
-		all = all && strings.HasPrefix(string(vals.Get(i).Name()), p)
-	}
-	if all || vals.Len() < 2 {
-		return p
-	}
-	common := string(vals.Get(0).Name())
-	for i := 1; i < vals.Len(); i++ {
-		n := string(vals.Get(i).Name())
-		for !strings.HasPrefix(n, common) {
-			common = common[:len(common)-1]
-		}
-	}
-	return common[:strings.LastIndex(common, "_")+1]
-}
-
-func upperSnake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if unicode.IsUpper(r) && i > 0 {
-			b.WriteByte('_')
-		}
-		b.WriteRune(unicode.ToUpper(r))
-	}
-	return b.String()
+	return int64(n)
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/client"
 )
 
@@ -52,7 +53,7 @@ func toDrainView(d *api.NodeDrain) *drainView {
 	if d.GetState() == api.DrainState_DRAIN_STATE_NONE {
 		return nil
 	}
-	v := &drainView{State: word(d.State.String(), "DRAIN_STATE_"), Moved: d.Moved, Total: d.Total,
+	v := &drainView{State: enumword.Of(d.State), Moved: d.Moved, Total: d.Total,
 		Message: d.Message, Remove: d.Remove, Force: d.Force, Stuck: append([]string{}, d.StuckTaskIds...)}
 	if d.ReplacementTimeout != nil {
 		v.Timeout = d.ReplacementTimeout.AsDuration().String()
@@ -119,8 +120,8 @@ func nodeTable(w io.Writer, views []nodeView) error {
 }
 
 func toNodeView(n *api.Node) nodeView {
-	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"), Address: n.Address,
-		Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Labels: n.Labels, Drain: toDrainView(n.Drain)}
+	v := nodeView{ID: n.Id, Hostname: n.Hostname, Role: enumword.Of(n.Role), Address: n.Address,
+		Availability: enumword.Of(n.Availability), Labels: n.Labels, Drain: toDrainView(n.Drain)}
 	if v.Labels == nil {
 		v.Labels = map[string]string{} // {} as every view writes an empty map
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/client"
 )
@@ -100,7 +101,7 @@ func followRemoval(ctx context.Context, c *client.Client, node string, callTimeo
 
 // drainLine is one progress line: "draining: 2/6 moved (moving 4 replicas)".
 func drainLine(d *api.NodeDrain) string {
-	line := fmt.Sprintf("%s: %d/%d moved", word(d.GetState().String(), "DRAIN_STATE_"), d.GetMoved(), d.GetTotal())
+	line := fmt.Sprintf("%s: %d/%d moved", enumword.Of(d.GetState()), d.GetMoved(), d.GetTotal())
 	if d.GetMessage() != "" && d.GetState() != api.DrainState_DRAIN_STATE_TIMED_OUT {
 		line += " (" + d.GetMessage() + ")"
 	}

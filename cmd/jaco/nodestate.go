@@ -1,6 +1,9 @@
 package main
 
-import "github.com/jaco-project/jaco/api"
+import (
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
+)
 
 // stateIsolationUnavailable is the state of a node that could not load
 // its network isolation ruleset: a member that runs no replicas.
@@ -22,7 +25,7 @@ func nodeState(n *api.Node) (state, message string) {
 	if st == api.NodeStatusState_NODE_STATUS_STATE_READY && d.GetOverlay().GetUnavailable() {
 		return stateOverlayUnavailable, d.GetOverlay().GetMessage()
 	}
-	return word(st.String(), "NODE_STATUS_STATE_"), n.GetStatus().GetMessage()
+	return enumword.Of(st), n.GetStatus().GetMessage()
 }
 
 // stateColumn is the STATE cell: the state, and why when a node runs no

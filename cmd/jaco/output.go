@@ -179,8 +179,3 @@ func terminalSafe(s string) string {
 	}
 	return b.String()
 }
-
-// word renders an enum name like NODE_STATE_READY as "ready".
-func word(enumName, prefix string) string {
-	return strings.ToLower(strings.TrimPrefix(enumName, prefix))
-}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/api/rollout"
 )
@@ -240,7 +241,7 @@ func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now ti
 	case failed != nil:
 		return verdict{done: true, lines: []progressLine{{"overall", "failed: " + p.slotLabel(svc, failed) + " ended for good"}},
 			err: reason.Error(codes.Aborted, reason.ReplicaFailed, "replica %s ended and its restart policy allows no more attempts: %s",
-				p.replicaName(svc, failed), orDefault(detail(failed), word(failed.State.String(), "TASK_STATE_")))}
+				p.replicaName(svc, failed), orDefault(detail(failed), enumword.Of(failed.State)))}
 	}
 	return verdict{done: true, lines: []progressLine{{"overall", "verified: service converged"}}}
 }
@@ -341,7 +342,7 @@ const maxDetail = 120
 // slotText renders a slot as "2/3: running", "3/3: pending (old spec):
 // exit_code: launch exited 1".
 func (p *progress) slotText(svc *api.Service, s *api.SlotProgress) string {
-	text := p.slotLabel(svc, s) + ": " + word(s.State.String(), "TASK_STATE_")
+	text := p.slotLabel(svc, s) + ": " + enumword.Of(s.State)
 	if s.SpecVersion != svc.GetSpecVersion() {
 		text += " (old spec)"
 	}
@@ -395,7 +396,7 @@ func detail(s *api.SlotProgress) string {
 // repeatsState: the slot's only detail is a message that says its state
 // again ("assigned to node m" for assigned), which the line shows already.
 func repeatsState(s *api.SlotProgress) bool {
-	return s.Reason == "" && strings.HasPrefix(strings.ToLower(s.Message), word(s.State.String(), "TASK_STATE_"))
+	return s.Reason == "" && strings.HasPrefix(strings.ToLower(s.Message), enumword.Of(s.State))
 }
 
 // updateWord renders an update state for people: updating, paused,
@@ -404,7 +405,7 @@ func updateWord(s api.UpdateState) string {
 	if s == api.UpdateState_UPDATE_STATE_UNSPECIFIED {
 		return "updating"
 	}
-	return word(s.String(), "UPDATE_STATE_")
+	return enumword.Of(s)
 }
 
 func orDefault(s, def string) string {

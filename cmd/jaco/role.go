@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/client"
 )
 
@@ -39,7 +40,7 @@ func roleCmd(g *globals, use, short string, role api.NodeRole) *cobra.Command {
 					verb = "demotion"
 				}
 				if resp.Node.Role == role {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s is already a %s\n", terminalSafe(resp.Node.Hostname), word(role.String(), "NODE_ROLE_"))
+					fmt.Fprintf(cmd.OutOrStdout(), "%s is already a %s\n", terminalSafe(resp.Node.Hostname), enumword.Of(role))
 				} else {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s of %s requested; the leader carries it out (jaco cluster status shows raft membership)\n", verb, terminalSafe(resp.Node.Hostname))
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/client"
 )
 
@@ -89,7 +90,7 @@ func listServices(ctx context.Context, c *client.Client, cons api.ReadConsistenc
 func serviceViews(svcs []*api.Service, counts map[string]*api.ReplicaCount) []serviceView {
 	views := make([]serviceView, 0, len(svcs))
 	for _, s := range svcs {
-		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: word(s.Spec.Mode.String(), "SERVICE_MODE_"),
+		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: enumword.Of(s.Spec.Mode),
 			Desired: s.Spec.Replicas, Running: counts[s.Id].GetRunning(), Runs: s.Spec.Image, Ports: portsText(s.Spec), SpecVersion: s.SpecVersion}
 		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
 			v.Desired = counts[s.Id].GetLive()
@@ -242,7 +243,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 		}
 		views = append(views, taskView{
 			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId], nodeID: t.NodeId,
-			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status),
+			Desired: enumword.Of(t.DesiredState), State: stateWords(t.Status),
 			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(), Error: replicaError(t.Status),
 			Reason: t.GetStatus().GetReason(),
 		})
@@ -267,7 +268,7 @@ func replicaName(t *api.Task, hostnames map[string]string) string {
 // stateWords renders a replica's state as `jaco service ps` promises:
 // "running", "pending: <reason>", "failed: <reason>".
 func stateWords(s *api.TaskStatus) string {
-	w := word(s.GetState().String(), "TASK_STATE_")
+	w := enumword.Of(s.GetState())
 	switch s.GetState() {
 	case api.TaskState_TASK_STATE_PENDING, api.TaskState_TASK_STATE_FAILED, api.TaskState_TASK_STATE_REJECTED:
 		if r := s.GetReason(); r != "" {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/client"
 )
@@ -80,9 +81,9 @@ func clusterStatus(ctx context.Context, c *client.Client, cons api.ReadConsisten
 	v := &workloadView{}
 	for _, n := range nodes {
 		v.Nodes = append(v.Nodes, nodeStatusView{
-			Hostname: n.Hostname, Role: word(n.Role.String(), "NODE_ROLE_"),
-			Status:       word(n.GetStatus().GetState().String(), "NODE_STATUS_STATE_"),
-			Availability: word(n.Availability.String(), "NODE_AVAILABILITY_"), Replicas: int(perNode[n.Id].GetRunning()),
+			Hostname: n.Hostname, Role: enumword.Of(n.Role),
+			Status:       enumword.Of(n.GetStatus().GetState()),
+			Availability: enumword.Of(n.Availability), Replicas: int(perNode[n.Id].GetRunning()),
 			Drain: statusDrain(n.GetDrain()),
 		})
 	}
@@ -134,7 +135,7 @@ func localStatus(ctx context.Context, cmd *cobra.Command, c *client.Client, form
 			name = t.ServiceName + " (global)"
 		}
 		v.Replicas = append(v.Replicas, localTask{ID: t.Id, Name: name,
-			Desired: word(t.DesiredState.String(), "TASK_STATE_"), State: stateWords(t.Status)})
+			Desired: enumword.Of(t.DesiredState), State: stateWords(t.Status)})
 	}
 	if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
 		return err

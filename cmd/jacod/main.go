@@ -32,11 +32,15 @@ func run(args []string) int {
 	var (
 		cfg       node.Config
 		logLevel  string
+		logFormat string
 		joinAddr  string
 		overlayOn bool
 		debugAddr string
 		// gcHeadroomMiB is --gc-headroom, cfg.GCHeadroom in MiB.
 		gcHeadroomMiB uint64
+		// jsonLog is the daemon's logger once built with --log-format
+		// json: the error jacod exits with is then a record too.
+		jsonLog *slog.Logger
 	)
 	cmd := &cobra.Command{
 		Use:           "jacod",
@@ -45,14 +49,20 @@ func run(args []string) int {
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return usageError{fmt.Errorf("--log-level: %w", err)}
+			log, err := newLogger(os.Stderr, logFormat, logLevel)
+			if err != nil {
+				return usageError{err}
 			}
 			cfg.JoinAddrs = splitList(joinAddr)
 			cfg.NoOverlay = !overlayOn
 			cfg.GCHeadroom = gcHeadroomMiB << 20
-			cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			cfg.Logger = log
+			if logFormat == "json" {
+				jsonLog = log
+			}
+			// What logs through slog.Default (a package given no logger,
+			// the offline replay of --force-new-cluster) keeps the format.
+			slog.SetDefault(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if debugAddr != "" {
@@ -80,6 +90,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("JACO_METRICS_ADDR"), "serve Prometheus metrics (/metrics) on this HOST:PORT, off when empty ($JACO_METRICS_ADDR)")
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
+	f.StringVar(&logFormat, "log-format", envOr("JACO_LOG_FORMAT", "text"), "text (key=value) or json (one object a line) ($JACO_LOG_FORMAT)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.Uint64Var(&gcHeadroomMiB, "gc-headroom", envUint("JACO_GC_HEADROOM", gcpace.DefaultHeadroom>>20), "MiB a manager's heap may grow by at least between garbage collections (or by as much as is live); 0 leaves it to GOGC, and GOGC set in the environment overrides it ($JACO_GC_HEADROOM)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
@@ -109,23 +120,27 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
+	word, code := "failed", 1
 	var re runError
 	switch {
 	case !errors.As(err, &re), errors.Is(err, node.ErrInvalidConfig):
 		// Flags, arguments, and values the daemon (or restore) refused
 		// to start with.
-		fmt.Fprintf(os.Stderr, "jacod: error: usage: %v\n", err)
-		return 2
+		word, code = "usage", 2
 	case errors.Is(err, node.ErrDataDirInUse):
-		fmt.Fprintf(os.Stderr, "jacod: error: data_dir_in_use: %v\n", err)
+		word = "data_dir_in_use"
 	case errors.Is(err, node.ErrInitialClusterWithState):
-		fmt.Fprintf(os.Stderr, "jacod: error: already_initialized: %v\n", err)
+		word = "already_initialized"
 	case errors.Is(err, node.ErrRemoved):
-		fmt.Fprintf(os.Stderr, "jacod: error: node_removed: %v\n", err)
-	default:
-		fmt.Fprintf(os.Stderr, "jacod: error: failed: %v\n", err)
+		word = "node_removed"
 	}
-	return 1
+	if jsonLog != nil {
+		// Every line on stderr stays JSON once the daemon logs in it.
+		jsonLog.Error("jacod stopped", "reason", word, "err", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "jacod: error: %s: %v\n", word, err)
+	}
+	return code
 }
 
 // runError is a failure of the daemon (or of restore) itself, as opposed

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -44,7 +45,7 @@ func (s *Server) writeNodes(ctx context.Context, items map[string]nodeChange) er
 			n.Description = c.description
 		}
 		if err := tx.Update(n); err != nil {
-			s.cfg.log.Warn("record node status", "node_id", id, "state", c.state, "err", err)
+			s.cfg.log.Warn("record node status", "node_id", id, "state", enumword.Of(c.state), "err", err)
 			return 0
 		}
 		return proto.Size(n)

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -149,7 +150,7 @@ func (d *drainer) pass(ctx context.Context) (wake time.Time, err error) {
 		}
 		for _, c := range changes {
 			if c.next.GetState() != c.node.GetDrain().GetState() {
-				d.log.Info("drain "+stateWord(c.next.GetState()), "hostname", c.node.GetHostname(),
+				d.log.Info("drain "+enumword.Of(c.next.GetState()), "hostname", c.node.GetHostname(),
 					"node_id", c.node.GetId(), "moved", c.next.GetMoved(), "total", c.next.GetTotal(), "message", c.next.GetMessage())
 			}
 		}
@@ -234,7 +235,7 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 		msg := fmt.Sprintf("%s.%d (task %s) has no running replacement after %s", t.GetServiceName(), t.GetSlot(), t.GetId(), timeout)
 		if r != nil {
 			stuck = append(stuck, r.GetId())
-			msg += fmt.Sprintf(" (replacement %s is %s", r.GetId(), stateWord(state(r)))
+			msg += fmt.Sprintf(" (replacement %s is %s", r.GetId(), enumword.Of(state(r)))
 			if rs := r.GetStatus().GetReason(); rs != "" {
 				msg += ": " + rs
 			}
@@ -302,13 +303,4 @@ func (d *drainer) remove(ctx context.Context, n *api.Node) error {
 	}
 	d.log.Info("drained node removed", "hostname", n.GetHostname(), "node_id", n.GetId())
 	return nil
-}
-
-// stateWord is an enum value's name in lower case without its prefix.
-func stateWord[E interface{ String() string }](e E) string {
-	s := e.String()
-	if i := strings.LastIndex(s, "_STATE_"); i >= 0 {
-		s = s[i+len("_STATE_"):]
-	}
-	return strings.ToLower(s)
 }

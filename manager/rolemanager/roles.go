@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	jraft "github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/voterset"
@@ -182,9 +183,9 @@ func (r *RoleReconciler) setRole(ctx context.Context, nodeID string, role api.No
 		return tx.Update(n)
 	})
 	if err != nil {
-		return fmt.Errorf("record role %s: %w", role, err)
+		return fmt.Errorf("record role %s: %w", enumword.Of(role), err)
 	}
-	r.log.Info("node role changed", "node_id", nodeID, "role", role.String())
+	r.log.Info("node role changed", "node_id", nodeID, "role", enumword.Of(role))
 	return nil
 }
 

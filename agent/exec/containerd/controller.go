@@ -157,7 +157,7 @@ func (c *controller) Start(ctx context.Context) error {
 		_, _ = task.Delete(context.WithoutCancel(ctx), client.WithProcessKill)
 		return fmt.Errorf("replica %s: start task: %w", c.id, err)
 	}
-	c.rt.log.InfoContext(ctx, "replica started", "replica", c.id, "pid", task.Pid(), "address", st.Address, "networks", st.NetworkAddresses)
+	c.rt.log.InfoContext(ctx, "replica started", "task_id", c.rep.Task.GetId(), "pid", task.Pid(), "address", st.Address, "networks", st.NetworkAddresses)
 	return nil
 }
 

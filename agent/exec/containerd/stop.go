@@ -36,7 +36,7 @@ func (c *controller) Stop(ctx context.Context) error {
 	}
 	stopGrace, abortGrace := exec.StopGracePeriods(c.rep.Task.GetSpec())
 	ladder := exec.Ladder{StopGrace: stopGrace, AbortGrace: abortGrace, KillWait: killWait,
-		Log: c.rt.log.With("replica", c.id)}
+		Log: c.rt.log.With("task_id", c.rep.Task.GetId())}
 	if err := ladder.Run(ctx, stoppable{task: task, exited: exited}); err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}

@@ -138,5 +138,5 @@ func (r *Runtime) Controller(rep exec.Replica) (exec.Controller, error) {
 	if err := validateBundle(rep.Task.GetSpec().GetBundle().GetFiles()); err != nil {
 		return nil, fmt.Errorf("replica %s: %w", rep.Task.GetId(), err)
 	}
-	return &controller{rt: r, rep: rep, log: r.log.With("replica", rep.Task.GetId(), "service", rep.Task.GetServiceName())}, nil
+	return &controller{rt: r, rep: rep, log: r.log.With("task_id", rep.Task.GetId(), "service_name", rep.Task.GetServiceName())}, nil
 }

@@ -107,7 +107,8 @@ func (c *controller) waitGone(ctx context.Context, p processes, d time.Duration)
 // asked to kill: SIGKILL launch's group and the shim, and record the exit
 // the shim could not.
 func (c *controller) killDirectly(p processes) {
-	c.log.Error("hook shim did not end after SIGKILL was asked, killing it", "pid", p.shim.Pid)
+	// WARN: handled here; only a kill that fails leaves a process behind.
+	c.log.Warn("hook shim did not end after SIGKILL was asked, killing it", "pid", p.shim.Pid)
 	if err := p.launch.signalGroup(syscall.SIGKILL); err != nil {
 		c.log.Error("kill launch", "err", err)
 	}

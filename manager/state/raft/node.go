@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -268,10 +269,21 @@ func (n *Node) run() {
 		err = cerr
 	}
 	if err != nil {
-		n.cfg.Logger.Error("raft node stopped", "err", err)
+		n.cfg.Logger.Log(context.Background(), stopLevel(err), "raft node stopped", "err", err)
 	}
 	n.err = err
 	n.setLeader(raft.None)
+}
+
+// stopLevel is the level of the line saying why the member stopped. Its
+// own removal is a change the cluster decided (a demotion, after which
+// the node runs on as a worker, or a removal, which stops the daemon with
+// node_removed): nothing to act on here. Any other failure is.
+func stopLevel(err error) slog.Level {
+	if errors.Is(err, ErrRemoved) {
+		return slog.LevelInfo
+	}
+	return slog.LevelError
 }
 
 func (n *Node) loop(tick <-chan time.Time) error {

@@ -9,7 +9,6 @@ import (
 	"go.etcd.io/etcd/server/v3/storage/wal"
 	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
-	"go.uber.org/zap"
 
 	"github.com/jaco-project/jaco/internal/durable"
 	"github.com/jaco-project/jaco/manager/encryption"
@@ -52,7 +51,7 @@ func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, ents []ra
 	if err := os.RemoveAll(build); err != nil {
 		return fmt.Errorf("clear %s: %w", build, err)
 	}
-	w, err := wal.Create(zap.NewNop(), build, s.metadata)
+	w, err := wal.Create(s.walLog, build, s.metadata)
 	if err != nil {
 		return fmt.Errorf("create wal %s: %w", build, err)
 	}
@@ -91,7 +90,7 @@ func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, ents []ra
 		return err
 	}
 	// Reopen for appending: ReadAll moves the WAL to its end.
-	s.wal, err = wal.Open(zap.NewNop(), s.walDir, walSnap)
+	s.wal, err = wal.Open(s.walLog, s.walDir, walSnap)
 	if err != nil {
 		return fmt.Errorf("reopen rekeyed wal %s: %w", s.walDir, err)
 	}

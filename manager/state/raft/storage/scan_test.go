@@ -1,11 +1,14 @@
 package storage
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -136,14 +139,27 @@ func TestTornTailAfterCommitIsCut(t *testing.T) {
 		save(t, s, raftpb.HardState{Term: 1, Commit: 5}, entries(2, 5, 1))
 		save(t, s, raftpb.HardState{}, entries(6, 6, 1)) // not yet committed
 	})
-	cutInsideLastRecord(t, dir)
-	s, st, err := Open(dir, sealer, quiet)
+	seg := cutInsideLastRecord(t, dir)
+	var logged bytes.Buffer
+	s, st, err := Open(dir, sealer, Options{Logger: slog.New(slog.NewJSONHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if n := len(st.Entries); n != 5 || st.Entries[n-1].Index != 5 || st.HardState.Commit != 5 {
 		t.Fatalf("after the cut: %d entries, commit %d; want 1..5, commit 5", n, st.HardState.Commit)
+	}
+	// etcd's own account of the repair reaches the daemon's log.
+	var repaired bool
+	for line := range strings.Lines(logged.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		repaired = repaired || rec["component"] == "wal" && rec["msg"] == "repaired" && rec["path"] == seg
+	}
+	if !repaired {
+		t.Errorf("no record of etcd's repair of %s with component=wal; the log holds:\n%s", seg, logged.String())
 	}
 }
 

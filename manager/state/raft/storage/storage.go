@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/jaco-project/jaco/internal/durable"
+	"github.com/jaco-project/jaco/internal/zapslog"
 	"github.com/jaco-project/jaco/manager/encryption"
 )
 
@@ -43,6 +44,7 @@ type Storage struct {
 	hardState       raftpb.HardState // as last persisted, copied into a rekeyed log
 	keepOld         int
 	log             *slog.Logger
+	walLog          *zap.Logger // etcd's WAL reports through it (component=wal)
 }
 
 // Options tune Open.
@@ -50,7 +52,10 @@ type Options struct {
 	// KeepOldSnapshots is how many snapshots to keep besides the newest
 	// (with the log entries that follow them).
 	KeepOldSnapshots int
-	Logger           *slog.Logger
+	// Logger gets Open's own records and, through internal/zapslog, what
+	// etcd's WAL and snapshotter report (component wal and snapshot): a
+	// repaired tail, a slow fdatasync, a broken snapshot file set aside.
+	Logger *slog.Logger
 }
 
 func walDir(dir string) string  { return filepath.Join(dir, "wal") }
@@ -75,6 +80,8 @@ func Bootstrap(dir string, sealer *encryption.Sealer, metadata []byte, hs raftpb
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("clear %s: %w", tmp, err)
 	}
+	// Quiet: every failure of a bootstrap comes back as an error, and the
+	// rest etcd says about a fresh log (temporary directories) is noise.
 	w, err := wal.Create(zap.NewNop(), tmp, metadata)
 	if err != nil {
 		return fmt.Errorf("create wal %s: %w", tmp, err)
@@ -107,6 +114,7 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 		sealer:  sealer,
 		keepOld: opts.KeepOldSnapshots,
 		log:     log,
+		walLog:  zapslog.New(log.With("component", "wal").Handler()),
 	}
 	if err := recoverRekey(s.walDir); err != nil {
 		return nil, nil, err
@@ -120,7 +128,7 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 	if err := os.MkdirAll(s.snapDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("create snap dir: %w", err)
 	}
-	s.snapshotter = snap.New(zap.NewNop(), s.snapDir)
+	s.snapshotter = snap.New(zapslog.New(log.With("component", "snapshot").Handler()), s.snapDir)
 
 	st := &State{}
 	loaded, err := s.snapshotter.LoadNewestAvailable(scan.committedSnapshots())
@@ -141,7 +149,7 @@ func Open(dir string, sealer *encryption.Sealer, opts Options) (*Storage, *State
 		// A crash mid-write: the record was never synced, so never
 		// acknowledged.
 		log.Warn("wal ends in a torn record; cutting it off", "segment", scan.lastSegment, "offset", scan.tornAt)
-		if !wal.Repair(zap.NewNop(), s.walDir) {
+		if !wal.Repair(s.walLog, s.walDir) {
 			return nil, nil, fmt.Errorf("cut the torn record at offset %d of %s", scan.tornAt, scan.lastSegment)
 		}
 	}
@@ -162,7 +170,7 @@ func (s *Storage) openWAL(st *State) error {
 	if !raft.IsEmptySnap(st.Snapshot) {
 		walSnap.ConfState = &m.ConfState
 	}
-	w, err := wal.Open(zap.NewNop(), s.walDir, walSnap)
+	w, err := wal.Open(s.walLog, s.walDir, walSnap)
 	if err != nil {
 		return fmt.Errorf("open wal %s: %w", s.walDir, err)
 	}

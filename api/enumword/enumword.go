@@ -1,0 +1,71 @@
+// Package enumword names protobuf enum values the way people read them:
+// TASK_STATE_RUNNING is "running", UPDATE_STATE_ROLLBACK_PAUSED is
+// "rollback_paused". The CLI prints these words and the daemon logs them,
+// so what an operator sees in `jaco service ps` is what they grep for in
+// the log.
+package enumword
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// Of is e's word, or its number in decimal when its descriptor does not
+// know it (a value from a newer peer).
+func Of(e protoreflect.Enum) string {
+	if w, ok := Name(e.Descriptor(), e.Number()); ok {
+		return w
+	}
+	return strconv.FormatInt(int64(e.Number()), 10)
+}
+
+// Name is the word for value n of the enum ed; false when ed has no such
+// value.
+func Name(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) (string, bool) {
+	vd := ed.Values().ByNumber(n)
+	if vd == nil {
+		return "", false
+	}
+	name := string(vd.Name())
+	if p := prefix(ed); strings.HasPrefix(name, p) && len(name) > len(p) {
+		name = name[len(p):]
+	}
+	return strings.ToLower(name), true
+}
+
+// prefix is the prefix the style guide puts on every value of an enum:
+// its name in UPPER_SNAKE_CASE (NodeStatusState → NODE_STATUS_STATE_).
+// Failing that, the values' longest common prefix ending in "_".
+func prefix(ed protoreflect.EnumDescriptor) string {
+	p := upperSnake(string(ed.Name())) + "_"
+	vals := ed.Values()
+	all := true
+	for i := 0; i < vals.Len(); i++ {
+		all = all && strings.HasPrefix(string(vals.Get(i).Name()), p)
+	}
+	if all || vals.Len() < 2 {
+		return p
+	}
+	common := string(vals.Get(0).Name())
+	for i := 1; i < vals.Len(); i++ {
+		n := string(vals.Get(i).Name())
+		for !strings.HasPrefix(n, common) {
+			common = common[:len(common)-1]
+		}
+	}
+	return common[:strings.LastIndex(common, "_")+1]
+}
+
+func upperSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) && i > 0 {
+			b.WriteByte('_')
+		}
+		b.WriteRune(unicode.ToUpper(r))
+	}
+	return b.String()
+}
