@@ -1,12 +1,12 @@
 package agent
 
 import (
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/internal/metrics"
 )
 
@@ -51,15 +51,9 @@ func (c replicaStates) Collect(ch chan<- prometheus.Metric) {
 		counts[t.GetStatus().GetState()]++
 	}
 	for state, n := range counts {
-		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), stateWord(state))
+		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), enumword.Of(state))
 	}
 }
 
 // since is the seconds elapsed since start, for a histogram.
 func since(start time.Time) float64 { return time.Since(start).Seconds() }
-
-// stateWord is a task state as the CLI shows it (running, not
-// TASK_STATE_RUNNING).
-func stateWord(s api.TaskState) string {
-	return strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATE_"))
-}

@@ -1,12 +1,11 @@
 package manager
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager/scheduler"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -71,14 +70,14 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 		})
 		for _, s := range tx.ListServices() {
 			if st := s.GetUpdateStatus().GetState(); st != api.UpdateState_UPDATE_STATE_UNSPECIFIED {
-				updates[enumWord(st)]++
+				updates[enumword.Of(st)]++
 			}
 		}
 		for _, n := range tx.ListNodes() {
 			if st := n.GetDrain().GetState(); st != api.DrainState_DRAIN_STATE_NONE {
-				drains[enumWord(st)]++
+				drains[enumword.Of(st)]++
 			}
-			nodes[nodeKey{enumWord(n.GetRole()), enumWord(n.GetAvailability()), enumWord(n.GetStatus().GetState())}]++
+			nodes[nodeKey{enumword.Of(n.GetRole()), enumword.Of(n.GetAvailability()), enumword.Of(n.GetStatus().GetState())}]++
 		}
 	})
 	gauge := func(d *prometheus.Desc, v int, labels ...string) {
@@ -102,35 +101,11 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 // unspecified) to 0.
 func zeroes(ed protoreflect.EnumDescriptor) map[string]int {
 	out := map[string]int{}
-	prefix := strings.ToUpper(toSnake(string(ed.Name()))) + "_"
 	for i := range ed.Values().Len() {
 		if v := ed.Values().Get(i); v.Number() != 0 {
-			out[strings.ToLower(strings.TrimPrefix(string(v.Name()), prefix))] = 0
+			w, _ := enumword.Name(ed, v.Number())
+			out[w] = 0
 		}
 	}
 	return out
-}
-
-// enumWord is an enum value's name in lower case without the prefix its
-// type gives every value (UPDATE_STATE_ROLLBACK_PAUSED: rollback_paused).
-func enumWord(e protoreflect.Enum) string {
-	vd := e.Descriptor().Values().ByNumber(e.Number())
-	if vd == nil {
-		return "unknown"
-	}
-	name := string(vd.Name())
-	prefix := strings.ToUpper(toSnake(string(e.Descriptor().Name()))) + "_"
-	return strings.ToLower(strings.TrimPrefix(name, prefix))
-}
-
-// toSnake turns CamelCase into snake_case (UpdateState: update_state).
-func toSnake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && r >= 'A' && r <= 'Z' {
-			b.WriteByte('_')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
