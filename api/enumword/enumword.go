@@ -8,6 +8,7 @@ package enumword
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -25,15 +26,30 @@ func Of(e protoreflect.Enum) string {
 // Name is the word for value n of the enum ed; false when ed has no such
 // value.
 func Name(ed protoreflect.EnumDescriptor, n protoreflect.EnumNumber) (string, bool) {
-	vd := ed.Values().ByNumber(n)
-	if vd == nil {
-		return "", false
+	w, ok := wordsOf(ed)[n]
+	return w, ok
+}
+
+// cache holds each enum's words by value, worked out on first use: the
+// event log names the states of every task write (manager/events).
+var cache sync.Map // protoreflect.FullName → map[protoreflect.EnumNumber]string
+
+func wordsOf(ed protoreflect.EnumDescriptor) map[protoreflect.EnumNumber]string {
+	if ws, ok := cache.Load(ed.FullName()); ok {
+		return ws.(map[protoreflect.EnumNumber]string)
 	}
-	name := string(vd.Name())
-	if p := prefix(ed); strings.HasPrefix(name, p) && len(name) > len(p) {
-		name = name[len(p):]
+	p := prefix(ed)
+	ws := make(map[protoreflect.EnumNumber]string, ed.Values().Len())
+	for i := range ed.Values().Len() {
+		vd := ed.Values().Get(i)
+		name := string(vd.Name())
+		if strings.HasPrefix(name, p) && len(name) > len(p) {
+			name = name[len(p):]
+		}
+		ws[vd.Number()] = strings.ToLower(name)
 	}
-	return strings.ToLower(name), true
+	cache.Store(ed.FullName(), ws)
+	return ws
 }
 
 // prefix is the prefix the style guide puts on every value of an enum:

@@ -1,16 +1,13 @@
 package events
 
 import (
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -110,7 +107,7 @@ func describeService(ev *api.Event, old, s *api.Service) {
 	change(ev, "replicas", strconv.FormatUint(was.GetReplicas(), 10), strconv.FormatUint(spec.GetReplicas(), 10))
 	change(ev, "image", was.GetImage(), spec.GetImage())
 	change(ev, "spec_version", strconv.FormatUint(old.GetSpecVersion(), 10), strconv.FormatUint(s.GetSpecVersion(), 10))
-	change(ev, "update_state", word(old.GetUpdateStatus().GetState()), word(s.GetUpdateStatus().GetState()))
+	change(ev, "update_state", enumword.Of(old.GetUpdateStatus().GetState()), enumword.Of(s.GetUpdateStatus().GetState()))
 	if old.GetUpdateStatus().GetMessage() == ev.Message {
 		ev.Message = "" // said before: an event reports what changed
 	}
@@ -118,25 +115,25 @@ func describeService(ev *api.Event, old, s *api.Service) {
 
 func describeTask(ev *api.Event, old, t *api.Task) {
 	st := t.GetStatus()
-	ev.To, ev.Reason, ev.Message = word(st.GetState()), st.GetReason(), st.GetMessage()
+	ev.To, ev.Reason, ev.Message = enumword.Of(st.GetState()), st.GetReason(), st.GetMessage()
 	if old == nil {
 		return
 	}
-	if from := word(old.GetStatus().GetState()); from != ev.To {
+	if from := enumword.Of(old.GetStatus().GetState()); from != ev.To {
 		ev.Action, ev.From = ActionState, from
 	} else {
 		ev.To = ""
 	}
-	change(ev, "desired_state", word(old.GetDesiredState()), word(t.GetDesiredState()))
+	change(ev, "desired_state", enumword.Of(old.GetDesiredState()), enumword.Of(t.GetDesiredState()))
 	change(ev, "node", old.GetNodeId(), t.GetNodeId())
 }
 
 func describeNode(ev *api.Event, old, n *api.Node) {
-	ev.To, ev.Message = word(n.GetStatus().GetState()), n.GetStatus().GetMessage()
+	ev.To, ev.Message = enumword.Of(n.GetStatus().GetState()), n.GetStatus().GetMessage()
 	if old == nil {
 		return
 	}
-	if from := word(old.GetStatus().GetState()); from != ev.To {
+	if from := enumword.Of(old.GetStatus().GetState()); from != ev.To {
 		ev.Action, ev.From = ActionState, from
 	} else {
 		ev.To = ""
@@ -144,10 +141,10 @@ func describeNode(ev *api.Event, old, n *api.Node) {
 			ev.Message = ""
 		}
 	}
-	change(ev, "role", word(old.GetRole()), word(n.GetRole()))
-	change(ev, "desired_role", word(old.GetDesiredRole()), word(n.GetDesiredRole()))
-	change(ev, "availability", word(old.GetAvailability()), word(n.GetAvailability()))
-	change(ev, "drain", word(old.GetDrain().GetState()), word(n.GetDrain().GetState()))
+	change(ev, "role", enumword.Of(old.GetRole()), enumword.Of(n.GetRole()))
+	change(ev, "desired_role", enumword.Of(old.GetDesiredRole()), enumword.Of(n.GetDesiredRole()))
+	change(ev, "availability", enumword.Of(old.GetAvailability()), enumword.Of(n.GetAvailability()))
+	change(ev, "drain", enumword.Of(old.GetDrain().GetState()), enumword.Of(n.GetDrain().GetState()))
 }
 
 // describeCluster names the settings an operator changes; the cluster's
@@ -167,58 +164,4 @@ func change(ev *api.Event, field, from, to string) {
 	if from != to {
 		ev.Changes = append(ev.Changes, &api.EventChange{Field: field, From: from, To: to})
 	}
-}
-
-// enumWords are the words of the enums events report, by value number,
-// worked out once: word runs for every task write.
-var enumWords = func() map[protoreflect.FullName][]string {
-	m := map[protoreflect.FullName][]string{}
-	for _, e := range []protoreflect.Enum{api.TaskState(0), api.NodeStatusState(0), api.NodeRole(0),
-		api.NodeAvailability(0), api.DrainState(0), api.UpdateState(0)} {
-		vals := e.Descriptor().Values()
-		for i := 0; i < vals.Len(); i++ {
-			n := int(vals.Get(i).Number())
-			if n < 0 || n > 64 {
-				continue // not dense: left to wordOf
-			}
-			ws := m[e.Descriptor().FullName()]
-			for len(ws) <= n {
-				ws = append(ws, "")
-			}
-			ws[n] = wordOf(e.Descriptor(), vals.Get(i).Number())
-			m[e.Descriptor().FullName()] = ws
-		}
-	}
-	return m
-}()
-
-// word is an enum value as the CLI prints it: lower case, without its
-// type's prefix (TASK_STATE_RUNNING is "running").
-func word(e protoreflect.Enum) string {
-	if ws := enumWords[e.Descriptor().FullName()]; int(e.Number()) >= 0 && int(e.Number()) < len(ws) && ws[e.Number()] != "" {
-		return ws[e.Number()]
-	}
-	return wordOf(e.Descriptor(), e.Number())
-}
-
-func wordOf(d protoreflect.EnumDescriptor, n protoreflect.EnumNumber) string {
-	v := d.Values().ByNumber(n)
-	if v == nil {
-		return fmt.Sprint(int32(n))
-	}
-	name := strings.TrimPrefix(string(v.Name()), upperSnake(string(d.Name()))+"_")
-	return strings.ToLower(name)
-}
-
-// upperSnake turns an enum type name into its values' prefix:
-// NodeStatusState is NODE_STATUS_STATE.
-func upperSnake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && unicode.IsUpper(r) {
-			b.WriteByte('_')
-		}
-		b.WriteRune(unicode.ToUpper(r))
-	}
-	return b.String()
 }
