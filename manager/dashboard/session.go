@@ -135,6 +135,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w)
+	s.cfg.Logger.Info("dashboard sign-in", "with", "operator token", "remote", r.RemoteAddr)
 	writeJSON(w, http.StatusOK, struct{}{})
 }
 
@@ -149,6 +150,7 @@ func (s *Server) loginOnce(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setSessionCookie(w)
+	s.cfg.Logger.Info("dashboard sign-in", "with", "one-time link", "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
