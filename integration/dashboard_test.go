@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +40,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	addr := dashboardLine.FindStringSubmatch(m.log())
 	if addr == nil {
 		t.Fatalf("jacod did not log its dashboard address")
+	}
+	// Before init there is no store to show, nor a token to check.
+	resp, err := http.PostForm("http://"+addr[1]+"/login", map[string][]string{"token": {"JACO1-x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"reason":"cluster_uninitialized"`) {
+		t.Fatalf("sign-in before init: %d %s, want 503 cluster_uninitialized", resp.StatusCode, body)
 	}
 	token := m.initQuiet()
 	out := t.TempDir()
