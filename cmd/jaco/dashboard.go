@@ -33,8 +33,8 @@ func dashboardCmd(g *globals) *cobra.Command {
 					fmt.Fprintln(out, resp.Url)
 					return nil
 				}
-				left := time.Until(resp.ExpiresAt.AsTime()).Round(time.Second)
-				fmt.Fprintf(out, "Dashboard: %s\n\nOpen this link within %s to sign in (it works once):\n\n    %s\n", resp.Address, left, resp.Url)
+				left := int(time.Until(resp.ExpiresAt.AsTime()).Round(time.Second) / time.Second)
+				fmt.Fprintf(out, "Dashboard: %s\n\nOpen this link within %d s to sign in (it works once):\n\n    %s\n", resp.Address, left, resp.Url)
 				return nil
 			})
 		},
