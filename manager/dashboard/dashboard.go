@@ -96,7 +96,10 @@ func Listen(cfg Config) (*Server, error) {
 	s.srv = &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// No WriteTimeout: event streams write for as long as the page
+		// is open. Idle keep-alive connections of closed tabs go.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	go func() {
 		defer close(s.done)
