@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/anishathalye/porcupine v1.3.1
+	github.com/chromedp/chromedp v0.23.0
 	github.com/cloudflare/cfssl v1.6.5
 	github.com/containerd/containerd/api v1.12.0
 	github.com/containerd/containerd/v2 v2.4.2
@@ -38,7 +39,11 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4 // indirect
+)
 
 require (
 	github.com/compose-spec/compose-go/v2 v2.16.2

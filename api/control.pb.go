@@ -724,6 +724,105 @@ func (x *UnlockNodeResponse) GetState() NodeState {
 	return NodeState_NODE_STATE_UNSPECIFIED
 }
 
+type DashboardLoginRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DashboardLoginRequest) Reset() {
+	*x = DashboardLoginRequest{}
+	mi := &file_api_control_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DashboardLoginRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DashboardLoginRequest) ProtoMessage() {}
+
+func (x *DashboardLoginRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DashboardLoginRequest.ProtoReflect.Descriptor instead.
+func (*DashboardLoginRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{9}
+}
+
+type DashboardLoginResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// url signs a browser in to this daemon's dashboard once, before
+	// expires_at (docs/adr/0036-dashboard.md).
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// address is the dashboard's own address, for signing in later.
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DashboardLoginResponse) Reset() {
+	*x = DashboardLoginResponse{}
+	mi := &file_api_control_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DashboardLoginResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DashboardLoginResponse) ProtoMessage() {}
+
+func (x *DashboardLoginResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DashboardLoginResponse.ProtoReflect.Descriptor instead.
+func (*DashboardLoginResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DashboardLoginResponse) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *DashboardLoginResponse) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DashboardLoginResponse) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
 type UpdateClusterRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// autolock, when set, turns autolock on or off. Turning it on creates
@@ -745,7 +844,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +856,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +869,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{9}
+	return file_api_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdateClusterRequest) GetAutolock() bool {
@@ -817,7 +916,7 @@ type UpdateClusterResponse struct {
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +928,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +941,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{10}
+	return file_api_control_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -881,7 +980,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -893,7 +992,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -906,7 +1005,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{11}
+	return file_api_control_proto_rawDescGZIP(), []int{13}
 }
 
 type GetUnlockKeyResponse struct {
@@ -922,7 +1021,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1033,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1046,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -986,7 +1085,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1097,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1110,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1048,7 +1147,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1159,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1172,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1112,7 +1211,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1223,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1236,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1165,7 +1264,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1276,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1289,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1216,7 +1315,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1327,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1340,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1262,7 +1361,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1373,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1386,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1315,7 +1414,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1426,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1439,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1371,7 +1470,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1482,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1495,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1431,7 +1530,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1542,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1555,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1475,7 +1574,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1487,7 +1586,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1500,7 +1599,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1519,7 +1618,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +1630,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +1643,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1571,7 +1670,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1583,7 +1682,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1596,7 +1695,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1636,7 +1735,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1747,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1760,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1680,7 +1779,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1791,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1804,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1725,7 +1824,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1836,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1849,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -1771,7 +1870,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1882,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1895,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -1825,7 +1924,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1936,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1949,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -1876,7 +1975,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +1987,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2000,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -1921,7 +2020,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2032,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2045,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -1965,7 +2064,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1977,7 +2076,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1990,7 +2089,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2008,7 +2107,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2020,7 +2119,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2033,7 +2132,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 type CreateConfigRequest struct {
@@ -2045,7 +2144,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2057,7 +2156,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2070,7 +2169,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2089,7 +2188,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2101,7 +2200,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2114,7 +2213,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2135,7 +2234,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2246,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2259,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2187,7 +2286,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2298,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2311,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2238,7 +2337,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2250,7 +2349,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2263,7 +2362,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2283,7 +2382,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +2394,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +2407,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2327,7 +2426,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2339,7 +2438,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2352,7 +2451,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2370,7 +2469,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2481,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2494,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 type CreateNetworkRequest struct {
@@ -2407,7 +2506,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2419,7 +2518,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2432,7 +2531,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2451,7 +2550,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2562,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2575,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2497,7 +2596,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2608,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2621,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2552,7 +2651,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +2663,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +2676,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2618,7 +2717,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2630,7 +2729,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2643,7 +2742,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2692,7 +2791,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2803,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2816,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -2736,7 +2835,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2847,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2860,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -2780,7 +2879,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2792,7 +2891,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2805,7 +2904,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -2823,7 +2922,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2934,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2947,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 type RemoveServiceRequest struct {
@@ -2860,7 +2959,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +2971,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +2984,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -2903,7 +3002,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3014,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3027,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 type GetServiceRequest struct {
@@ -2941,7 +3040,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2953,7 +3052,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2966,7 +3065,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -2992,7 +3091,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3004,7 +3103,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3017,7 +3116,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3042,7 +3141,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3054,7 +3153,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3067,7 +3166,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3105,7 +3204,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3216,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3229,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3172,7 +3271,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3184,7 +3283,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3197,7 +3296,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3246,7 +3345,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3258,7 +3357,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3271,7 +3370,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3308,7 +3407,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3320,7 +3419,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3333,7 +3432,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3394,7 +3493,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3406,7 +3505,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3419,7 +3518,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3451,7 +3550,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3562,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3575,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3552,7 +3651,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3564,7 +3663,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3577,7 +3676,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -3696,7 +3795,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3708,7 +3807,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3721,7 +3820,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *EventChange) GetField() string {
@@ -3762,7 +3861,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3774,7 +3873,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3787,7 +3886,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -3822,7 +3921,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3933,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3946,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -3874,7 +3973,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3886,7 +3985,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3899,7 +3998,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -3931,7 +4030,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3943,7 +4042,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3956,7 +4055,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4044,7 +4143,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4056,7 +4155,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4069,7 +4168,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4128,7 +4227,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4140,7 +4239,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4153,7 +4252,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4227,7 +4326,13 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
 	"\x12UnlockNodeResponse\x12)\n" +
-	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"\x84\x02\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\"\x17\n" +
+	"\x15DashboardLoginRequest\"\x7f\n" +
+	"\x16DashboardLoginResponse\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
+	"\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x84\x02\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
@@ -4469,10 +4574,12 @@ const file_api_control_proto_rawDesc = "" +
 	"\x04Join\x12\x1c.jaco.api.JoinClusterRequest\x1a\x1d.jaco.api.JoinClusterResponse\"\v\xda\xf3\x18\a\n" +
 	"\x01\x01\x12\x02\x01\x03\x12W\n" +
 	"\x06Status\x12\x1e.jaco.api.ClusterStatusRequest\x1a\x1f.jaco.api.ClusterStatusResponse\"\f\xda\xf3\x18\b\n" +
-	"\x01\x01\x12\x03\x01\x02\x032\xd3\x01\n" +
+	"\x01\x01\x12\x03\x01\x02\x032\x8e\x03\n" +
 	"\vNodeService\x12\xc3\x01\n" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
-	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is2\xa7#\n" +
+	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is\x12\xb8\x01\n" +
+	"\x0eDashboardLogin\x12\x1f.jaco.api.DashboardLoginRequest\x1a .jaco.api.DashboardLoginResponse\"c\xda\xf3\x18_\n" +
+	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xa7#\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -4548,7 +4655,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -4562,217 +4669,222 @@ var file_api_control_proto_goTypes = []any{
 	(*ClusterStatusResponse)(nil),  // 9: jaco.api.ClusterStatusResponse
 	(*UnlockNodeRequest)(nil),      // 10: jaco.api.UnlockNodeRequest
 	(*UnlockNodeResponse)(nil),     // 11: jaco.api.UnlockNodeResponse
-	(*UpdateClusterRequest)(nil),   // 12: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),  // 13: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),    // 14: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),   // 15: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),       // 16: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),      // 17: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),           // 18: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),         // 19: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 20: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 21: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 22: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 23: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 24: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),   // 25: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),  // 26: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),   // 27: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),  // 28: jaco.api.UpdateServiceResponse
-	(*CreateSecretRequest)(nil),    // 29: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),   // 30: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),       // 31: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),      // 32: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),     // 33: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),    // 34: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),    // 35: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),   // 36: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),    // 37: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),   // 38: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),       // 39: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),      // 40: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),     // 41: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),    // 42: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),    // 43: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),   // 44: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),   // 45: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),  // 46: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),      // 47: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),     // 48: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),            // 49: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),    // 50: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 51: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 52: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 53: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 54: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 55: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 56: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 57: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 58: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 59: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 60: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 61: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 62: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 63: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),     // 64: jaco.api.WatchEventsRequest
-	(*Event)(nil),                  // 65: jaco.api.Event
-	(*EventChange)(nil),            // 66: jaco.api.EventChange
-	(*EventsGap)(nil),              // 67: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),     // 68: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),    // 69: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 70: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 71: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 72: jaco.api.ServiceLogsRequest
-	nil,                            // 73: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 74: jaco.api.Suffrage
-	(*Node)(nil),                   // 75: jaco.api.Node
-	(NodeRole)(0),                  // 76: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 77: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 78: google.protobuf.Timestamp
-	(*ServiceSpec)(nil),            // 79: jaco.api.ServiceSpec
-	(*Service)(nil),                // 80: jaco.api.Service
-	(*FileSpec)(nil),               // 81: jaco.api.FileSpec
-	(*Secret)(nil),                 // 82: jaco.api.Secret
-	(*Config)(nil),                 // 83: jaco.api.Config
-	(*NetworkSpec)(nil),            // 84: jaco.api.NetworkSpec
-	(*Network)(nil),                // 85: jaco.api.Network
-	(*Task)(nil),                   // 86: jaco.api.Task
-	(NodeAvailability)(0),          // 87: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 88: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 89: jaco.api.LogsMessage
+	(*DashboardLoginRequest)(nil),  // 12: jaco.api.DashboardLoginRequest
+	(*DashboardLoginResponse)(nil), // 13: jaco.api.DashboardLoginResponse
+	(*UpdateClusterRequest)(nil),   // 14: jaco.api.UpdateClusterRequest
+	(*UpdateClusterResponse)(nil),  // 15: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),    // 16: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),   // 17: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),       // 18: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),      // 19: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),           // 20: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),         // 21: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 22: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 23: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 24: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),      // 25: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 26: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),   // 27: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),  // 28: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),   // 29: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),  // 30: jaco.api.UpdateServiceResponse
+	(*CreateSecretRequest)(nil),    // 31: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),   // 32: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),       // 33: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),      // 34: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),     // 35: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),    // 36: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),    // 37: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),   // 38: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),    // 39: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),   // 40: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),       // 41: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),      // 42: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),     // 43: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),    // 44: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),    // 45: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),   // 46: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),   // 47: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),  // 48: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),      // 49: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),     // 50: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),            // 51: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),    // 52: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 53: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 54: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 55: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 56: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 57: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 58: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 59: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 60: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 61: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 62: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 63: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 64: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 65: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),     // 66: jaco.api.WatchEventsRequest
+	(*Event)(nil),                  // 67: jaco.api.Event
+	(*EventChange)(nil),            // 68: jaco.api.EventChange
+	(*EventsGap)(nil),              // 69: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),     // 70: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),    // 71: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 72: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 73: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 74: jaco.api.ServiceLogsRequest
+	nil,                            // 75: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 76: jaco.api.Suffrage
+	(*timestamppb.Timestamp)(nil),  // 77: google.protobuf.Timestamp
+	(*Node)(nil),                   // 78: jaco.api.Node
+	(NodeRole)(0),                  // 79: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
+	(*ServiceSpec)(nil),            // 81: jaco.api.ServiceSpec
+	(*Service)(nil),                // 82: jaco.api.Service
+	(*FileSpec)(nil),               // 83: jaco.api.FileSpec
+	(*Secret)(nil),                 // 84: jaco.api.Secret
+	(*Config)(nil),                 // 85: jaco.api.Config
+	(*NetworkSpec)(nil),            // 86: jaco.api.NetworkSpec
+	(*Network)(nil),                // 87: jaco.api.Network
+	(*Task)(nil),                   // 88: jaco.api.Task
+	(NodeAvailability)(0),          // 89: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 90: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 91: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	74, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	76, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	2,  // 5: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	75, // 6: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	18, // 7: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 8: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	75, // 9: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	76, // 10: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	77, // 11: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	78, // 12: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	77, // 13: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	79, // 14: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	80, // 15: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	79, // 16: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	80, // 17: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	81, // 18: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	82, // 19: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 20: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 21: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 22: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 23: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	81, // 24: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	83, // 25: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 26: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	83, // 27: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 28: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	83, // 29: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	84, // 30: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	85, // 31: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 32: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 33: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	49, // 34: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 35: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 36: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 37: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 38: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 39: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 40: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	18, // 41: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 42: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86, // 43: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	87, // 44: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	73, // 45: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	76, // 46: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	77, // 47: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	75, // 48: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	78, // 49: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	78, // 50: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	66, // 51: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	78, // 52: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	65, // 53: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	67, // 54: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	88, // 55: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	78, // 56: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	88, // 57: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	80, // 58: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	70, // 59: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	78, // 60: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	78, // 61: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 62: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 63: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 64: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 65: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 66: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	14, // 67: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	16, // 68: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	19, // 69: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	21, // 70: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	23, // 71: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	62, // 72: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	25, // 73: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	27, // 74: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	54, // 75: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	29, // 76: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	35, // 77: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	31, // 78: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	33, // 79: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	37, // 80: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	43, // 81: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	39, // 82: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	41, // 83: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	45, // 84: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	52, // 85: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	47, // 86: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	50, // 87: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	56, // 88: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	58, // 89: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	60, // 90: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	69, // 91: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	64, // 92: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	72, // 93: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 94: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 95: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 96: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 97: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 98: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	15, // 99: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	17, // 100: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	20, // 101: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	22, // 102: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	24, // 103: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	63, // 104: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	26, // 105: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	28, // 106: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	55, // 107: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	30, // 108: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	36, // 109: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	32, // 110: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	34, // 111: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	38, // 112: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	44, // 113: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	40, // 114: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	42, // 115: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	46, // 116: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	53, // 117: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	48, // 118: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	51, // 119: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	57, // 120: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	59, // 121: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	61, // 122: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	71, // 123: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	68, // 124: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	89, // 125: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	94, // [94:126] is the sub-list for method output_type
-	62, // [62:94] is the sub-list for method input_type
-	62, // [62:62] is the sub-list for extension type_name
-	62, // [62:62] is the sub-list for extension extendee
-	0,  // [0:62] is the sub-list for field type_name
+	77, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	2,  // 6: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	78, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	20, // 8: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,  // 9: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	78, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	79, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	80, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	77, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	80, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	81, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	82, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	81, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	82, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	83, // 19: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	84, // 20: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 21: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84, // 22: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 23: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84, // 24: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	83, // 25: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	85, // 26: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 27: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	85, // 28: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 29: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	85, // 30: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	86, // 31: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	87, // 32: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 33: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87, // 34: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	51, // 35: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,  // 36: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87, // 37: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 38: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	82, // 39: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 40: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	82, // 41: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	20, // 42: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,  // 43: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	88, // 44: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	89, // 45: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	75, // 46: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	79, // 47: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	80, // 48: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	78, // 49: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	77, // 50: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	77, // 51: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	68, // 52: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	77, // 53: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	67, // 54: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	69, // 55: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	90, // 56: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	77, // 57: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	90, // 58: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	82, // 59: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	72, // 60: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	77, // 61: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	77, // 62: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 63: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 64: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 65: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 66: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 67: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	14, // 68: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	16, // 69: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	18, // 70: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	21, // 71: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	23, // 72: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	25, // 73: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	64, // 74: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	27, // 75: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	29, // 76: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	56, // 77: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	31, // 78: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	37, // 79: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	33, // 80: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	35, // 81: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	39, // 82: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	45, // 83: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	41, // 84: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	43, // 85: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	47, // 86: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	54, // 87: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	49, // 88: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	52, // 89: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	58, // 90: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	60, // 91: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	62, // 92: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	71, // 93: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	66, // 94: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	74, // 95: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 96: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 97: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 98: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 99: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 100: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	15, // 101: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	17, // 102: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	19, // 103: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	22, // 104: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	24, // 105: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	26, // 106: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	65, // 107: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	28, // 108: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	30, // 109: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	57, // 110: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	32, // 111: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	38, // 112: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	34, // 113: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	36, // 114: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	40, // 115: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	46, // 116: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	42, // 117: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	44, // 118: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	48, // 119: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	55, // 120: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	50, // 121: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	53, // 122: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	59, // 123: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	61, // 124: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	63, // 125: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	73, // 126: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	70, // 127: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	91, // 128: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	96, // [96:129] is the sub-list for method output_type
+	63, // [63:96] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -4783,15 +4895,15 @@ func file_api_control_proto_init() {
 	file_api_agent_proto_init()
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
-	file_api_control_proto_msgTypes[9].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[59].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[61].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   71,
+			NumMessages:   73,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

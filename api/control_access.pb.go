@@ -29,6 +29,10 @@ func init() {
 			AlsoServed: []access.State{access.Locked, access.Worker},
 			Refusal:    "a node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is",
 		},
+		"/jaco.api.NodeService/DashboardLogin": {
+			Allow:   []access.Caller{access.Local},
+			Refusal: "a dashboard login link is given through the local socket only: it signs in as the operator",
+		},
 		"/jaco.api.ControlService/UpdateCluster": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",

@@ -207,7 +207,8 @@ var ClusterService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	NodeService_Unlock_FullMethodName = "/jaco.api.NodeService/Unlock"
+	NodeService_Unlock_FullMethodName         = "/jaco.api.NodeService/Unlock"
+	NodeService_DashboardLogin_FullMethodName = "/jaco.api.NodeService/DashboardLogin"
 )
 
 // NodeServiceClient is the client API for NodeService service.
@@ -221,6 +222,11 @@ type NodeServiceClient interface {
 	// and TLS key and starts. A wrong key is refused (permission_denied),
 	// counted, and changes nothing.
 	Unlock(ctx context.Context, in *UnlockNodeRequest, opts ...grpc.CallOption) (*UnlockNodeResponse, error)
+	// DashboardLogin makes a one-time login URL for this daemon's web
+	// dashboard: the local socket's user is the trusted admin, and signs in
+	// without typing the operator token. dashboard_off when the daemon was
+	// started without --dashboard-addr.
+	DashboardLogin(ctx context.Context, in *DashboardLoginRequest, opts ...grpc.CallOption) (*DashboardLoginResponse, error)
 }
 
 type nodeServiceClient struct {
@@ -241,6 +247,16 @@ func (c *nodeServiceClient) Unlock(ctx context.Context, in *UnlockNodeRequest, o
 	return out, nil
 }
 
+func (c *nodeServiceClient) DashboardLogin(ctx context.Context, in *DashboardLoginRequest, opts ...grpc.CallOption) (*DashboardLoginResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DashboardLoginResponse)
+	err := c.cc.Invoke(ctx, NodeService_DashboardLogin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeServiceServer is the server API for NodeService service.
 // All implementations must embed UnimplementedNodeServiceServer
 // for forward compatibility.
@@ -252,6 +268,11 @@ type NodeServiceServer interface {
 	// and TLS key and starts. A wrong key is refused (permission_denied),
 	// counted, and changes nothing.
 	Unlock(context.Context, *UnlockNodeRequest) (*UnlockNodeResponse, error)
+	// DashboardLogin makes a one-time login URL for this daemon's web
+	// dashboard: the local socket's user is the trusted admin, and signs in
+	// without typing the operator token. dashboard_off when the daemon was
+	// started without --dashboard-addr.
+	DashboardLogin(context.Context, *DashboardLoginRequest) (*DashboardLoginResponse, error)
 	mustEmbedUnimplementedNodeServiceServer()
 }
 
@@ -264,6 +285,9 @@ type UnimplementedNodeServiceServer struct{}
 
 func (UnimplementedNodeServiceServer) Unlock(context.Context, *UnlockNodeRequest) (*UnlockNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Unlock not implemented")
+}
+func (UnimplementedNodeServiceServer) DashboardLogin(context.Context, *DashboardLoginRequest) (*DashboardLoginResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DashboardLogin not implemented")
 }
 func (UnimplementedNodeServiceServer) mustEmbedUnimplementedNodeServiceServer() {}
 func (UnimplementedNodeServiceServer) testEmbeddedByValue()                     {}
@@ -304,6 +328,24 @@ func _NodeService_Unlock_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeService_DashboardLogin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DashboardLoginRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeServiceServer).DashboardLogin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeService_DashboardLogin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeServiceServer).DashboardLogin(ctx, req.(*DashboardLoginRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeService_ServiceDesc is the grpc.ServiceDesc for NodeService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -314,6 +356,10 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Unlock",
 			Handler:    _NodeService_Unlock_Handler,
+		},
+		{
+			MethodName: "DashboardLogin",
+			Handler:    _NodeService_DashboardLogin_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -62,4 +63,20 @@ func (m *Manager) Node(id string) *api.Node {
 // (then the channel is closed).
 func (m *Manager) WatchCluster(ctx context.Context) <-chan store.Event {
 	return m.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
+}
+
+// View calls fn with a read transaction on this member's store: one
+// consistent view, for readers such as the dashboard that show many
+// objects together. fn must not keep the transaction.
+func (m *Manager) View(fn func(tx store.ReadTx)) { m.store.View(fn) }
+
+// EventLog is the ring of changes this member applied recently, the one
+// `jaco events` streams from (docs/adr/0034-events.md).
+func (m *Manager) EventLog() *events.Log { return m.events }
+
+// RaftIndexes are this member's raft commit index and the index it has
+// applied to the store.
+func (m *Manager) RaftIndexes() (commit, applied uint64) {
+	st := m.raft.Status()
+	return st.Commit, st.Applied
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/ca/token"
 )
 
 // identifyFunc establishes who is calling.
@@ -63,9 +62,7 @@ func (n *Node) tcpIdentity(ctx context.Context) (identity.Identity, error) {
 		// state here): what is left is open to anyone, or gated below.
 		return anonymous, nil
 	}
-	t, err := token.Parse(tok)
-	c := m.Cluster()
-	if err != nil || c == nil || !token.HashMatches(c.OperatorTokenHash, t) {
+	if !n.operatorTokenValid(tok) {
 		return anonymous, reason.Error(codes.Unauthenticated, reason.PermissionDenied, "operator token is not valid for this cluster")
 	}
 	return identity.Identity{Kind: identity.Operator}, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/manager/dashboard"
 )
 
 // Config configures a daemon.
@@ -28,6 +29,9 @@ type Config struct {
 	// MetricsAddr is the HTTP address Prometheus metrics are served on
 	// (/metrics); empty serves none.
 	MetricsAddr string
+	// DashboardAddr is the loopback HTTP address the web dashboard is
+	// served on; empty serves none.
+	DashboardAddr string
 
 	// SnapshotInterval and TickInterval tune the raft member (0: defaults).
 	SnapshotInterval uint64
@@ -115,6 +119,11 @@ func (c *Config) setDefaults() error {
 	if c.AdvertiseAddr != "" {
 		if _, _, err := net.SplitHostPort(c.AdvertiseAddr); err != nil {
 			return fmt.Errorf("%w: advertise address %q: %w", ErrInvalidConfig, c.AdvertiseAddr, err)
+		}
+	}
+	if c.DashboardAddr != "" {
+		if err := dashboard.CheckAddr(c.DashboardAddr); err != nil {
+			return fmt.Errorf("%w: --dashboard-addr: %w", ErrInvalidConfig, err)
 		}
 	}
 	if c.NodeName == "" {

@@ -29,3 +29,21 @@ func TestNodeNameIsAHostName(t *testing.T) {
 		}
 	}
 }
+
+// jacod --dashboard-addr serves plain HTTP, so on loopback only: any other
+// address stops the daemon at start, naming the flag.
+func TestDashboardAddrIsLoopback(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:8080", "localhost:8080"} {
+		c := Config{DataDir: t.TempDir(), NodeName: "m1", DashboardAddr: addr}
+		if err := c.setDefaults(); err != nil {
+			t.Errorf("--dashboard-addr %q: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:8080", ":8080", "192.0.2.1:8080", "127.0.0.1"} {
+		c := Config{DataDir: t.TempDir(), NodeName: "m1", DashboardAddr: addr}
+		err := c.setDefaults()
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "--dashboard-addr") {
+			t.Errorf("--dashboard-addr %q: %v, want ErrInvalidConfig naming --dashboard-addr", addr, err)
+		}
+	}
+}

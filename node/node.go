@@ -39,6 +39,7 @@ import (
 	"github.com/jaco-project/jaco/internal/latebind"
 	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager"
+	"github.com/jaco-project/jaco/manager/dashboard"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
@@ -86,6 +87,9 @@ type Node struct {
 	// the metrics; both nil when Config.MetricsAddr is empty (metrics.go).
 	grpcMetrics *grpcprom.ServerMetrics
 	metricsSrv  *metrics.Server
+	// dashboardSrv serves the dashboard; nil when Config.DashboardAddr
+	// is empty (dashboard.go).
+	dashboardSrv *dashboard.Server
 	// renewConns are the connections the role and certificate loop asks
 	// managers on; they carry this node's identity of when they were
 	// opened, so they are closed when its role changes.
@@ -168,6 +172,9 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := n.serveMetrics(); err != nil {
+		return nil, err
+	}
+	if err := n.serveDashboard(); err != nil {
 		return nil, err
 	}
 	if n.initialized() && !locked {
@@ -363,6 +370,11 @@ func (n *Node) Stop() error {
 			n.loopCancel()
 		}
 		n.loopWG.Wait()
+		// The dashboard first: its event streams end with it, and its
+		// login needs initMu no more than its pages do.
+		if n.dashboardSrv != nil {
+			n.dashboardSrv.Stop()
+		}
 		n.initMu.Lock()
 		defer n.initMu.Unlock()
 		// The agent first: its session streams to this node's own server

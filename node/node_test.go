@@ -26,12 +26,15 @@ import (
 // startNode runs a daemon on dir until the test ends or stop is called.
 func startNode(t *testing.T, dir string) (n *Node, stop func()) {
 	t.Helper()
-	n, err := New(Config{
-		DataDir:    dir,
-		ListenAddr: "127.0.0.1:0",
-		NodeName:   "node-under-test",
-		Logger:     slog.New(slog.DiscardHandler),
-	})
+	return startNodeWith(t, Config{DataDir: dir})
+}
+
+// startNodeWith is startNode with more of the config set; the listen
+// address, node name and logger are the test's.
+func startNodeWith(t *testing.T, cfg Config) (n *Node, stop func()) {
+	t.Helper()
+	cfg.ListenAddr, cfg.NodeName, cfg.Logger = "127.0.0.1:0", "node-under-test", slog.New(slog.DiscardHandler)
+	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +191,11 @@ func TestTCPCallersGetOnlyWhatTheyProve(t *testing.T) {
 		}},
 		{"init over tcp", func() error {
 			_, err := api.NewClusterServiceClient(conn).Init(withToken, &api.InitClusterRequest{})
+			return err
+		}},
+		// A login link signs in as the operator: the socket's user only.
+		{"dashboard login over tcp", func() error {
+			_, err := api.NewNodeServiceClient(conn).DashboardLogin(withToken, &api.DashboardLoginRequest{})
 			return err
 		}},
 		// The unlock key must never travel over TCP, even with the token.

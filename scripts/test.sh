@@ -6,11 +6,15 @@ cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
 ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables \
-	containerd runc containernetworking-plugins busybox-static iptables util-linux docker-registry
+	containerd runc containernetworking-plugins busybox-static iptables util-linux docker-registry chromium
 ensure_promtool
 ensure_go
 log "$(go version)"
 # Everything the tests need is installed now: a test that would skip for a
 # missing need fails instead (internal/testenv).
 export JACO_TEST_STRICT=1
+# Files tests leave for people to look at (the dashboard's screenshot);
+# kept after the run, unlike the tests' temporary directories.
+export JACO_TEST_ARTIFACTS="${JACO_TEST_ARTIFACTS:-$PWD/test-artifacts}"
+mkdir -p "$JACO_TEST_ARTIFACTS"
 exec make test

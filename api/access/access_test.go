@@ -150,6 +150,8 @@ var todaysRules = map[string]rule{
 	"/jaco.api.ClusterService/Status": anyone,
 	"/jaco.api.NodeService/Unlock": {[]identity.Identity{local},
 		deny("a node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is")},
+	"/jaco.api.NodeService/DashboardLogin": {[]identity.Identity{local},
+		deny("a dashboard login link is given through the local socket only: it signs in as the operator")},
 	"/jaco.api.ControlService/":                    operators,
 	"/jaco.api.BackupService/":                     operators,
 	"/jaco.api.AgentService/Logs":                  replicaLogs,

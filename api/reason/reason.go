@@ -39,6 +39,9 @@ const (
 	AlreadyInitialized = "already_initialized"
 	// NotFound is an object the caller named that does not exist.
 	NotFound = "not_found"
+	// DashboardOff is a dashboard login asked of a daemon that serves no
+	// dashboard (started without --dashboard-addr).
+	DashboardOff = "dashboard_off"
 	// Unavailable is a daemon the client could not reach.
 	Unavailable = "unavailable"
 	// NotReady is a manager that restarted and has not yet applied what

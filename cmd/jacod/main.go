@@ -88,6 +88,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.AdvertiseAddr, "advertise-addr", os.Getenv("JACO_ADVERTISE_ADDR"), "address other nodes dial; default derived from --listen-addr ($JACO_ADVERTISE_ADDR)")
 	f.StringVar(&cfg.NodeName, "node-name", os.Getenv("JACO_NODE_NAME"), "this node's name in the cluster, an RFC 1123 host name; default the hostname ($JACO_NODE_NAME)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", os.Getenv("JACO_METRICS_ADDR"), "serve Prometheus metrics (/metrics) on this HOST:PORT, off when empty ($JACO_METRICS_ADDR)")
+	f.StringVar(&cfg.DashboardAddr, "dashboard-addr", os.Getenv("JACO_DASHBOARD_ADDR"), "serve the read-only web dashboard on this loopback HOST:PORT (plain HTTP; sign in with the operator token or 'jaco dashboard'), off when empty ($JACO_DASHBOARD_ADDR)")
 	f.StringVar(&debugAddr, "debug-addr", os.Getenv("JACO_DEBUG_ADDR"), "serve Go profiles (/debug/pprof/) on this address, off when empty; bind it to loopback ($JACO_DEBUG_ADDR)")
 	f.StringVar(&logLevel, "log-level", envOr("JACO_LOG_LEVEL", "info"), "debug, info, warn or error ($JACO_LOG_LEVEL)")
 	f.StringVar(&logFormat, "log-format", envOr("JACO_LOG_FORMAT", "text"), "text (key=value) or json (one object a line) ($JACO_LOG_FORMAT)")

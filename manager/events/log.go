@@ -183,3 +183,17 @@ func (l *Log) expire() {
 		l.dropOldest()
 	}
 }
+
+// RecentSince is the apply time of the nth newest held event (of the
+// oldest when fewer are held), zero when none is: a stream from it starts
+// with about the n newest events, so a page can show what happened last
+// without the whole ring (events applied in that same instant come too).
+func (l *Log) RecentSince(n int) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expire()
+	if l.count == 0 || n < 1 {
+		return time.Time{}
+	}
+	return l.at(max(l.count-n, 0)).GetTime().AsTime()
+}

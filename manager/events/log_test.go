@@ -110,3 +110,23 @@ func TestLogWakesWaitersAndCloses(t *testing.T) {
 	}
 	appendAt(l, c, "late") // ignored, no panic on the closed channel
 }
+
+func TestLogRecentSince(t *testing.T) {
+	c := &testClock{t: t0}
+	l := NewLog(100, time.Hour, c.now)
+	if got := l.RecentSince(2); !got.IsZero() {
+		t.Fatalf("RecentSince on an empty log = %v, want zero", got)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		appendAt(l, c, name)
+		c.t = c.t.Add(time.Second)
+	}
+	cursor, _, _ := l.Cursor(l.RecentSince(2))
+	evs, _, _, _ := l.After(cursor, 100)
+	if got := names(evs); len(got) != 2 || got[0] != "b" || got[1] != "c" {
+		t.Fatalf("from RecentSince(2): %v, want [b c]", got)
+	}
+	if got := l.RecentSince(10); !got.Equal(t0) {
+		t.Fatalf("RecentSince(10) with 3 held = %v, want the oldest, %v", got, t0)
+	}
+}
