@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/access"
+	"github.com/jaco-project/jaco/internal/testclock"
 	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -59,36 +59,18 @@ func newFakeManager(t *testing.T) *fakeManager {
 	}}
 }
 
-// testClock is a clock tests move by hand.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type testDashboard struct {
 	srv   *Server
 	http  *httptest.Server
-	clock *testClock
+	clock *testclock.Clock
 }
 
 func newTestDashboard(t *testing.T, src Source, srcErr error) *testDashboard {
-	clock := &testClock{t: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 	s := New(Config{
 		Source:             func() (Source, error) { return src, srcErr },
 		OperatorTokenValid: func(tok string) bool { return tok == goodToken },
-		Now:                clock.now,
+		Now:                clock.Now,
 	})
 	h := httptest.NewServer(s.Handler())
 	t.Cleanup(h.Close)
@@ -177,7 +159,7 @@ func TestExpiredOrUnknownSessionRefused(t *testing.T) {
 	if resp := d.get(t, "/api/state", unknown); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("unknown session: status %d, want 401", resp.StatusCode)
 	}
-	d.clock.advance(SessionLifetime)
+	d.clock.Advance(SessionLifetime)
 	if resp := d.get(t, "/api/state", c); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("expired session: status %d, want 401", resp.StatusCode)
 	}
@@ -198,7 +180,7 @@ func TestOneTimeLoginWorksOnce(t *testing.T) {
 		t.Fatalf("second use: status %d, cookies %v; want 401 and none", again.StatusCode, again.Cookies())
 	}
 	late, _ := d.srv.sessions.issueOnce()
-	d.clock.advance(OnceLifetime)
+	d.clock.Advance(OnceLifetime)
 	if resp := d.get(t, "/login?once="+late, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("expired link: status %d, want 401", resp.StatusCode)
 	}
