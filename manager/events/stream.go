@@ -62,10 +62,11 @@ func NewFilter(req *api.WatchEventsRequest, nodeIDs func(hostname string) []stri
 	return f, nil
 }
 
-// Match reports whether e passes the filter. A reset passes every
-// filter: whoever watches anything must know the history has a hole.
+// Match reports whether e passes the filter; a nil filter passes every
+// event. A reset passes every filter: whoever watches anything must know
+// the history has a hole.
 func (f *Filter) Match(e *api.Event) bool {
-	if e.GetType() == TypeStore {
+	if f == nil || e.GetType() == TypeStore {
 		return true
 	}
 	if f.types != nil && !f.types[e.GetType()] {
@@ -94,12 +95,12 @@ func (f *Filter) Match(e *api.Event) bool {
 	return true
 }
 
-// Stream sends the events of log that match: first those applied at or
-// after since (none when since is zero), then each one as it is applied,
-// until ctx ends (its error is returned), the log closes (ErrClosed) or
-// send fails. Where events are missing it sends a gap: since lies before
-// what the log holds, or the caller read so slowly that the log dropped
-// events it had not read yet.
+// Stream sends the events of log that f matches (all when f is nil):
+// first those applied at or after since (none when since is zero), then
+// each one as it is applied, until ctx ends (its error is returned), the
+// log closes (ErrClosed) or send fails. Where events are missing it sends
+// a gap: since lies before what the log holds, or the caller read so
+// slowly that the log dropped events it had not read yet.
 func Stream(ctx context.Context, log *Log, since time.Time, f *Filter, send func(*api.WatchEventsMessage) error) error {
 	cursor, heldSince, complete := log.Cursor(since)
 	if !complete {
