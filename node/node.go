@@ -36,8 +36,8 @@ import (
 	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/connpool"
+	"github.com/jaco-project/jaco/internal/httpserve"
 	"github.com/jaco-project/jaco/internal/latebind"
-	"github.com/jaco-project/jaco/internal/metrics"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/dashboard"
 	"github.com/jaco-project/jaco/manager/encryption"
@@ -86,7 +86,7 @@ type Node struct {
 	// grpcMetrics count and time the gRPC calls, and metricsSrv serves
 	// the metrics; both nil when Config.MetricsAddr is empty (metrics.go).
 	grpcMetrics *grpcprom.ServerMetrics
-	metricsSrv  *metrics.Server
+	metricsSrv  *httpserve.Server
 	// dashboardSrv serves the dashboard; nil when Config.DashboardAddr
 	// is empty (dashboard.go).
 	dashboardSrv *dashboard.Server

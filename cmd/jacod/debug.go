@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/pprof"
-	"time"
+
+	"github.com/jaco-project/jaco/internal/httpserve"
 )
 
 // serveDebug serves Go's profiles (/debug/pprof/) on addr, reporting the
@@ -18,29 +16,16 @@ import (
 // "Profiling"). The listener is bound before it returns, so a bad address
 // stops the daemon at start rather than later.
 func serveDebug(addr string, log *slog.Logger) (bound string, stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("--debug-addr: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Warn("debug server stopped", "err", err)
-		}
-	}()
-	log.Info("serving profiles", "debug_addr", ln.Addr().String())
-	return ln.Addr().String(), func() {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-		<-done
-	}, nil
+	s, err := httpserve.Start(addr, "debug", mux, log)
+	if err != nil {
+		return "", nil, fmt.Errorf("--debug-addr: %w", err)
+	}
+	log.Info("serving profiles", "debug_addr", s.Addr().String())
+	return s.Addr().String(), s.Stop, nil
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/internal/httpserve"
 	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -69,13 +69,8 @@ type Config struct {
 // Server serves the dashboard until Stop.
 type Server struct {
 	cfg      Config
-	lis      net.Listener
-	srv      *http.Server
+	http     *httpserve.Server // nil for a Server that listens nowhere (New)
 	sessions *sessions
-	// stop ends the requests in progress, the event streams above all,
-	// which http.Server.Shutdown would wait for forever.
-	stop context.CancelFunc
-	done chan struct{}
 }
 
 // Listen checks and binds cfg.Addr, so that a bad address stops the
@@ -84,30 +79,13 @@ func Listen(cfg Config) (*Server, error) {
 	if err := CheckAddr(cfg.Addr); err != nil {
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", cfg.Addr)
+	s := New(cfg)
+	h, err := httpserve.Start(cfg.Addr, "dashboard", s.Handler(), s.cfg.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("dashboard address %s: %w", cfg.Addr, err)
 	}
-	s := New(cfg)
-	s.lis = lis
-	cfg = s.cfg
-	ctx, stop := context.WithCancel(context.Background())
-	s.stop = stop
-	s.srv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No WriteTimeout: event streams write for as long as the page
-		// is open. Idle keep-alive connections of closed tabs go.
-		IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx },
-	}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			cfg.Logger.Warn("dashboard server stopped", "err", err)
-		}
-	}()
-	cfg.Logger.Info("serving dashboard", "dashboard_addr", lis.Addr().String())
+	s.http = h
+	s.cfg.Logger.Info("serving dashboard", "dashboard_addr", h.Addr().String())
 	return s, nil
 }
 
@@ -120,7 +98,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, sessions: newSessions(cfg.Now), done: make(chan struct{})}
+	return &Server{cfg: cfg, sessions: newSessions(cfg.Now)}
 }
 
 // CheckAddr refuses an address the dashboard may not listen on: one that
@@ -149,10 +127,10 @@ func loopbackHost(host string) bool {
 }
 
 // Addr is the bound address.
-func (s *Server) Addr() net.Addr { return s.lis.Addr() }
+func (s *Server) Addr() net.Addr { return s.http.Addr() }
 
 // URL is the dashboard's address as a browser opens it.
-func (s *Server) URL() string { return "http://" + s.lis.Addr().String() }
+func (s *Server) URL() string { return "http://" + s.http.Addr().String() }
 
 // LoginURL makes a one-time login address for the local socket's user
 // (`jaco dashboard`): it signs in once, until expires.
@@ -162,13 +140,7 @@ func (s *Server) LoginURL() (url string, expires time.Time) {
 }
 
 // Stop ends the event streams and closes the listener.
-func (s *Server) Stop() {
-	s.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.srv.Shutdown(ctx)
-	<-s.done
-}
+func (s *Server) Stop() { s.http.Stop() }
 
 // Handler serves the page, its assets, the login and the JSON API.
 func (s *Server) Handler() http.Handler {
