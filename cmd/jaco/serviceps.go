@@ -242,7 +242,7 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 			continue
 		}
 		views = append(views, taskView{
-			ID: t.Id, Name: replicaName(t, hostnames), Node: hostnames[t.NodeId], nodeID: t.NodeId,
+			ID: t.Id, Name: api.ReplicaName(t, hostnames[t.NodeId]), Node: hostnames[t.NodeId], nodeID: t.NodeId,
 			Desired: enumword.Of(t.DesiredState), State: stateWords(t.Status),
 			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(), Error: replicaError(t.Status),
 			Reason: t.GetStatus().GetReason(),
@@ -256,13 +256,6 @@ func slotKey(t *api.Task) string {
 		return t.ServiceId + "/node/" + t.NodeId
 	}
 	return fmt.Sprintf("%s/%d", t.ServiceId, t.Slot)
-}
-
-func replicaName(t *api.Task, hostnames map[string]string) string {
-	if t.Slot == 0 {
-		return t.ServiceName + "." + hostnames[t.NodeId]
-	}
-	return fmt.Sprintf("%s.%d", t.ServiceName, t.Slot)
 }
 
 // stateWords renders a replica's state as `jaco service ps` promises:

@@ -3,7 +3,6 @@ package dashboard
 import (
 	"cmp"
 	"slices"
-	"strconv"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
@@ -194,7 +193,7 @@ func serviceOf(tx store.ReadTx, s *api.Service, hostnames map[string]string, pen
 			}
 		}
 		if state == api.TaskState_TASK_STATE_PENDING {
-			*pending = append(*pending, Pending{Service: out.Name, Replica: replicaName(out.Name, t, hostnames),
+			*pending = append(*pending, Pending{Service: out.Name, Replica: api.ReplicaName(t, cmp.Or(hostnames[t.GetNodeId()], t.GetNodeId())),
 				Reason: t.GetStatus().GetReason(), Message: t.GetStatus().GetMessage()})
 		}
 		host := hostnames[t.GetNodeId()]
@@ -221,16 +220,4 @@ func serviceOf(tx store.ReadTx, s *api.Service, hostnames map[string]string, pen
 	}
 	slices.SortFunc(out.Nodes, func(a, b Placement) int { return cmp.Compare(a.Node, b.Node) })
 	return out
-}
-
-// replicaName is how `jaco service ps` names a replica: SERVICE.SLOT,
-// or SERVICE.NODE for a global one.
-func replicaName(service string, t *api.Task, hostnames map[string]string) string {
-	if t.GetSlot() != 0 {
-		return service + "." + strconv.FormatUint(t.GetSlot(), 10)
-	}
-	if h := hostnames[t.GetNodeId()]; h != "" {
-		return service + "." + h
-	}
-	return service + "." + t.GetNodeId()
 }

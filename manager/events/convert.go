@@ -65,7 +65,8 @@ func FromStore(e store.Event, at time.Time) *api.Event {
 		old, _ := e.Old.(*api.Service)
 		describeService(ev, old, obj)
 	case *api.Task:
-		ev.Type, ev.Name = TypeTask, taskName(obj)
+		// Named by node id: the event has no hostnames at hand.
+		ev.Type, ev.Name = TypeTask, api.ReplicaName(obj, obj.GetNodeId())
 		ev.ServiceId, ev.ServiceName, ev.NodeId = obj.GetServiceId(), obj.GetServiceName(), obj.GetNodeId()
 		old, _ := e.Old.(*api.Task)
 		describeTask(ev, old, obj)
@@ -87,15 +88,6 @@ func FromStore(e store.Event, at time.Time) *api.Event {
 		return nil
 	}
 	return ev
-}
-
-// taskName is SERVICE.SLOT, or SERVICE.NODEID for a global replica, as
-// `jaco service ps` names replicas.
-func taskName(t *api.Task) string {
-	if t.GetSlot() == 0 && t.GetNodeId() != "" {
-		return t.GetServiceName() + "." + t.GetNodeId()
-	}
-	return t.GetServiceName() + "." + strconv.FormatUint(t.GetSlot(), 10)
 }
 
 func describeService(ev *api.Event, old, s *api.Service) {
