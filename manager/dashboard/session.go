@@ -47,13 +47,19 @@ func secret() string {
 }
 
 // start opens a session and returns its cookie value and expiry.
-func (s *sessions) start() (id string, expires time.Time) {
-	id, expires = secret(), s.now().Add(SessionLifetime)
+func (s *sessions) start() (id string, expires time.Time) { return s.issue(s.live, SessionLifetime) }
+
+// issueOnce makes a one-time login code.
+func (s *sessions) issueOnce() (code string, expires time.Time) { return s.issue(s.once, OnceLifetime) }
+
+// issue adds a new secret to m, valid for lifetime.
+func (s *sessions) issue(m map[string]time.Time, lifetime time.Duration) (string, time.Time) {
+	key, expires := secret(), s.now().Add(lifetime)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.prune()
-	s.live[id] = expires
-	return id, expires
+	m[key] = expires
+	return key, expires
 }
 
 // valid reports whether id names a session that has not expired.
@@ -68,16 +74,6 @@ func (s *sessions) end(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.live, id)
-}
-
-// issueOnce makes a one-time login code.
-func (s *sessions) issueOnce() (code string, expires time.Time) {
-	code, expires = secret(), s.now().Add(OnceLifetime)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.prune()
-	s.once[code] = expires
-	return code, expires
 }
 
 // redeemOnce uses up code: true the first time, before it expires.
