@@ -837,9 +837,12 @@ type UpdateClusterRequest struct {
 	// max_services, when set, is the most services the cluster may hold
 	// from now on, 1 to 1048576 (0 is refused). Lowering it below the
 	// services there are removes none; only creating more is refused.
-	MaxServices   *uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3,oneof" json:"max_services,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxServices *uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3,oneof" json:"max_services,omitempty"`
+	// rebalance_on_join, when set, turns rebalancing on node join or return
+	// on or off (docs/adr/0040).
+	RebalanceOnJoin *bool `protobuf:"varint,9,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3,oneof" json:"rebalance_on_join,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -900,6 +903,13 @@ func (x *UpdateClusterRequest) GetMaxServices() uint64 {
 	return 0
 }
 
+func (x *UpdateClusterRequest) GetRebalanceOnJoin() bool {
+	if x != nil && x.RebalanceOnJoin != nil {
+		return *x.RebalanceOnJoin
+	}
+	return false
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -909,9 +919,10 @@ type UpdateClusterResponse struct {
 	// max_replicas_per_service is the limit in force after the call.
 	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
 	// max_services is the limit in force after the call.
-	MaxServices   uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxServices     uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	RebalanceOnJoin bool   `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
@@ -970,6 +981,13 @@ func (x *UpdateClusterResponse) GetMaxServices() uint64 {
 		return x.MaxServices
 	}
 	return 0
+}
+
+func (x *UpdateClusterResponse) GetRebalanceOnJoin() bool {
+	if x != nil {
+		return x.RebalanceOnJoin
+	}
+	return false
 }
 
 type GetUnlockKeyRequest struct {
@@ -1770,6 +1788,115 @@ func (x *UpdateServiceResponse) GetService() *Service {
 	return nil
 }
 
+// RebalanceServiceRequest asks for a rebalance of one service, or of
+// every replicated service (docs/adr/0040).
+type RebalanceServiceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// service is a service id or name; empty with all.
+	Service       string `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
+	All           bool   `protobuf:"varint,2,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceServiceRequest) Reset() {
+	*x = RebalanceServiceRequest{}
+	mi := &file_api_control_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceServiceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceServiceRequest) ProtoMessage() {}
+
+func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceServiceRequest.ProtoReflect.Descriptor instead.
+func (*RebalanceServiceRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *RebalanceServiceRequest) GetService() string {
+	if x != nil {
+		return x.Service
+	}
+	return ""
+}
+
+func (x *RebalanceServiceRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+type RebalanceServiceResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// services are those asked to rebalance.
+	Services []*Service `protobuf:"bytes,1,rep,name=services,proto3" json:"services,omitempty"`
+	// skipped names the services --all left out, with why.
+	Skipped       []string `protobuf:"bytes,2,rep,name=skipped,proto3" json:"skipped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceServiceResponse) Reset() {
+	*x = RebalanceServiceResponse{}
+	mi := &file_api_control_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceServiceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceServiceResponse) ProtoMessage() {}
+
+func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceServiceResponse.ProtoReflect.Descriptor instead.
+func (*RebalanceServiceResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *RebalanceServiceResponse) GetServices() []*Service {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+func (x *RebalanceServiceResponse) GetSkipped() []string {
+	if x != nil {
+		return x.Skipped
+	}
+	return nil
+}
+
 type CreateSecretRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Spec          *FileSpec              `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
@@ -1779,7 +1906,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1918,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1931,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1824,7 +1951,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1963,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1976,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -1870,7 +1997,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2009,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2022,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -1924,7 +2051,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2063,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2076,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -1975,7 +2102,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2114,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2127,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2020,7 +2147,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2159,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2172,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2064,7 +2191,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2203,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2216,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2107,7 +2234,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2246,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2259,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 type CreateConfigRequest struct {
@@ -2144,7 +2271,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2283,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2296,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2188,7 +2315,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2327,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2340,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2234,7 +2361,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2373,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2386,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2286,7 +2413,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2425,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2438,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2337,7 +2464,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2476,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2489,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2382,7 +2509,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2521,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2534,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2426,7 +2553,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2565,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2578,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2469,7 +2596,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2608,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2621,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 type CreateNetworkRequest struct {
@@ -2506,7 +2633,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2645,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2658,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2550,7 +2677,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2689,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2702,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2596,7 +2723,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2735,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2748,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2651,7 +2778,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +2790,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +2803,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2717,7 +2844,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2856,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2869,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2791,7 +2918,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2930,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2943,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -2835,7 +2962,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2974,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +2987,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -2879,7 +3006,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3018,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3031,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -2922,7 +3049,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3061,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3074,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 type RemoveServiceRequest struct {
@@ -2959,7 +3086,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3098,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3111,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3002,7 +3129,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3141,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3154,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 type GetServiceRequest struct {
@@ -3040,7 +3167,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3179,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3192,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3091,7 +3218,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3103,7 +3230,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3116,7 +3243,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3141,7 +3268,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3280,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3293,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3204,7 +3331,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3343,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3356,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3271,7 +3398,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3410,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3423,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3345,7 +3472,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3484,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3497,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3407,7 +3534,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3546,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3559,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3493,7 +3620,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3632,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3645,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3550,7 +3677,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3689,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3702,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3651,7 +3778,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3790,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3803,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -3795,7 +3922,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3934,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3947,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EventChange) GetField() string {
@@ -3861,7 +3988,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +4000,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +4013,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -3921,7 +4048,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4060,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4073,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -3973,7 +4100,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4112,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4125,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4030,7 +4157,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4169,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4182,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4143,7 +4270,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4155,7 +4282,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4168,7 +4295,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4227,7 +4354,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4239,7 +4366,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4252,7 +4379,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4332,21 +4459,24 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x84\x02\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xcb\x02\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01\x12&\n" +
-	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01B\v\n" +
+	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01\x12/\n" +
+	"\x11rebalance_on_join\x18\t \x01(\bH\x03R\x0frebalanceOnJoin\x88\x01\x01B\v\n" +
 	"\t_autolockB\x1b\n" +
 	"\x19_max_replicas_per_serviceB\x0f\n" +
-	"\r_max_services\"\xae\x01\n" +
+	"\r_max_servicesB\x14\n" +
+	"\x12_rebalance_on_join\"\xda\x01\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\x12!\n" +
-	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\"\x15\n" +
+	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\x12*\n" +
+	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
@@ -4393,7 +4523,13 @@ const file_api_control_proto_rawDesc = "" +
 	"\x04spec\x18\x03 \x01(\v2\x15.jaco.api.ServiceSpecR\x04spec\x12\x1a\n" +
 	"\brollback\x18\x04 \x01(\bR\brollback\"D\n" +
 	"\x15UpdateServiceResponse\x12+\n" +
-	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"=\n" +
+	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\"E\n" +
+	"\x17RebalanceServiceRequest\x12\x18\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\x12\x10\n" +
+	"\x03all\x18\x02 \x01(\bR\x03all\"c\n" +
+	"\x18RebalanceServiceResponse\x12-\n" +
+	"\bservices\x18\x01 \x03(\v2\x11.jaco.api.ServiceR\bservices\x12\x18\n" +
+	"\askipped\x18\x02 \x03(\tR\askipped\"=\n" +
 	"\x13CreateSecretRequest\x12&\n" +
 	"\x04spec\x18\x01 \x01(\v2\x12.jaco.api.FileSpecR\x04spec\"@\n" +
 	"\x14CreateSecretResponse\x12(\n" +
@@ -4579,7 +4715,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
 	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is\x12\xb8\x01\n" +
 	"\x0eDashboardLogin\x12\x1f.jaco.api.DashboardLoginRequest\x1a .jaco.api.DashboardLoginResponse\"c\xda\xf3\x18_\n" +
-	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xa7#\n" +
+	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xd4$\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -4600,6 +4736,8 @@ const file_api_control_proto_rawDesc = "" +
 	"\rCreateService\x12\x1e.jaco.api.CreateServiceRequest\x1a\x1f.jaco.api.CreateServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xaa\x01\n" +
+	"\x10RebalanceService\x12!.jaco.api.RebalanceServiceRequest\x1a\".jaco.api.RebalanceServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rRemoveService\x12\x1e.jaco.api.RemoveServiceRequest\x1a\x1f.jaco.api.RemoveServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
@@ -4655,236 +4793,241 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
 var file_api_control_proto_goTypes = []any{
-	(NodeState)(0),                 // 0: jaco.api.NodeState
-	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
-	(ReadConsistency)(0),           // 2: jaco.api.ReadConsistency
-	(*InitClusterRequest)(nil),     // 3: jaco.api.InitClusterRequest
-	(*InitClusterResponse)(nil),    // 4: jaco.api.InitClusterResponse
-	(*JoinClusterRequest)(nil),     // 5: jaco.api.JoinClusterRequest
-	(*JoinClusterResponse)(nil),    // 6: jaco.api.JoinClusterResponse
-	(*ClusterStatusRequest)(nil),   // 7: jaco.api.ClusterStatusRequest
-	(*Member)(nil),                 // 8: jaco.api.Member
-	(*ClusterStatusResponse)(nil),  // 9: jaco.api.ClusterStatusResponse
-	(*UnlockNodeRequest)(nil),      // 10: jaco.api.UnlockNodeRequest
-	(*UnlockNodeResponse)(nil),     // 11: jaco.api.UnlockNodeResponse
-	(*DashboardLoginRequest)(nil),  // 12: jaco.api.DashboardLoginRequest
-	(*DashboardLoginResponse)(nil), // 13: jaco.api.DashboardLoginResponse
-	(*UpdateClusterRequest)(nil),   // 14: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),  // 15: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),    // 16: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),   // 17: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),       // 18: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),      // 19: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),           // 20: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),         // 21: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 22: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 23: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 24: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 25: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 26: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),   // 27: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),  // 28: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),   // 29: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),  // 30: jaco.api.UpdateServiceResponse
-	(*CreateSecretRequest)(nil),    // 31: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),   // 32: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),       // 33: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),      // 34: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),     // 35: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),    // 36: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),    // 37: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),   // 38: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),    // 39: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),   // 40: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),       // 41: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),      // 42: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),     // 43: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),    // 44: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),    // 45: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),   // 46: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),   // 47: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),  // 48: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),      // 49: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),     // 50: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),            // 51: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),    // 52: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 53: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 54: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 55: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 56: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 57: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 58: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 59: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 60: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 61: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 62: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 63: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 64: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 65: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),     // 66: jaco.api.WatchEventsRequest
-	(*Event)(nil),                  // 67: jaco.api.Event
-	(*EventChange)(nil),            // 68: jaco.api.EventChange
-	(*EventsGap)(nil),              // 69: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),     // 70: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),    // 71: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 72: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 73: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 74: jaco.api.ServiceLogsRequest
-	nil,                            // 75: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 76: jaco.api.Suffrage
-	(*timestamppb.Timestamp)(nil),  // 77: google.protobuf.Timestamp
-	(*Node)(nil),                   // 78: jaco.api.Node
-	(NodeRole)(0),                  // 79: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ServiceSpec)(nil),            // 81: jaco.api.ServiceSpec
-	(*Service)(nil),                // 82: jaco.api.Service
-	(*FileSpec)(nil),               // 83: jaco.api.FileSpec
-	(*Secret)(nil),                 // 84: jaco.api.Secret
-	(*Config)(nil),                 // 85: jaco.api.Config
-	(*NetworkSpec)(nil),            // 86: jaco.api.NetworkSpec
-	(*Network)(nil),                // 87: jaco.api.Network
-	(*Task)(nil),                   // 88: jaco.api.Task
-	(NodeAvailability)(0),          // 89: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 90: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 91: jaco.api.LogsMessage
+	(NodeState)(0),                   // 0: jaco.api.NodeState
+	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
+	(ReadConsistency)(0),             // 2: jaco.api.ReadConsistency
+	(*InitClusterRequest)(nil),       // 3: jaco.api.InitClusterRequest
+	(*InitClusterResponse)(nil),      // 4: jaco.api.InitClusterResponse
+	(*JoinClusterRequest)(nil),       // 5: jaco.api.JoinClusterRequest
+	(*JoinClusterResponse)(nil),      // 6: jaco.api.JoinClusterResponse
+	(*ClusterStatusRequest)(nil),     // 7: jaco.api.ClusterStatusRequest
+	(*Member)(nil),                   // 8: jaco.api.Member
+	(*ClusterStatusResponse)(nil),    // 9: jaco.api.ClusterStatusResponse
+	(*UnlockNodeRequest)(nil),        // 10: jaco.api.UnlockNodeRequest
+	(*UnlockNodeResponse)(nil),       // 11: jaco.api.UnlockNodeResponse
+	(*DashboardLoginRequest)(nil),    // 12: jaco.api.DashboardLoginRequest
+	(*DashboardLoginResponse)(nil),   // 13: jaco.api.DashboardLoginResponse
+	(*UpdateClusterRequest)(nil),     // 14: jaco.api.UpdateClusterRequest
+	(*UpdateClusterResponse)(nil),    // 15: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),      // 16: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),     // 17: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),         // 18: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 19: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),             // 20: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),           // 21: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 22: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),    // 23: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil),   // 24: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),        // 25: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 26: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),     // 27: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),    // 28: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),     // 29: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),    // 30: jaco.api.UpdateServiceResponse
+	(*RebalanceServiceRequest)(nil),  // 31: jaco.api.RebalanceServiceRequest
+	(*RebalanceServiceResponse)(nil), // 32: jaco.api.RebalanceServiceResponse
+	(*CreateSecretRequest)(nil),      // 33: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),     // 34: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),         // 35: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),        // 36: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),       // 37: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),      // 38: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),      // 39: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),     // 40: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),      // 41: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),     // 42: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),         // 43: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),        // 44: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),       // 45: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),      // 46: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),      // 47: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),     // 48: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),     // 49: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),    // 50: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),        // 51: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),       // 52: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),              // 53: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),      // 54: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),     // 55: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),     // 56: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),    // 57: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),     // 58: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 59: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 60: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 61: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 62: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 63: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 64: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 65: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 66: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 67: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 68: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 69: jaco.api.Event
+	(*EventChange)(nil),              // 70: jaco.api.EventChange
+	(*EventsGap)(nil),                // 71: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 72: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 73: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 74: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 75: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 76: jaco.api.ServiceLogsRequest
+	nil,                              // 77: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 78: jaco.api.Suffrage
+	(*timestamppb.Timestamp)(nil),    // 79: google.protobuf.Timestamp
+	(*Node)(nil),                     // 80: jaco.api.Node
+	(NodeRole)(0),                    // 81: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),      // 82: google.protobuf.Duration
+	(*ServiceSpec)(nil),              // 83: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 84: jaco.api.Service
+	(*FileSpec)(nil),                 // 85: jaco.api.FileSpec
+	(*Secret)(nil),                   // 86: jaco.api.Secret
+	(*Config)(nil),                   // 87: jaco.api.Config
+	(*NetworkSpec)(nil),              // 88: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 89: jaco.api.Network
+	(*Task)(nil),                     // 90: jaco.api.Task
+	(NodeAvailability)(0),            // 91: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 92: jaco.api.TaskState
+	(*LogsMessage)(nil),              // 93: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	76, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	78, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
 	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	77, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	79, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
 	2,  // 6: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	80, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	20, // 8: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
 	2,  // 9: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	79, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	80, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	77, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	80, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	81, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	82, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	81, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	82, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	83, // 19: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	84, // 20: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 21: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 22: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 23: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 24: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	83, // 25: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	85, // 26: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 27: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 28: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 29: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 30: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	86, // 31: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	87, // 32: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 33: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 34: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	51, // 35: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 36: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 37: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 38: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 39: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 40: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 41: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	20, // 42: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 43: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	88, // 44: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	89, // 45: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	75, // 46: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	79, // 47: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	80, // 48: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	78, // 49: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	77, // 50: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	77, // 51: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	68, // 52: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	77, // 53: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	67, // 54: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	69, // 55: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	90, // 56: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	77, // 57: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	90, // 58: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	82, // 59: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	72, // 60: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	77, // 61: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	77, // 62: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 63: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 64: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 65: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 66: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 67: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14, // 68: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	16, // 69: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	18, // 70: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	21, // 71: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	23, // 72: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	25, // 73: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	64, // 74: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	27, // 75: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	29, // 76: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	56, // 77: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	31, // 78: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	37, // 79: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	33, // 80: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	35, // 81: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	39, // 82: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	45, // 83: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	41, // 84: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	43, // 85: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	47, // 86: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	54, // 87: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	49, // 88: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	52, // 89: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	58, // 90: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	60, // 91: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	62, // 92: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	71, // 93: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	66, // 94: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	74, // 95: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 96: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 97: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 98: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 99: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 100: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	15, // 101: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	17, // 102: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	19, // 103: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	22, // 104: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	24, // 105: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	26, // 106: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	65, // 107: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	28, // 108: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	30, // 109: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	57, // 110: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	32, // 111: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	38, // 112: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	34, // 113: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	36, // 114: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	40, // 115: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	46, // 116: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	42, // 117: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	44, // 118: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	48, // 119: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	55, // 120: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	50, // 121: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	53, // 122: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	59, // 123: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	61, // 124: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	63, // 125: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	73, // 126: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	70, // 127: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	91, // 128: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	96, // [96:129] is the sub-list for method output_type
-	63, // [63:96] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	80, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	81, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	82, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	79, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	82, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	83, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	84, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	83, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	84, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	84, // 19: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	85, // 20: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	86, // 21: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 22: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	86, // 23: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,  // 24: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	86, // 25: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	85, // 26: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	87, // 27: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 28: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87, // 29: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,  // 30: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87, // 31: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	88, // 32: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	89, // 33: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,  // 34: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89, // 35: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	53, // 36: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,  // 37: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89, // 38: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,  // 39: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84, // 40: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,  // 41: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84, // 42: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	20, // 43: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,  // 44: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90, // 45: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	91, // 46: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	77, // 47: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	81, // 48: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	82, // 49: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	80, // 50: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	79, // 51: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	79, // 52: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	70, // 53: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	79, // 54: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	69, // 55: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	71, // 56: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	92, // 57: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	79, // 58: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	92, // 59: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	84, // 60: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	74, // 61: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	79, // 62: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	79, // 63: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,  // 64: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,  // 65: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,  // 66: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10, // 67: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12, // 68: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	14, // 69: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	16, // 70: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	18, // 71: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	21, // 72: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	23, // 73: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	25, // 74: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	66, // 75: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	27, // 76: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	29, // 77: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	31, // 78: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	58, // 79: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	33, // 80: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	39, // 81: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	35, // 82: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	37, // 83: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	41, // 84: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	47, // 85: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	43, // 86: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	45, // 87: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	49, // 88: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	56, // 89: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	51, // 90: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	54, // 91: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	60, // 92: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	62, // 93: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	64, // 94: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	73, // 95: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	68, // 96: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	76, // 97: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,  // 98: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,  // 99: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,  // 100: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11, // 101: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13, // 102: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	15, // 103: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	17, // 104: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	19, // 105: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	22, // 106: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	24, // 107: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	26, // 108: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	67, // 109: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	28, // 110: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	30, // 111: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	32, // 112: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	59, // 113: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	34, // 114: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	40, // 115: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	36, // 116: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	38, // 117: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	42, // 118: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	48, // 119: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	44, // 120: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	46, // 121: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	50, // 122: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	57, // 123: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	52, // 124: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	55, // 125: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	61, // 126: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	63, // 127: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	65, // 128: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	75, // 129: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	72, // 130: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	93, // 131: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	98, // [98:132] is the sub-list for method output_type
+	64, // [64:98] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -4896,14 +5039,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[61].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[63].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   73,
+			NumMessages:   75,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -78,6 +78,11 @@ func init() {
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,
 		},
+		"/jaco.api.ControlService/RebalanceService": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
 		"/jaco.api.ControlService/RemoveService": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",

@@ -367,34 +367,35 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	ControlService_UpdateCluster_FullMethodName  = "/jaco.api.ControlService/UpdateCluster"
-	ControlService_GetUnlockKey_FullMethodName   = "/jaco.api.ControlService/GetUnlockKey"
-	ControlService_ListNodes_FullMethodName      = "/jaco.api.ControlService/ListNodes"
-	ControlService_GetNode_FullMethodName        = "/jaco.api.ControlService/GetNode"
-	ControlService_IssueJoinToken_FullMethodName = "/jaco.api.ControlService/IssueJoinToken"
-	ControlService_RemoveNode_FullMethodName     = "/jaco.api.ControlService/RemoveNode"
-	ControlService_UpdateNode_FullMethodName     = "/jaco.api.ControlService/UpdateNode"
-	ControlService_CreateService_FullMethodName  = "/jaco.api.ControlService/CreateService"
-	ControlService_UpdateService_FullMethodName  = "/jaco.api.ControlService/UpdateService"
-	ControlService_RemoveService_FullMethodName  = "/jaco.api.ControlService/RemoveService"
-	ControlService_CreateSecret_FullMethodName   = "/jaco.api.ControlService/CreateSecret"
-	ControlService_RemoveSecret_FullMethodName   = "/jaco.api.ControlService/RemoveSecret"
-	ControlService_GetSecret_FullMethodName      = "/jaco.api.ControlService/GetSecret"
-	ControlService_ListSecrets_FullMethodName    = "/jaco.api.ControlService/ListSecrets"
-	ControlService_CreateConfig_FullMethodName   = "/jaco.api.ControlService/CreateConfig"
-	ControlService_RemoveConfig_FullMethodName   = "/jaco.api.ControlService/RemoveConfig"
-	ControlService_GetConfig_FullMethodName      = "/jaco.api.ControlService/GetConfig"
-	ControlService_ListConfigs_FullMethodName    = "/jaco.api.ControlService/ListConfigs"
-	ControlService_CreateNetwork_FullMethodName  = "/jaco.api.ControlService/CreateNetwork"
-	ControlService_RemoveNetwork_FullMethodName  = "/jaco.api.ControlService/RemoveNetwork"
-	ControlService_GetNetwork_FullMethodName     = "/jaco.api.ControlService/GetNetwork"
-	ControlService_ListNetworks_FullMethodName   = "/jaco.api.ControlService/ListNetworks"
-	ControlService_GetService_FullMethodName     = "/jaco.api.ControlService/GetService"
-	ControlService_ListServices_FullMethodName   = "/jaco.api.ControlService/ListServices"
-	ControlService_ListTasks_FullMethodName      = "/jaco.api.ControlService/ListTasks"
-	ControlService_WatchService_FullMethodName   = "/jaco.api.ControlService/WatchService"
-	ControlService_WatchEvents_FullMethodName    = "/jaco.api.ControlService/WatchEvents"
-	ControlService_ServiceLogs_FullMethodName    = "/jaco.api.ControlService/ServiceLogs"
+	ControlService_UpdateCluster_FullMethodName    = "/jaco.api.ControlService/UpdateCluster"
+	ControlService_GetUnlockKey_FullMethodName     = "/jaco.api.ControlService/GetUnlockKey"
+	ControlService_ListNodes_FullMethodName        = "/jaco.api.ControlService/ListNodes"
+	ControlService_GetNode_FullMethodName          = "/jaco.api.ControlService/GetNode"
+	ControlService_IssueJoinToken_FullMethodName   = "/jaco.api.ControlService/IssueJoinToken"
+	ControlService_RemoveNode_FullMethodName       = "/jaco.api.ControlService/RemoveNode"
+	ControlService_UpdateNode_FullMethodName       = "/jaco.api.ControlService/UpdateNode"
+	ControlService_CreateService_FullMethodName    = "/jaco.api.ControlService/CreateService"
+	ControlService_UpdateService_FullMethodName    = "/jaco.api.ControlService/UpdateService"
+	ControlService_RebalanceService_FullMethodName = "/jaco.api.ControlService/RebalanceService"
+	ControlService_RemoveService_FullMethodName    = "/jaco.api.ControlService/RemoveService"
+	ControlService_CreateSecret_FullMethodName     = "/jaco.api.ControlService/CreateSecret"
+	ControlService_RemoveSecret_FullMethodName     = "/jaco.api.ControlService/RemoveSecret"
+	ControlService_GetSecret_FullMethodName        = "/jaco.api.ControlService/GetSecret"
+	ControlService_ListSecrets_FullMethodName      = "/jaco.api.ControlService/ListSecrets"
+	ControlService_CreateConfig_FullMethodName     = "/jaco.api.ControlService/CreateConfig"
+	ControlService_RemoveConfig_FullMethodName     = "/jaco.api.ControlService/RemoveConfig"
+	ControlService_GetConfig_FullMethodName        = "/jaco.api.ControlService/GetConfig"
+	ControlService_ListConfigs_FullMethodName      = "/jaco.api.ControlService/ListConfigs"
+	ControlService_CreateNetwork_FullMethodName    = "/jaco.api.ControlService/CreateNetwork"
+	ControlService_RemoveNetwork_FullMethodName    = "/jaco.api.ControlService/RemoveNetwork"
+	ControlService_GetNetwork_FullMethodName       = "/jaco.api.ControlService/GetNetwork"
+	ControlService_ListNetworks_FullMethodName     = "/jaco.api.ControlService/ListNetworks"
+	ControlService_GetService_FullMethodName       = "/jaco.api.ControlService/GetService"
+	ControlService_ListServices_FullMethodName     = "/jaco.api.ControlService/ListServices"
+	ControlService_ListTasks_FullMethodName        = "/jaco.api.ControlService/ListTasks"
+	ControlService_WatchService_FullMethodName     = "/jaco.api.ControlService/WatchService"
+	ControlService_WatchEvents_FullMethodName      = "/jaco.api.ControlService/WatchEvents"
+	ControlService_ServiceLogs_FullMethodName      = "/jaco.api.ControlService/ServiceLogs"
 )
 
 // ControlServiceClient is the client API for ControlService service.
@@ -412,6 +413,7 @@ type ControlServiceClient interface {
 	UpdateNode(ctx context.Context, in *UpdateNodeRequest, opts ...grpc.CallOption) (*UpdateNodeResponse, error)
 	CreateService(ctx context.Context, in *CreateServiceRequest, opts ...grpc.CallOption) (*CreateServiceResponse, error)
 	UpdateService(ctx context.Context, in *UpdateServiceRequest, opts ...grpc.CallOption) (*UpdateServiceResponse, error)
+	RebalanceService(ctx context.Context, in *RebalanceServiceRequest, opts ...grpc.CallOption) (*RebalanceServiceResponse, error)
 	RemoveService(ctx context.Context, in *RemoveServiceRequest, opts ...grpc.CallOption) (*RemoveServiceResponse, error)
 	CreateSecret(ctx context.Context, in *CreateSecretRequest, opts ...grpc.CallOption) (*CreateSecretResponse, error)
 	RemoveSecret(ctx context.Context, in *RemoveSecretRequest, opts ...grpc.CallOption) (*RemoveSecretResponse, error)
@@ -533,6 +535,16 @@ func (c *controlServiceClient) UpdateService(ctx context.Context, in *UpdateServ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateServiceResponse)
 	err := c.cc.Invoke(ctx, ControlService_UpdateService_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) RebalanceService(ctx context.Context, in *RebalanceServiceRequest, opts ...grpc.CallOption) (*RebalanceServiceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RebalanceServiceResponse)
+	err := c.cc.Invoke(ctx, ControlService_RebalanceService_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -771,6 +783,7 @@ type ControlServiceServer interface {
 	UpdateNode(context.Context, *UpdateNodeRequest) (*UpdateNodeResponse, error)
 	CreateService(context.Context, *CreateServiceRequest) (*CreateServiceResponse, error)
 	UpdateService(context.Context, *UpdateServiceRequest) (*UpdateServiceResponse, error)
+	RebalanceService(context.Context, *RebalanceServiceRequest) (*RebalanceServiceResponse, error)
 	RemoveService(context.Context, *RemoveServiceRequest) (*RemoveServiceResponse, error)
 	CreateSecret(context.Context, *CreateSecretRequest) (*CreateSecretResponse, error)
 	RemoveSecret(context.Context, *RemoveSecretRequest) (*RemoveSecretResponse, error)
@@ -834,6 +847,9 @@ func (UnimplementedControlServiceServer) CreateService(context.Context, *CreateS
 }
 func (UnimplementedControlServiceServer) UpdateService(context.Context, *UpdateServiceRequest) (*UpdateServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateService not implemented")
+}
+func (UnimplementedControlServiceServer) RebalanceService(context.Context, *RebalanceServiceRequest) (*RebalanceServiceResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RebalanceService not implemented")
 }
 func (UnimplementedControlServiceServer) RemoveService(context.Context, *RemoveServiceRequest) (*RemoveServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveService not implemented")
@@ -1071,6 +1087,24 @@ func _ControlService_UpdateService_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControlServiceServer).UpdateService(ctx, req.(*UpdateServiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_RebalanceService_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RebalanceServiceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).RebalanceService(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_RebalanceService_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).RebalanceService(ctx, req.(*RebalanceServiceRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1438,6 +1472,10 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateService",
 			Handler:    _ControlService_UpdateService_Handler,
+		},
+		{
+			MethodName: "RebalanceService",
+			Handler:    _ControlService_RebalanceService_Handler,
 		},
 		{
 			MethodName: "RemoveService",

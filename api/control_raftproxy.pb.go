@@ -117,6 +117,17 @@ func (p *raftProxyControlServiceServer) UpdateService(ctx context.Context, r *Up
 	return NewControlServiceClient(conn).UpdateService(ctx, r)
 }
 
+func (p *raftProxyControlServiceServer) RebalanceService(ctx context.Context, r *RebalanceServiceRequest) (*RebalanceServiceResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RebalanceService(ctx, r)
+	}
+	return NewControlServiceClient(conn).RebalanceService(ctx, r)
+}
+
 func (p *raftProxyControlServiceServer) RemoveService(ctx context.Context, r *RemoveServiceRequest) (*RemoveServiceResponse, error) {
 	conn, ctx, err := p.router.Route(ctx)
 	if err != nil {

@@ -654,6 +654,62 @@ func (UpdateState) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
+// RebalanceState is where a service's rebalance stands.
+type RebalanceState int32
+
+const (
+	RebalanceState_REBALANCE_STATE_UNSPECIFIED RebalanceState = 0
+	// REQUESTED: asked for; the orchestrator has not planned it yet, or it
+	// waits for an update under way to finish.
+	RebalanceState_REBALANCE_STATE_REQUESTED RebalanceState = 1
+	// MOVING: replicas are moving, under the service's update policy.
+	RebalanceState_REBALANCE_STATE_MOVING    RebalanceState = 2
+	RebalanceState_REBALANCE_STATE_COMPLETED RebalanceState = 3
+)
+
+// Enum value maps for RebalanceState.
+var (
+	RebalanceState_name = map[int32]string{
+		0: "REBALANCE_STATE_UNSPECIFIED",
+		1: "REBALANCE_STATE_REQUESTED",
+		2: "REBALANCE_STATE_MOVING",
+		3: "REBALANCE_STATE_COMPLETED",
+	}
+	RebalanceState_value = map[string]int32{
+		"REBALANCE_STATE_UNSPECIFIED": 0,
+		"REBALANCE_STATE_REQUESTED":   1,
+		"REBALANCE_STATE_MOVING":      2,
+		"REBALANCE_STATE_COMPLETED":   3,
+	}
+)
+
+func (x RebalanceState) Enum() *RebalanceState {
+	p := new(RebalanceState)
+	*p = x
+	return p
+}
+
+func (x RebalanceState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RebalanceState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[12].Descriptor()
+}
+
+func (RebalanceState) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[12]
+}
+
+func (x RebalanceState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RebalanceState.Descriptor instead.
+func (RebalanceState) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
+}
+
 // TaskState orders a replica's life; a replica only moves forward.
 type TaskState int32
 
@@ -717,11 +773,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[12].Descriptor()
+	return file_api_objects_proto_enumTypes[13].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[12]
+	return &file_api_objects_proto_enumTypes[13]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -730,7 +786,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 // Meta is carried by every stored object.
@@ -828,9 +884,12 @@ type Cluster struct {
 	// overlay_pool is the CIDR networks take their subnets from when they
 	// name none; set at init (jaco cluster init --overlay-pool), never
 	// changed after (docs/adr/0026).
-	OverlayPool   string `protobuf:"bytes,11,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	OverlayPool string `protobuf:"bytes,11,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
+	// rebalance_on_join: when a node joins or returns (READY after it was
+	// not, or ACTIVE again), every replicated service is rebalanced.
+	RebalanceOnJoin bool `protobuf:"varint,16,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -938,6 +997,13 @@ func (x *Cluster) GetOverlayPool() string {
 		return x.OverlayPool
 	}
 	return ""
+}
+
+func (x *Cluster) GetRebalanceOnJoin() bool {
+	if x != nil {
+		return x.RebalanceOnJoin
+	}
+	return false
 }
 
 // Network is an overlay network: replicas attached to it reach each other
@@ -3221,7 +3287,10 @@ type Service struct {
 	// virtual_ips are the service's addresses, one per network of its spec
 	// under the VIP endpoint mode, from the top block of each network's
 	// subnet; written by the leader (docs/adr/0026).
-	VirtualIps    []*VirtualIP `protobuf:"bytes,7,rep,name=virtual_ips,json=virtualIps,proto3" json:"virtual_ips,omitempty"`
+	VirtualIps []*VirtualIP `protobuf:"bytes,7,rep,name=virtual_ips,json=virtualIps,proto3" json:"virtual_ips,omitempty"`
+	// rebalance is the service's latest rebalance (jaco service rebalance,
+	// docs/adr/0040); unset when it was never asked for.
+	Rebalance     *RebalanceStatus `protobuf:"bytes,8,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3305,6 +3374,110 @@ func (x *Service) GetVirtualIps() []*VirtualIP {
 	return nil
 }
 
+func (x *Service) GetRebalance() *RebalanceStatus {
+	if x != nil {
+		return x.Rebalance
+	}
+	return nil
+}
+
+// RebalanceStatus is a service's rebalance: the fewest replicas moved so
+// that the eligible nodes hold its replicas evenly (docs/adr/0040).
+type RebalanceStatus struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	State       RebalanceState         `protobuf:"varint,1,opt,name=state,proto3,enum=jaco.api.RebalanceState" json:"state,omitempty"`
+	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
+	CompletedAt *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	// total is how many replicas had to move when the moving began.
+	Total uint32 `protobuf:"varint,4,opt,name=total,proto3" json:"total,omitempty"`
+	// started counts moves begun; moved, those whose replica runs on
+	// another node. A move that no other node could take is given up on.
+	Started       uint32 `protobuf:"varint,5,opt,name=started,proto3" json:"started,omitempty"`
+	Moved         uint32 `protobuf:"varint,6,opt,name=moved,proto3" json:"moved,omitempty"`
+	Message       string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RebalanceStatus) Reset() {
+	*x = RebalanceStatus{}
+	mi := &file_api_objects_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RebalanceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RebalanceStatus) ProtoMessage() {}
+
+func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
+func (*RebalanceStatus) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RebalanceStatus) GetState() RebalanceState {
+	if x != nil {
+		return x.State
+	}
+	return RebalanceState_REBALANCE_STATE_UNSPECIFIED
+}
+
+func (x *RebalanceStatus) GetRequestedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RequestedAt
+	}
+	return nil
+}
+
+func (x *RebalanceStatus) GetCompletedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CompletedAt
+	}
+	return nil
+}
+
+func (x *RebalanceStatus) GetTotal() uint32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *RebalanceStatus) GetStarted() uint32 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *RebalanceStatus) GetMoved() uint32 {
+	if x != nil {
+		return x.Moved
+	}
+	return 0
+}
+
+func (x *RebalanceStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type VirtualIP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	NetworkId     string                 `protobuf:"bytes,1,opt,name=network_id,json=networkId,proto3" json:"network_id,omitempty"`
@@ -3315,7 +3488,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3500,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3513,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3376,7 +3549,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3561,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3574,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3457,7 +3630,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3642,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3655,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3519,8 +3692,8 @@ type Task struct {
 	ServiceName string       `protobuf:"bytes,10,opt,name=service_name,json=serviceName,proto3" json:"service_name,omitempty"`
 	// not_before: the agent starts the replica no earlier (restart delay).
 	NotBefore *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
-	// replaces is the task this one replaces during a drain: that one keeps
-	// running until this one is healthy.
+	// replaces is the task this one replaces during a drain, a start-first
+	// update or a rebalance: that one keeps running until this one runs.
 	Replaces string `protobuf:"bytes,12,opt,name=replaces,proto3" json:"replaces,omitempty"`
 	// running_since is when the leader recorded the replica RUNNING (the
 	// leader's clock): an update's monitor period counts from it.
@@ -3528,14 +3701,17 @@ type Task struct {
 	// unstable: the replica ended (on its own, not stopped) before it had
 	// run for its update policy's monitor period; it counts as a failure of
 	// an update of its spec_version.
-	Unstable      bool `protobuf:"varint,14,opt,name=unstable,proto3" json:"unstable,omitempty"`
+	Unstable bool `protobuf:"varint,14,opt,name=unstable,proto3" json:"unstable,omitempty"`
+	// rebalance: a rebalance started this task to take over from replaces,
+	// on another node (docs/adr/0040).
+	Rebalance     bool `protobuf:"varint,15,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3723,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3736,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Task) GetId() string {
@@ -3661,6 +3837,13 @@ func (x *Task) GetUnstable() bool {
 	return false
 }
 
+func (x *Task) GetRebalance() bool {
+	if x != nil {
+		return x.Rebalance
+	}
+	return false
+}
+
 type JoinToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -3676,7 +3859,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3688,7 +3871,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3701,7 +3884,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3756,7 +3939,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x95\x03\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc1\x03\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -3771,7 +3954,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\x12!\n" +
 	"\fmax_services\x18\n" +
 	" \x01(\x04R\vmaxServices\x12!\n" +
-	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\"h\n" +
+	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12*\n" +
+	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -3967,7 +4151,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\rNetworkAccess\x12\x12\n" +
 	"\x04open\x18\x01 \x01(\bR\x04open\x12\x1d\n" +
 	"\n" +
-	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\xba\x02\n" +
+	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\xf3\x02\n" +
 	"\aService\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -3976,7 +4160,16 @@ const file_api_objects_proto_rawDesc = "" +
 	"\rprevious_spec\x18\x05 \x01(\v2\x15.jaco.api.ServiceSpecR\fpreviousSpec\x12;\n" +
 	"\rupdate_status\x18\x06 \x01(\v2\x16.jaco.api.UpdateStatusR\fupdateStatus\x124\n" +
 	"\vvirtual_ips\x18\a \x03(\v2\x13.jaco.api.VirtualIPR\n" +
-	"virtualIps\"D\n" +
+	"virtualIps\x127\n" +
+	"\trebalance\x18\b \x01(\v2\x19.jaco.api.RebalanceStatusR\trebalance\"\x9f\x02\n" +
+	"\x0fRebalanceStatus\x12.\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x18.jaco.api.RebalanceStateR\x05state\x12=\n" +
+	"\frequested_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12=\n" +
+	"\fcompleted_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vcompletedAt\x12\x14\n" +
+	"\x05total\x18\x04 \x01(\rR\x05total\x12\x18\n" +
+	"\astarted\x18\x05 \x01(\rR\astarted\x12\x14\n" +
+	"\x05moved\x18\x06 \x01(\rR\x05moved\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"D\n" +
 	"\tVirtualIP\x12\x1d\n" +
 	"\n" +
 	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x18\n" +
@@ -3993,7 +4186,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x0eNetworkAddress\x12\x1d\n" +
 	"\n" +
 	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x93\x04\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xb1\x04\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1d\n" +
@@ -4011,7 +4204,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"not_before\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tnotBefore\x12\x1a\n" +
 	"\breplaces\x18\f \x01(\tR\breplaces\x12?\n" +
 	"\rrunning_since\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x1a\n" +
-	"\bunstable\x18\x0e \x01(\bR\bunstable\"\xf3\x01\n" +
+	"\bunstable\x18\x0e \x01(\bR\bunstable\x12\x1c\n" +
+	"\trebalance\x18\x0f \x01(\bR\trebalance\"\xf3\x01\n" +
 	"\tJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x12\n" +
@@ -4074,7 +4268,12 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x16UPDATE_STATE_COMPLETED\x10\x03\x12!\n" +
 	"\x1dUPDATE_STATE_ROLLBACK_STARTED\x10\x04\x12 \n" +
 	"\x1cUPDATE_STATE_ROLLBACK_PAUSED\x10\x05\x12#\n" +
-	"\x1fUPDATE_STATE_ROLLBACK_COMPLETED\x10\x06*\x9e\x02\n" +
+	"\x1fUPDATE_STATE_ROLLBACK_COMPLETED\x10\x06*\x8b\x01\n" +
+	"\x0eRebalanceState\x12\x1f\n" +
+	"\x1bREBALANCE_STATE_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19REBALANCE_STATE_REQUESTED\x10\x01\x12\x1a\n" +
+	"\x16REBALANCE_STATE_MOVING\x10\x02\x12\x1d\n" +
+	"\x19REBALANCE_STATE_COMPLETED\x10\x03*\x9e\x02\n" +
 	"\tTaskState\x12\x1a\n" +
 	"\x16TASK_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12TASK_STATE_PENDING\x10\x01\x12\x17\n" +
@@ -4101,8 +4300,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4116,140 +4315,146 @@ var file_api_objects_proto_goTypes = []any{
 	(UpdateOrder)(0),              // 9: jaco.api.UpdateOrder
 	(UpdateFailureAction)(0),      // 10: jaco.api.UpdateFailureAction
 	(UpdateState)(0),              // 11: jaco.api.UpdateState
-	(TaskState)(0),                // 12: jaco.api.TaskState
-	(*Meta)(nil),                  // 13: jaco.api.Meta
-	(*Cluster)(nil),               // 14: jaco.api.Cluster
-	(*Network)(nil),               // 15: jaco.api.Network
-	(*NetworkSpec)(nil),           // 16: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 17: jaco.api.NodeStatus
-	(*Resources)(nil),             // 18: jaco.api.Resources
-	(*NodeDescription)(nil),       // 19: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 20: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 21: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 22: jaco.api.NodeDrain
-	(*Node)(nil),                  // 23: jaco.api.Node
-	(*Mount)(nil),                 // 24: jaco.api.Mount
-	(*PortConfig)(nil),            // 25: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 26: jaco.api.HookBundle
-	(*Placement)(nil),             // 27: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 28: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 29: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 30: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 31: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 32: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 33: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 34: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 35: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 36: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 37: jaco.api.Secret
-	(*Config)(nil),                // 38: jaco.api.Config
-	(*FileSpec)(nil),              // 39: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 40: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 41: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 42: jaco.api.NetworkAccess
-	(*Service)(nil),               // 43: jaco.api.Service
-	(*VirtualIP)(nil),             // 44: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 45: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 46: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 47: jaco.api.Task
-	(*JoinToken)(nil),             // 48: jaco.api.JoinToken
-	nil,                           // 49: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 50: jaco.api.Node.LabelsEntry
-	nil,                           // 51: jaco.api.HookBundle.FilesEntry
-	nil,                           // 52: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 53: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 54: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 55: google.protobuf.Duration
+	(RebalanceState)(0),           // 12: jaco.api.RebalanceState
+	(TaskState)(0),                // 13: jaco.api.TaskState
+	(*Meta)(nil),                  // 14: jaco.api.Meta
+	(*Cluster)(nil),               // 15: jaco.api.Cluster
+	(*Network)(nil),               // 16: jaco.api.Network
+	(*NetworkSpec)(nil),           // 17: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 18: jaco.api.NodeStatus
+	(*Resources)(nil),             // 19: jaco.api.Resources
+	(*NodeDescription)(nil),       // 20: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 21: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 22: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 23: jaco.api.NodeDrain
+	(*Node)(nil),                  // 24: jaco.api.Node
+	(*Mount)(nil),                 // 25: jaco.api.Mount
+	(*PortConfig)(nil),            // 26: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 27: jaco.api.HookBundle
+	(*Placement)(nil),             // 28: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 29: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 30: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 31: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 32: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 33: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 34: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 35: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 36: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 37: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 38: jaco.api.Secret
+	(*Config)(nil),                // 39: jaco.api.Config
+	(*FileSpec)(nil),              // 40: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 41: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 42: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 43: jaco.api.NetworkAccess
+	(*Service)(nil),               // 44: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 45: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 46: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 47: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 48: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 49: jaco.api.Task
+	(*JoinToken)(nil),             // 50: jaco.api.JoinToken
+	nil,                           // 51: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 52: jaco.api.Node.LabelsEntry
+	nil,                           // 53: jaco.api.HookBundle.FilesEntry
+	nil,                           // 54: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 55: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 57: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	54, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	54, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	49, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	56, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	56, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	14, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	17, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	51, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
 	3,  // 6: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	54, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	18, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	20, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	56, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	19, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	21, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,  // 10: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	55, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	54, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	13, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	57, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	56, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	14, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,  // 14: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,  // 15: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	50, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	17, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	19, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	52, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	18, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	20, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,  // 19: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	22, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	21, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	23, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	22, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
 	6,  // 22: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	51, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	53, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
 	7,  // 24: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	55, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	55, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	30, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	32, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	33, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	31, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	55, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	55, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	55, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	57, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	57, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	31, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	33, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	34, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	32, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	57, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	57, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	57, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
 	5,  // 34: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	26, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	18, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	18, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	24, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	25, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	27, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	28, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	29, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	55, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	55, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	42, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	40, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	40, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	27, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	19, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	19, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	25, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	26, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	28, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	29, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	30, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	57, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	57, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	43, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	41, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	41, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
 	8,  // 48: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	35, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	35, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	52, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	36, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	13, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	39, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	13, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	39, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	53, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	55, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	36, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	36, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	54, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	37, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	14, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	40, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	14, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	40, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	55, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	57, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
 	9,  // 59: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
 	10, // 60: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	55, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	57, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
 	11, // 62: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	54, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	54, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	34, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	34, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	41, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	44, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	12, // 70: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	54, // 71: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	46, // 72: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	13, // 73: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	12, // 74: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	45, // 75: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	34, // 76: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	54, // 77: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	54, // 78: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	13, // 79: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 80: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	54, // 81: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 82: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	56, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	56, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	35, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	35, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	42, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	46, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	45, // 70: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 71: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	56, // 72: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	56, // 73: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 74: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	56, // 75: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	48, // 76: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	14, // 77: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 78: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	47, // 79: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	35, // 80: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	56, // 81: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	56, // 82: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	14, // 83: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 84: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	56, // 85: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 86: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	87, // [87:87] is the sub-list for method output_type
+	87, // [87:87] is the sub-list for method input_type
+	87, // [87:87] is the sub-list for extension type_name
+	87, // [87:87] is the sub-list for extension extendee
+	0,  // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4268,8 +4473,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      13,
-			NumMessages:   41,
+			NumEnums:      14,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,5 +26,6 @@ func (t *Task) Shallow() *Task {
 		Replaces:     t.Replaces,
 		RunningSince: t.RunningSince,
 		Unstable:     t.Unstable,
+		Rebalance:    t.Rebalance,
 	}
 }

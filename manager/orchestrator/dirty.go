@@ -111,6 +111,10 @@ func decidingPart(t *api.Task) *api.Task {
 	c := t.Shallow()
 	c.Meta, c.Spec = nil, nil
 	c.Status = &api.TaskStatus{State: state(t)}
+	if t.GetRebalance() {
+		// A move the scheduler cannot place is given up (rebalance.go).
+		c.Status.Reason = t.GetStatus().GetReason()
+	}
 	return c
 }
 

@@ -46,14 +46,14 @@ func (g *group) find(id string) *api.Task {
 }
 
 // handedOver: t is live (its node not down) and its slot holds its
-// replacement, which a drain or a start-first update started. The drain,
-// or handOff, decides when t stops.
+// replacement, which a drain, a start-first update or a rebalance
+// started. The drain, handOff or settleMoves decides when t stops.
 func (p *pass) handedOver(g *group, t *api.Task) bool {
 	if !live(t) || p.lost(t) {
 		return false
 	}
 	r := g.replacementOf(t)
-	return r != nil && (p.draining(t.GetNodeId()) || updateReplacement(t, r))
+	return r != nil && (p.draining(t.GetNodeId()) || updateReplacement(t, r) || r.GetRebalance())
 }
 
 // dropPinned stops g's live tasks on nodes under a forced drain that

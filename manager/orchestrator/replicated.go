@@ -106,6 +106,9 @@ func (p *pass) reconcileReplicated(svc *api.Service) error {
 	if err := p.roll(svc, occupied, func(*group) bool { return true }); err != nil {
 		return err
 	}
+	if err := p.rebalance(svc, occupied); err != nil {
+		return err
+	}
 	limit := historyLimit(svc)
 	for _, g := range groups {
 		n := limit
