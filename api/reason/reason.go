@@ -100,6 +100,11 @@ const (
 	InvalidLaunchConfig = "invalid_launch_config"
 )
 
+// UpdateInProgress refuses a rebalance of a service whose update or
+// rollback is rolling or paused: the moves would mix with its own
+// (docs/adr/0040). It is for the update to end first.
+const UpdateInProgress = "update_in_progress"
+
 // The outcomes of a CLI command that waits for a service to converge
 // (create, update, rollback, scale; docs/design.md §8): the write
 // succeeded, the service did not get where it was sent. The CLI sets them

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
 )
@@ -110,4 +111,28 @@ func Rolling(state api.UpdateState) bool {
 // failure and waits for the operator.
 func Paused(state api.UpdateState) bool {
 	return state == api.UpdateState_UPDATE_STATE_PAUSED || state == api.UpdateState_UPDATE_STATE_ROLLBACK_PAUSED
+}
+
+// RebalanceRequest is the status a service's rebalance starts from,
+// asked for at now (docs/adr/0040). Asked for again while it moves, it
+// starts over, planned afresh.
+func RebalanceRequest(now time.Time) *api.RebalanceStatus {
+	return &api.RebalanceStatus{State: api.RebalanceState_REBALANCE_STATE_REQUESTED,
+		RequestedAt: timestamppb.New(now), Message: "rebalance requested"}
+}
+
+// Rebalanceable says why svc cannot be rebalanced now ("" when it can):
+// a global service holds one replica per node, and an update rolling or
+// paused moves replicas itself.
+func Rebalanceable(svc *api.Service) string {
+	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		return "it is global: one replica per node, nothing to even out"
+	}
+	switch st := svc.GetUpdateStatus().GetState(); {
+	case Rolling(st):
+		return "its update is in progress; rebalance it once the update has completed"
+	case Paused(st):
+		return "its update is paused; resume it (jaco service update) or roll it back first"
+	}
+	return ""
 }

@@ -16,11 +16,11 @@ import (
 )
 
 func clusterUpdateCmd(g *globals) *cobra.Command {
-	var autolock, quiet bool
+	var autolock, quiet, rebalanceOnJoin bool
 	var maxReplicas, maxServices uint64
 	cmd := &cobra.Command{
-		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N]",
-		Short: "Change cluster-wide settings (autolock, limits)",
+		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N] [--rebalance-on-join=true|false]",
+		Short: "Change cluster-wide settings (autolock, limits, rebalancing)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &api.UpdateClusterRequest{}
@@ -33,8 +33,11 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("max-services") {
 				req.MaxServices = &maxServices
 			}
-			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil {
-				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N or --max-services N")
+			if cmd.Flags().Changed("rebalance-on-join") {
+				req.RebalanceOnJoin = &rebalanceOnJoin
+			}
+			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && req.RebalanceOnJoin == nil {
+				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N or --rebalance-on-join=true|false")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateCluster(ctx, req)
@@ -51,10 +54,15 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				if req.MaxServices != nil && !quiet {
 					fmt.Fprintf(out, "Max services: %d.\n", resp.MaxServices)
 				}
+				if req.RebalanceOnJoin != nil && !quiet {
+					fmt.Fprintf(out, "Rebalance on join: %t.\n", resp.RebalanceOnJoin)
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&rebalanceOnJoin, "rebalance-on-join", false,
+		"rebalance every replicated service when a node joins or returns (jaco service rebalance --all, by itself)")
 	cmd.Flags().BoolVar(&autolock, "autolock", false, "seal every manager's keys with an unlock key; a restarted manager waits for 'jaco node unlock'")
 	cmd.Flags().Uint64Var(&maxReplicas, "max-replicas-per-service", 0,
 		fmt.Sprintf("the most replicas a service create or update may ask for, 1 to %d (a new cluster's: %d); services above it keep theirs but cannot grow",

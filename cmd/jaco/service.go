@@ -18,7 +18,8 @@ import (
 func serviceCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "service", Short: "Declare and inspect services"}
 	cmd.AddCommand(serviceCreateCmd(g), serviceLsCmd(g), servicePsCmd(g), serviceInspectCmd(g),
-		serviceUpdateCmd(g), serviceRollbackCmd(g), serviceScaleCmd(g), serviceRmCmd(g), serviceLogsCmd(g))
+		serviceUpdateCmd(g), serviceRollbackCmd(g), serviceScaleCmd(g), serviceRmCmd(g), serviceLogsCmd(g),
+		serviceRebalanceCmd(g))
 	return cmd
 }
 

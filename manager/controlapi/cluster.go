@@ -13,8 +13,9 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// UpdateCluster turns autolock on or off, rotates the unlock key and sets
-// the cluster-wide limits. The managers see an autolock change in the
+// UpdateCluster turns autolock on or off, rotates the unlock key, sets
+// the cluster-wide limits and whether a node's joining or return
+// rebalances the services (docs/adr/0040). The managers see an autolock change in the
 // store and re-seal their own files (node/autolock.go); turning autolock
 // on also makes each of them rotate its data key. A key this call creates
 // is in the response, once. A limit holds for the requests that come
@@ -78,7 +79,12 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 				c.MaxServices = *n
 			}
 		}
+		if v := req.RebalanceOnJoin; v != nil && *v != c.RebalanceOnJoin {
+			changed = true
+			c.RebalanceOnJoin = *v
+		}
 		resp.Autolock = c.Autolock
+		resp.RebalanceOnJoin = c.RebalanceOnJoin
 		resp.MaxReplicasPerService = limits.MaxReplicasPerService(c)
 		resp.MaxServices = limits.MaxServices(c)
 		if !changed {

@@ -54,8 +54,9 @@ func New(st *store.Store, opts ...Option) *Orchestrator {
 }
 
 // Run reconciles every service from the store's content, then follows the
-// store's changes until ctx is done; beside it runs the drain machine's
-// bookkeeping (see drainer). It runs while this manager leads and may be
+// store's changes until ctx is done; beside it run the drain machine's
+// bookkeeping (see drainer) and the rebalance on a node's joining
+// (rebalanceOnJoin). It runs while this manager leads and may be
 // run again, one Run at a time, for the next term.
 func (o *Orchestrator) Run(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -63,10 +64,14 @@ func (o *Orchestrator) Run(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the watches and the drainer
 	dr := o.newDrainer()
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		dr.run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		o.rebalanceOnJoin(ctx)
 	}()
 	d := newDirty()
 	in := newIntake(true)

@@ -110,6 +110,8 @@ func rebalanceMessage(rb *api.RebalanceStatus) string {
 		return "balanced already: nothing moved"
 	case rb.Moved < rb.Total:
 		return fmt.Sprintf("moved %d of %d replicas; the others found no other node to take them", rb.Moved, rb.Total)
+	case rb.Moved == 1:
+		return "balanced: moved 1 replica"
 	}
 	return fmt.Sprintf("balanced: moved %d replicas", rb.Moved)
 }

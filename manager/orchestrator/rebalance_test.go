@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"context"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -231,5 +233,38 @@ func TestRebalanceLeavesNodesThatTakeNoReplicas(t *testing.T) {
 	h.step()
 	if rb := h.service("web").GetRebalance(); rb.GetState() != api.RebalanceState_REBALANCE_STATE_COMPLETED || rb.GetTotal() != 0 {
 		t.Fatalf("rebalance = %v, want nothing to move onto a paused node", rb)
+	}
+}
+
+func TestRebalanceOnJoinAsksWhenANodeComesBack(t *testing.T) {
+	h := newHarness(t)
+	h.update(func(tx *store.Tx) error { return tx.Create(&api.Cluster{Id: "c", RebalanceOnJoin: true}) })
+	piled(t, h, startFirst(), "n1", "n1", "n2")
+	h.run()
+	// The watch begins some time after Run: the node goes down and comes
+	// back until a return is seen.
+	h.waitFor("a rebalance to begin", func() bool {
+		h.changeNode("n3", func(n *api.Node) { n.Status.State = api.NodeStatusState_NODE_STATUS_STATE_DOWN })
+		h.changeNode("n3", func(n *api.Node) { n.Status.State = api.NodeStatusState_NODE_STATUS_STATE_READY })
+		return len(h.moves("web")) == 1
+	})
+}
+
+func TestRebalanceOnJoinOffAsksNothing(t *testing.T) {
+	h := newHarness(t)
+	h.update(func(tx *store.Tx) error { return tx.Create(&api.Cluster{Id: "c"}) })
+	piled(t, h, startFirst(), "n1", "n1", "n2")
+	h.o.requestRebalances(context.Background(), slog.Default(), []string{"n3"})
+	if rb := h.service("web").GetRebalance(); rb != nil {
+		t.Fatalf("rebalance_on_join off, yet rebalance = %v", rb)
+	}
+	h.update(func(tx *store.Tx) error {
+		c := tx.Cluster()
+		c.RebalanceOnJoin = true
+		return tx.Update(c)
+	})
+	h.o.requestRebalances(context.Background(), slog.Default(), []string{"n3"})
+	if rb := h.service("web").GetRebalance(); rb.GetState() != api.RebalanceState_REBALANCE_STATE_REQUESTED {
+		t.Fatalf("rebalance = %v, want requested", rb)
 	}
 }
