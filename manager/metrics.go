@@ -32,6 +32,9 @@ var (
 	drainsDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "orchestrator", "drains"),
 		"Nodes by the state of their drain (draining: in progress; timed_out: stopped, the operator must act).",
 		[]string{"state"}, nil)
+	rebalancesDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "orchestrator", "rebalances"),
+		"Services by the state of their latest rebalance (services never rebalanced are left out).",
+		[]string{"state"}, nil)
 	nodesDesc = prometheus.NewDesc(prometheus.BuildFQName(metrics.Namespace, "cluster", "nodes"),
 		"Nodes by role, availability and status (ready, down, unknown).",
 		[]string{"role", "availability", "status"}, nil)
@@ -43,7 +46,7 @@ var (
 type clusterState struct{ st *store.Store }
 
 func (c clusterState) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pendingDesc, updatesDesc, drainsDesc, nodesDesc} {
+	for _, d := range []*prometheus.Desc{pendingDesc, updatesDesc, drainsDesc, rebalancesDesc, nodesDesc} {
 		ch <- d
 	}
 }
@@ -55,6 +58,7 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 	pending := map[string]int{"none": 0, scheduler.ReasonNoSuitableNode: 0, scheduler.ReasonWaitingOnDependency: 0}
 	updates := zeroes(api.UpdateState_UPDATE_STATE_UNSPECIFIED.Descriptor())
 	drains := zeroes(api.DrainState_DRAIN_STATE_NONE.Descriptor())
+	rebalances := zeroes(api.RebalanceState_REBALANCE_STATE_UNSPECIFIED.Descriptor())
 	type nodeKey struct{ role, availability, status string }
 	nodes := map[nodeKey]int{}
 	c.st.View(func(tx store.ReadTx) {
@@ -71,6 +75,9 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range tx.ListServices() {
 			if st := s.GetUpdateStatus().GetState(); st != api.UpdateState_UPDATE_STATE_UNSPECIFIED {
 				updates[enumword.Of(st)]++
+			}
+			if st := s.GetRebalance().GetState(); st != api.RebalanceState_REBALANCE_STATE_UNSPECIFIED {
+				rebalances[enumword.Of(st)]++
 			}
 		}
 		for _, n := range tx.ListNodes() {
@@ -91,6 +98,9 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 	}
 	for state, n := range drains {
 		gauge(drainsDesc, n, state)
+	}
+	for state, n := range rebalances {
+		gauge(rebalancesDesc, n, state)
 	}
 	for k, n := range nodes {
 		gauge(nodesDesc, n, k.role, k.availability, k.status)
