@@ -841,8 +841,12 @@ type UpdateClusterRequest struct {
 	// rebalance_on_join, when set, turns rebalancing on node join or return
 	// on or off (docs/adr/0040).
 	RebalanceOnJoin *bool `protobuf:"varint,9,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3,oneof" json:"rebalance_on_join,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// partition_grace and down_grace, when set, replace the cluster's
+	// (0 to 24 h; docs/adr/0042).
+	PartitionGrace *durationpb.Duration `protobuf:"bytes,10,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	DownGrace      *durationpb.Duration `protobuf:"bytes,11,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -910,6 +914,20 @@ func (x *UpdateClusterRequest) GetRebalanceOnJoin() bool {
 	return false
 }
 
+func (x *UpdateClusterRequest) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -919,8 +937,10 @@ type UpdateClusterResponse struct {
 	// max_replicas_per_service is the limit in force after the call.
 	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
 	// max_services is the limit in force after the call.
-	MaxServices     uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
-	RebalanceOnJoin bool   `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	MaxServices     uint64               `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	RebalanceOnJoin bool                 `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	PartitionGrace  *durationpb.Duration `protobuf:"bytes,8,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	DownGrace       *durationpb.Duration `protobuf:"bytes,9,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -988,6 +1008,20 @@ func (x *UpdateClusterResponse) GetRebalanceOnJoin() bool {
 		return x.RebalanceOnJoin
 	}
 	return false
+}
+
+func (x *UpdateClusterResponse) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterResponse) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
 }
 
 type GetUnlockKeyRequest struct {
@@ -4459,24 +4493,31 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xcb\x02\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xc9\x03\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01\x12&\n" +
 	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01\x12/\n" +
-	"\x11rebalance_on_join\x18\t \x01(\bH\x03R\x0frebalanceOnJoin\x88\x01\x01B\v\n" +
+	"\x11rebalance_on_join\x18\t \x01(\bH\x03R\x0frebalanceOnJoin\x88\x01\x01\x12B\n" +
+	"\x0fpartition_grace\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\v \x01(\v2\x19.google.protobuf.DurationR\tdownGraceB\v\n" +
 	"\t_autolockB\x1b\n" +
 	"\x19_max_replicas_per_serviceB\x0f\n" +
 	"\r_max_servicesB\x14\n" +
-	"\x12_rebalance_on_join\"\xda\x01\n" +
+	"\x12_rebalance_on_join\"\xd8\x02\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\x12!\n" +
 	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\x12*\n" +
-	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\"\x15\n" +
+	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\x12B\n" +
+	"\x0fpartition_grace\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\t \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
@@ -4875,9 +4916,9 @@ var file_api_control_proto_goTypes = []any{
 	nil,                              // 77: jaco.api.UpdateNodeRequest.SetLabelsEntry
 	(Suffrage)(0),                    // 78: jaco.api.Suffrage
 	(*timestamppb.Timestamp)(nil),    // 79: google.protobuf.Timestamp
-	(*Node)(nil),                     // 80: jaco.api.Node
-	(NodeRole)(0),                    // 81: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),      // 82: google.protobuf.Duration
+	(*durationpb.Duration)(nil),      // 80: google.protobuf.Duration
+	(*Node)(nil),                     // 81: jaco.api.Node
+	(NodeRole)(0),                    // 82: jaco.api.NodeRole
 	(*ServiceSpec)(nil),              // 83: jaco.api.ServiceSpec
 	(*Service)(nil),                  // 84: jaco.api.Service
 	(*FileSpec)(nil),                 // 85: jaco.api.FileSpec
@@ -4891,143 +4932,147 @@ var file_api_control_proto_goTypes = []any{
 	(*LogsMessage)(nil),              // 93: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
-	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	78, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
-	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
-	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	79, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 6: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	20, // 8: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 9: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	81, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	82, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	79, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	82, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	83, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	83, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	84, // 19: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	85, // 20: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	86, // 21: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 22: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86, // 23: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 24: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86, // 25: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	85, // 26: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	87, // 27: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 28: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 29: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 30: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 31: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	88, // 32: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	89, // 33: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 34: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89, // 35: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	53, // 36: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 37: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89, // 38: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 39: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 40: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 41: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 42: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	20, // 43: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 44: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90, // 45: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	91, // 46: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	77, // 47: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	81, // 48: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	82, // 49: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	80, // 50: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	79, // 51: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	79, // 52: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	70, // 53: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	79, // 54: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	69, // 55: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	71, // 56: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	92, // 57: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	79, // 58: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	92, // 59: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	84, // 60: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	74, // 61: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	79, // 62: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	79, // 63: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 64: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 65: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 66: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 67: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 68: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14, // 69: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	16, // 70: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	18, // 71: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	21, // 72: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	23, // 73: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	25, // 74: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	66, // 75: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	27, // 76: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	29, // 77: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	31, // 78: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	58, // 79: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	33, // 80: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	39, // 81: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	35, // 82: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	37, // 83: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	41, // 84: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	47, // 85: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	43, // 86: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	45, // 87: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	49, // 88: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	56, // 89: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	51, // 90: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	54, // 91: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	60, // 92: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	62, // 93: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	64, // 94: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	73, // 95: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	68, // 96: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	76, // 97: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 98: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 99: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 100: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 101: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 102: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	15, // 103: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	17, // 104: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	19, // 105: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	22, // 106: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	24, // 107: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	26, // 108: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	67, // 109: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	28, // 110: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	30, // 111: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	32, // 112: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	59, // 113: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	34, // 114: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	40, // 115: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	36, // 116: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	38, // 117: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	42, // 118: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	48, // 119: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	44, // 120: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	46, // 121: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	50, // 122: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	57, // 123: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	52, // 124: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	55, // 125: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	61, // 126: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	63, // 127: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	65, // 128: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	75, // 129: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	72, // 130: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	93, // 131: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	98, // [98:132] is the sub-list for method output_type
-	64, // [64:98] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
+	78,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
+	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
+	0,   // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	79,  // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	80,  // 6: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
+	80,  // 7: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
+	80,  // 8: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
+	80,  // 9: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
+	2,   // 10: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	81,  // 11: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	20,  // 12: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 13: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	81,  // 14: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	82,  // 15: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	80,  // 16: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	79,  // 17: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	80,  // 18: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	83,  // 19: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	84,  // 20: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	83,  // 21: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	84,  // 22: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	84,  // 23: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	85,  // 24: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	86,  // 25: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 26: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	86,  // 27: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 28: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	86,  // 29: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	85,  // 30: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	87,  // 31: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 32: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 33: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 34: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 35: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	88,  // 36: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	89,  // 37: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 38: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 39: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	53,  // 40: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 41: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 42: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 43: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84,  // 44: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 45: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84,  // 46: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	20,  // 47: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 48: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 49: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	91,  // 50: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	77,  // 51: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	82,  // 52: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	80,  // 53: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	81,  // 54: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	79,  // 55: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	79,  // 56: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	70,  // 57: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	79,  // 58: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	69,  // 59: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	71,  // 60: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	92,  // 61: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	79,  // 62: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	92,  // 63: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	84,  // 64: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	74,  // 65: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	79,  // 66: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	79,  // 67: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 68: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 69: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 70: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10,  // 71: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12,  // 72: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	14,  // 73: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	16,  // 74: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	18,  // 75: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	21,  // 76: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	23,  // 77: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	25,  // 78: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	66,  // 79: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	27,  // 80: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	29,  // 81: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	31,  // 82: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	58,  // 83: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	33,  // 84: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	39,  // 85: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	35,  // 86: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	37,  // 87: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	41,  // 88: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	47,  // 89: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	43,  // 90: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	45,  // 91: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	49,  // 92: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	56,  // 93: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	51,  // 94: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	54,  // 95: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	60,  // 96: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	62,  // 97: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	64,  // 98: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	73,  // 99: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	68,  // 100: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	76,  // 101: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 102: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 103: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 104: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11,  // 105: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13,  // 106: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	15,  // 107: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	17,  // 108: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	19,  // 109: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	22,  // 110: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	24,  // 111: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	26,  // 112: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	67,  // 113: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	28,  // 114: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	30,  // 115: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	32,  // 116: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	59,  // 117: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	34,  // 118: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	40,  // 119: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	36,  // 120: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	38,  // 121: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	42,  // 122: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	48,  // 123: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	44,  // 124: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	46,  // 125: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	50,  // 126: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	57,  // 127: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	52,  // 128: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	55,  // 129: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	61,  // 130: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	63,  // 131: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	65,  // 132: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	75,  // 133: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	72,  // 134: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	93,  // 135: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	102, // [102:136] is the sub-list for method output_type
+	68,  // [68:102] is the sub-list for method input_type
+	68,  // [68:68] is the sub-list for extension type_name
+	68,  // [68:68] is the sub-list for extension extendee
+	0,   // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }

@@ -180,8 +180,14 @@ const (
 	NodeStatusState_NODE_STATUS_STATE_UNKNOWN NodeStatusState = 0
 	// READY: the agent holds a session and heartbeats.
 	NodeStatusState_NODE_STATUS_STATE_READY NodeStatusState = 1
-	// DOWN: no heartbeat for the grace period; its replicas are rescheduled.
+	// DOWN: no heartbeat for the grace period, and none of its monitors
+	// heard it either; its replicas are rescheduled after the cluster's
+	// down_grace (docs/adr/0042).
 	NodeStatusState_NODE_STATUS_STATE_DOWN NodeStatusState = 2
+	// PARTITIONED: the managers lost it but a monitor still hears it: it
+	// runs, cut off from the managers. Its replicas are rescheduled only
+	// after the cluster's partition_grace (docs/adr/0042).
+	NodeStatusState_NODE_STATUS_STATE_PARTITIONED NodeStatusState = 3
 )
 
 // Enum value maps for NodeStatusState.
@@ -190,11 +196,13 @@ var (
 		0: "NODE_STATUS_STATE_UNKNOWN",
 		1: "NODE_STATUS_STATE_READY",
 		2: "NODE_STATUS_STATE_DOWN",
+		3: "NODE_STATUS_STATE_PARTITIONED",
 	}
 	NodeStatusState_value = map[string]int32{
-		"NODE_STATUS_STATE_UNKNOWN": 0,
-		"NODE_STATUS_STATE_READY":   1,
-		"NODE_STATUS_STATE_DOWN":    2,
+		"NODE_STATUS_STATE_UNKNOWN":     0,
+		"NODE_STATUS_STATE_READY":       1,
+		"NODE_STATUS_STATE_DOWN":        2,
+		"NODE_STATUS_STATE_PARTITIONED": 3,
 	}
 )
 
@@ -888,8 +896,15 @@ type Cluster struct {
 	// rebalance_on_join: when a node joins or returns (READY after it was
 	// not, or ACTIVE again), every replicated service is rebalanced.
 	RebalanceOnJoin bool `protobuf:"varint,16,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// partition_grace is how long the replicas of a PARTITIONED node keep
+	// their slots before they are replaced elsewhere; unset is 1 minute.
+	PartitionGrace *durationpb.Duration `protobuf:"bytes,17,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	// down_grace is how long the replicas of a DOWN node keep their slots
+	// before they are replaced; unset is 0 (at once: the heartbeat grace
+	// has passed already).
+	DownGrace     *durationpb.Duration `protobuf:"bytes,18,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -1004,6 +1019,20 @@ func (x *Cluster) GetRebalanceOnJoin() bool {
 		return x.RebalanceOnJoin
 	}
 	return false
+}
+
+func (x *Cluster) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *Cluster) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
 }
 
 // Network is an overlay network: replicas attached to it reach each other
@@ -3939,7 +3968,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc1\x03\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbf\x04\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -3955,7 +3984,10 @@ const file_api_objects_proto_rawDesc = "" +
 	"\fmax_services\x18\n" +
 	" \x01(\x04R\vmaxServices\x12!\n" +
 	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12*\n" +
-	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\"h\n" +
+	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x12B\n" +
+	"\x0fpartition_grace\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4226,11 +4258,12 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10NodeAvailability\x12\x1c\n" +
 	"\x18NODE_AVAILABILITY_ACTIVE\x10\x00\x12\x1b\n" +
 	"\x17NODE_AVAILABILITY_PAUSE\x10\x01\x12\x1b\n" +
-	"\x17NODE_AVAILABILITY_DRAIN\x10\x02*i\n" +
+	"\x17NODE_AVAILABILITY_DRAIN\x10\x02*\x8c\x01\n" +
 	"\x0fNodeStatusState\x12\x1d\n" +
 	"\x19NODE_STATUS_STATE_UNKNOWN\x10\x00\x12\x1b\n" +
 	"\x17NODE_STATUS_STATE_READY\x10\x01\x12\x1a\n" +
-	"\x16NODE_STATUS_STATE_DOWN\x10\x02*p\n" +
+	"\x16NODE_STATUS_STATE_DOWN\x10\x02\x12!\n" +
+	"\x1dNODE_STATUS_STATE_PARTITIONED\x10\x03*p\n" +
 	"\n" +
 	"DrainState\x12\x14\n" +
 	"\x10DRAIN_STATE_NONE\x10\x00\x12\x18\n" +
@@ -4366,95 +4399,97 @@ var file_api_objects_proto_depIdxs = []int32{
 	56, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
 	56, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	14, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	14, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	17, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	51, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 6: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	56, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	19, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	21, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 10: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	57, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	56, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	14, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 14: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 15: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	52, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	18, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	20, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 19: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	23, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	22, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 22: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	53, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 24: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	57, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	57, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	31, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	33, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	34, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	32, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	57, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	57, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	57, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 34: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	27, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	19, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	19, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	25, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	26, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	28, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	29, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	30, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	57, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	57, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	43, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	41, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	41, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 48: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	36, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	36, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	54, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	37, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	14, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	40, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	14, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	40, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	55, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	57, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 59: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 60: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	57, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 62: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	56, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	56, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	35, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	35, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	42, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	46, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	45, // 70: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 71: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	56, // 72: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	56, // 73: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 74: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	56, // 75: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	48, // 76: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	14, // 77: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 78: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	47, // 79: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	35, // 80: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	56, // 81: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	56, // 82: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	14, // 83: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 84: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	56, // 85: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	56, // 86: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	57, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	57, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	14, // 5: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	17, // 6: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	51, // 7: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 8: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	56, // 9: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	19, // 10: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	21, // 11: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 12: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	57, // 13: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	56, // 14: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	14, // 15: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 16: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 17: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	52, // 18: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	18, // 19: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	20, // 20: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 21: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	23, // 22: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	22, // 23: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 24: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	53, // 25: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 26: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	57, // 27: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	57, // 28: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	31, // 29: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	33, // 30: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	34, // 31: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	32, // 32: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	57, // 33: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	57, // 34: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	57, // 35: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 36: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	27, // 37: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	19, // 38: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	19, // 39: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	25, // 40: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	26, // 41: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	28, // 42: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	29, // 43: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	30, // 44: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	57, // 45: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	57, // 46: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	43, // 47: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	41, // 48: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	41, // 49: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 50: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	36, // 51: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	36, // 52: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	54, // 53: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	37, // 54: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	14, // 55: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	40, // 56: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	14, // 57: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	40, // 58: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	55, // 59: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	57, // 60: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 61: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 62: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	57, // 63: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 64: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	56, // 65: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	56, // 66: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14, // 67: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	35, // 68: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	35, // 69: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	42, // 70: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	46, // 71: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	45, // 72: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 73: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	56, // 74: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	56, // 75: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 76: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	56, // 77: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	48, // 78: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	14, // 79: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 80: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	47, // 81: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	35, // 82: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	56, // 83: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	56, // 84: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	14, // 85: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 86: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	56, // 87: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 88: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	89, // [89:89] is the sub-list for method output_type
+	89, // [89:89] is the sub-list for method input_type
+	89, // [89:89] is the sub-list for extension type_name
+	89, // [89:89] is the sub-list for extension extendee
+	0,  // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }

@@ -34,6 +34,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 	dispOpts := []dispatcher.Option{
 		dispatcher.WithLogger(log.With("component", "dispatcher")),
 		dispatcher.WithManagers(m.managerAddrs),
+		dispatcher.WithNodeDialer(func(addr string) (*grpc.ClientConn, error) { return m.dial(addr) }),
 	}
 	if o.heartbeatPeriod > 0 {
 		dispOpts = append(dispOpts, dispatcher.WithHeartbeatPeriod(o.heartbeatPeriod))

@@ -32,6 +32,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
+	"github.com/jaco-project/jaco/agent/monitor"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/ca"
@@ -74,6 +75,8 @@ type Node struct {
 	unlockNotBefore time.Time
 
 	agent atomic.Pointer[agent.Agent]
+	// monitors records the nodes that heartbeat to this one (monitor.go).
+	monitors *monitor.Table
 	// overlay is this node's end of the overlay, set with the agent.
 	overlay    atomic.Pointer[overlayNode]
 	agentMu    sync.Mutex // guards starting and stopping the agent
@@ -133,7 +136,7 @@ func New(cfg Config) (_ *Node, err error) {
 		lock.release()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1),
+	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1), monitors: monitor.NewTable(nil),
 		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1),
 		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
 	n.renewConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
@@ -327,6 +330,7 @@ func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
 	api.RegisterNodeServiceServer(srv, nodeService{n: n})
 	api.RegisterAgentServiceServer(srv, agentService{n: n})
+	api.RegisterMonitorServiceServer(srv, monitorService{n: n})
 	api.RegisterFormationServiceServer(srv, formationService{n: n})
 	healthpb.RegisterHealthServer(srv, healthService{n: n})
 	for _, desc := range manager.ServiceDescs {

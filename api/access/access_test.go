@@ -68,6 +68,8 @@ var servedBeyondManaging = map[string][]access.State{
 	"/jaco.api.AgentService/LoadImage":         {access.Worker},
 	"/jaco.api.AgentService/ListLocalReplicas": {access.Worker},
 	"/jaco.api.AgentService/OverlayStatus":     {access.Worker},
+	"/jaco.api.MonitorService/Heartbeat":       {access.Locked, access.Worker},
+	"/jaco.api.MonitorService/LastHeard":       {access.Locked, access.Worker},
 }
 
 // refusal is what a refused call gets: code, reason word, sentence.
@@ -164,6 +166,8 @@ var todaysRules = map[string]rule{
 	"/jaco.api.MembershipService/RenewCertificate": {[]identity.Identity{worker, manager}, deny("a node renews its certificate with its certificate")},
 	"/jaco.api.FormationService/SecretJoin":        anyone,
 	"/jaco.api.AdmissionService/Admit":             {[]identity.Identity{manager}, deny("formation admissions come from managers")},
+	"/jaco.api.MonitorService/Heartbeat":           {[]identity.Identity{worker, manager}, deny("monitor heartbeats come from the cluster's nodes")},
+	"/jaco.api.MonitorService/LastHeard":           {[]identity.Identity{manager}, deny("only managers ask monitors")},
 }
 
 func todaysRule(t *testing.T, method string) rule {
