@@ -41,7 +41,7 @@ func (n *Node) certExpiredAt() (time.Time, bool) {
 func (n *Node) certExpiredError(notAfter time.Time, manager bool) error {
 	when := notAfter.Format(time.RFC3339)
 	if !manager {
-		return fmt.Errorf("%w at %s, while it was off: managers refuse it and it cannot renew it. "+
+		return fmt.Errorf("%w at %s: managers refuse it and it cannot renew it. "+
 			"Its replicas keep running. To bring it back with its node id and replicas, run on a manager "+
 			"'jaco node issue-join-token --role worker', then on this node "+
 			"'jaco node join --rejoin --peer MANAGER:7000 --token TOKEN'", ErrCertExpired, when)
