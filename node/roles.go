@@ -270,9 +270,7 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte) (*api.RenewCertific
 	return nil, fmt.Errorf("ask the managers for this node's role: %w", errors.Join(errs...))
 }
 
-var (
-	errRenewRefused = errors.New("the cluster refused this node")
-)
+var errRenewRefused = errors.New("the cluster refused this node")
 
 // removalGrace is how long a manager told it left raft waits to learn
 // that it was demoted (and runs on as a worker) before it concludes it
