@@ -296,9 +296,12 @@ func (x *InitClusterResponse) GetOperatorToken() string {
 }
 
 type JoinClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Peer          string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
-	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Peer  string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	Token string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// rejoin: this node was in the cluster and its certificate expired; it
+	// keeps its node id, data dir and replicas (docs/adr/0039).
+	Rejoin        bool `protobuf:"varint,30,opt,name=rejoin,proto3" json:"rejoin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -345,6 +348,13 @@ func (x *JoinClusterRequest) GetToken() string {
 		return x.Token
 	}
 	return ""
+}
+
+func (x *JoinClusterRequest) GetRejoin() bool {
+	if x != nil {
+		return x.Rejoin
+	}
+	return false
 }
 
 type JoinClusterResponse struct {
@@ -4455,10 +4465,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12%\n" +
-	"\x0eoperator_token\x18\x03 \x01(\tR\roperatorToken\">\n" +
+	"\x0eoperator_token\x18\x03 \x01(\tR\roperatorToken\"V\n" +
 	"\x12JoinClusterRequest\x12\x12\n" +
 	"\x04peer\x18\x01 \x01(\tR\x04peer\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\tR\x05token\"M\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x16\n" +
+	"\x06rejoin\x18\x1e \x01(\bR\x06rejoin\"M\n" +
 	"\x13JoinClusterResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +

@@ -26,6 +26,9 @@ func init() {
 		"/jaco.api.MembershipService/Join": {
 			Allow: []access.Caller{access.Anyone},
 		},
+		"/jaco.api.MembershipService/Rejoin": {
+			Allow: []access.Caller{access.Anyone},
+		},
 		"/jaco.api.MembershipService/RenewCertificate": {
 			Allow:   []access.Caller{access.Node},
 			Refusal: "a node renews its certificate with its certificate",

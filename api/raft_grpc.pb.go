@@ -202,6 +202,7 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	MembershipService_Join_FullMethodName             = "/jaco.api.MembershipService/Join"
+	MembershipService_Rejoin_FullMethodName           = "/jaco.api.MembershipService/Rejoin"
 	MembershipService_RenewCertificate_FullMethodName = "/jaco.api.MembershipService/RenewCertificate"
 )
 
@@ -214,6 +215,11 @@ const (
 type MembershipServiceClient interface {
 	// Join is open to anyone: the join token is the proof.
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// Rejoin reissues the certificate of a worker whose certificate expired,
+	// for the same node id: open to anyone, since a TLS client certificate
+	// that expired cannot be presented; the worker token and the old key's
+	// proof are what admit it.
+	Rejoin(ctx context.Context, in *RejoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error)
@@ -231,6 +237,16 @@ func (c *membershipServiceClient) Join(ctx context.Context, in *JoinRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(JoinResponse)
 	err := c.cc.Invoke(ctx, MembershipService_Join_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *membershipServiceClient) Rejoin(ctx context.Context, in *RejoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, MembershipService_Rejoin_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +272,11 @@ func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *Rene
 type MembershipServiceServer interface {
 	// Join is open to anyone: the join token is the proof.
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// Rejoin reissues the certificate of a worker whose certificate expired,
+	// for the same node id: open to anyone, since a TLS client certificate
+	// that expired cannot be presented; the worker token and the old key's
+	// proof are what admit it.
+	Rejoin(context.Context, *RejoinRequest) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error)
@@ -271,6 +292,9 @@ type UnimplementedMembershipServiceServer struct{}
 
 func (UnimplementedMembershipServiceServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
+}
+func (UnimplementedMembershipServiceServer) Rejoin(context.Context, *RejoinRequest) (*JoinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rejoin not implemented")
 }
 func (UnimplementedMembershipServiceServer) RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewCertificate not implemented")
@@ -314,6 +338,24 @@ func _MembershipService_Join_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MembershipService_Rejoin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RejoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).Rejoin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_Rejoin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).Rejoin(ctx, req.(*RejoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _MembershipService_RenewCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RenewCertificateRequest)
 	if err := dec(in); err != nil {
@@ -342,6 +384,10 @@ var MembershipService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Join",
 			Handler:    _MembershipService_Join_Handler,
+		},
+		{
+			MethodName: "Rejoin",
+			Handler:    _MembershipService_Rejoin_Handler,
 		},
 		{
 			MethodName: "RenewCertificate",

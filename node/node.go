@@ -35,6 +35,7 @@ import (
 	"github.com/jaco-project/jaco/agent/monitor"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
+	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/internal/httpserve"
@@ -156,6 +157,10 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
+	expiredAt, expired := n.certExpiredAt()
+	if expired && (locked || raft.Exists(cfg.raftDir())) {
+		return nil, n.certExpiredError(expiredAt, true)
+	}
 	switch {
 	case locked:
 		// Autolock: nothing opens until `jaco node unlock` (autolock.go).
@@ -180,7 +185,13 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := n.serveDashboard(); err != nil {
 		return nil, err
 	}
-	if n.initialized() && !locked {
+	switch {
+	case n.initialized() && expired:
+		// A worker: its agent could reach no manager. It starts with
+		// the rejoin (join.go); the replicas run on meanwhile.
+		n.log.Error("jacod cannot rejoin its cluster by itself", "reason", reason.CertificateExpired,
+			"err", n.certExpiredError(expiredAt, false))
+	case n.initialized() && !locked:
 		if err := n.startAgent(); err != nil {
 			return nil, err
 		}

@@ -64,9 +64,7 @@ func (n *Node) checkCert(ctx context.Context) error {
 		return err
 	}
 	if time.Now().After(notAfter) {
-		return fmt.Errorf("%w (it expired at %s): managers refuse it. To bring this node back: "+
-			"'jaco node remove --force %s' on a manager, stop jacod, wipe %s, start jacod and "+
-			"'jaco node join' with a fresh token", errCertExpired, notAfter.Format(time.RFC3339), n.cfg.NodeName, n.cfg.DataDir)
+		return n.certExpiredError(notAfter, id.Role == ca.RoleManager)
 	}
 	due := !time.Now().Before(ca.RenewAt(notBefore, notAfter))
 	var keyPEM, csrPEM []byte
@@ -272,12 +270,7 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte) (*api.RenewCertific
 	return nil, fmt.Errorf("ask the managers for this node's role: %w", errors.Join(errs...))
 }
 
-var (
-	errRenewRefused = errors.New("the cluster refused this node")
-	// errCertExpired: the node was off past its certificate's expiry; it
-	// cannot renew (it would need the certificate to prove who it is).
-	errCertExpired = errors.New("this node's certificate expired")
-)
+var errRenewRefused = errors.New("the cluster refused this node")
 
 // removalGrace is how long a manager told it left raft waits to learn
 // that it was demoted (and runs on as a worker) before it concludes it

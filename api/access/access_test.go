@@ -163,6 +163,7 @@ var todaysRules = map[string]rule{
 	"/jaco.api.DispatcherService/":                 dispatcher,
 	"/jaco.api.RaftService/":                       raft,
 	"/jaco.api.MembershipService/Join":             anyone,
+	"/jaco.api.MembershipService/Rejoin":           anyone,
 	"/jaco.api.MembershipService/RenewCertificate": {[]identity.Identity{worker, manager}, deny("a node renews its certificate with its certificate")},
 	"/jaco.api.FormationService/SecretJoin":        anyone,
 	"/jaco.api.AdmissionService/Admit":             {[]identity.Identity{manager}, deny("formation admissions come from managers")},

@@ -77,6 +77,12 @@ const (
 	// address names another cluster (or a node not yet in one), or a man
 	// in the middle answers. Nothing was sent; retrying will not help.
 	CAMismatch = "ca_mismatch"
+	// CertificateExpired is a node whose certificate expired while it was
+	// off: it cannot renew it. A worker rejoins under its node id with
+	// `jaco node join --rejoin` and a worker token; a manager is removed
+	// and joins afresh, or, with no manager left, is started once with
+	// --force-new-cluster (docs/adr/0039). The message names the commands.
+	CertificateExpired = "certificate_expired"
 	// AlreadyExists is a create whose name is taken (a network).
 	AlreadyExists = "already_exists"
 	// NetworkInUse refuses removing a network a service (or the spec a

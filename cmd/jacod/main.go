@@ -134,6 +134,8 @@ func run(args []string) int {
 		word = "already_initialized"
 	case errors.Is(err, node.ErrRemoved):
 		word = "node_removed"
+	case errors.Is(err, node.ErrCertExpired):
+		word = "certificate_expired"
 	}
 	if jsonLog != nil {
 		// Every line on stderr stays JSON once the daemon logs in it.
