@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,7 +27,8 @@ const dialWindow = 3 * time.Second
 // and stays ready. Writes through the two managers that stay never fail
 // while a follower moves; while the leader moves they fail only until the
 // first write acknowledged after its stop (the election), and only with
-// no_leader or outcome_unknown.
+// no_leader or outcome_unknown. Last, a manager restarted advertising the
+// worker's address is refused address_in_use and stays where it was.
 func TestMultihostManagerAddressChange(t *testing.T) {
 	c := newCluster(t, 3)
 	lead := c.leader(t, c.managers)
@@ -67,6 +69,28 @@ func TestMultihostManagerAddressChange(t *testing.T) {
 			t.Errorf("write failure outside the election after the leader stopped (writes resumed %s): %v", resumed.Format("15:04:05.000"), f)
 		}
 	}
+
+	// A manager restarted advertising an address another node is
+	// recorded at (the worker's) is refused address_in_use, says so in
+	// its log, and stays recorded where it was.
+	third := c.others(follower, lead)[0]
+	third.stop(t)
+	flags := third.flags
+	third.flags = append(slices.Clone(flags), "--advertise-addr", worker.addr())
+	third.start(t)
+	eventually(t, convergeTimeout, func() error {
+		if !strings.Contains(third.logSince(), "error: address_in_use: ") {
+			return fmt.Errorf("%s, advertising %s, logged no address_in_use refusal", third.name, worker.addr())
+		}
+		return nil
+	})
+	wantMemberAddress(t, c.managers, third)
+	wantNodeAddress(t, c.managers, third.name, third.addr())
+	wantNodeAddress(t, c.managers, worker.name, worker.addr())
+	third.stop(t)
+	third.flags = flags
+	third.start(t)
+	wantWritesThrough(t, c.managers)
 }
 
 // moveAndCheck restarts manager d on a new address while the cluster
@@ -75,12 +99,12 @@ func TestMultihostManagerAddressChange(t *testing.T) {
 // move; mark is a label value unique to this move.
 func (c *mcluster) moveAndCheck(t *testing.T, d *nsDaemon, steady []*nsDaemon, worker *nsDaemon, mark string) {
 	t.Helper()
-	start := time.Now()
 	old := c.moveManager(t, d)
+	restarted := time.Now()
 	t.Logf("%s restarted at %s (was %s)", d.name, d.addr(), old)
 	wantMemberAddress(t, c.managers, d)
 	wantNodeAddress(t, c.managers, d.name, d.addr())
-	t.Logf("every manager shows %s at %s %v after its stop", d.name, d.addr(), time.Since(start).Round(time.Millisecond))
+	t.Logf("every manager shows %s at %s, in status and node ls, within %v of its restart", d.name, d.addr(), time.Since(restarted).Round(time.Millisecond))
 	wantWritesThrough(t, []*nsDaemon{d})
 	wantOK(t, steady[0].jaco("node", "update", "--label-add", "moved="+mark, d.name))
 	wantLabelEverywhere(t, c.managers, d.name, "moved", mark)

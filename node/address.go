@@ -30,14 +30,16 @@ func (n *Node) runAddressLoop(ctx context.Context) {
 	}
 	kick := make(chan struct{}, 1)
 	kick <- struct{}{} // check at once: a restart is when addresses change
+	var asked string   // the move last announced in the log, said once
 	n.runLoop(ctx, loop{interval: n.cfg.RoleCheckInterval, kick: kick,
-		failMsg: "this manager's address changed and the cluster has not recorded the new one yet; retrying", step: n.checkAddress})
+		failMsg: "this manager's address changed and the cluster has not recorded the new one yet; retrying",
+		step:    func(ctx context.Context) error { return n.checkAddress(ctx, &asked) }})
 }
 
 // checkAddress compares the address this manager's own raft state and
 // store record for it with its advertise address, and asks the leader to
-// move it when they differ.
-func (n *Node) checkAddress(ctx context.Context) error {
+// move it when they differ. asked is the move it last logged.
+func (n *Node) checkAddress(ctx context.Context, asked *string) error {
 	m := n.Manager()
 	if m == nil || n.State() != api.NodeState_NODE_STATE_READY {
 		return nil // a worker, or a locked manager: nothing to move now
@@ -58,7 +60,10 @@ func (n *Node) checkAddress(ctx context.Context) error {
 	if node != nil && recorded == n.advertise {
 		recorded = node.Address
 	}
-	n.log.Info("this manager's advertise address changed; asking the leader to record it", "from", recorded, "to", n.advertise)
+	if move := recorded + " " + n.advertise; *asked != move {
+		*asked = move
+		n.log.Info("this manager's advertise address changed; asking the leader to record it", "from", recorded, "to", n.advertise)
+	}
 	resp, err := n.callUpdateAddress(ctx)
 	if err != nil {
 		return err
