@@ -105,6 +105,11 @@ func (c *mcluster) moveAndCheck(t *testing.T, d *nsDaemon, steady []*nsDaemon, w
 	wantMemberAddress(t, c.managers, d)
 	wantNodeAddress(t, c.managers, d.name, d.addr())
 	t.Logf("every manager shows %s at %s, in status and node ls, within %v of its restart", d.name, d.addr(), time.Since(restarted).Round(time.Millisecond))
+	for _, line := range strings.Split(d.logSince(), "\n") {
+		if strings.Contains(line, "address changed") || strings.Contains(line, "new address") {
+			t.Logf("%s: %s", d.name, line) // what the address loop said
+		}
+	}
 	wantWritesThrough(t, []*nsDaemon{d})
 	wantOK(t, steady[0].jaco("node", "update", "--label-add", "moved="+mark, d.name))
 	wantLabelEverywhere(t, c.managers, d.name, "moved", mark)
