@@ -1231,6 +1231,97 @@ func (x *RenewCertificateResponse) GetMembers() []*RaftMember {
 	return nil
 }
 
+// UpdateAddressRequest names the advertise address the calling manager
+// now listens on; the member to move is the caller's certificate's.
+type UpdateAddressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAddressRequest) Reset() {
+	*x = UpdateAddressRequest{}
+	mi := &file_api_raft_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAddressRequest) ProtoMessage() {}
+
+func (x *UpdateAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAddressRequest.ProtoReflect.Descriptor instead.
+func (*UpdateAddressRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *UpdateAddressRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type UpdateAddressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// members is the raft group after the change.
+	Members       []*RaftMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAddressResponse) Reset() {
+	*x = UpdateAddressResponse{}
+	mi := &file_api_raft_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAddressResponse) ProtoMessage() {}
+
+func (x *UpdateAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAddressResponse.ProtoReflect.Descriptor instead.
+func (*UpdateAddressResponse) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UpdateAddressResponse) GetMembers() []*RaftMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
@@ -1318,21 +1409,27 @@ const file_api_raft_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\x02 \x01(\fR\tcaCertPem\x12&\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x17\n" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
-	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
+	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers\"0\n" +
+	"\x14UpdateAddressRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"G\n" +
+	"\x15UpdateAddressResponse\x12.\n" +
+	"\amembers\x18\x01 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
 	"\vRaftService\x12\xa5\x01\n" +
 	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\"D\xda\xf3\x18@\n" +
 	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster\x12\xa4\x01\n" +
 	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse\"D\xda\xf3\x18@\n" +
 	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster(\x01\x12\x99\x01\n" +
 	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse\"D\xda\xf3\x18@\n" +
-	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster2\xb6\x02\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster2\xd5\x03\n" +
 	"\x11MembershipService\x12>\n" +
 	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\"\a\xda\xf3\x18\x03\n" +
 	"\x01\x01\x12B\n" +
 	"\x06Rejoin\x12\x17.jaco.api.RejoinRequest\x1a\x16.jaco.api.JoinResponse\"\a\xda\xf3\x18\x03\n" +
 	"\x01\x01\x12\x96\x01\n" +
 	"\x10RenewCertificate\x12!.jaco.api.RenewCertificateRequest\x1a\".jaco.api.RenewCertificateResponse\";\xda\xf3\x187\n" +
-	"\x01\x04\x1a2a node renews its certificate with its certificate\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x01\x04\x1a2a node renews its certificate with its certificate\x12\x9c\x01\n" +
+	"\rUpdateAddress\x12\x1e.jaco.api.UpdateAddressRequest\x1a\x1f.jaco.api.UpdateAddressResponse\"J\xda\xf3\x18F\n" +
+	"\x01\x05\x1aAa manager moves its own raft member, with its manager certificate\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_raft_proto_rawDescOnce sync.Once
@@ -1347,7 +1444,7 @@ func file_api_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
@@ -1367,60 +1464,65 @@ var file_api_raft_proto_goTypes = []any{
 	(*RejoinRequest)(nil),              // 15: jaco.api.RejoinRequest
 	(*RenewCertificateRequest)(nil),    // 16: jaco.api.RenewCertificateRequest
 	(*RenewCertificateResponse)(nil),   // 17: jaco.api.RenewCertificateResponse
-	(*Cluster)(nil),                    // 18: jaco.api.Cluster
-	(*Node)(nil),                       // 19: jaco.api.Node
-	(*Service)(nil),                    // 20: jaco.api.Service
-	(*Task)(nil),                       // 21: jaco.api.Task
-	(*JoinToken)(nil),                  // 22: jaco.api.JoinToken
-	(*Network)(nil),                    // 23: jaco.api.Network
-	(*Secret)(nil),                     // 24: jaco.api.Secret
-	(*Config)(nil),                     // 25: jaco.api.Config
-	(NodeRole)(0),                      // 26: jaco.api.NodeRole
+	(*UpdateAddressRequest)(nil),       // 18: jaco.api.UpdateAddressRequest
+	(*UpdateAddressResponse)(nil),      // 19: jaco.api.UpdateAddressResponse
+	(*Cluster)(nil),                    // 20: jaco.api.Cluster
+	(*Node)(nil),                       // 21: jaco.api.Node
+	(*Service)(nil),                    // 22: jaco.api.Service
+	(*Task)(nil),                       // 23: jaco.api.Task
+	(*JoinToken)(nil),                  // 24: jaco.api.JoinToken
+	(*Network)(nil),                    // 25: jaco.api.Network
+	(*Secret)(nil),                     // 26: jaco.api.Secret
+	(*Config)(nil),                     // 27: jaco.api.Config
+	(NodeRole)(0),                      // 28: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
-	18, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
-	19, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
-	20, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
-	21, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
-	22, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
-	23, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
-	24, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
-	25, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
+	20, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
+	21, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
+	22, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
+	23, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
+	24, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
+	25, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
+	26, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
+	27, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
 	1,  // 9: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	18, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	19, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	20, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	21, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	22, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
-	23, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
-	24, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
-	25, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
+	20, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	21, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	22, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	23, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	24, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	25, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
+	26, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
+	27, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
 	3,  // 18: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 19: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
 	4,  // 20: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
 	4,  // 21: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	26, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	28, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
 	4,  // 23: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	26, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	28, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
 	4,  // 25: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 26: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 27: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 28: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 29: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 30: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
-	16, // 31: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	8,  // 32: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 33: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 34: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 35: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	14, // 36: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
-	17, // 37: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	32, // [32:38] is the sub-list for method output_type
-	26, // [26:32] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	4,  // 26: jaco.api.UpdateAddressResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 27: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 28: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 29: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 30: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 31: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
+	16, // 32: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	18, // 33: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
+	8,  // 34: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 35: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 36: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 37: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	14, // 38: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
+	17, // 39: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	19, // 40: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
+	34, // [34:41] is the sub-list for method output_type
+	27, // [27:34] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1446,7 +1548,7 @@ func file_api_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

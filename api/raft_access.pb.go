@@ -33,5 +33,9 @@ func init() {
 			Allow:   []access.Caller{access.Node},
 			Refusal: "a node renews its certificate with its certificate",
 		},
+		"/jaco.api.MembershipService/UpdateAddress": {
+			Allow:   []access.Caller{access.Manager},
+			Refusal: "a manager moves its own raft member, with its manager certificate",
+		},
 	})
 }

@@ -204,6 +204,7 @@ const (
 	MembershipService_Join_FullMethodName             = "/jaco.api.MembershipService/Join"
 	MembershipService_Rejoin_FullMethodName           = "/jaco.api.MembershipService/Rejoin"
 	MembershipService_RenewCertificate_FullMethodName = "/jaco.api.MembershipService/RenewCertificate"
+	MembershipService_UpdateAddress_FullMethodName    = "/jaco.api.MembershipService/UpdateAddress"
 )
 
 // MembershipServiceClient is the client API for MembershipService service.
@@ -223,6 +224,10 @@ type MembershipServiceClient interface {
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error)
+	// UpdateAddress moves the calling manager's raft member and Node to the
+	// address it advertises now, after a restart with a new --advertise-addr
+	// (docs/adr/0038). Refused with address_in_use when another node has it.
+	UpdateAddress(ctx context.Context, in *UpdateAddressRequest, opts ...grpc.CallOption) (*UpdateAddressResponse, error)
 }
 
 type membershipServiceClient struct {
@@ -263,6 +268,16 @@ func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *Rene
 	return out, nil
 }
 
+func (c *membershipServiceClient) UpdateAddress(ctx context.Context, in *UpdateAddressRequest, opts ...grpc.CallOption) (*UpdateAddressResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateAddressResponse)
+	err := c.cc.Invoke(ctx, MembershipService_UpdateAddress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MembershipServiceServer is the server API for MembershipService service.
 // All implementations must embed UnimplementedMembershipServiceServer
 // for forward compatibility.
@@ -280,6 +295,10 @@ type MembershipServiceServer interface {
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error)
+	// UpdateAddress moves the calling manager's raft member and Node to the
+	// address it advertises now, after a restart with a new --advertise-addr
+	// (docs/adr/0038). Refused with address_in_use when another node has it.
+	UpdateAddress(context.Context, *UpdateAddressRequest) (*UpdateAddressResponse, error)
 	mustEmbedUnimplementedMembershipServiceServer()
 }
 
@@ -298,6 +317,9 @@ func (UnimplementedMembershipServiceServer) Rejoin(context.Context, *RejoinReque
 }
 func (UnimplementedMembershipServiceServer) RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewCertificate not implemented")
+}
+func (UnimplementedMembershipServiceServer) UpdateAddress(context.Context, *UpdateAddressRequest) (*UpdateAddressResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateAddress not implemented")
 }
 func (UnimplementedMembershipServiceServer) mustEmbedUnimplementedMembershipServiceServer() {}
 func (UnimplementedMembershipServiceServer) testEmbeddedByValue()                           {}
@@ -374,6 +396,24 @@ func _MembershipService_RenewCertificate_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MembershipService_UpdateAddress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateAddressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).UpdateAddress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_UpdateAddress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).UpdateAddress(ctx, req.(*UpdateAddressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MembershipService_ServiceDesc is the grpc.ServiceDesc for MembershipService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -392,6 +432,10 @@ var MembershipService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RenewCertificate",
 			Handler:    _MembershipService_RenewCertificate_Handler,
+		},
+		{
+			MethodName: "UpdateAddress",
+			Handler:    _MembershipService_UpdateAddress_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -57,3 +57,14 @@ func (p *raftProxyMembershipServiceServer) RenewCertificate(ctx context.Context,
 	}
 	return NewMembershipServiceClient(conn).RenewCertificate(ctx, r)
 }
+
+func (p *raftProxyMembershipServiceServer) UpdateAddress(ctx context.Context, r *UpdateAddressRequest) (*UpdateAddressResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.UpdateAddress(ctx, r)
+	}
+	return NewMembershipServiceClient(conn).UpdateAddress(ctx, r)
+}

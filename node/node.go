@@ -196,10 +196,14 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n.loopWG.Add(2)
+	n.loopWG.Add(3)
 	go func() {
 		defer n.loopWG.Done()
 		n.runCertLoop(n.loopCtx)
+	}()
+	go func() {
+		defer n.loopWG.Done()
+		n.runAddressLoop(n.loopCtx)
 	}()
 	go func() {
 		defer n.loopWG.Done()

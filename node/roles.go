@@ -78,6 +78,9 @@ func (n *Node) checkCert(ctx context.Context) error {
 		return err
 	}
 	n.rememberManagers(resp.Members)
+	// A manager that moved is not asked at its old address any more, and
+	// a failed connection there would go on redialling it.
+	n.renewConns.Keep(n.renewTargets())
 	if roleName(resp.Role) == id.Role && !due {
 		return nil
 	}
@@ -202,10 +205,11 @@ func (n *Node) becomeWorker(m *manager.Manager, resp *api.RenewCertificateRespon
 	return nil
 }
 
-// rememberManagers keeps a worker's list of managers current for its
-// next start (managers.json).
+// rememberManagers keeps the list of managers current for the node's
+// next start as a worker, or after a demotion (managers.json): the
+// addresses it joined through may have moved since (docs/adr/0038).
 func (n *Node) rememberManagers(members []*api.RaftMember) {
-	if n.Manager() != nil || len(members) == 0 {
+	if len(members) == 0 {
 		return
 	}
 	if old, err := n.joinManagers(); err == nil && slices.Equal(old, manager.MemberAddrs(members)) {
@@ -221,8 +225,10 @@ func (n *Node) rememberManagers(members []*api.RaftMember) {
 func (n *Node) renewTargets() []string {
 	var addrs []string
 	if m := n.Manager(); m != nil {
+		// By raft id, not address: after a restart with a new advertise
+		// address this member's record still holds the old one.
 		for _, mem := range m.RaftMembers() {
-			if mem.Address != n.advertise {
+			if mem.RaftId != m.RaftID() {
 				addrs = append(addrs, mem.Address)
 			}
 		}

@@ -165,6 +165,7 @@ var todaysRules = map[string]rule{
 	"/jaco.api.MembershipService/Join":             anyone,
 	"/jaco.api.MembershipService/Rejoin":           anyone,
 	"/jaco.api.MembershipService/RenewCertificate": {[]identity.Identity{worker, manager}, deny("a node renews its certificate with its certificate")},
+	"/jaco.api.MembershipService/UpdateAddress":    {[]identity.Identity{manager}, deny("a manager moves its own raft member, with its manager certificate")},
 	"/jaco.api.FormationService/SecretJoin":        anyone,
 	"/jaco.api.AdmissionService/Admit":             {[]identity.Identity{manager}, deny("formation admissions come from managers")},
 	"/jaco.api.MonitorService/Heartbeat":           {[]identity.Identity{worker, manager}, deny("monitor heartbeats come from the cluster's nodes")},

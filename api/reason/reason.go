@@ -93,6 +93,10 @@ const (
 	// the services.
 	SecretInUse = "secret_in_use"
 	ConfigInUse = "config_in_use"
+	// AddressInUse refuses moving a manager to an advertise address
+	// another node of the cluster is recorded at; the message names it.
+	// Nothing was changed (docs/adr/0038).
+	AddressInUse = "address_in_use"
 	// UnsupportedComposeKey is a compose file key jaco cannot honour
 	// (build, privileged, a volume that is not a bind mount, ...), named
 	// in the message: `jaco stack deploy` refuses the whole file before
