@@ -544,7 +544,11 @@ type ClusterStatusResponse struct {
 	FailedUnlockAttempts uint32 `protobuf:"varint,7,opt,name=failed_unlock_attempts,json=failedUnlockAttempts,proto3" json:"failed_unlock_attempts,omitempty"`
 	// raft_term is this manager's raft term: every election raises it, so
 	// two reads with different terms mean leadership changed in between.
-	RaftTerm      uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	RaftTerm uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	// backup_schedule is the scheduled backups' setting (unset: never set).
+	BackupSchedule *BackupSchedule `protobuf:"bytes,9,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup    *BackupRecord `protobuf:"bytes,10,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -633,6 +637,20 @@ func (x *ClusterStatusResponse) GetRaftTerm() uint64 {
 		return x.RaftTerm
 	}
 	return 0
+}
+
+func (x *ClusterStatusResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
 }
 
 type UnlockNodeRequest struct {
@@ -837,7 +855,20 @@ type UpdateClusterRequest struct {
 	// max_services, when set, is the most services the cluster may hold
 	// from now on, 1 to 1048576 (0 is refused). Lowering it below the
 	// services there are removes none; only creating more is refused.
-	MaxServices   *uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3,oneof" json:"max_services,omitempty"`
+	MaxServices *uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3,oneof" json:"max_services,omitempty"`
+	// backup_interval, when set, is the pace of scheduled backups: 1m to
+	// 30 days, or 0 to turn them off (docs/adr/0037). Turning them on needs
+	// a backup_dir, given now or before.
+	BackupInterval *durationpb.Duration `protobuf:"bytes,5,opt,name=backup_interval,json=backupInterval,proto3" json:"backup_interval,omitempty"`
+	// backup_dir, when set, is the absolute directory on the leader's
+	// machine scheduled backups go into.
+	BackupDir *string `protobuf:"bytes,6,opt,name=backup_dir,json=backupDir,proto3,oneof" json:"backup_dir,omitempty"`
+	// backup_keep, when set, is how many scheduled backups each manager
+	// keeps in backup_dir, 1 to 1000 (default 7).
+	BackupKeep *uint32 `protobuf:"varint,7,opt,name=backup_keep,json=backupKeep,proto3,oneof" json:"backup_keep,omitempty"`
+	// backup_key, when set, replaces the key that seals scheduled backups
+	// (the first one is made when scheduled backups are first turned on).
+	BackupKey     *BackupKeyChange `protobuf:"bytes,8,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -900,6 +931,81 @@ func (x *UpdateClusterRequest) GetMaxServices() uint64 {
 	return 0
 }
 
+func (x *UpdateClusterRequest) GetBackupInterval() *durationpb.Duration {
+	if x != nil {
+		return x.BackupInterval
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetBackupDir() string {
+	if x != nil && x.BackupDir != nil {
+		return *x.BackupDir
+	}
+	return ""
+}
+
+func (x *UpdateClusterRequest) GetBackupKeep() uint32 {
+	if x != nil && x.BackupKeep != nil {
+		return *x.BackupKeep
+	}
+	return 0
+}
+
+func (x *UpdateClusterRequest) GetBackupKey() *BackupKeyChange {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+// BackupKeyChange replaces the scheduled backups' key.
+type BackupKeyChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the operator's own key (JBK1-...); empty: draw a random one,
+	// which the response shows once.
+	Key           string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupKeyChange) Reset() {
+	*x = BackupKeyChange{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupKeyChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupKeyChange) ProtoMessage() {}
+
+func (x *BackupKeyChange) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupKeyChange.ProtoReflect.Descriptor instead.
+func (*BackupKeyChange) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BackupKeyChange) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -909,14 +1015,19 @@ type UpdateClusterResponse struct {
 	// max_replicas_per_service is the limit in force after the call.
 	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
 	// max_services is the limit in force after the call.
-	MaxServices   uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxServices uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	// backup_key is set when this call drew a new backup key. It is shown
+	// once here; keep it apart from the backup files.
+	BackupKey string `protobuf:"bytes,5,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// backup_schedule is the schedule in force after the call.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,6,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1039,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1052,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -972,6 +1083,20 @@ func (x *UpdateClusterResponse) GetMaxServices() uint64 {
 	return 0
 }
 
+func (x *UpdateClusterResponse) GetBackupKey() string {
+	if x != nil {
+		return x.BackupKey
+	}
+	return ""
+}
+
+func (x *UpdateClusterResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
 type GetUnlockKeyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -980,7 +1105,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1117,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1130,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 type GetUnlockKeyResponse struct {
@@ -1021,7 +1146,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1033,7 +1158,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1046,7 +1171,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -1085,7 +1210,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1222,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1235,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1147,7 +1272,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1284,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1297,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1211,7 +1336,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1223,7 +1348,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1236,7 +1361,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1264,7 +1389,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1401,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1414,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1315,7 +1440,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1452,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1465,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1361,7 +1486,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1498,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1511,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1414,7 +1539,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1551,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1564,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1470,7 +1595,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1607,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1620,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1530,7 +1655,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1667,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,7 +1680,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1574,7 +1699,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1586,7 +1711,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1599,7 +1724,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1618,7 +1743,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1755,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1768,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1670,7 +1795,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1682,7 +1807,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1695,7 +1820,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1735,7 +1860,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1872,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1885,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1779,7 +1904,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1916,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1929,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1824,7 +1949,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1836,7 +1961,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1849,7 +1974,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -1870,7 +1995,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2007,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2020,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -1924,7 +2049,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2061,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2074,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -1975,7 +2100,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2112,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2125,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2020,7 +2145,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2032,7 +2157,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2045,7 +2170,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2064,7 +2189,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2201,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2214,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2107,7 +2232,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2119,7 +2244,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2132,7 +2257,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 type CreateConfigRequest struct {
@@ -2144,7 +2269,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2281,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2294,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2188,7 +2313,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2325,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2338,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2234,7 +2359,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2371,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2384,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2286,7 +2411,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2423,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2436,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2337,7 +2462,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +2474,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +2487,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2382,7 +2507,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2519,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2532,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2426,7 +2551,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2438,7 +2563,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2451,7 +2576,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2469,7 +2594,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2481,7 +2606,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2494,7 +2619,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 type CreateNetworkRequest struct {
@@ -2506,7 +2631,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +2643,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +2656,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2550,7 +2675,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2562,7 +2687,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2575,7 +2700,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2596,7 +2721,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2733,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2746,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2651,7 +2776,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +2788,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +2801,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2717,7 +2842,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2729,7 +2854,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2742,7 +2867,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2791,7 +2916,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2928,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2941,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -2835,7 +2960,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2972,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +2985,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -2879,7 +3004,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +3016,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +3029,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -2922,7 +3047,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2934,7 +3059,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2947,7 +3072,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 type RemoveServiceRequest struct {
@@ -2959,7 +3084,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2971,7 +3096,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2984,7 +3109,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3002,7 +3127,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3014,7 +3139,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3027,7 +3152,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 type GetServiceRequest struct {
@@ -3040,7 +3165,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3177,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3190,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3091,7 +3216,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3103,7 +3228,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3116,7 +3241,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3141,7 +3266,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3278,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3291,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3204,7 +3329,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3216,7 +3341,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3229,7 +3354,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3271,7 +3396,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3408,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3421,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3345,7 +3470,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3482,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3495,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3407,7 +3532,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3544,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3557,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3493,7 +3618,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3505,7 +3630,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3518,7 +3643,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3550,7 +3675,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3687,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3700,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3651,7 +3776,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3788,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3801,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -3795,7 +3920,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3932,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3945,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *EventChange) GetField() string {
@@ -3861,7 +3986,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +3998,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +4011,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -3921,7 +4046,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3933,7 +4058,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3946,7 +4071,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -3973,7 +4098,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3985,7 +4110,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3998,7 +4123,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4030,7 +4155,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4167,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4180,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4143,7 +4268,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4155,7 +4280,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4168,7 +4293,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4227,7 +4352,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4239,7 +4364,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4252,7 +4377,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4310,7 +4435,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xc0\x02\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xbc\x03\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -4321,7 +4446,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
 	"quorumLost\x124\n" +
 	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\x12\x1b\n" +
-	"\traft_term\x18\b \x01(\x04R\braftTerm\"2\n" +
+	"\traft_term\x18\b \x01(\x04R\braftTerm\x12A\n" +
+	"\x0fbackup_schedule\x18\t \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x127\n" +
+	"\vlast_backup\x18\n" +
+	" \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\"2\n" +
 	"\x11UnlockNodeRequest\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
@@ -4332,21 +4461,35 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\x84\x02\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xeb\x03\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01\x12&\n" +
-	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01B\v\n" +
+	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01\x12B\n" +
+	"\x0fbackup_interval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x0ebackupInterval\x12\"\n" +
+	"\n" +
+	"backup_dir\x18\x06 \x01(\tH\x03R\tbackupDir\x88\x01\x01\x12$\n" +
+	"\vbackup_keep\x18\a \x01(\rH\x04R\n" +
+	"backupKeep\x88\x01\x01\x128\n" +
+	"\n" +
+	"backup_key\x18\b \x01(\v2\x19.jaco.api.BackupKeyChangeR\tbackupKeyB\v\n" +
 	"\t_autolockB\x1b\n" +
 	"\x19_max_replicas_per_serviceB\x0f\n" +
-	"\r_max_services\"\xae\x01\n" +
+	"\r_max_servicesB\r\n" +
+	"\v_backup_dirB\x0e\n" +
+	"\f_backup_keep\"#\n" +
+	"\x0fBackupKeyChange\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\x90\x02\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\x12!\n" +
-	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\"\x15\n" +
+	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\x05 \x01(\tR\tbackupKey\x12A\n" +
+	"\x0fbackup_schedule\x18\x06 \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
@@ -4655,7 +4798,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                 // 0: jaco.api.NodeState
 	(MemberStatus)(0),              // 1: jaco.api.MemberStatus
@@ -4672,219 +4815,227 @@ var file_api_control_proto_goTypes = []any{
 	(*DashboardLoginRequest)(nil),  // 12: jaco.api.DashboardLoginRequest
 	(*DashboardLoginResponse)(nil), // 13: jaco.api.DashboardLoginResponse
 	(*UpdateClusterRequest)(nil),   // 14: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),  // 15: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),    // 16: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),   // 17: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),       // 18: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),      // 19: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),           // 20: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),         // 21: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 22: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),  // 23: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil), // 24: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),      // 25: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),     // 26: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),   // 27: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),  // 28: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),   // 29: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),  // 30: jaco.api.UpdateServiceResponse
-	(*CreateSecretRequest)(nil),    // 31: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),   // 32: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),       // 33: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),      // 34: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),     // 35: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),    // 36: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),    // 37: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),   // 38: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),    // 39: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),   // 40: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),       // 41: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),      // 42: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),     // 43: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),    // 44: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),    // 45: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),   // 46: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),   // 47: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),  // 48: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),      // 49: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),     // 50: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),            // 51: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),    // 52: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),   // 53: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),   // 54: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),  // 55: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),   // 56: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),  // 57: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),      // 58: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),     // 59: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),    // 60: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),   // 61: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),       // 62: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),      // 63: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),      // 64: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),     // 65: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),     // 66: jaco.api.WatchEventsRequest
-	(*Event)(nil),                  // 67: jaco.api.Event
-	(*EventChange)(nil),            // 68: jaco.api.EventChange
-	(*EventsGap)(nil),              // 69: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),     // 70: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),    // 71: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),           // 72: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),    // 73: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),     // 74: jaco.api.ServiceLogsRequest
-	nil,                            // 75: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                  // 76: jaco.api.Suffrage
-	(*timestamppb.Timestamp)(nil),  // 77: google.protobuf.Timestamp
-	(*Node)(nil),                   // 78: jaco.api.Node
-	(NodeRole)(0),                  // 79: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ServiceSpec)(nil),            // 81: jaco.api.ServiceSpec
-	(*Service)(nil),                // 82: jaco.api.Service
-	(*FileSpec)(nil),               // 83: jaco.api.FileSpec
-	(*Secret)(nil),                 // 84: jaco.api.Secret
-	(*Config)(nil),                 // 85: jaco.api.Config
-	(*NetworkSpec)(nil),            // 86: jaco.api.NetworkSpec
-	(*Network)(nil),                // 87: jaco.api.Network
-	(*Task)(nil),                   // 88: jaco.api.Task
-	(NodeAvailability)(0),          // 89: jaco.api.NodeAvailability
-	(TaskState)(0),                 // 90: jaco.api.TaskState
-	(*LogsMessage)(nil),            // 91: jaco.api.LogsMessage
+	(*BackupKeyChange)(nil),        // 15: jaco.api.BackupKeyChange
+	(*UpdateClusterResponse)(nil),  // 16: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),    // 17: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),   // 18: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),       // 19: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),      // 20: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),           // 21: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),         // 22: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 23: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),  // 24: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil), // 25: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),      // 26: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),     // 27: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),   // 28: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),  // 29: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),   // 30: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),  // 31: jaco.api.UpdateServiceResponse
+	(*CreateSecretRequest)(nil),    // 32: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),   // 33: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),       // 34: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),      // 35: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),     // 36: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),    // 37: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),    // 38: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),   // 39: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),    // 40: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),   // 41: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),       // 42: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),      // 43: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),     // 44: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),    // 45: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),    // 46: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),   // 47: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),   // 48: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),  // 49: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),      // 50: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),     // 51: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),            // 52: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),    // 53: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),   // 54: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),   // 55: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),  // 56: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),   // 57: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),  // 58: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),      // 59: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),     // 60: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),    // 61: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),   // 62: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),       // 63: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 64: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),      // 65: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),     // 66: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),     // 67: jaco.api.WatchEventsRequest
+	(*Event)(nil),                  // 68: jaco.api.Event
+	(*EventChange)(nil),            // 69: jaco.api.EventChange
+	(*EventsGap)(nil),              // 70: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),     // 71: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),    // 72: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),           // 73: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),    // 74: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),     // 75: jaco.api.ServiceLogsRequest
+	nil,                            // 76: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                  // 77: jaco.api.Suffrage
+	(*BackupSchedule)(nil),         // 78: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),           // 79: jaco.api.BackupRecord
+	(*timestamppb.Timestamp)(nil),  // 80: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 81: google.protobuf.Duration
+	(*Node)(nil),                   // 82: jaco.api.Node
+	(NodeRole)(0),                  // 83: jaco.api.NodeRole
+	(*ServiceSpec)(nil),            // 84: jaco.api.ServiceSpec
+	(*Service)(nil),                // 85: jaco.api.Service
+	(*FileSpec)(nil),               // 86: jaco.api.FileSpec
+	(*Secret)(nil),                 // 87: jaco.api.Secret
+	(*Config)(nil),                 // 88: jaco.api.Config
+	(*NetworkSpec)(nil),            // 89: jaco.api.NetworkSpec
+	(*Network)(nil),                // 90: jaco.api.Network
+	(*Task)(nil),                   // 91: jaco.api.Task
+	(NodeAvailability)(0),          // 92: jaco.api.NodeAvailability
+	(TaskState)(0),                 // 93: jaco.api.TaskState
+	(*LogsMessage)(nil),            // 94: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
-	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	76, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
-	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
-	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	77, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 6: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	20, // 8: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 9: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	78, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	79, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	80, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	77, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	80, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	81, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	82, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	81, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	82, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	83, // 19: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	84, // 20: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 21: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 22: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 23: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 24: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	83, // 25: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	85, // 26: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 27: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 28: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 29: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	85, // 30: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	86, // 31: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	87, // 32: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 33: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 34: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	51, // 35: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 36: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 37: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 38: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 39: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 40: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	82, // 41: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	20, // 42: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 43: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	88, // 44: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	89, // 45: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	75, // 46: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	79, // 47: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	80, // 48: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	78, // 49: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	77, // 50: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	77, // 51: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	68, // 52: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	77, // 53: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	67, // 54: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	69, // 55: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	90, // 56: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	77, // 57: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	90, // 58: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	82, // 59: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	72, // 60: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	77, // 61: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	77, // 62: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 63: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 64: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 65: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 66: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 67: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14, // 68: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	16, // 69: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	18, // 70: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	21, // 71: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	23, // 72: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	25, // 73: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	64, // 74: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	27, // 75: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	29, // 76: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	56, // 77: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	31, // 78: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	37, // 79: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	33, // 80: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	35, // 81: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	39, // 82: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	45, // 83: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	41, // 84: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	43, // 85: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	47, // 86: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	54, // 87: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	49, // 88: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	52, // 89: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	58, // 90: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	60, // 91: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	62, // 92: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	71, // 93: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	66, // 94: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	74, // 95: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 96: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 97: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 98: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 99: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 100: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	15, // 101: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	17, // 102: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	19, // 103: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	22, // 104: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	24, // 105: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	26, // 106: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	65, // 107: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	28, // 108: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	30, // 109: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	57, // 110: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	32, // 111: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	38, // 112: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	34, // 113: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	36, // 114: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	40, // 115: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	46, // 116: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	42, // 117: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	44, // 118: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	48, // 119: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	55, // 120: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	50, // 121: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	53, // 122: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	59, // 123: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	61, // 124: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	63, // 125: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	73, // 126: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	70, // 127: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	91, // 128: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	96, // [96:129] is the sub-list for method output_type
-	63, // [63:96] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
+	77,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
+	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
+	78,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	79,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
+	0,   // 6: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	80,  // 7: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	81,  // 8: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
+	15,  // 9: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
+	78,  // 10: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	2,   // 11: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	82,  // 12: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	21,  // 13: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 14: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	82,  // 15: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	83,  // 16: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	81,  // 17: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	80,  // 18: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	81,  // 19: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	84,  // 20: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	85,  // 21: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	84,  // 22: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	85,  // 23: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	86,  // 24: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	87,  // 25: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 26: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 27: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 28: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 29: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	86,  // 30: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	88,  // 31: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 32: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	88,  // 33: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 34: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	88,  // 35: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	89,  // 36: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	90,  // 37: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 38: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 39: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	52,  // 40: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 41: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 42: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 43: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	85,  // 44: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 45: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	85,  // 46: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	21,  // 47: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 48: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	91,  // 49: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	92,  // 50: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	76,  // 51: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	83,  // 52: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	81,  // 53: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	82,  // 54: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	80,  // 55: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	80,  // 56: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	69,  // 57: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	80,  // 58: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	68,  // 59: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	70,  // 60: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	93,  // 61: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	80,  // 62: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	93,  // 63: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	85,  // 64: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	73,  // 65: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	80,  // 66: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	80,  // 67: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 68: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 69: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 70: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10,  // 71: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12,  // 72: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	14,  // 73: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	17,  // 74: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	19,  // 75: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	22,  // 76: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	24,  // 77: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	26,  // 78: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	65,  // 79: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	28,  // 80: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	30,  // 81: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	57,  // 82: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	32,  // 83: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	38,  // 84: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	34,  // 85: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	36,  // 86: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	40,  // 87: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	46,  // 88: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	42,  // 89: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	44,  // 90: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	48,  // 91: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	55,  // 92: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	50,  // 93: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	53,  // 94: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	59,  // 95: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	61,  // 96: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	63,  // 97: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	72,  // 98: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	67,  // 99: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	75,  // 100: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 101: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 102: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 103: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11,  // 104: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13,  // 105: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	16,  // 106: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	18,  // 107: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	20,  // 108: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	23,  // 109: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	25,  // 110: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	27,  // 111: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	66,  // 112: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	29,  // 113: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	31,  // 114: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	58,  // 115: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	33,  // 116: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	39,  // 117: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	35,  // 118: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	37,  // 119: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	41,  // 120: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	47,  // 121: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	43,  // 122: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	45,  // 123: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	49,  // 124: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	56,  // 125: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	51,  // 126: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	54,  // 127: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	60,  // 128: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	62,  // 129: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	64,  // 130: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	74,  // 131: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	71,  // 132: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	94,  // 133: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	101, // [101:134] is the sub-list for method output_type
+	68,  // [68:101] is the sub-list for method input_type
+	68,  // [68:68] is the sub-list for extension type_name
+	68,  // [68:68] is the sub-list for extension extendee
+	0,   // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -4896,14 +5047,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[61].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[62].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   73,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

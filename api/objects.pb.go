@@ -828,7 +828,16 @@ type Cluster struct {
 	// overlay_pool is the CIDR networks take their subnets from when they
 	// name none; set at init (jaco cluster init --overlay-pool), never
 	// changed after (docs/adr/0026).
-	OverlayPool   string `protobuf:"bytes,11,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
+	OverlayPool string `protobuf:"bytes,11,opt,name=overlay_pool,json=overlayPool,proto3" json:"overlay_pool,omitempty"`
+	// backup_schedule: the leader writes a sealed backup into a directory of
+	// its own machine at this pace (docs/adr/0037); unset or a zero
+	// interval: off.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,12,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// backup_key seals scheduled backups (32 bytes). Like the CA key it
+	// lives only in raft state, sealed at rest; it is shown once, when made.
+	BackupKey []byte `protobuf:"bytes,13,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup    *BackupRecord `protobuf:"bytes,14,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -940,6 +949,191 @@ func (x *Cluster) GetOverlayPool() string {
 	return ""
 }
 
+func (x *Cluster) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *Cluster) GetBackupKey() []byte {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+func (x *Cluster) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
+}
+
+// BackupSchedule is when and where the leader writes scheduled backups.
+type BackupSchedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// interval between backups; zero: off.
+	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// dir is the absolute directory, on whichever manager leads, the files
+	// go into.
+	Dir string `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	// keep is how many of its newest files each manager keeps in dir.
+	Keep          uint32 `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupSchedule) Reset() {
+	*x = BackupSchedule{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupSchedule) ProtoMessage() {}
+
+func (x *BackupSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupSchedule.ProtoReflect.Descriptor instead.
+func (*BackupSchedule) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackupSchedule) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *BackupSchedule) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *BackupSchedule) GetKeep() uint32 {
+	if x != nil {
+		return x.Keep
+	}
+	return 0
+}
+
+// BackupRecord is the last scheduled backup that succeeded and, when the
+// attempt after it failed, that failure. A new leader continues the
+// schedule from last_success_at.
+type BackupRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LastSuccessAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=last_success_at,json=lastSuccessAt,proto3" json:"last_success_at,omitempty"`
+	// last_success_file is the file's path on the manager that wrote it.
+	LastSuccessFile string `protobuf:"bytes,2,opt,name=last_success_file,json=lastSuccessFile,proto3" json:"last_success_file,omitempty"`
+	// last_success_index is the raft index the backup holds the store at.
+	LastSuccessIndex uint64 `protobuf:"varint,3,opt,name=last_success_index,json=lastSuccessIndex,proto3" json:"last_success_index,omitempty"`
+	// last_success_node_id is the manager that wrote it.
+	LastSuccessNodeId string `protobuf:"bytes,4,opt,name=last_success_node_id,json=lastSuccessNodeId,proto3" json:"last_success_node_id,omitempty"`
+	// last_failure_at is set when the newest attempt failed.
+	LastFailureAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_failure_at,json=lastFailureAt,proto3" json:"last_failure_at,omitempty"`
+	LastFailure       string                 `protobuf:"bytes,6,opt,name=last_failure,json=lastFailure,proto3" json:"last_failure,omitempty"`
+	LastFailureNodeId string                 `protobuf:"bytes,7,opt,name=last_failure_node_id,json=lastFailureNodeId,proto3" json:"last_failure_node_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *BackupRecord) Reset() {
+	*x = BackupRecord{}
+	mi := &file_api_objects_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRecord) ProtoMessage() {}
+
+func (x *BackupRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRecord.ProtoReflect.Descriptor instead.
+func (*BackupRecord) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BackupRecord) GetLastSuccessAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccessAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastSuccessFile() string {
+	if x != nil {
+		return x.LastSuccessFile
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastSuccessIndex() uint64 {
+	if x != nil {
+		return x.LastSuccessIndex
+	}
+	return 0
+}
+
+func (x *BackupRecord) GetLastSuccessNodeId() string {
+	if x != nil {
+		return x.LastSuccessNodeId
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastFailureAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastFailure() string {
+	if x != nil {
+		return x.LastFailure
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureNodeId() string {
+	if x != nil {
+		return x.LastFailureNodeId
+	}
+	return ""
+}
+
 // Network is an overlay network: replicas attached to it reach each other
 // from any node, by address and by service name (docs/adr/0026).
 type Network struct {
@@ -953,7 +1147,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1159,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1172,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Network) GetId() string {
@@ -1025,7 +1219,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1231,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1244,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -1092,7 +1286,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1298,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1311,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -1152,7 +1346,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1358,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1371,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -1218,7 +1412,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1424,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1437,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1315,7 +1509,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1521,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1534,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1394,7 +1588,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1406,7 +1600,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1419,7 +1613,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1465,7 +1659,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1671,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1684,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1585,7 +1779,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1791,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1804,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Node) GetId() string {
@@ -1716,7 +1910,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1922,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1935,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Mount) GetSource() string {
@@ -1781,7 +1975,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1793,7 +1987,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1806,7 +2000,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -1851,7 +2045,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2057,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2070,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -1909,7 +2103,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1921,7 +2115,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1934,7 +2128,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -1972,7 +2166,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +2178,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +2191,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2047,7 +2241,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2059,7 +2253,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2072,7 +2266,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2188,7 +2382,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2200,7 +2394,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2213,7 +2407,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2231,7 +2425,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2243,7 +2437,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2256,7 +2450,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2270,7 +2464,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2282,7 +2476,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2295,7 +2489,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2322,7 +2516,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2528,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2541,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2418,7 +2612,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2624,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2637,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2662,7 +2856,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2674,7 +2868,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2687,7 +2881,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FileReference) GetName() string {
@@ -2747,7 +2941,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +2953,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +2966,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -2815,7 +3009,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2827,7 +3021,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2840,7 +3034,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Secret) GetId() string {
@@ -2876,7 +3070,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3082,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3095,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Config) GetId() string {
@@ -2938,7 +3132,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2950,7 +3144,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2963,7 +3157,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3010,7 +3204,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3022,7 +3216,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3035,7 +3229,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3094,7 +3288,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3300,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3313,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3164,7 +3358,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3176,7 +3370,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3189,7 +3383,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3228,7 +3422,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3240,7 +3434,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3253,7 +3447,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Service) GetId() string {
@@ -3315,7 +3509,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3521,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3534,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3376,7 +3570,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3582,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3595,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3457,7 +3651,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3469,7 +3663,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3482,7 +3676,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3535,7 +3729,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3741,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3754,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Task) GetId() string {
@@ -3676,7 +3870,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3688,7 +3882,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3701,7 +3895,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3756,7 +3950,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x95\x03\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xb0\x04\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -3771,7 +3965,24 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x18max_replicas_per_service\x18\t \x01(\x04R\x15maxReplicasPerService\x12!\n" +
 	"\fmax_services\x18\n" +
 	" \x01(\x04R\vmaxServices\x12!\n" +
-	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\"h\n" +
+	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12A\n" +
+	"\x0fbackup_schedule\x18\f \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\r \x01(\fR\tbackupKey\x127\n" +
+	"\vlast_backup\x18\x0e \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\"m\n" +
+	"\x0eBackupSchedule\x125\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x12\n" +
+	"\x04keep\x18\x03 \x01(\rR\x04keep\"\xf5\x02\n" +
+	"\fBackupRecord\x12B\n" +
+	"\x0flast_success_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rlastSuccessAt\x12*\n" +
+	"\x11last_success_file\x18\x02 \x01(\tR\x0flastSuccessFile\x12,\n" +
+	"\x12last_success_index\x18\x03 \x01(\x04R\x10lastSuccessIndex\x12/\n" +
+	"\x14last_success_node_id\x18\x04 \x01(\tR\x11lastSuccessNodeId\x12B\n" +
+	"\x0flast_failure_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastFailureAt\x12!\n" +
+	"\flast_failure\x18\x06 \x01(\tR\vlastFailure\x12/\n" +
+	"\x14last_failure_node_id\x18\a \x01(\tR\x11lastFailureNodeId\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4102,7 +4313,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 13)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4119,137 +4330,144 @@ var file_api_objects_proto_goTypes = []any{
 	(TaskState)(0),                // 12: jaco.api.TaskState
 	(*Meta)(nil),                  // 13: jaco.api.Meta
 	(*Cluster)(nil),               // 14: jaco.api.Cluster
-	(*Network)(nil),               // 15: jaco.api.Network
-	(*NetworkSpec)(nil),           // 16: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 17: jaco.api.NodeStatus
-	(*Resources)(nil),             // 18: jaco.api.Resources
-	(*NodeDescription)(nil),       // 19: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 20: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 21: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 22: jaco.api.NodeDrain
-	(*Node)(nil),                  // 23: jaco.api.Node
-	(*Mount)(nil),                 // 24: jaco.api.Mount
-	(*PortConfig)(nil),            // 25: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 26: jaco.api.HookBundle
-	(*Placement)(nil),             // 27: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 28: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 29: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 30: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 31: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 32: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 33: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 34: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 35: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 36: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 37: jaco.api.Secret
-	(*Config)(nil),                // 38: jaco.api.Config
-	(*FileSpec)(nil),              // 39: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 40: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 41: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 42: jaco.api.NetworkAccess
-	(*Service)(nil),               // 43: jaco.api.Service
-	(*VirtualIP)(nil),             // 44: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 45: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 46: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 47: jaco.api.Task
-	(*JoinToken)(nil),             // 48: jaco.api.JoinToken
-	nil,                           // 49: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 50: jaco.api.Node.LabelsEntry
-	nil,                           // 51: jaco.api.HookBundle.FilesEntry
-	nil,                           // 52: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 53: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 54: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 55: google.protobuf.Duration
+	(*BackupSchedule)(nil),        // 15: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 16: jaco.api.BackupRecord
+	(*Network)(nil),               // 17: jaco.api.Network
+	(*NetworkSpec)(nil),           // 18: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 19: jaco.api.NodeStatus
+	(*Resources)(nil),             // 20: jaco.api.Resources
+	(*NodeDescription)(nil),       // 21: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 22: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 23: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 24: jaco.api.NodeDrain
+	(*Node)(nil),                  // 25: jaco.api.Node
+	(*Mount)(nil),                 // 26: jaco.api.Mount
+	(*PortConfig)(nil),            // 27: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 28: jaco.api.HookBundle
+	(*Placement)(nil),             // 29: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 30: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 31: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 32: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 33: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 34: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 35: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 36: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 37: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 38: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 39: jaco.api.Secret
+	(*Config)(nil),                // 40: jaco.api.Config
+	(*FileSpec)(nil),              // 41: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 42: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 43: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 44: jaco.api.NetworkAccess
+	(*Service)(nil),               // 45: jaco.api.Service
+	(*VirtualIP)(nil),             // 46: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 47: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 48: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 49: jaco.api.Task
+	(*JoinToken)(nil),             // 50: jaco.api.JoinToken
+	nil,                           // 51: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 52: jaco.api.Node.LabelsEntry
+	nil,                           // 53: jaco.api.HookBundle.FilesEntry
+	nil,                           // 54: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 55: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 56: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 57: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	54, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	54, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	56, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	56, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	13, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	13, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	16, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	49, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 6: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	54, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	18, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	20, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 10: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	55, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	54, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	13, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 14: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 15: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	50, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	17, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	19, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 19: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	22, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	21, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 22: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	51, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 24: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	55, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	55, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	30, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	32, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	33, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	31, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	55, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	55, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	55, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 34: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	26, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	18, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	18, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	24, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	25, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	27, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	28, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	29, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	55, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	55, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	42, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	40, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	40, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 48: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	35, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	35, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	52, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	36, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	13, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	39, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	13, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	39, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	53, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	55, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 59: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 60: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	55, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 62: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	54, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	54, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	34, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	34, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	41, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	44, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	12, // 70: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	54, // 71: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	46, // 72: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	13, // 73: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	12, // 74: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	45, // 75: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	34, // 76: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	54, // 77: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	54, // 78: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	13, // 79: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 80: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	54, // 81: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	54, // 82: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	15, // 3: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	16, // 4: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	57, // 5: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	56, // 6: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	56, // 7: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	13, // 8: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	18, // 9: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	51, // 10: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 11: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	56, // 12: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	20, // 13: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	22, // 14: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 15: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	57, // 16: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	56, // 17: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	13, // 18: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 19: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 20: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	52, // 21: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	19, // 22: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	21, // 23: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 24: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	24, // 25: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	23, // 26: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 27: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	53, // 28: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 29: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	57, // 30: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	57, // 31: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	32, // 32: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	34, // 33: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	35, // 34: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	33, // 35: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	57, // 36: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	57, // 37: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	57, // 38: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 39: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	28, // 40: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	20, // 41: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	20, // 42: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	26, // 43: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	27, // 44: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	29, // 45: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	30, // 46: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	31, // 47: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	57, // 48: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	57, // 49: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	44, // 50: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	42, // 51: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	42, // 52: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 53: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	37, // 54: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	37, // 55: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	54, // 56: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	38, // 57: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	13, // 58: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	41, // 59: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	13, // 60: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	41, // 61: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	55, // 62: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	57, // 63: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 64: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 65: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	57, // 66: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 67: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	56, // 68: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	56, // 69: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 70: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	36, // 71: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	36, // 72: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	43, // 73: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	46, // 74: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	12, // 75: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	56, // 76: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	48, // 77: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	13, // 78: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	12, // 79: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	47, // 80: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	36, // 81: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	56, // 82: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	56, // 83: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	13, // 84: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 85: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	56, // 86: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	56, // 87: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	88, // [88:88] is the sub-list for method output_type
+	88, // [88:88] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4257,7 +4475,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[16].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[18].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4269,7 +4487,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      13,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -18,9 +18,10 @@ import (
 func clusterUpdateCmd(g *globals) *cobra.Command {
 	var autolock, quiet bool
 	var maxReplicas, maxServices uint64
+	var backups backupFlags
 	cmd := &cobra.Command{
 		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N]",
-		Short: "Change cluster-wide settings (autolock, limits)",
+		Short: "Change cluster-wide settings (autolock, limits, scheduled backups)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &api.UpdateClusterRequest{}
@@ -33,8 +34,11 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("max-services") {
 				req.MaxServices = &maxServices
 			}
-			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil {
-				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N or --max-services N")
+			if err := backups.apply(cmd, req); err != nil {
+				return err
+			}
+			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && !backups.any(req) {
+				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N or --backup-interval D")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateCluster(ctx, req)
@@ -51,6 +55,9 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				if req.MaxServices != nil && !quiet {
 					fmt.Fprintf(out, "Max services: %d.\n", resp.MaxServices)
 				}
+				if backups.any(req) {
+					backups.print(out, resp, quiet)
+				}
 				return nil
 			})
 		},
@@ -62,7 +69,8 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().Uint64Var(&maxServices, "max-services", 0,
 		fmt.Sprintf("the most services the cluster may hold, 1 to %d (a new cluster's: %d); lowering it removes none, only creating more is refused",
 			limits.MaxServicesCeiling, limits.DefaultMaxServices))
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
+	backups.register(cmd)
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key or backup key")
 	return cmd
 }
 

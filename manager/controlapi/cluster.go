@@ -14,7 +14,7 @@ import (
 )
 
 // UpdateCluster turns autolock on or off, rotates the unlock key and sets
-// the cluster-wide limits. The managers see an autolock change in the
+// the cluster-wide limits and the backup schedule. The managers see an autolock change in the
 // store and re-seal their own files (node/autolock.go); turning autolock
 // on also makes each of them rotate its data key. A key this call creates
 // is in the response, once. A limit holds for the requests that come
@@ -78,6 +78,11 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 				c.MaxServices = *n
 			}
 		}
+		backupChanged, err := s.updateBackupSchedule(c, req, resp)
+		if err != nil {
+			return err
+		}
+		changed = changed || backupChanged
 		resp.Autolock = c.Autolock
 		resp.MaxReplicasPerService = limits.MaxReplicasPerService(c)
 		resp.MaxServices = limits.MaxServices(c)
