@@ -52,7 +52,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		api.RaftService_ServiceDesc.ServiceName:       raft.NewService(m.raft),
 		api.MembershipService_ServiceDesc.ServiceName: api.NewRaftProxyMembershipServiceServer(members, router),
 		api.DispatcherService_ServiceDesc.ServiceName: api.NewRaftProxyDispatcherServiceServer(disp, router),
-		api.BackupService_ServiceDesc.ServiceName:     backup.NameLostLeader(api.NewRaftProxyBackupServiceServer(backups, router), m.forwardedLeader),
+		api.BackupService_ServiceDesc.ServiceName:     backup.NameLostLeader(api.NewRaftProxyBackupServiceServer(backups, router), m.forwardedLeader, log.With("component", "backup")),
 		api.AdmissionService_ServiceDesc.ServiceName:  m.admission,
 	}
 

@@ -1,6 +1,8 @@
 package backup
 
 import (
+	"log/slog"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,17 +17,21 @@ import (
 // (code unavailable, no reason word), which the CLI can only read as its
 // own daemon being unreachable. leader names the leader calls are
 // forwarded to ("" when this manager leads and serves them itself).
-func NameLostLeader(proxied api.BackupServiceServer, leader func() string) api.BackupServiceServer {
-	return lostLeader{BackupServiceServer: proxied, leader: leader}
+func NameLostLeader(proxied api.BackupServiceServer, leader func() string, log *slog.Logger) api.BackupServiceServer {
+	return lostLeader{BackupServiceServer: proxied, leader: leader, log: log}
 }
 
 type lostLeader struct {
 	api.BackupServiceServer
 	leader func() string
+	log    *slog.Logger
 }
 
 func (l lostLeader) Backup(req *api.BackupRequest, stream grpc.ServerStreamingServer[api.BackupChunk]) error {
 	name := l.leader()
+	if name != "" {
+		l.log.Info("forwarding a backup to the leader", "leader", name)
+	}
 	err := l.BackupServiceServer.Backup(req, stream)
 	if err == nil || name == "" || reason.Of(err) != "" || stream.Context().Err() != nil {
 		// Served here, refused with a reason by the leader, or given up
