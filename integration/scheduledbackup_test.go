@@ -55,7 +55,8 @@ var scheduledFile = regexp.MustCompile(`^jaco-backup-[^/]+-(\d{8}T\d{6}\.\d{3}Z)
 // whole; once set, the leader writes backups on schedule, keeps the newest
 // N and no other file of the directory; a backup reported after the last
 // acknowledged write restores every object; a rotated key seals the next
-// backups and the old key no longer opens them.
+// backups and the old key no longer opens them; a failed attempt is
+// reported until the next success.
 func TestScheduledBackupHoldsEveryAcknowledgedWrite(t *testing.T) {
 	t.Parallel()
 	m := startDaemon(t, "m", "--min-backup-interval", "1s")
@@ -100,6 +101,13 @@ func TestScheduledBackupHoldsEveryAcknowledgedWrite(t *testing.T) {
 	t.Log("writes, then a backup taken after the last one was acknowledged")
 	bundle := writeBundle(t, t.TempDir(), "exec sleep 3600")
 	const n = 12
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		wantOK(t, m.jaco("secret", "create", fmt.Sprintf("sec%d", i), secretFile))
+	}
 	for i := range n {
 		wantOK(t, m.jaco("service", "create", "-d", "--name", fmt.Sprintf("svc%d", i), "--replicas", "0", "--bundle", bundle))
 	}
@@ -126,7 +134,7 @@ func TestScheduledBackupHoldsEveryAcknowledgedWrite(t *testing.T) {
 	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("backup file mode %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
-	if strings.Contains(string(sealed), "PRIVATE KEY") || strings.Contains(string(sealed), "svc1") {
+	if strings.Contains(string(sealed), "PRIVATE KEY") || strings.Contains(string(sealed), "svc1") || strings.Contains(string(sealed), "s3cret") {
 		t.Error("scheduled backup holds cluster state in clear")
 	}
 	// Kept apart from the live file: pruning may remove it meanwhile.
@@ -166,25 +174,59 @@ func TestScheduledBackupHoldsEveryAcknowledgedWrite(t *testing.T) {
 	if r := restoreTo(key, rotated.Backups.LastSuccessFile); r.code != 1 || !strings.Contains(r.stderr, "does not open") {
 		t.Errorf("old key on a backup after the rotation: exit %d, %q", r.code, r.stderr)
 	}
+
+	t.Log("a failing attempt is reported until the next one succeeds")
+	if err := os.Rename(dir, dir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, nil, 0o600); err != nil { // a file where the directory was
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		b, err := m.backups()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(b.Backups.LastFailure, "not a directory") {
+			return fmt.Errorf("no failure reported yet: %+v", b.Backups)
+		}
+		return nil
+	})
+	if r := wantOK(t, m.jaco("cluster", "status")); !strings.Contains(r.stdout, "LAST ATTEMPT FAILED") {
+		t.Errorf("cluster status does not show the failure:\n%s", r.stdout)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".away", dir); err != nil {
+		t.Fatal(err)
+	}
+	if b := nextBackup(t, m, rotated.Backups.LastSuccessAt, 20*time.Second); b.Backups.LastFailure != "" {
+		t.Errorf("a success left the failure reported: %+v", b.Backups)
+	}
 	wantOK(t, m.jaco("cluster", "update", "--backup-interval", "0"))
 	m.stop()
 
-	t.Log("restore the backup reported after the last write: every service is there")
+	t.Log("restore the backup reported after the last write: every service and secret is there")
 	restored := filepath.Join(t.TempDir(), "restored")
 	wantOK(t, runStdin(key+"\n", "restore", held, "--data-dir", restored, "--node-name", "m", "--advertise-addr", m.addr))
 	m2 := startDaemonAt(t, "m", restored, m.addr)
 	eventually(t, 30*time.Second, func() error {
-		services, err := decode[[]map[string]any](m2.jaco("service", "ls", "--format", "json"))
-		if err != nil {
-			return err
-		}
 		var names []string
-		for _, s := range services {
-			names = append(names, s["name"].(string))
+		for _, kind := range []string{"service", "secret"} {
+			objects, err := decode[[]map[string]any](m2.jaco(kind, "ls", "--format", "json"))
+			if err != nil {
+				return err
+			}
+			for _, o := range objects {
+				names = append(names, o["name"].(string))
+			}
 		}
 		for i := range n {
-			if !slices.Contains(names, fmt.Sprintf("svc%d", i)) {
-				return fmt.Errorf("svc%d missing after the restore; have %v", i, names)
+			for _, name := range []string{fmt.Sprintf("svc%d", i), fmt.Sprintf("sec%d", i)} {
+				if !slices.Contains(names, name) {
+					return fmt.Errorf("%s missing after the restore; have %v", name, names)
+				}
 			}
 		}
 		return nil
@@ -283,12 +325,15 @@ func TestBackupThroughFollowerLosingLeader(t *testing.T) {
 	waitVoters(t, ms[0], 2, 1)
 	leader, rest := splitLeader(t, ms)
 	follower := rest[0]
+	waitVoters(t, follower, 2, 1) // the follower has heard from the leader
 
 	// A stopped leader holds the forwarded stream open; the follower, not
 	// a voter (the voter set stays odd), keeps it as its leader.
 	if err := leader.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// Should the test end early, let the leader take its SIGTERM.
+	t.Cleanup(func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) })
 	file := filepath.Join(t.TempDir(), "cluster.backup")
 	done := make(chan result, 1)
 	go func() { done <- follower.jaco("backup", "-o", file, "-q") }()
