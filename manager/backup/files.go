@@ -25,9 +25,18 @@ func FileName(cluster string, t time.Time, index uint64) string {
 }
 
 // ownFile matches exactly the names FileName makes for cluster, so that
-// pruning never touches another file.
+// pruning never touches another file; ownTemp the temporary files
+// writeFile leaves behind when its manager dies mid-write.
 func ownFile(cluster string) *regexp.Regexp {
-	return regexp.MustCompile(`^jaco-backup-` + regexp.QuoteMeta(cluster) + `-\d{8}T\d{6}\.\d{3}Z-\d+\.jbk$`)
+	return regexp.MustCompile(`^` + ownName(cluster) + `$`)
+}
+
+func ownTemp(cluster string) *regexp.Regexp {
+	return regexp.MustCompile(`^\.` + ownName(cluster) + `\.tmp-[0-9]+$`)
+}
+
+func ownName(cluster string) string {
+	return `jaco-backup-` + regexp.QuoteMeta(cluster) + `-\d{8}T\d{6}\.\d{3}Z-\d+\.jbk`
 }
 
 // writeFile writes a sealed backup into dir (made 0700 if missing) under
@@ -48,25 +57,34 @@ func writeFile(dir, name string, sealed []byte) (string, error) {
 }
 
 // prune removes cluster's scheduled backups in dir beyond the newest keep,
-// and no other file. It returns the paths removed.
+// and the temporary files of writes cut short, and no other file. Called
+// after a write by the only writer, it never meets a write in progress.
+// It returns the paths removed.
 func prune(dir, cluster string, keep int) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list backup dir: %w", err)
 	}
-	own := ownFile(cluster)
-	var names []string
+	own, temp := ownFile(cluster), ownTemp(cluster)
+	var names, stale []string
 	for _, e := range entries {
-		if e.Type().IsRegular() && own.MatchString(e.Name()) {
+		switch {
+		case !e.Type().IsRegular():
+		case own.MatchString(e.Name()):
 			names = append(names, e.Name())
+		case temp.MatchString(e.Name()):
+			stale = append(stale, e.Name())
 		}
 	}
-	if len(names) <= keep {
+	slices.Sort(names)
+	if len(names) > keep {
+		stale = append(stale, names[:len(names)-keep]...)
+	}
+	if len(stale) == 0 {
 		return nil, nil
 	}
-	slices.Sort(names)
 	var removed []string
-	for _, name := range names[:len(names)-keep] {
+	for _, name := range stale {
 		path := filepath.Join(dir, name)
 		if err := os.Remove(path); err != nil {
 			return removed, fmt.Errorf("prune old backup: %w", err)

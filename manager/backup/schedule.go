@@ -161,10 +161,14 @@ func (s *Scheduler) write(ctx context.Context, c *api.Cluster) (string, *backupf
 	return path, b, nil
 }
 
+// recordAttempts bounds the retries of a record that a concurrent write to
+// the Cluster object (a cluster update) got ahead of.
+const recordAttempts = 5
+
 // record stores the outcome: a success replaces the record, a failure is
 // added to the last success.
 func (s *Scheduler) record(ctx context.Context, path string, b *backupfile.Backup, failed error) error {
-	return s.store.Update(ctx, func(tx *store.Tx) error {
+	return s.store.UpdateRetrying(ctx, recordAttempts, func(tx *store.Tx) error {
 		c := tx.Cluster()
 		if c == nil {
 			return fmt.Errorf("the cluster object is missing")
