@@ -239,7 +239,8 @@ func TestScheduledBackupHoldsEveryAcknowledgedWrite(t *testing.T) {
 // leader writes the next ones. Asserted: one writer per slot, i.e. the
 // backups, in time order, are at least an interval apart (no burst, no
 // duplicate when leadership moves) and hold increasing indexes; the new
-// leader's first backup comes an interval after the old leader's last.
+// leader's first backup comes an interval after the old leader's last,
+// not an interval after its own election.
 func TestScheduledBackupContinuesOnNewLeader(t *testing.T) {
 	t.Parallel()
 	const interval = 3 * time.Second
@@ -263,7 +264,21 @@ func TestScheduledBackupContinuesOnNewLeader(t *testing.T) {
 	if second.Backups.LastSuccessNode != oldID {
 		t.Fatalf("backup written by %s, want the leader %s", second.Backups.LastSuccessNode, oldID)
 	}
+	// Kill the leader two thirds into the interval, so that its
+	// successor's election (a fraction of a second: ADR 0029) ends well
+	// before the next slot. This wait places the kill in the schedule; it
+	// waits for no condition.
+	time.Sleep(time.Until(second.Backups.LastSuccessAt.Add(2 * interval / 3)))
 	leader.kill()
+	var elected time.Time // when the survivors report a new leader, at the latest
+	eventually(t, 30*time.Second, func() error {
+		s, err := rest[0].tryStatus()
+		if err != nil || s.Leader == "" || s.Leader == oldID {
+			return fmt.Errorf("no new leader yet: %+v, %v", s, err)
+		}
+		elected = time.Now()
+		return nil
+	})
 
 	var taken backupStatus
 	eventually(t, 30*time.Second, func() (err error) {
@@ -277,6 +292,13 @@ func TestScheduledBackupContinuesOnNewLeader(t *testing.T) {
 	})
 	if gap := taken.Backups.LastSuccessAt.Sub(second.Backups.LastSuccessAt); gap < interval {
 		t.Errorf("new leader's first backup %v after the old leader's last, want at least the interval %v", gap, interval)
+	}
+	// Continuing, the new leader writes at the old schedule's next slot,
+	// about a third of an interval after its election. Starting a
+	// schedule of its own, it would write a whole interval after it.
+	if late := taken.Backups.LastSuccessAt.Sub(elected); late > 2*interval/3 {
+		t.Errorf("new leader's first backup came %v after its election: it did not continue from the last success %v",
+			late, second.Backups.LastSuccessAt)
 	}
 	nextBackup(t, rest[0], taken.Backups.LastSuccessAt, 20*time.Second)
 
