@@ -554,7 +554,11 @@ type ClusterStatusResponse struct {
 	FailedUnlockAttempts uint32 `protobuf:"varint,7,opt,name=failed_unlock_attempts,json=failedUnlockAttempts,proto3" json:"failed_unlock_attempts,omitempty"`
 	// raft_term is this manager's raft term: every election raises it, so
 	// two reads with different terms mean leadership changed in between.
-	RaftTerm      uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	RaftTerm uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	// backup_schedule is the scheduled backups' setting (unset: never set).
+	BackupSchedule *BackupSchedule `protobuf:"bytes,9,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup    *BackupRecord `protobuf:"bytes,10,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -643,6 +647,20 @@ func (x *ClusterStatusResponse) GetRaftTerm() uint64 {
 		return x.RaftTerm
 	}
 	return 0
+}
+
+func (x *ClusterStatusResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
 }
 
 type UnlockNodeRequest struct {
@@ -855,8 +873,21 @@ type UpdateClusterRequest struct {
 	// (0 to 24 h; docs/adr/0042).
 	PartitionGrace *durationpb.Duration `protobuf:"bytes,10,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
 	DownGrace      *durationpb.Duration `protobuf:"bytes,11,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// backup_interval, when set, is the pace of scheduled backups: 1m to
+	// 30 days, or 0 to turn them off (docs/adr/0037). Turning them on needs
+	// a backup_dir, given now or before.
+	BackupInterval *durationpb.Duration `protobuf:"bytes,5,opt,name=backup_interval,json=backupInterval,proto3" json:"backup_interval,omitempty"`
+	// backup_dir, when set, is the absolute directory on the leader's
+	// machine scheduled backups go into.
+	BackupDir *string `protobuf:"bytes,6,opt,name=backup_dir,json=backupDir,proto3,oneof" json:"backup_dir,omitempty"`
+	// backup_keep, when set, is how many scheduled backups each manager
+	// keeps in backup_dir, 1 to 1000 (default 7).
+	BackupKeep *uint32 `protobuf:"varint,7,opt,name=backup_keep,json=backupKeep,proto3,oneof" json:"backup_keep,omitempty"`
+	// backup_key, when set, replaces the key that seals scheduled backups
+	// (the first one is made when scheduled backups are first turned on).
+	BackupKey     *BackupKeyChange `protobuf:"bytes,8,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -938,6 +969,81 @@ func (x *UpdateClusterRequest) GetDownGrace() *durationpb.Duration {
 	return nil
 }
 
+func (x *UpdateClusterRequest) GetBackupInterval() *durationpb.Duration {
+	if x != nil {
+		return x.BackupInterval
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetBackupDir() string {
+	if x != nil && x.BackupDir != nil {
+		return *x.BackupDir
+	}
+	return ""
+}
+
+func (x *UpdateClusterRequest) GetBackupKeep() uint32 {
+	if x != nil && x.BackupKeep != nil {
+		return *x.BackupKeep
+	}
+	return 0
+}
+
+func (x *UpdateClusterRequest) GetBackupKey() *BackupKeyChange {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+// BackupKeyChange replaces the scheduled backups' key.
+type BackupKeyChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the operator's own key (JBK1-...); empty: draw a random one,
+	// which the response shows once.
+	Key           string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupKeyChange) Reset() {
+	*x = BackupKeyChange{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupKeyChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupKeyChange) ProtoMessage() {}
+
+func (x *BackupKeyChange) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupKeyChange.ProtoReflect.Descriptor instead.
+func (*BackupKeyChange) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BackupKeyChange) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -951,13 +1057,18 @@ type UpdateClusterResponse struct {
 	RebalanceOnJoin bool                 `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
 	PartitionGrace  *durationpb.Duration `protobuf:"bytes,8,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
 	DownGrace       *durationpb.Duration `protobuf:"bytes,9,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// backup_key is set when this call drew a new backup key. It is shown
+	// once here; keep it apart from the backup files.
+	BackupKey string `protobuf:"bytes,5,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// backup_schedule is the schedule in force after the call.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,6,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1080,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1093,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -1034,6 +1145,20 @@ func (x *UpdateClusterResponse) GetDownGrace() *durationpb.Duration {
 	return nil
 }
 
+func (x *UpdateClusterResponse) GetBackupKey() string {
+	if x != nil {
+		return x.BackupKey
+	}
+	return ""
+}
+
+func (x *UpdateClusterResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
 type GetUnlockKeyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1042,7 +1167,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1179,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1192,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 type GetUnlockKeyResponse struct {
@@ -1083,7 +1208,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1095,7 +1220,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1108,7 +1233,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -1147,7 +1272,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1284,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1297,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1209,7 +1334,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1346,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1359,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1273,7 +1398,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1285,7 +1410,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1298,7 +1423,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1326,7 +1451,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1463,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1476,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1377,7 +1502,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1514,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1527,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1423,7 +1548,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1560,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1573,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1476,7 +1601,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +1613,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +1626,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1532,7 +1657,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1669,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1682,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1592,7 +1717,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1729,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1742,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1636,7 +1761,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1773,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1786,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1680,7 +1805,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1817,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1830,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1732,7 +1857,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1869,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1882,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1797,7 +1922,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1809,7 +1934,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1822,7 +1947,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1845,7 +1970,7 @@ type RebalanceServiceRequest struct {
 
 func (x *RebalanceServiceRequest) Reset() {
 	*x = RebalanceServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1982,7 @@ func (x *RebalanceServiceRequest) String() string {
 func (*RebalanceServiceRequest) ProtoMessage() {}
 
 func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1995,7 @@ func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RebalanceServiceRequest) GetService() string {
@@ -1899,7 +2024,7 @@ type RebalanceServiceResponse struct {
 
 func (x *RebalanceServiceResponse) Reset() {
 	*x = RebalanceServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2036,7 @@ func (x *RebalanceServiceResponse) String() string {
 func (*RebalanceServiceResponse) ProtoMessage() {}
 
 func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2049,7 @@ func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RebalanceServiceResponse) GetServices() []*Service {
@@ -1950,7 +2075,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2087,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2100,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1995,7 +2120,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2007,7 +2132,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2020,7 +2145,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -2041,7 +2166,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2178,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2191,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -2095,7 +2220,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2232,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2245,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -2146,7 +2271,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2283,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2296,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2191,7 +2316,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2328,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2341,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2235,7 +2360,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +2372,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +2385,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2278,7 +2403,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2290,7 +2415,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2303,7 +2428,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 type CreateConfigRequest struct {
@@ -2315,7 +2440,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2452,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2465,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2359,7 +2484,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2496,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2509,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2405,7 +2530,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2417,7 +2542,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2430,7 +2555,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2457,7 +2582,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2469,7 +2594,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2482,7 +2607,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2508,7 +2633,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2645,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2658,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2553,7 +2678,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2690,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2703,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2597,7 +2722,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2609,7 +2734,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2622,7 +2747,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2640,7 +2765,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2777,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2790,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 type CreateNetworkRequest struct {
@@ -2677,7 +2802,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2814,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2827,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2721,7 +2846,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +2858,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +2871,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2767,7 +2892,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2779,7 +2904,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2792,7 +2917,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2822,7 +2947,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2959,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2972,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2888,7 +3013,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2900,7 +3025,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2913,7 +3038,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2962,7 +3087,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2974,7 +3099,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2987,7 +3112,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -3006,7 +3131,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3143,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3156,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -3050,7 +3175,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3062,7 +3187,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3075,7 +3200,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -3093,7 +3218,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3230,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3243,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 type RemoveServiceRequest struct {
@@ -3130,7 +3255,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3142,7 +3267,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3155,7 +3280,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3173,7 +3298,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3185,7 +3310,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3198,7 +3323,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 type GetServiceRequest struct {
@@ -3211,7 +3336,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3223,7 +3348,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3236,7 +3361,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3262,7 +3387,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3274,7 +3399,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3287,7 +3412,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3312,7 +3437,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3324,7 +3449,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3337,7 +3462,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3375,7 +3500,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3512,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3525,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3442,7 +3567,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3454,7 +3579,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3467,7 +3592,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3516,7 +3641,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3528,7 +3653,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3541,7 +3666,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3578,7 +3703,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3715,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3728,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3664,7 +3789,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3801,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3814,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3721,7 +3846,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3858,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3871,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3822,7 +3947,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3959,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3972,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -3966,7 +4091,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3978,7 +4103,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3991,7 +4116,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *EventChange) GetField() string {
@@ -4032,7 +4157,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4044,7 +4169,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4057,7 +4182,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -4092,7 +4217,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4104,7 +4229,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4117,7 +4242,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -4144,7 +4269,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4281,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4294,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4201,7 +4326,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4213,7 +4338,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4226,7 +4351,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4314,7 +4439,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4326,7 +4451,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4339,7 +4464,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{72}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4398,7 +4523,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4410,7 +4535,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4423,7 +4548,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{73}
+	return file_api_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4482,7 +4607,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xc0\x02\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xbc\x03\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -4493,7 +4618,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
 	"quorumLost\x124\n" +
 	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\x12\x1b\n" +
-	"\traft_term\x18\b \x01(\x04R\braftTerm\"2\n" +
+	"\traft_term\x18\b \x01(\x04R\braftTerm\x12A\n" +
+	"\x0fbackup_schedule\x18\t \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x127\n" +
+	"\vlast_backup\x18\n" +
+	" \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\"2\n" +
 	"\x11UnlockNodeRequest\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
@@ -4504,7 +4633,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xc9\x03\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xb0\x05\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
@@ -4514,11 +4643,22 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0fpartition_grace\x18\n" +
 	" \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
 	"\n" +
-	"down_grace\x18\v \x01(\v2\x19.google.protobuf.DurationR\tdownGraceB\v\n" +
+	"down_grace\x18\v \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12B\n" +
+	"\x0fbackup_interval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x0ebackupInterval\x12\"\n" +
+	"\n" +
+	"backup_dir\x18\x06 \x01(\tH\x04R\tbackupDir\x88\x01\x01\x12$\n" +
+	"\vbackup_keep\x18\a \x01(\rH\x05R\n" +
+	"backupKeep\x88\x01\x01\x128\n" +
+	"\n" +
+	"backup_key\x18\b \x01(\v2\x19.jaco.api.BackupKeyChangeR\tbackupKeyB\v\n" +
 	"\t_autolockB\x1b\n" +
 	"\x19_max_replicas_per_serviceB\x0f\n" +
 	"\r_max_servicesB\x14\n" +
-	"\x12_rebalance_on_join\"\xd8\x02\n" +
+	"\x12_rebalance_on_joinB\r\n" +
+	"\v_backup_dirB\x0e\n" +
+	"\f_backup_keep\"#\n" +
+	"\x0fBackupKeyChange\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\xba\x03\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
@@ -4528,7 +4668,10 @@ const file_api_control_proto_rawDesc = "" +
 	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\x12B\n" +
 	"\x0fpartition_grace\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
 	"\n" +
-	"down_grace\x18\t \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\"\x15\n" +
+	"down_grace\x18\t \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\x05 \x01(\tR\tbackupKey\x12A\n" +
+	"\x0fbackup_schedule\x18\x06 \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
@@ -4845,7 +4988,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                   // 0: jaco.api.NodeState
 	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
@@ -4862,228 +5005,236 @@ var file_api_control_proto_goTypes = []any{
 	(*DashboardLoginRequest)(nil),    // 12: jaco.api.DashboardLoginRequest
 	(*DashboardLoginResponse)(nil),   // 13: jaco.api.DashboardLoginResponse
 	(*UpdateClusterRequest)(nil),     // 14: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),    // 15: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),      // 16: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),     // 17: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),         // 18: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 19: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),             // 20: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),           // 21: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 22: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),    // 23: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil),   // 24: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),        // 25: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 26: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),     // 27: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),    // 28: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),     // 29: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),    // 30: jaco.api.UpdateServiceResponse
-	(*RebalanceServiceRequest)(nil),  // 31: jaco.api.RebalanceServiceRequest
-	(*RebalanceServiceResponse)(nil), // 32: jaco.api.RebalanceServiceResponse
-	(*CreateSecretRequest)(nil),      // 33: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),     // 34: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),         // 35: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),        // 36: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),       // 37: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),      // 38: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),      // 39: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),     // 40: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),      // 41: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),     // 42: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),         // 43: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),        // 44: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),       // 45: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),      // 46: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),      // 47: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),     // 48: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),     // 49: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),    // 50: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),        // 51: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),       // 52: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),              // 53: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),      // 54: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),     // 55: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),     // 56: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),    // 57: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),     // 58: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),    // 59: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),        // 60: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),       // 61: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),      // 62: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),     // 63: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),         // 64: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 65: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),        // 66: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),       // 67: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),       // 68: jaco.api.WatchEventsRequest
-	(*Event)(nil),                    // 69: jaco.api.Event
-	(*EventChange)(nil),              // 70: jaco.api.EventChange
-	(*EventsGap)(nil),                // 71: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),       // 72: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),      // 73: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),             // 74: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),      // 75: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),       // 76: jaco.api.ServiceLogsRequest
-	nil,                              // 77: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                    // 78: jaco.api.Suffrage
-	(*timestamppb.Timestamp)(nil),    // 79: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 80: google.protobuf.Duration
-	(*Node)(nil),                     // 81: jaco.api.Node
-	(NodeRole)(0),                    // 82: jaco.api.NodeRole
-	(*ServiceSpec)(nil),              // 83: jaco.api.ServiceSpec
-	(*Service)(nil),                  // 84: jaco.api.Service
-	(*FileSpec)(nil),                 // 85: jaco.api.FileSpec
-	(*Secret)(nil),                   // 86: jaco.api.Secret
-	(*Config)(nil),                   // 87: jaco.api.Config
-	(*NetworkSpec)(nil),              // 88: jaco.api.NetworkSpec
-	(*Network)(nil),                  // 89: jaco.api.Network
-	(*Task)(nil),                     // 90: jaco.api.Task
-	(NodeAvailability)(0),            // 91: jaco.api.NodeAvailability
-	(TaskState)(0),                   // 92: jaco.api.TaskState
-	(*LogsMessage)(nil),              // 93: jaco.api.LogsMessage
+	(*BackupKeyChange)(nil),          // 15: jaco.api.BackupKeyChange
+	(*UpdateClusterResponse)(nil),    // 16: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),      // 17: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),     // 18: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),         // 19: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 20: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),             // 21: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),           // 22: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 23: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),    // 24: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil),   // 25: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),        // 26: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 27: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),     // 28: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),    // 29: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),     // 30: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),    // 31: jaco.api.UpdateServiceResponse
+	(*RebalanceServiceRequest)(nil),  // 32: jaco.api.RebalanceServiceRequest
+	(*RebalanceServiceResponse)(nil), // 33: jaco.api.RebalanceServiceResponse
+	(*CreateSecretRequest)(nil),      // 34: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),     // 35: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),         // 36: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),        // 37: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),       // 38: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),      // 39: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),      // 40: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),     // 41: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),      // 42: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),     // 43: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),         // 44: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),        // 45: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),       // 46: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),      // 47: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),      // 48: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),     // 49: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),     // 50: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),    // 51: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),        // 52: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),       // 53: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),              // 54: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),      // 55: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),     // 56: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),     // 57: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),    // 58: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),     // 59: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 60: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 61: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 62: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 63: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 64: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 65: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 66: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 67: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 68: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 69: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 70: jaco.api.Event
+	(*EventChange)(nil),              // 71: jaco.api.EventChange
+	(*EventsGap)(nil),                // 72: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 73: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 74: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 75: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 76: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 77: jaco.api.ServiceLogsRequest
+	nil,                              // 78: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 79: jaco.api.Suffrage
+	(*BackupSchedule)(nil),           // 80: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),             // 81: jaco.api.BackupRecord
+	(*timestamppb.Timestamp)(nil),    // 82: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 83: google.protobuf.Duration
+	(*Node)(nil),                     // 84: jaco.api.Node
+	(NodeRole)(0),                    // 85: jaco.api.NodeRole
+	(*ServiceSpec)(nil),              // 86: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 87: jaco.api.Service
+	(*FileSpec)(nil),                 // 88: jaco.api.FileSpec
+	(*Secret)(nil),                   // 89: jaco.api.Secret
+	(*Config)(nil),                   // 90: jaco.api.Config
+	(*NetworkSpec)(nil),              // 91: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 92: jaco.api.Network
+	(*Task)(nil),                     // 93: jaco.api.Task
+	(NodeAvailability)(0),            // 94: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 95: jaco.api.TaskState
+	(*LogsMessage)(nil),              // 96: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	78,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	79,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	0,   // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	79,  // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	80,  // 6: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
-	80,  // 7: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
-	80,  // 8: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
-	80,  // 9: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
-	2,   // 10: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	81,  // 11: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	20,  // 12: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 13: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	81,  // 14: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	82,  // 15: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	80,  // 16: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	79,  // 17: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	80,  // 18: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	83,  // 19: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84,  // 20: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	83,  // 21: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84,  // 22: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	84,  // 23: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	85,  // 24: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	86,  // 25: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 26: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86,  // 27: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 28: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86,  // 29: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	85,  // 30: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	87,  // 31: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 32: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 33: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 34: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 35: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	88,  // 36: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	89,  // 37: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,   // 38: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 39: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	53,  // 40: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,   // 41: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 42: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,   // 43: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84,  // 44: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,   // 45: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84,  // 46: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	20,  // 47: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 48: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 49: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	91,  // 50: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	77,  // 51: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	82,  // 52: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	80,  // 53: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	81,  // 54: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	79,  // 55: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	79,  // 56: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	70,  // 57: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	79,  // 58: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	69,  // 59: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	71,  // 60: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	92,  // 61: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	79,  // 62: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	92,  // 63: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	84,  // 64: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	74,  // 65: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	79,  // 66: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	79,  // 67: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,   // 68: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,   // 69: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,   // 70: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10,  // 71: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12,  // 72: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14,  // 73: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	16,  // 74: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	18,  // 75: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	21,  // 76: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	23,  // 77: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	25,  // 78: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	66,  // 79: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	27,  // 80: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	29,  // 81: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	31,  // 82: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	58,  // 83: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	33,  // 84: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	39,  // 85: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	35,  // 86: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	37,  // 87: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	41,  // 88: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	47,  // 89: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	43,  // 90: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	45,  // 91: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	49,  // 92: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	56,  // 93: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	51,  // 94: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	54,  // 95: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	60,  // 96: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	62,  // 97: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	64,  // 98: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	73,  // 99: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	68,  // 100: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	76,  // 101: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,   // 102: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,   // 103: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,   // 104: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11,  // 105: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13,  // 106: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	15,  // 107: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	17,  // 108: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	19,  // 109: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	22,  // 110: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	24,  // 111: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	26,  // 112: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	67,  // 113: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	28,  // 114: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	30,  // 115: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	32,  // 116: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	59,  // 117: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	34,  // 118: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	40,  // 119: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	36,  // 120: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	38,  // 121: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	42,  // 122: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	48,  // 123: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	44,  // 124: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	46,  // 125: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	50,  // 126: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	57,  // 127: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	52,  // 128: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	55,  // 129: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	61,  // 130: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	63,  // 131: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	65,  // 132: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	75,  // 133: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	72,  // 134: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	93,  // 135: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	102, // [102:136] is the sub-list for method output_type
-	68,  // [68:102] is the sub-list for method input_type
-	68,  // [68:68] is the sub-list for extension type_name
-	68,  // [68:68] is the sub-list for extension extendee
-	0,   // [0:68] is the sub-list for field type_name
+	80,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	81,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
+	0,   // 6: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	82,  // 7: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	83,  // 8: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
+	83,  // 9: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
+	83,  // 10: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
+	15,  // 11: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
+	83,  // 12: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
+	83,  // 13: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
+	80,  // 14: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	2,   // 15: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84,  // 16: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	21,  // 17: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 18: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	84,  // 19: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	85,  // 20: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	83,  // 21: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	82,  // 22: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	83,  // 23: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	86,  // 24: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	87,  // 25: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	86,  // 26: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	87,  // 27: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	87,  // 28: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	88,  // 29: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	89,  // 30: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 31: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 32: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 33: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 34: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	88,  // 35: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	90,  // 36: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 37: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 38: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 39: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 40: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	91,  // 41: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	92,  // 42: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 43: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 44: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	54,  // 45: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 46: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 47: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 48: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 49: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 50: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 51: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	21,  // 52: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 53: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 54: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	94,  // 55: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	78,  // 56: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	85,  // 57: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	83,  // 58: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	84,  // 59: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	82,  // 60: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	82,  // 61: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	71,  // 62: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	82,  // 63: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	70,  // 64: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	72,  // 65: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	95,  // 66: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	82,  // 67: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	95,  // 68: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	87,  // 69: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	75,  // 70: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	82,  // 71: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	82,  // 72: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 73: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 74: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 75: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	10,  // 76: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	12,  // 77: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	14,  // 78: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	17,  // 79: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	19,  // 80: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	22,  // 81: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	24,  // 82: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	26,  // 83: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	67,  // 84: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	28,  // 85: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	30,  // 86: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	32,  // 87: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	59,  // 88: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	34,  // 89: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	40,  // 90: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	36,  // 91: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	38,  // 92: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	42,  // 93: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	48,  // 94: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	44,  // 95: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	46,  // 96: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	50,  // 97: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	57,  // 98: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	52,  // 99: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	55,  // 100: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	61,  // 101: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	63,  // 102: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	65,  // 103: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	74,  // 104: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	69,  // 105: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	77,  // 106: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 107: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 108: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 109: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	11,  // 110: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	13,  // 111: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	16,  // 112: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	18,  // 113: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	20,  // 114: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	23,  // 115: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	25,  // 116: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	27,  // 117: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	68,  // 118: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	29,  // 119: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	31,  // 120: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	33,  // 121: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	60,  // 122: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	35,  // 123: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	41,  // 124: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	37,  // 125: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	39,  // 126: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	43,  // 127: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	49,  // 128: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	45,  // 129: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	47,  // 130: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	51,  // 131: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	58,  // 132: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	53,  // 133: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	56,  // 134: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	62,  // 135: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	64,  // 136: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	66,  // 137: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	76,  // 138: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	73,  // 139: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	96,  // 140: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	107, // [107:141] is the sub-list for method output_type
+	73,  // [73:107] is the sub-list for method input_type
+	73,  // [73:73] is the sub-list for extension type_name
+	73,  // [73:73] is the sub-list for extension extendee
+	0,   // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -5095,14 +5246,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[63].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[64].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   75,
+			NumMessages:   76,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

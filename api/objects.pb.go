@@ -902,7 +902,16 @@ type Cluster struct {
 	// down_grace is how long the replicas of a DOWN node keep their slots
 	// before they are replaced; unset is 0 (at once: the heartbeat grace
 	// has passed already).
-	DownGrace     *durationpb.Duration `protobuf:"bytes,18,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	DownGrace *durationpb.Duration `protobuf:"bytes,18,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	// backup_schedule: the leader writes a sealed backup into a directory of
+	// its own machine at this pace (docs/adr/0037); unset or a zero
+	// interval: off.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,12,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// backup_key seals scheduled backups (32 bytes). Like the CA key it
+	// lives only in raft state, sealed at rest; it is shown once, when made.
+	BackupKey []byte `protobuf:"bytes,13,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup    *BackupRecord `protobuf:"bytes,14,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1035,6 +1044,191 @@ func (x *Cluster) GetDownGrace() *durationpb.Duration {
 	return nil
 }
 
+func (x *Cluster) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *Cluster) GetBackupKey() []byte {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+func (x *Cluster) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
+}
+
+// BackupSchedule is when and where the leader writes scheduled backups.
+type BackupSchedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// interval between backups; zero: off.
+	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// dir is the absolute directory, on whichever manager leads, the files
+	// go into.
+	Dir string `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	// keep is how many of its newest files each manager keeps in dir.
+	Keep          uint32 `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupSchedule) Reset() {
+	*x = BackupSchedule{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupSchedule) ProtoMessage() {}
+
+func (x *BackupSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupSchedule.ProtoReflect.Descriptor instead.
+func (*BackupSchedule) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackupSchedule) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *BackupSchedule) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *BackupSchedule) GetKeep() uint32 {
+	if x != nil {
+		return x.Keep
+	}
+	return 0
+}
+
+// BackupRecord is the last scheduled backup that succeeded and, when the
+// attempt after it failed, that failure. A new leader continues the
+// schedule from last_success_at.
+type BackupRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LastSuccessAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=last_success_at,json=lastSuccessAt,proto3" json:"last_success_at,omitempty"`
+	// last_success_file is the file's path on the manager that wrote it.
+	LastSuccessFile string `protobuf:"bytes,2,opt,name=last_success_file,json=lastSuccessFile,proto3" json:"last_success_file,omitempty"`
+	// last_success_index is the raft index the backup holds the store at.
+	LastSuccessIndex uint64 `protobuf:"varint,3,opt,name=last_success_index,json=lastSuccessIndex,proto3" json:"last_success_index,omitempty"`
+	// last_success_node_id is the manager that wrote it.
+	LastSuccessNodeId string `protobuf:"bytes,4,opt,name=last_success_node_id,json=lastSuccessNodeId,proto3" json:"last_success_node_id,omitempty"`
+	// last_failure_at is set when the newest attempt failed.
+	LastFailureAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_failure_at,json=lastFailureAt,proto3" json:"last_failure_at,omitempty"`
+	LastFailure       string                 `protobuf:"bytes,6,opt,name=last_failure,json=lastFailure,proto3" json:"last_failure,omitempty"`
+	LastFailureNodeId string                 `protobuf:"bytes,7,opt,name=last_failure_node_id,json=lastFailureNodeId,proto3" json:"last_failure_node_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *BackupRecord) Reset() {
+	*x = BackupRecord{}
+	mi := &file_api_objects_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRecord) ProtoMessage() {}
+
+func (x *BackupRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRecord.ProtoReflect.Descriptor instead.
+func (*BackupRecord) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BackupRecord) GetLastSuccessAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccessAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastSuccessFile() string {
+	if x != nil {
+		return x.LastSuccessFile
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastSuccessIndex() uint64 {
+	if x != nil {
+		return x.LastSuccessIndex
+	}
+	return 0
+}
+
+func (x *BackupRecord) GetLastSuccessNodeId() string {
+	if x != nil {
+		return x.LastSuccessNodeId
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastFailureAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastFailure() string {
+	if x != nil {
+		return x.LastFailure
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureNodeId() string {
+	if x != nil {
+		return x.LastFailureNodeId
+	}
+	return ""
+}
+
 // Network is an overlay network: replicas attached to it reach each other
 // from any node, by address and by service name (docs/adr/0026).
 type Network struct {
@@ -1048,7 +1242,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1254,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1267,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Network) GetId() string {
@@ -1120,7 +1314,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1326,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1339,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -1187,7 +1381,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1393,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1406,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -1247,7 +1441,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1453,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1466,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -1313,7 +1507,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1519,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1532,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1410,7 +1604,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1616,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1629,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1489,7 +1683,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1695,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1708,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1560,7 +1754,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1572,7 +1766,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1585,7 +1779,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1680,7 +1874,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1886,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1899,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Node) GetId() string {
@@ -1811,7 +2005,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +2017,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +2030,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Mount) GetSource() string {
@@ -1876,7 +2070,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2082,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2095,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -1946,7 +2140,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2152,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2165,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -2004,7 +2198,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2016,7 +2210,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2029,7 +2223,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2067,7 +2261,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2273,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2286,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2142,7 +2336,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2348,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2361,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2283,7 +2477,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2295,7 +2489,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2308,7 +2502,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2326,7 +2520,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2532,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2545,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2365,7 +2559,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2377,7 +2571,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2390,7 +2584,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2417,7 +2611,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2623,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2636,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2513,7 +2707,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2525,7 +2719,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2538,7 +2732,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2757,7 +2951,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2963,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2976,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FileReference) GetName() string {
@@ -2842,7 +3036,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +3048,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +3061,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -2910,7 +3104,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3116,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3129,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Secret) GetId() string {
@@ -2971,7 +3165,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2983,7 +3177,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2996,7 +3190,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Config) GetId() string {
@@ -3033,7 +3227,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3045,7 +3239,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3058,7 +3252,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3105,7 +3299,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +3311,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +3324,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3189,7 +3383,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3395,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3408,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3259,7 +3453,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3271,7 +3465,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3284,7 +3478,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3326,7 +3520,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3338,7 +3532,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3351,7 +3545,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Service) GetId() string {
@@ -3430,7 +3624,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3442,7 +3636,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3455,7 +3649,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -3517,7 +3711,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3529,7 +3723,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3542,7 +3736,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3578,7 +3772,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3784,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3797,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3659,7 +3853,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3671,7 +3865,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3684,7 +3878,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3740,7 +3934,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +3946,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +3959,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Task) GetId() string {
@@ -3888,7 +4082,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +4094,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +4107,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3968,7 +4162,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xbf\x04\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xda\x05\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -3987,7 +4181,24 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x12B\n" +
 	"\x0fpartition_grace\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
 	"\n" +
-	"down_grace\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\"h\n" +
+	"down_grace\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12A\n" +
+	"\x0fbackup_schedule\x18\f \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\r \x01(\fR\tbackupKey\x127\n" +
+	"\vlast_backup\x18\x0e \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\"m\n" +
+	"\x0eBackupSchedule\x125\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x12\n" +
+	"\x04keep\x18\x03 \x01(\rR\x04keep\"\xf5\x02\n" +
+	"\fBackupRecord\x12B\n" +
+	"\x0flast_success_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rlastSuccessAt\x12*\n" +
+	"\x11last_success_file\x18\x02 \x01(\tR\x0flastSuccessFile\x12,\n" +
+	"\x12last_success_index\x18\x03 \x01(\x04R\x10lastSuccessIndex\x12/\n" +
+	"\x14last_success_node_id\x18\x04 \x01(\tR\x11lastSuccessNodeId\x12B\n" +
+	"\x0flast_failure_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastFailureAt\x12!\n" +
+	"\flast_failure\x18\x06 \x01(\tR\vlastFailure\x12/\n" +
+	"\x14last_failure_node_id\x18\a \x01(\tR\x11lastFailureNodeId\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4334,7 +4545,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4352,144 +4563,151 @@ var file_api_objects_proto_goTypes = []any{
 	(TaskState)(0),                // 13: jaco.api.TaskState
 	(*Meta)(nil),                  // 14: jaco.api.Meta
 	(*Cluster)(nil),               // 15: jaco.api.Cluster
-	(*Network)(nil),               // 16: jaco.api.Network
-	(*NetworkSpec)(nil),           // 17: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 18: jaco.api.NodeStatus
-	(*Resources)(nil),             // 19: jaco.api.Resources
-	(*NodeDescription)(nil),       // 20: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 21: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 22: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 23: jaco.api.NodeDrain
-	(*Node)(nil),                  // 24: jaco.api.Node
-	(*Mount)(nil),                 // 25: jaco.api.Mount
-	(*PortConfig)(nil),            // 26: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 27: jaco.api.HookBundle
-	(*Placement)(nil),             // 28: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 29: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 30: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 31: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 32: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 33: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 34: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 35: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 36: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 37: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 38: jaco.api.Secret
-	(*Config)(nil),                // 39: jaco.api.Config
-	(*FileSpec)(nil),              // 40: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 41: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 42: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 43: jaco.api.NetworkAccess
-	(*Service)(nil),               // 44: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 45: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 46: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 47: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 48: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 49: jaco.api.Task
-	(*JoinToken)(nil),             // 50: jaco.api.JoinToken
-	nil,                           // 51: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 52: jaco.api.Node.LabelsEntry
-	nil,                           // 53: jaco.api.HookBundle.FilesEntry
-	nil,                           // 54: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 55: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 56: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 57: google.protobuf.Duration
+	(*BackupSchedule)(nil),        // 16: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 17: jaco.api.BackupRecord
+	(*Network)(nil),               // 18: jaco.api.Network
+	(*NetworkSpec)(nil),           // 19: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 20: jaco.api.NodeStatus
+	(*Resources)(nil),             // 21: jaco.api.Resources
+	(*NodeDescription)(nil),       // 22: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 23: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 24: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 25: jaco.api.NodeDrain
+	(*Node)(nil),                  // 26: jaco.api.Node
+	(*Mount)(nil),                 // 27: jaco.api.Mount
+	(*PortConfig)(nil),            // 28: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 29: jaco.api.HookBundle
+	(*Placement)(nil),             // 30: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 31: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 32: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 33: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 34: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 35: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 36: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 37: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 38: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 39: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 40: jaco.api.Secret
+	(*Config)(nil),                // 41: jaco.api.Config
+	(*FileSpec)(nil),              // 42: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 43: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 44: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 45: jaco.api.NetworkAccess
+	(*Service)(nil),               // 46: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 47: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 48: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 49: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 50: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 51: jaco.api.Task
+	(*JoinToken)(nil),             // 52: jaco.api.JoinToken
+	nil,                           // 53: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 54: jaco.api.Node.LabelsEntry
+	nil,                           // 55: jaco.api.HookBundle.FilesEntry
+	nil,                           // 56: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 57: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 58: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	56, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	56, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	58, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	58, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	14, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	57, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
-	57, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
-	14, // 5: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	17, // 6: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	51, // 7: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 8: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	56, // 9: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	19, // 10: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	21, // 11: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 12: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	57, // 13: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	56, // 14: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	14, // 15: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 16: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 17: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	52, // 18: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	18, // 19: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	20, // 20: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 21: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	23, // 22: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	22, // 23: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 24: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	53, // 25: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 26: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	57, // 27: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	57, // 28: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	31, // 29: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	33, // 30: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	34, // 31: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	32, // 32: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	57, // 33: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	57, // 34: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	57, // 35: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 36: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	27, // 37: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	19, // 38: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	19, // 39: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	25, // 40: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	26, // 41: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	28, // 42: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	29, // 43: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	30, // 44: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	57, // 45: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	57, // 46: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	43, // 47: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	41, // 48: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	41, // 49: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 50: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	36, // 51: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	36, // 52: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	54, // 53: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	37, // 54: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	14, // 55: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	40, // 56: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	14, // 57: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	40, // 58: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	55, // 59: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	57, // 60: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 61: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 62: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	57, // 63: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 64: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	56, // 65: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	56, // 66: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14, // 67: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	35, // 68: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	35, // 69: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	42, // 70: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	46, // 71: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	45, // 72: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 73: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	56, // 74: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	56, // 75: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 76: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	56, // 77: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	48, // 78: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	14, // 79: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 80: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	47, // 81: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	35, // 82: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	56, // 83: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	56, // 84: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	14, // 85: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 86: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	56, // 87: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	56, // 88: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	89, // [89:89] is the sub-list for method output_type
-	89, // [89:89] is the sub-list for method input_type
-	89, // [89:89] is the sub-list for extension type_name
-	89, // [89:89] is the sub-list for extension extendee
-	0,  // [0:89] is the sub-list for field type_name
+	59, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	59, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	16, // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	17, // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	59, // 7: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	58, // 8: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	58, // 9: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	14, // 10: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	19, // 11: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	53, // 12: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 13: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	58, // 14: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	21, // 15: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	23, // 16: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 17: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	59, // 18: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	58, // 19: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	14, // 20: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 21: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 22: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	54, // 23: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	20, // 24: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	22, // 25: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 26: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	25, // 27: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	24, // 28: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 29: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	55, // 30: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 31: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	59, // 32: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	59, // 33: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	33, // 34: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	35, // 35: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	36, // 36: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	34, // 37: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	59, // 38: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	59, // 39: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	59, // 40: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 41: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	29, // 42: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	21, // 43: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	21, // 44: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	27, // 45: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	28, // 46: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	30, // 47: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	31, // 48: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	32, // 49: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	59, // 50: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	59, // 51: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	45, // 52: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	43, // 53: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	43, // 54: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 55: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	38, // 56: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	38, // 57: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	56, // 58: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	39, // 59: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	14, // 60: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	42, // 61: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	14, // 62: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	42, // 63: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	57, // 64: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	59, // 65: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 66: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 67: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	59, // 68: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 69: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	58, // 70: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	58, // 71: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14, // 72: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	37, // 73: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	37, // 74: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	44, // 75: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	48, // 76: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	47, // 77: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 78: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	58, // 79: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	58, // 80: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 81: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	58, // 82: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	50, // 83: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	14, // 84: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 85: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	49, // 86: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	37, // 87: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	58, // 88: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	58, // 89: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	14, // 90: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 91: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	58, // 92: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	58, // 93: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4497,7 +4715,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[16].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[18].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4509,7 +4727,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      14,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

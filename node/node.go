@@ -252,6 +252,7 @@ func (n *Node) startManager() error {
 		manager.WithSnapshotInterval(n.cfg.SnapshotInterval),
 		manager.WithTickInterval(n.cfg.TickInterval),
 		manager.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod),
+		manager.WithMinBackupInterval(n.cfg.MinBackupInterval),
 		manager.WithCertLifetime(n.cfg.CertLifetime),
 		manager.WithQuorumLossWindow(n.cfg.QuorumLossWindow),
 		manager.WithGCHeadroom(n.cfg.GCHeadroom))

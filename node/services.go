@@ -54,6 +54,9 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 	resp.Members, resp.LeaderNodeId = m.Members()
 	resp.QuorumLost = m.QuorumLost()
 	resp.RaftTerm = m.RaftTerm()
+	if c := m.Cluster(); c != nil {
+		resp.BackupSchedule, resp.LastBackup = c.BackupSchedule, c.LastBackup
+	}
 	if !m.IsLeader() && resp.LeaderNodeId != "" {
 		s.reachabilityFromLeader(ctx, resp.Members)
 	}

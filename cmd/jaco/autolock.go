@@ -21,9 +21,11 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	var autolock, quiet, rebalanceOnJoin bool
 	var maxReplicas, maxServices uint64
 	var partitionGrace, downGrace time.Duration
+	var backups backupFlags
 	cmd := &cobra.Command{
-		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N] [--rebalance-on-join=true|false] [--partition-grace D] [--down-grace D]",
-		Short: "Change cluster-wide settings (autolock, limits, rebalancing)",
+		Use: "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N] [--rebalance-on-join=true|false]" +
+			" [--partition-grace D] [--down-grace D] [--backup-interval D --backup-dir DIR --backup-keep N]",
+		Short: "Change cluster-wide settings (autolock, limits, rebalancing, graces, scheduled backups)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &api.UpdateClusterRequest{}
@@ -45,10 +47,13 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("down-grace") {
 				req.DownGrace = durationpb.New(downGrace)
 			}
+			if err := backups.apply(cmd, req); err != nil {
+				return err
+			}
 			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && req.RebalanceOnJoin == nil &&
-				req.PartitionGrace == nil && req.DownGrace == nil {
+				req.PartitionGrace == nil && req.DownGrace == nil && !backups.any(req) {
 				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N, " +
-					"--rebalance-on-join=true|false, --partition-grace D or --down-grace D")
+					"--rebalance-on-join=true|false, --partition-grace D, --down-grace D or --backup-interval D")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateCluster(ctx, req)
@@ -72,6 +77,9 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "Partition grace: %s; down grace: %s.\n",
 						resp.GetPartitionGrace().AsDuration(), resp.GetDownGrace().AsDuration())
 				}
+				if backups.any(req) {
+					backups.print(out, resp, quiet)
+				}
 				return nil
 			})
 		},
@@ -89,7 +97,8 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().Uint64Var(&maxServices, "max-services", 0,
 		fmt.Sprintf("the most services the cluster may hold, 1 to %d (a new cluster's: %d); lowering it removes none, only creating more is refused",
 			limits.MaxServicesCeiling, limits.DefaultMaxServices))
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
+	backups.register(cmd)
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key or backup key")
 	return cmd
 }
 

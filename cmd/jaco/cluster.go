@@ -64,6 +64,8 @@ type statusView struct {
 	Members    []memberView `json:"members"`
 	// FailedUnlockAttempts counts wrong unlock keys since jacod started.
 	FailedUnlockAttempts uint32 `json:"failed_unlock_attempts"`
+	// Backups is the scheduled backups' setting and outcome (absent: never set).
+	Backups *backupView `json:"backups,omitempty"`
 }
 
 type memberView struct {
@@ -95,7 +97,11 @@ func clusterStatusCmd(g *globals) *cobra.Command {
 				if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
 					return err
 				}
-				return printStatus(cmd, v)
+				if err := printStatus(cmd, v); err != nil {
+					return err
+				}
+				printBackupStatus(cmd.OutOrStdout(), v.Backups, resp.BackupSchedule)
+				return nil
 			})
 		},
 	}
@@ -114,6 +120,7 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		Members:    []memberView{},
 
 		FailedUnlockAttempts: resp.FailedUnlockAttempts,
+		Backups:              toBackupView(resp),
 	}
 	members := slices.Clone(resp.Members)
 	slices.SortFunc(members, func(a, b *api.Member) int { return strings.Compare(a.Hostname, b.Hostname) })

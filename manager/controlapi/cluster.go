@@ -18,8 +18,8 @@ import (
 
 // UpdateCluster turns autolock on or off, rotates the unlock key, sets
 // the cluster-wide limits, whether a node's joining or return rebalances
-// the services (docs/adr/0040), and the graces of lost nodes
-// (docs/adr/0042). The managers see an autolock change in the
+// the services (docs/adr/0040), the graces of lost nodes (docs/adr/0042)
+// and the backup schedule (docs/adr/0037). The managers see an autolock change in the
 // store and re-seal their own files (node/autolock.go); turning autolock
 // on also makes each of them rotate its data key. A key this call creates
 // is in the response, once. A limit holds for the requests that come
@@ -103,6 +103,11 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 			changed = true
 			c.RebalanceOnJoin = *v
 		}
+		backupChanged, err := s.updateBackupSchedule(c, req, resp)
+		if err != nil {
+			return err
+		}
+		changed = changed || backupChanged
 		resp.Autolock = c.Autolock
 		resp.RebalanceOnJoin = c.RebalanceOnJoin
 		resp.PartitionGrace = durationpb.New(api.PartitionGraceOf(c))
