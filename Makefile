@@ -139,6 +139,10 @@ bench-network: ## overlay throughput and round trips beside the underlay, DNS an
 bench-stacks: ## a 50-service stack deployed by stack deploy beside 50 service creates, until all 100 replicas run (root; docs/bench/stacks.md)
 	$(GO) test -run '^$$' -bench Stacks -benchtime 1x -count 1 -timeout 20m ./integration/
 
+.PHONY: bench-day-two
+bench-day-two: ## a worker partitioned from the managers and a dead one: time to replacement, 5 rounds (root; docs/bench/day-two.md)
+	./scripts/bench-day-two.sh
+
 .PHONY: demo
 demo: ## the main job: a manager and three workers in network namespaces running a web service
 	./scripts/demo.sh
