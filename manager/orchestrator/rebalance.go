@@ -68,7 +68,7 @@ func (p *pass) rebalance(svc *api.Service, occupied []*group) error {
 	if rb.State == api.RebalanceState_REBALANCE_STATE_REQUESTED {
 		rb.State, rb.Total, rb.Started, rb.Moved = api.RebalanceState_REBALANCE_STATE_MOVING, uint32(len(victims)), 0, 0
 	}
-	rb.Moved = p.movedSince(svc, occupied, rb.GetRequestedAt().AsTime())
+	rb.Moved = p.movedSince(occupied, rb.GetRequestedAt().AsTime())
 	budget := int(rb.Total) - int(rb.Started)
 	if pol.Parallelism > 0 {
 		budget = min(budget, int(pol.Parallelism)-inFlight)
@@ -171,7 +171,7 @@ func (p *pass) settleMoves(svc *api.Service, occupied []*group, pol rollout.Poli
 
 // movedSince counts the successors started since the rebalance was asked
 // for that run on another node than the replica they replaced.
-func (p *pass) movedSince(svc *api.Service, occupied []*group, since time.Time) uint32 {
+func (p *pass) movedSince(occupied []*group, since time.Time) uint32 {
 	var n uint32
 	for _, g := range occupied {
 		for _, r := range g.tasks {
