@@ -55,56 +55,80 @@ func (p *Pinger) Set(peers []*api.MonitorPeer, period time.Duration) {
 	}
 }
 
-// Run heartbeats until ctx ends. Each monitor keeps one connection, made
-// when it joins the set and closed when it leaves it.
+// Run heartbeats until ctx ends: one loop per monitor, so that a monitor
+// that does not answer delays none of the others' heartbeats.
 func (p *Pinger) Run(ctx context.Context) {
-	conns := map[string]*grpc.ClientConn{} // by address
+	loops := map[string]context.CancelFunc{} // by address
+	var wg sync.WaitGroup
 	defer func() {
-		for _, c := range conns {
-			c.Close()
+		for _, stop := range loops {
+			stop()
 		}
+		wg.Wait()
 	}()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
 	for {
+		p.mu.Lock()
+		peers := p.peers
+		p.mu.Unlock()
+		want := map[string]*api.MonitorPeer{}
+		for _, peer := range peers {
+			want[peer.GetAddress()] = peer
+		}
+		for addr, stop := range loops {
+			if want[addr] == nil {
+				stop()
+				delete(loops, addr)
+			}
+		}
+		for addr, peer := range want {
+			if loops[addr] != nil {
+				continue
+			}
+			lctx, stop := context.WithCancel(ctx)
+			loops[addr] = stop
+			wg.Go(func() { p.heartbeat(lctx, peer) })
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
 		case <-p.kick:
 		}
+	}
+}
+
+// heartbeat sends peer a heartbeat every period until ctx ends, over one
+// connection.
+func (p *Pinger) heartbeat(ctx context.Context, peer *api.MonitorPeer) {
+	var conn *grpc.ClientConn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for {
 		p.mu.Lock()
-		peers, period := p.peers, p.period
+		period := p.period
 		p.mu.Unlock()
-		keep := map[string]bool{}
-		var wg sync.WaitGroup
-		for _, peer := range peers {
-			addr := peer.GetAddress()
-			keep[addr] = true
-			c := conns[addr]
-			if c == nil {
-				var err error
-				if c, err = p.dial(ctx, addr); err != nil {
-					p.log.Debug("cannot dial monitor", "node_id", peer.GetNodeId(), "address", addr, "err", err)
-					continue
-				}
-				conns[addr] = c
+		next := time.Now().Add(period)
+		if conn == nil {
+			c, err := p.dial(ctx, peer.GetAddress())
+			if err != nil {
+				p.log.Debug("cannot dial monitor", "node_id", peer.GetNodeId(), "address", peer.GetAddress(), "err", err)
 			}
-			wg.Go(func() {
-				hctx, cancel := context.WithTimeout(ctx, period)
-				defer cancel()
-				if _, err := api.NewMonitorServiceClient(c).Heartbeat(hctx, &api.MonitorHeartbeatRequest{}); err != nil && ctx.Err() == nil {
-					p.log.Debug("monitor heartbeat failed", "node_id", peer.GetNodeId(), "address", addr, "err", err)
-				}
-			})
+			conn = c
 		}
-		wg.Wait()
-		for addr, c := range conns {
-			if !keep[addr] {
-				c.Close()
-				delete(conns, addr)
+		if conn != nil {
+			hctx, cancel := context.WithTimeout(ctx, period)
+			_, err := api.NewMonitorServiceClient(conn).Heartbeat(hctx, &api.MonitorHeartbeatRequest{})
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				p.log.Debug("monitor heartbeat failed", "node_id", peer.GetNodeId(), "address", peer.GetAddress(), "err", err)
 			}
 		}
-		timer.Reset(period)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(next)):
+		}
 	}
 }
