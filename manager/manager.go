@@ -144,6 +144,20 @@ func (m *Manager) WaitReady(ctx context.Context) error {
 	return nil
 }
 
+// HandOver gives leadership to another active voter when this manager
+// leads: called before the node stops, so that writes and the agents'
+// sessions move over at once (raft.Node.HandOver). Bounded by ctx; a
+// failed hand-over is logged, and the node stops anyway.
+func (m *Manager) HandOver(ctx context.Context) {
+	to, err := m.raft.HandOver(ctx)
+	switch {
+	case err != nil:
+		m.log.Warn("stopping without handing leadership over", "err", err)
+	case to != 0:
+		m.log.Info("leadership handed over before stopping", "to", fmt.Sprintf("%x", to))
+	}
+}
+
 // Stop stops the leader subsystems, the raft member and its transport,
 // closes the connections to the leader and the store's watches.
 func (m *Manager) Stop() error {

@@ -384,6 +384,11 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Stop stops serving, stops the manager and releases the data dir.
+// handOverTimeout bounds a stopping leader's hand-over: a transfer takes
+// a round trip or two, and one that has not taken within an election
+// timeout (raft then abandons it) is not worth waiting for.
+const handOverTimeout = time.Second
+
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		if n.loopCancel != nil {
@@ -397,7 +402,14 @@ func (n *Node) Stop() error {
 		}
 		n.initMu.Lock()
 		defer n.initMu.Unlock()
-		// The agent first: its session streams to this node's own server
+		// A leader hands over first: writes move at once, and the other
+		// agents' sessions end here instead of holding the graceful stop.
+		if m := n.mgr.Load(); m != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), handOverTimeout)
+			m.HandOver(ctx)
+			cancel()
+		}
+		// The agent next: its session streams to this node's own server
 		// would hold the graceful stop up to its deadline.
 		n.stopAgent()
 		var stopping sync.WaitGroup

@@ -96,3 +96,34 @@ func TestOneFollowerLosingTheLeaderDisruptsNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A leader that stops hands leadership over first: another member leads
+// before the leader stops, with elections far too slow to explain it.
+func TestStoppingLeaderHandsOver(t *testing.T) {
+	nodes, _, old := startSlowGroup(t)
+	leader := nodes[old]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	to, err := leader.HandOver(ctx)
+	if err != nil || to == 0 {
+		t.Fatalf("HandOver = %x, %v; want a voter", to, err)
+	}
+	if leader.IsLeader() {
+		t.Fatal("still leads after handing over")
+	}
+	for _, n := range nodes {
+		if n.RaftID() == to {
+			deadline := time.Now().Add(5 * time.Second)
+			for !n.IsLeader() {
+				if time.Now().After(deadline) {
+					t.Fatalf("%x was handed leadership but does not lead", to)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	// A follower has nothing to hand over.
+	if to, err := leader.HandOver(ctx); to != 0 || err != nil {
+		t.Fatalf("HandOver on a follower = %x, %v; want nothing", to, err)
+	}
+}
