@@ -544,7 +544,13 @@ type ClusterStatusResponse struct {
 	FailedUnlockAttempts uint32 `protobuf:"varint,7,opt,name=failed_unlock_attempts,json=failedUnlockAttempts,proto3" json:"failed_unlock_attempts,omitempty"`
 	// raft_term is this manager's raft term: every election raises it, so
 	// two reads with different terms mean leadership changed in between.
-	RaftTerm      uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	RaftTerm uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	// ca_rotation is the progress of a CA rotation under way, as this
+	// manager's store has it; unset when none is (docs/adr/0041).
+	CaRotation *CARotationProgress `protobuf:"bytes,11,opt,name=ca_rotation,json=caRotation,proto3" json:"ca_rotation,omitempty"`
+	// ca_fingerprint is the fingerprint of the CA that signs now: the
+	// one operator and join tokens pin (a manager's answer only).
+	CaFingerprint string `protobuf:"bytes,12,opt,name=ca_fingerprint,json=caFingerprint,proto3" json:"ca_fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -635,6 +641,110 @@ func (x *ClusterStatusResponse) GetRaftTerm() uint64 {
 	return 0
 }
 
+func (x *ClusterStatusResponse) GetCaRotation() *CARotationProgress {
+	if x != nil {
+		return x.CaRotation
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetCaFingerprint() string {
+	if x != nil {
+		return x.CaFingerprint
+	}
+	return ""
+}
+
+// CARotationProgress is how far a CA rotation got.
+type CARotationProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is "trust" (nodes learn the new CA) or "reissue" (their
+	// certificates are reissued under it).
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// nodes is how many nodes the cluster holds; done how many reached the
+	// phase's goal; waiting names (by hostname) those that did not.
+	Nodes     uint32                 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Done      uint32                 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	Waiting   []string               `protobuf:"bytes,4,rep,name=waiting,proto3" json:"waiting,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// new_ca_fingerprint is the CA being rotated to.
+	NewCaFingerprint string `protobuf:"bytes,6,opt,name=new_ca_fingerprint,json=newCaFingerprint,proto3" json:"new_ca_fingerprint,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CARotationProgress) Reset() {
+	*x = CARotationProgress{}
+	mi := &file_api_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CARotationProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CARotationProgress) ProtoMessage() {}
+
+func (x *CARotationProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CARotationProgress.ProtoReflect.Descriptor instead.
+func (*CARotationProgress) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CARotationProgress) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *CARotationProgress) GetNodes() uint32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CARotationProgress) GetDone() uint32 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *CARotationProgress) GetWaiting() []string {
+	if x != nil {
+		return x.Waiting
+	}
+	return nil
+}
+
+func (x *CARotationProgress) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *CARotationProgress) GetNewCaFingerprint() string {
+	if x != nil {
+		return x.NewCaFingerprint
+	}
+	return ""
+}
+
 type UnlockNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// unlock_key is the cluster unlock key (JACOKEY1-...).
@@ -645,7 +755,7 @@ type UnlockNodeRequest struct {
 
 func (x *UnlockNodeRequest) Reset() {
 	*x = UnlockNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -657,7 +767,7 @@ func (x *UnlockNodeRequest) String() string {
 func (*UnlockNodeRequest) ProtoMessage() {}
 
 func (x *UnlockNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -670,7 +780,7 @@ func (x *UnlockNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlockNodeRequest.ProtoReflect.Descriptor instead.
 func (*UnlockNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{7}
+	return file_api_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UnlockNodeRequest) GetUnlockKey() string {
@@ -689,7 +799,7 @@ type UnlockNodeResponse struct {
 
 func (x *UnlockNodeResponse) Reset() {
 	*x = UnlockNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +811,7 @@ func (x *UnlockNodeResponse) String() string {
 func (*UnlockNodeResponse) ProtoMessage() {}
 
 func (x *UnlockNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +824,7 @@ func (x *UnlockNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlockNodeResponse.ProtoReflect.Descriptor instead.
 func (*UnlockNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{8}
+	return file_api_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnlockNodeResponse) GetState() NodeState {
@@ -732,7 +842,7 @@ type DashboardLoginRequest struct {
 
 func (x *DashboardLoginRequest) Reset() {
 	*x = DashboardLoginRequest{}
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +854,7 @@ func (x *DashboardLoginRequest) String() string {
 func (*DashboardLoginRequest) ProtoMessage() {}
 
 func (x *DashboardLoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +867,7 @@ func (x *DashboardLoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardLoginRequest.ProtoReflect.Descriptor instead.
 func (*DashboardLoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{9}
+	return file_api_control_proto_rawDescGZIP(), []int{10}
 }
 
 type DashboardLoginResponse struct {
@@ -774,7 +884,7 @@ type DashboardLoginResponse struct {
 
 func (x *DashboardLoginResponse) Reset() {
 	*x = DashboardLoginResponse{}
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +896,7 @@ func (x *DashboardLoginResponse) String() string {
 func (*DashboardLoginResponse) ProtoMessage() {}
 
 func (x *DashboardLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +909,7 @@ func (x *DashboardLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardLoginResponse.ProtoReflect.Descriptor instead.
 func (*DashboardLoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{10}
+	return file_api_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DashboardLoginResponse) GetUrl() string {
@@ -819,6 +929,104 @@ func (x *DashboardLoginResponse) GetAddress() string {
 func (x *DashboardLoginResponse) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return nil
+}
+
+// RotateCARequest starts a CA rotation to a CA the cluster makes, or,
+// with both fields set, to the operator's (the key PKCS #8 PEM).
+type RotateCARequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CaCertPem     []byte                 `protobuf:"bytes,1,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	CaKeyPem      []byte                 `protobuf:"bytes,2,opt,name=ca_key_pem,json=caKeyPem,proto3" json:"ca_key_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateCARequest) Reset() {
+	*x = RotateCARequest{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateCARequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateCARequest) ProtoMessage() {}
+
+func (x *RotateCARequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateCARequest.ProtoReflect.Descriptor instead.
+func (*RotateCARequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RotateCARequest) GetCaCertPem() []byte {
+	if x != nil {
+		return x.CaCertPem
+	}
+	return nil
+}
+
+func (x *RotateCARequest) GetCaKeyPem() []byte {
+	if x != nil {
+		return x.CaKeyPem
+	}
+	return nil
+}
+
+type RotateCAResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Progress      *CARotationProgress    `protobuf:"bytes,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateCAResponse) Reset() {
+	*x = RotateCAResponse{}
+	mi := &file_api_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateCAResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateCAResponse) ProtoMessage() {}
+
+func (x *RotateCAResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateCAResponse.ProtoReflect.Descriptor instead.
+func (*RotateCAResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RotateCAResponse) GetProgress() *CARotationProgress {
+	if x != nil {
+		return x.Progress
 	}
 	return nil
 }
@@ -847,7 +1055,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -859,7 +1067,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -872,7 +1080,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{11}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateClusterRequest) GetAutolock() bool {
@@ -927,7 +1135,7 @@ type UpdateClusterResponse struct {
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1147,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1160,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -998,7 +1206,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1218,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1231,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 type GetUnlockKeyResponse struct {
@@ -1039,7 +1247,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1259,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1272,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -1103,7 +1311,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1323,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1336,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1165,7 +1373,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1177,7 +1385,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1190,7 +1398,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1229,7 +1437,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1449,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1462,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1282,7 +1490,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1502,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1515,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1333,7 +1541,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +1553,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +1566,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1379,7 +1587,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1599,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1612,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1432,7 +1640,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1652,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1665,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1488,7 +1696,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1708,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1721,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1548,7 +1756,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1768,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1781,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1592,7 +1800,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1812,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1825,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1636,7 +1844,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1856,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1869,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1688,7 +1896,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1908,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1921,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1753,7 +1961,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +1973,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +1986,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1801,7 +2009,7 @@ type RebalanceServiceRequest struct {
 
 func (x *RebalanceServiceRequest) Reset() {
 	*x = RebalanceServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +2021,7 @@ func (x *RebalanceServiceRequest) String() string {
 func (*RebalanceServiceRequest) ProtoMessage() {}
 
 func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +2034,7 @@ func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RebalanceServiceRequest) GetService() string {
@@ -1855,7 +2063,7 @@ type RebalanceServiceResponse struct {
 
 func (x *RebalanceServiceResponse) Reset() {
 	*x = RebalanceServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2075,7 @@ func (x *RebalanceServiceResponse) String() string {
 func (*RebalanceServiceResponse) ProtoMessage() {}
 
 func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2088,7 @@ func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RebalanceServiceResponse) GetServices() []*Service {
@@ -1906,7 +2114,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2126,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2139,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -1951,7 +2159,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1963,7 +2171,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1976,7 +2184,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -1997,7 +2205,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2009,7 +2217,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2022,7 +2230,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -2051,7 +2259,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2271,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2284,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -2102,7 +2310,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2114,7 +2322,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2127,7 +2335,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2147,7 +2355,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2159,7 +2367,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2172,7 +2380,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2191,7 +2399,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2411,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2424,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2234,7 +2442,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2246,7 +2454,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2259,7 +2467,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 type CreateConfigRequest struct {
@@ -2271,7 +2479,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2491,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2504,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2315,7 +2523,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2327,7 +2535,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2340,7 +2548,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2361,7 +2569,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2373,7 +2581,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2386,7 +2594,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2413,7 +2621,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +2633,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +2646,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2464,7 +2672,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2684,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2697,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2509,7 +2717,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2521,7 +2729,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2534,7 +2742,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2553,7 +2761,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2565,7 +2773,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2578,7 +2786,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2596,7 +2804,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2816,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2829,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 type CreateNetworkRequest struct {
@@ -2633,7 +2841,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2853,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2866,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2677,7 +2885,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2897,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2910,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2723,7 +2931,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2943,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2956,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2778,7 +2986,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2790,7 +2998,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2803,7 +3011,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -2844,7 +3052,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3064,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3077,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -2918,7 +3126,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3138,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3151,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -2962,7 +3170,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2974,7 +3182,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2987,7 +3195,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -3006,7 +3214,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3226,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3239,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -3049,7 +3257,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3061,7 +3269,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3074,7 +3282,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 type RemoveServiceRequest struct {
@@ -3086,7 +3294,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3098,7 +3306,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3111,7 +3319,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3129,7 +3337,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3141,7 +3349,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3154,7 +3362,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 type GetServiceRequest struct {
@@ -3167,7 +3375,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3179,7 +3387,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3192,7 +3400,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3218,7 +3426,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3438,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3451,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3268,7 +3476,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3280,7 +3488,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3293,7 +3501,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3331,7 +3539,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3343,7 +3551,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3356,7 +3564,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3398,7 +3606,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3410,7 +3618,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3423,7 +3631,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3472,7 +3680,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +3692,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +3705,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3534,7 +3742,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3754,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3767,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3620,7 +3828,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3632,7 +3840,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3645,7 +3853,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3677,7 +3885,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3897,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3910,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3778,7 +3986,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3790,7 +3998,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3803,7 +4011,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -3922,7 +4130,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3934,7 +4142,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3947,7 +4155,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *EventChange) GetField() string {
@@ -3988,7 +4196,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4000,7 +4208,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4013,7 +4221,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -4048,7 +4256,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4060,7 +4268,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4073,7 +4281,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -4100,7 +4308,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4320,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4333,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4157,7 +4365,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4377,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4390,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4270,7 +4478,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4282,7 +4490,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4295,7 +4503,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{72}
+	return file_api_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4354,7 +4562,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4366,7 +4574,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4379,7 +4587,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{73}
+	return file_api_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4437,7 +4645,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xc0\x02\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xa6\x03\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -4448,7 +4656,18 @@ const file_api_control_proto_rawDesc = "" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
 	"quorumLost\x124\n" +
 	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\x12\x1b\n" +
-	"\traft_term\x18\b \x01(\x04R\braftTerm\"2\n" +
+	"\traft_term\x18\b \x01(\x04R\braftTerm\x12=\n" +
+	"\vca_rotation\x18\v \x01(\v2\x1c.jaco.api.CARotationProgressR\n" +
+	"caRotation\x12%\n" +
+	"\x0eca_fingerprint\x18\f \x01(\tR\rcaFingerprint\"\xd7\x01\n" +
+	"\x12CARotationProgress\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\rR\x05nodes\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\rR\x04done\x12\x18\n" +
+	"\awaiting\x18\x04 \x03(\tR\awaiting\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12,\n" +
+	"\x12new_ca_fingerprint\x18\x06 \x01(\tR\x10newCaFingerprint\"2\n" +
 	"\x11UnlockNodeRequest\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
@@ -4459,7 +4678,13 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xcb\x02\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"O\n" +
+	"\x0fRotateCARequest\x12\x1e\n" +
+	"\vca_cert_pem\x18\x01 \x01(\fR\tcaCertPem\x12\x1c\n" +
+	"\n" +
+	"ca_key_pem\x18\x02 \x01(\fR\bcaKeyPem\"L\n" +
+	"\x10RotateCAResponse\x128\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1c.jaco.api.CARotationProgressR\bprogress\"\xcb\x02\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
@@ -4715,9 +4940,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
 	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is\x12\xb8\x01\n" +
 	"\x0eDashboardLogin\x12\x1f.jaco.api.DashboardLoginRequest\x1a .jaco.api.DashboardLoginResponse\"c\xda\xf3\x18_\n" +
-	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xd4$\n" +
+	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xe9%\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x92\x01\n" +
+	"\bRotateCA\x12\x19.jaco.api.RotateCARequest\x1a\x1a.jaco.api.RotateCAResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
 	"\fGetUnlockKey\x12\x1d.jaco.api.GetUnlockKeyRequest\x1a\x1e.jaco.api.GetUnlockKeyResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
@@ -4793,7 +5020,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 75)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                   // 0: jaco.api.NodeState
 	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
@@ -4805,229 +5032,237 @@ var file_api_control_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),     // 7: jaco.api.ClusterStatusRequest
 	(*Member)(nil),                   // 8: jaco.api.Member
 	(*ClusterStatusResponse)(nil),    // 9: jaco.api.ClusterStatusResponse
-	(*UnlockNodeRequest)(nil),        // 10: jaco.api.UnlockNodeRequest
-	(*UnlockNodeResponse)(nil),       // 11: jaco.api.UnlockNodeResponse
-	(*DashboardLoginRequest)(nil),    // 12: jaco.api.DashboardLoginRequest
-	(*DashboardLoginResponse)(nil),   // 13: jaco.api.DashboardLoginResponse
-	(*UpdateClusterRequest)(nil),     // 14: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),    // 15: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),      // 16: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),     // 17: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),         // 18: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 19: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),             // 20: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),           // 21: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 22: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),    // 23: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil),   // 24: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),        // 25: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 26: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),     // 27: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),    // 28: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),     // 29: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),    // 30: jaco.api.UpdateServiceResponse
-	(*RebalanceServiceRequest)(nil),  // 31: jaco.api.RebalanceServiceRequest
-	(*RebalanceServiceResponse)(nil), // 32: jaco.api.RebalanceServiceResponse
-	(*CreateSecretRequest)(nil),      // 33: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),     // 34: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),         // 35: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),        // 36: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),       // 37: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),      // 38: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),      // 39: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),     // 40: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),      // 41: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),     // 42: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),         // 43: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),        // 44: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),       // 45: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),      // 46: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),      // 47: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),     // 48: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),     // 49: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),    // 50: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),        // 51: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),       // 52: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),              // 53: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),      // 54: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),     // 55: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),     // 56: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),    // 57: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),     // 58: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),    // 59: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),        // 60: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),       // 61: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),      // 62: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),     // 63: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),         // 64: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 65: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),        // 66: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),       // 67: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),       // 68: jaco.api.WatchEventsRequest
-	(*Event)(nil),                    // 69: jaco.api.Event
-	(*EventChange)(nil),              // 70: jaco.api.EventChange
-	(*EventsGap)(nil),                // 71: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),       // 72: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),      // 73: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),             // 74: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),      // 75: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),       // 76: jaco.api.ServiceLogsRequest
-	nil,                              // 77: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                    // 78: jaco.api.Suffrage
-	(*timestamppb.Timestamp)(nil),    // 79: google.protobuf.Timestamp
-	(*Node)(nil),                     // 80: jaco.api.Node
-	(NodeRole)(0),                    // 81: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),      // 82: google.protobuf.Duration
-	(*ServiceSpec)(nil),              // 83: jaco.api.ServiceSpec
-	(*Service)(nil),                  // 84: jaco.api.Service
-	(*FileSpec)(nil),                 // 85: jaco.api.FileSpec
-	(*Secret)(nil),                   // 86: jaco.api.Secret
-	(*Config)(nil),                   // 87: jaco.api.Config
-	(*NetworkSpec)(nil),              // 88: jaco.api.NetworkSpec
-	(*Network)(nil),                  // 89: jaco.api.Network
-	(*Task)(nil),                     // 90: jaco.api.Task
-	(NodeAvailability)(0),            // 91: jaco.api.NodeAvailability
-	(TaskState)(0),                   // 92: jaco.api.TaskState
-	(*LogsMessage)(nil),              // 93: jaco.api.LogsMessage
+	(*CARotationProgress)(nil),       // 10: jaco.api.CARotationProgress
+	(*UnlockNodeRequest)(nil),        // 11: jaco.api.UnlockNodeRequest
+	(*UnlockNodeResponse)(nil),       // 12: jaco.api.UnlockNodeResponse
+	(*DashboardLoginRequest)(nil),    // 13: jaco.api.DashboardLoginRequest
+	(*DashboardLoginResponse)(nil),   // 14: jaco.api.DashboardLoginResponse
+	(*RotateCARequest)(nil),          // 15: jaco.api.RotateCARequest
+	(*RotateCAResponse)(nil),         // 16: jaco.api.RotateCAResponse
+	(*UpdateClusterRequest)(nil),     // 17: jaco.api.UpdateClusterRequest
+	(*UpdateClusterResponse)(nil),    // 18: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),      // 19: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),     // 20: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),         // 21: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 22: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),             // 23: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),           // 24: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 25: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),    // 26: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil),   // 27: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),        // 28: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 29: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),     // 30: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),    // 31: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),     // 32: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),    // 33: jaco.api.UpdateServiceResponse
+	(*RebalanceServiceRequest)(nil),  // 34: jaco.api.RebalanceServiceRequest
+	(*RebalanceServiceResponse)(nil), // 35: jaco.api.RebalanceServiceResponse
+	(*CreateSecretRequest)(nil),      // 36: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),     // 37: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),         // 38: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),        // 39: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),       // 40: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),      // 41: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),      // 42: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),     // 43: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),      // 44: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),     // 45: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),         // 46: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),        // 47: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),       // 48: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),      // 49: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),      // 50: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),     // 51: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),     // 52: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),    // 53: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),        // 54: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),       // 55: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),              // 56: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),      // 57: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),     // 58: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),     // 59: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),    // 60: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),     // 61: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 62: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 63: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 64: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 65: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 66: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 67: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 68: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 69: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 70: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 71: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 72: jaco.api.Event
+	(*EventChange)(nil),              // 73: jaco.api.EventChange
+	(*EventsGap)(nil),                // 74: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 75: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 76: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 77: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 78: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 79: jaco.api.ServiceLogsRequest
+	nil,                              // 80: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 81: jaco.api.Suffrage
+	(*timestamppb.Timestamp)(nil),    // 82: google.protobuf.Timestamp
+	(*Node)(nil),                     // 83: jaco.api.Node
+	(NodeRole)(0),                    // 84: jaco.api.NodeRole
+	(*durationpb.Duration)(nil),      // 85: google.protobuf.Duration
+	(*ServiceSpec)(nil),              // 86: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 87: jaco.api.Service
+	(*FileSpec)(nil),                 // 88: jaco.api.FileSpec
+	(*Secret)(nil),                   // 89: jaco.api.Secret
+	(*Config)(nil),                   // 90: jaco.api.Config
+	(*NetworkSpec)(nil),              // 91: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 92: jaco.api.Network
+	(*Task)(nil),                     // 93: jaco.api.Task
+	(NodeAvailability)(0),            // 94: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 95: jaco.api.TaskState
+	(*LogsMessage)(nil),              // 96: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
-	1,  // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	78, // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
-	0,  // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
-	8,  // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	0,  // 4: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	79, // 5: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	2,  // 6: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 7: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	20, // 8: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 9: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	80, // 10: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	81, // 11: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	82, // 12: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	79, // 13: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	82, // 14: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	83, // 15: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84, // 16: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	83, // 17: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	84, // 18: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	84, // 19: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	85, // 20: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	86, // 21: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 22: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86, // 23: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,  // 24: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	86, // 25: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	85, // 26: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	87, // 27: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 28: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 29: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,  // 30: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87, // 31: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	88, // 32: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	89, // 33: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,  // 34: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89, // 35: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	53, // 36: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,  // 37: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89, // 38: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,  // 39: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 40: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,  // 41: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84, // 42: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	20, // 43: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,  // 44: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90, // 45: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	91, // 46: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	77, // 47: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	81, // 48: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	82, // 49: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	80, // 50: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	79, // 51: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	79, // 52: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	70, // 53: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	79, // 54: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	69, // 55: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	71, // 56: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	92, // 57: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	79, // 58: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	92, // 59: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	84, // 60: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	74, // 61: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	79, // 62: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	79, // 63: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,  // 64: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,  // 65: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,  // 66: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10, // 67: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12, // 68: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14, // 69: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	16, // 70: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	18, // 71: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	21, // 72: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	23, // 73: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	25, // 74: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	66, // 75: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	27, // 76: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	29, // 77: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	31, // 78: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	58, // 79: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	33, // 80: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	39, // 81: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	35, // 82: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	37, // 83: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	41, // 84: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	47, // 85: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	43, // 86: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	45, // 87: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	49, // 88: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	56, // 89: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	51, // 90: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	54, // 91: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	60, // 92: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	62, // 93: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	64, // 94: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	73, // 95: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	68, // 96: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	76, // 97: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,  // 98: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,  // 99: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,  // 100: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11, // 101: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13, // 102: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	15, // 103: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	17, // 104: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	19, // 105: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	22, // 106: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	24, // 107: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	26, // 108: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	67, // 109: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	28, // 110: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	30, // 111: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	32, // 112: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	59, // 113: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	34, // 114: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	40, // 115: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	36, // 116: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	38, // 117: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	42, // 118: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	48, // 119: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	44, // 120: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	46, // 121: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	50, // 122: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	57, // 123: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	52, // 124: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	55, // 125: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	61, // 126: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	63, // 127: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	65, // 128: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	75, // 129: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	72, // 130: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	93, // 131: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	98, // [98:132] is the sub-list for method output_type
-	64, // [64:98] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
+	81,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
+	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
+	10,  // 4: jaco.api.ClusterStatusResponse.ca_rotation:type_name -> jaco.api.CARotationProgress
+	82,  // 5: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
+	0,   // 6: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	82,  // 7: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10,  // 8: jaco.api.RotateCAResponse.progress:type_name -> jaco.api.CARotationProgress
+	2,   // 9: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	83,  // 10: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	23,  // 11: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 12: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	83,  // 13: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	84,  // 14: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	85,  // 15: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	82,  // 16: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	85,  // 17: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	86,  // 18: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	87,  // 19: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	86,  // 20: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	87,  // 21: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	87,  // 22: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	88,  // 23: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	89,  // 24: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 25: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 26: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 27: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	89,  // 28: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	88,  // 29: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	90,  // 30: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 31: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 32: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 33: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 34: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	91,  // 35: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	92,  // 36: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 37: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 38: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	56,  // 39: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 40: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 41: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 42: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 43: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 44: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 45: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	23,  // 46: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 47: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 48: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	94,  // 49: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	80,  // 50: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	84,  // 51: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	85,  // 52: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	83,  // 53: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	82,  // 54: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	82,  // 55: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	73,  // 56: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	82,  // 57: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	72,  // 58: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	74,  // 59: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	95,  // 60: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	82,  // 61: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	95,  // 62: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	87,  // 63: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	77,  // 64: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	82,  // 65: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	82,  // 66: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 67: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 68: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 69: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	11,  // 70: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	13,  // 71: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	17,  // 72: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	15,  // 73: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
+	19,  // 74: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	21,  // 75: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	24,  // 76: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	26,  // 77: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	28,  // 78: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	69,  // 79: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	30,  // 80: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	32,  // 81: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	34,  // 82: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	61,  // 83: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	36,  // 84: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	42,  // 85: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	38,  // 86: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	40,  // 87: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	44,  // 88: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	50,  // 89: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	46,  // 90: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	48,  // 91: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	52,  // 92: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	59,  // 93: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	54,  // 94: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	57,  // 95: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	63,  // 96: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	65,  // 97: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	67,  // 98: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	76,  // 99: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	71,  // 100: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	79,  // 101: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 102: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 103: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 104: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	12,  // 105: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	14,  // 106: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	18,  // 107: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	16,  // 108: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
+	20,  // 109: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	22,  // 110: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	25,  // 111: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	27,  // 112: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	29,  // 113: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	70,  // 114: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	31,  // 115: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	33,  // 116: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	35,  // 117: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	62,  // 118: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	37,  // 119: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	43,  // 120: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	39,  // 121: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	41,  // 122: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	45,  // 123: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	51,  // 124: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	47,  // 125: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	49,  // 126: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	53,  // 127: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	60,  // 128: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	55,  // 129: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	58,  // 130: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	64,  // 131: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	66,  // 132: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	68,  // 133: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	78,  // 134: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	75,  // 135: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	96,  // 136: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	102, // [102:137] is the sub-list for method output_type
+	67,  // [67:102] is the sub-list for method input_type
+	67,  // [67:67] is the sub-list for extension type_name
+	67,  // [67:67] is the sub-list for extension extendee
+	0,   // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -5038,15 +5273,15 @@ func file_api_control_proto_init() {
 	file_api_agent_proto_init()
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
-	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[63].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[14].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   75,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

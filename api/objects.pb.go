@@ -789,6 +789,59 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
+type CARotation_Phase int32
+
+const (
+	CARotation_PHASE_UNSPECIFIED CARotation_Phase = 0
+	// TRUST: nodes learn to trust the new CA beside the old one, which
+	// still signs (ca_cert_pem is the old CA, new_ca_* the new one).
+	CARotation_PHASE_TRUST CARotation_Phase = 1
+	// REISSUE: the new CA signs (ca_cert_pem), both are trusted, and
+	// every node's certificate is reissued under the new one.
+	CARotation_PHASE_REISSUE CARotation_Phase = 2
+)
+
+// Enum value maps for CARotation_Phase.
+var (
+	CARotation_Phase_name = map[int32]string{
+		0: "PHASE_UNSPECIFIED",
+		1: "PHASE_TRUST",
+		2: "PHASE_REISSUE",
+	}
+	CARotation_Phase_value = map[string]int32{
+		"PHASE_UNSPECIFIED": 0,
+		"PHASE_TRUST":       1,
+		"PHASE_REISSUE":     2,
+	}
+)
+
+func (x CARotation_Phase) Enum() *CARotation_Phase {
+	p := new(CARotation_Phase)
+	*p = x
+	return p
+}
+
+func (x CARotation_Phase) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CARotation_Phase) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[14].Descriptor()
+}
+
+func (CARotation_Phase) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[14]
+}
+
+func (x CARotation_Phase) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CARotation_Phase.Descriptor instead.
+func (CARotation_Phase) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2, 0}
+}
+
 // Meta is carried by every stored object.
 type Meta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -888,8 +941,12 @@ type Cluster struct {
 	// rebalance_on_join: when a node joins or returns (READY after it was
 	// not, or ACTIVE again), every replicated service is rebalanced.
 	RebalanceOnJoin bool `protobuf:"varint,16,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// ca_rotation is set while the cluster CA is being rotated
+	// (jaco cluster ca --rotate, docs/adr/0041); ca_cert_pem and ca_key_pem
+	// are the CA that signs now.
+	CaRotation    *CARotation `protobuf:"bytes,20,opt,name=ca_rotation,json=caRotation,proto3" json:"ca_rotation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -1006,6 +1063,104 @@ func (x *Cluster) GetRebalanceOnJoin() bool {
 	return false
 }
 
+func (x *Cluster) GetCaRotation() *CARotation {
+	if x != nil {
+		return x.CaRotation
+	}
+	return nil
+}
+
+// CARotation is a CA rotation under way (docs/adr/0041). It moves
+// through two phases; every node must reach a phase's goal before the
+// next begins, and the old CA is dropped at the end of the second.
+type CARotation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Phase CARotation_Phase       `protobuf:"varint,1,opt,name=phase,proto3,enum=jaco.api.CARotation_Phase" json:"phase,omitempty"`
+	// new_ca_cert_pem and new_ca_key_pem are the CA being rotated to,
+	// during TRUST.
+	NewCaCertPem []byte `protobuf:"bytes,2,opt,name=new_ca_cert_pem,json=newCaCertPem,proto3" json:"new_ca_cert_pem,omitempty"`
+	NewCaKeyPem  []byte `protobuf:"bytes,3,opt,name=new_ca_key_pem,json=newCaKeyPem,proto3" json:"new_ca_key_pem,omitempty"`
+	// old_ca_cert_pem is the CA rotated from, still trusted during REISSUE.
+	OldCaCertPem []byte                 `protobuf:"bytes,4,opt,name=old_ca_cert_pem,json=oldCaCertPem,proto3" json:"old_ca_cert_pem,omitempty"`
+	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// external: the new CA was brought by the operator (--cert-file).
+	External      bool `protobuf:"varint,6,opt,name=external,proto3" json:"external,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CARotation) Reset() {
+	*x = CARotation{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CARotation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CARotation) ProtoMessage() {}
+
+func (x *CARotation) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CARotation.ProtoReflect.Descriptor instead.
+func (*CARotation) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CARotation) GetPhase() CARotation_Phase {
+	if x != nil {
+		return x.Phase
+	}
+	return CARotation_PHASE_UNSPECIFIED
+}
+
+func (x *CARotation) GetNewCaCertPem() []byte {
+	if x != nil {
+		return x.NewCaCertPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetNewCaKeyPem() []byte {
+	if x != nil {
+		return x.NewCaKeyPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetOldCaCertPem() []byte {
+	if x != nil {
+		return x.OldCaCertPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *CARotation) GetExternal() bool {
+	if x != nil {
+		return x.External
+	}
+	return false
+}
+
 // Network is an overlay network: replicas attached to it reach each other
 // from any node, by address and by service name (docs/adr/0026).
 type Network struct {
@@ -1019,7 +1174,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1186,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1199,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Network) GetId() string {
@@ -1091,7 +1246,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1258,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1271,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -1158,7 +1313,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1325,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1338,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -1218,7 +1373,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1230,7 +1385,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1243,7 +1398,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -1284,7 +1439,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1451,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1464,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1381,7 +1536,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1548,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1561,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1460,7 +1615,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1627,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1640,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1531,7 +1686,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1698,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1711,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1645,13 +1800,18 @@ type Node struct {
 	// overlay_blocks are this node's blocks of the networks its replicas
 	// attach to, one per network, written by the leader (docs/adr/0026).
 	OverlayBlocks []*OverlayBlock `protobuf:"bytes,13,rep,name=overlay_blocks,json=overlayBlocks,proto3" json:"overlay_blocks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// trust_fingerprint is the fingerprint of the CA bundle the node last
+	// reported it trusts, and cert_ca_fingerprint of the CA its certificate
+	// was issued by: a CA rotation's progress (docs/adr/0041).
+	TrustFingerprint  string `protobuf:"bytes,40,opt,name=trust_fingerprint,json=trustFingerprint,proto3" json:"trust_fingerprint,omitempty"`
+	CertCaFingerprint string `protobuf:"bytes,41,opt,name=cert_ca_fingerprint,json=certCaFingerprint,proto3" json:"cert_ca_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1663,7 +1823,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1676,7 +1836,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Node) GetId() string {
@@ -1770,6 +1930,20 @@ func (x *Node) GetOverlayBlocks() []*OverlayBlock {
 	return nil
 }
 
+func (x *Node) GetTrustFingerprint() string {
+	if x != nil {
+		return x.TrustFingerprint
+	}
+	return ""
+}
+
+func (x *Node) GetCertCaFingerprint() string {
+	if x != nil {
+		return x.CertCaFingerprint
+	}
+	return ""
+}
+
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// source is a path on the node; target the path in the container.
@@ -1782,7 +1956,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1794,7 +1968,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1807,7 +1981,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Mount) GetSource() string {
@@ -1847,7 +2021,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2033,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2046,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -1917,7 +2091,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2103,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2116,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -1975,7 +2149,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1987,7 +2161,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2000,7 +2174,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2038,7 +2212,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +2224,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +2237,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2113,7 +2287,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2125,7 +2299,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2138,7 +2312,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2254,7 +2428,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2266,7 +2440,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2279,7 +2453,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2297,7 +2471,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2309,7 +2483,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2322,7 +2496,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2336,7 +2510,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2522,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2535,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2388,7 +2562,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2574,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2587,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2484,7 +2658,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2670,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2683,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2728,7 +2902,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2740,7 +2914,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2753,7 +2927,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FileReference) GetName() string {
@@ -2813,7 +2987,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2999,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +3012,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -2881,7 +3055,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2893,7 +3067,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2906,7 +3080,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Secret) GetId() string {
@@ -2942,7 +3116,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3128,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3141,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Config) GetId() string {
@@ -3004,7 +3178,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3016,7 +3190,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3029,7 +3203,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3076,7 +3250,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3088,7 +3262,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3101,7 +3275,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3160,7 +3334,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3172,7 +3346,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3185,7 +3359,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3230,7 +3404,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3416,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3429,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3297,7 +3471,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3483,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3496,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Service) GetId() string {
@@ -3401,7 +3575,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3587,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3600,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -3488,7 +3662,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3674,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3687,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3549,7 +3723,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3735,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3574,7 +3748,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3630,7 +3804,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3642,7 +3816,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3655,7 +3829,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3711,7 +3885,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3897,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3910,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Task) GetId() string {
@@ -3859,7 +4033,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3871,7 +4045,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3884,7 +4058,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *JoinToken) GetId() string {
@@ -3939,7 +4113,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xc1\x03\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf8\x03\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -3955,7 +4129,22 @@ const file_api_objects_proto_rawDesc = "" +
 	"\fmax_services\x18\n" +
 	" \x01(\x04R\vmaxServices\x12!\n" +
 	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12*\n" +
-	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\"h\n" +
+	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x125\n" +
+	"\vca_rotation\x18\x14 \x01(\v2\x14.jaco.api.CARotationR\n" +
+	"caRotation\"\xcc\x02\n" +
+	"\n" +
+	"CARotation\x120\n" +
+	"\x05phase\x18\x01 \x01(\x0e2\x1a.jaco.api.CARotation.PhaseR\x05phase\x12%\n" +
+	"\x0fnew_ca_cert_pem\x18\x02 \x01(\fR\fnewCaCertPem\x12#\n" +
+	"\x0enew_ca_key_pem\x18\x03 \x01(\fR\vnewCaKeyPem\x12%\n" +
+	"\x0fold_ca_cert_pem\x18\x04 \x01(\fR\foldCaCertPem\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1a\n" +
+	"\bexternal\x18\x06 \x01(\bR\bexternal\"B\n" +
+	"\x05Phase\x12\x15\n" +
+	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vPHASE_TRUST\x10\x01\x12\x11\n" +
+	"\rPHASE_REISSUE\x10\x02\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4006,7 +4195,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
 	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
-	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xec\x04\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xc9\x05\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
@@ -4021,7 +4210,9 @@ const file_api_objects_proto_rawDesc = "" +
 	" \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\x125\n" +
 	"\fdesired_role\x18\v \x01(\x0e2\x12.jaco.api.NodeRoleR\vdesiredRole\x12)\n" +
 	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x12=\n" +
-	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x1a9\n" +
+	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x12+\n" +
+	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
+	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
@@ -4300,8 +4491,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 15)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4317,144 +4508,149 @@ var file_api_objects_proto_goTypes = []any{
 	(UpdateState)(0),              // 11: jaco.api.UpdateState
 	(RebalanceState)(0),           // 12: jaco.api.RebalanceState
 	(TaskState)(0),                // 13: jaco.api.TaskState
-	(*Meta)(nil),                  // 14: jaco.api.Meta
-	(*Cluster)(nil),               // 15: jaco.api.Cluster
-	(*Network)(nil),               // 16: jaco.api.Network
-	(*NetworkSpec)(nil),           // 17: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 18: jaco.api.NodeStatus
-	(*Resources)(nil),             // 19: jaco.api.Resources
-	(*NodeDescription)(nil),       // 20: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 21: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 22: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 23: jaco.api.NodeDrain
-	(*Node)(nil),                  // 24: jaco.api.Node
-	(*Mount)(nil),                 // 25: jaco.api.Mount
-	(*PortConfig)(nil),            // 26: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 27: jaco.api.HookBundle
-	(*Placement)(nil),             // 28: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 29: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 30: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 31: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 32: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 33: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 34: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 35: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 36: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 37: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 38: jaco.api.Secret
-	(*Config)(nil),                // 39: jaco.api.Config
-	(*FileSpec)(nil),              // 40: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 41: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 42: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 43: jaco.api.NetworkAccess
-	(*Service)(nil),               // 44: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 45: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 46: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 47: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 48: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 49: jaco.api.Task
-	(*JoinToken)(nil),             // 50: jaco.api.JoinToken
-	nil,                           // 51: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 52: jaco.api.Node.LabelsEntry
-	nil,                           // 53: jaco.api.HookBundle.FilesEntry
-	nil,                           // 54: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 55: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 56: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 57: google.protobuf.Duration
+	(CARotation_Phase)(0),         // 14: jaco.api.CARotation.Phase
+	(*Meta)(nil),                  // 15: jaco.api.Meta
+	(*Cluster)(nil),               // 16: jaco.api.Cluster
+	(*CARotation)(nil),            // 17: jaco.api.CARotation
+	(*Network)(nil),               // 18: jaco.api.Network
+	(*NetworkSpec)(nil),           // 19: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 20: jaco.api.NodeStatus
+	(*Resources)(nil),             // 21: jaco.api.Resources
+	(*NodeDescription)(nil),       // 22: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 23: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 24: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 25: jaco.api.NodeDrain
+	(*Node)(nil),                  // 26: jaco.api.Node
+	(*Mount)(nil),                 // 27: jaco.api.Mount
+	(*PortConfig)(nil),            // 28: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 29: jaco.api.HookBundle
+	(*Placement)(nil),             // 30: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 31: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 32: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 33: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 34: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 35: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 36: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 37: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 38: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 39: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 40: jaco.api.Secret
+	(*Config)(nil),                // 41: jaco.api.Config
+	(*FileSpec)(nil),              // 42: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 43: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 44: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 45: jaco.api.NetworkAccess
+	(*Service)(nil),               // 46: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 47: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 48: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 49: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 50: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 51: jaco.api.Task
+	(*JoinToken)(nil),             // 52: jaco.api.JoinToken
+	nil,                           // 53: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 54: jaco.api.Node.LabelsEntry
+	nil,                           // 55: jaco.api.HookBundle.FilesEntry
+	nil,                           // 56: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 57: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 58: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	56, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	56, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	14, // 3: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	17, // 4: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	51, // 5: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 6: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	56, // 7: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	19, // 8: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	21, // 9: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 10: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	57, // 11: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	56, // 12: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	14, // 13: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 14: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 15: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	52, // 16: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	18, // 17: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	20, // 18: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 19: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	23, // 20: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	22, // 21: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 22: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	53, // 23: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 24: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	57, // 25: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	57, // 26: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	31, // 27: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	33, // 28: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	34, // 29: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	32, // 30: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	57, // 31: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	57, // 32: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	57, // 33: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 34: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	27, // 35: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	19, // 36: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	19, // 37: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	25, // 38: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	26, // 39: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	28, // 40: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	29, // 41: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	30, // 42: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	57, // 43: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	57, // 44: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	43, // 45: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	41, // 46: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	41, // 47: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 48: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	36, // 49: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	36, // 50: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	54, // 51: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	37, // 52: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	14, // 53: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	40, // 54: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	14, // 55: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	40, // 56: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	55, // 57: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	57, // 58: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 59: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 60: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	57, // 61: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 62: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	56, // 63: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	56, // 64: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14, // 65: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	35, // 66: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	35, // 67: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	42, // 68: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	46, // 69: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	45, // 70: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 71: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	56, // 72: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	56, // 73: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 74: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	56, // 75: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	48, // 76: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	14, // 77: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 78: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	47, // 79: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	35, // 80: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	56, // 81: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	56, // 82: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	14, // 83: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 84: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	56, // 85: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	56, // 86: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	87, // [87:87] is the sub-list for method output_type
-	87, // [87:87] is the sub-list for method input_type
-	87, // [87:87] is the sub-list for extension type_name
-	87, // [87:87] is the sub-list for extension extendee
-	0,  // [0:87] is the sub-list for field type_name
+	58, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	58, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	17, // 3: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
+	14, // 4: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
+	58, // 5: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	15, // 6: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	19, // 7: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	53, // 8: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 9: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	58, // 10: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	21, // 11: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	23, // 12: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 13: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	59, // 14: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	58, // 15: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	15, // 16: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 17: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 18: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	54, // 19: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	20, // 20: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	22, // 21: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 22: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	25, // 23: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	24, // 24: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 25: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	55, // 26: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 27: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	59, // 28: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	59, // 29: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	33, // 30: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	35, // 31: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	36, // 32: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	34, // 33: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	59, // 34: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	59, // 35: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	59, // 36: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 37: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	29, // 38: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	21, // 39: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	21, // 40: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	27, // 41: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	28, // 42: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	30, // 43: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	31, // 44: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	32, // 45: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	59, // 46: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	59, // 47: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	45, // 48: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	43, // 49: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	43, // 50: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 51: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	38, // 52: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	38, // 53: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	56, // 54: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	39, // 55: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	15, // 56: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	42, // 57: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	15, // 58: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	42, // 59: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	57, // 60: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	59, // 61: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 62: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 63: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	59, // 64: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 65: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	58, // 66: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	58, // 67: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	15, // 68: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	37, // 69: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	37, // 70: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	44, // 71: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	48, // 72: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	47, // 73: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 74: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	58, // 75: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	58, // 76: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 77: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	58, // 78: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	50, // 79: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	15, // 80: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 81: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	49, // 82: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	37, // 83: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	58, // 84: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	58, // 85: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	15, // 86: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 87: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	58, // 88: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	58, // 89: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	90, // [90:90] is the sub-list for method output_type
+	90, // [90:90] is the sub-list for method input_type
+	90, // [90:90] is the sub-list for extension type_name
+	90, // [90:90] is the sub-list for extension extendee
+	0,  // [0:90] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4462,7 +4658,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[16].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[17].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4473,8 +4669,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      14,
-			NumMessages:   42,
+			NumEnums:      15,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

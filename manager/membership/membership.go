@@ -22,6 +22,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -135,7 +136,7 @@ func (s *Server) admit(ctx context.Context, cluster *api.Cluster, j *joiner,
 	commit func(ctx context.Context, record func(tx *store.Tx) error) error, msg string) (*api.JoinResponse, error) {
 	resp := &api.JoinResponse{
 		ClusterId: cluster.Id, NodeId: j.nodeID, Role: j.role,
-		CaCertPem: cluster.CaCertPem, CertPem: j.certPEM,
+		CaCertPem: carotation.Bundle(cluster), CertPem: j.certPEM,
 	}
 	if j.role == api.NodeRole_NODE_ROLE_MANAGER {
 		raftID, err := s.newRaftID()

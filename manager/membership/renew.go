@@ -2,12 +2,17 @@ package membership
 
 import (
 	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -37,7 +42,10 @@ func (s *Server) RenewCertificate(ctx context.Context, req *api.RenewCertificate
 	}
 	// Every node learns the managers: a manager to reach raft, a worker
 	// to find the dispatcher again.
-	resp := &api.RenewCertificateResponse{Role: node.Role, CaCertPem: cluster.CaCertPem, Members: s.raft.Members()}
+	resp := &api.RenewCertificateResponse{Role: node.Role, CaCertPem: carotation.Bundle(cluster), Members: s.raft.Members()}
+	if err := s.recordCAProgress(ctx, cluster, node, req); err != nil {
+		return nil, err
+	}
 	role := certRole(node.Role)
 	if node.Role == api.NodeRole_NODE_ROLE_MANAGER {
 		resp.RaftId = node.RaftId
@@ -55,4 +63,41 @@ func (s *Server) RenewCertificate(ctx context.Context, req *api.RenewCertificate
 		s.log.Debug("certificate renewed", "node_id", node.Id, "hostname", node.Hostname, "role", role)
 	}
 	return resp, nil
+}
+
+// recordCAProgress records what the node reported of its CA trust and
+// certificate, when that changed, and moves a CA rotation on when every
+// node has done its phase (docs/adr/0041). Nodes poll every few seconds,
+// so the rotation moves on within one poll of the last node's report, or
+// of the removal of a node it waited for.
+func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, node *api.Node, req *api.RenewCertificateRequest) error {
+	changed := carotation.Record(proto.CloneOf(node), req.TrustFingerprint, req.CertCaFingerprint)
+	if !changed && cluster.CaRotation == nil {
+		return nil
+	}
+	err := s.store.Update(ctx, func(tx *store.Tx) error {
+		if n := tx.GetNode(node.Id); n != nil && carotation.Record(n, req.TrustFingerprint, req.CertCaFingerprint) {
+			if err := tx.Update(n); err != nil {
+				return err
+			}
+		}
+		c := tx.Cluster()
+		if c == nil {
+			return nil
+		}
+		moved, err := carotation.Advance(c, tx.ListNodes())
+		if err != nil || !moved {
+			return err
+		}
+		if c.CaRotation != nil {
+			s.log.Info("CA rotation: every node trusts the new CA; it signs from now on and certificates are reissued")
+		} else {
+			s.log.Info("CA rotation done: every node's certificate is issued by the new CA; the old CA is trusted no more")
+		}
+		return tx.Update(c)
+	})
+	if err != nil {
+		return apierror.ToStatus(fmt.Errorf("record the node's CA progress: %w", err))
+	}
+	return nil
 }
