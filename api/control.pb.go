@@ -658,8 +658,9 @@ func (x *ClusterStatusResponse) GetCaFingerprint() string {
 // CARotationProgress is how far a CA rotation got.
 type CARotationProgress struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// phase is "trust" (nodes learn the new CA) or "reissue" (their
-	// certificates are reissued under it).
+	// phase is "trust" (nodes learn the new CA), "reissue" (their
+	// certificates are reissued under it) or "drop" (they stop trusting
+	// the old one).
 	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
 	// nodes is how many nodes the cluster holds; done how many reached the
 	// phase's goal; waiting names (by hostname) those that did not.

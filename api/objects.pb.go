@@ -799,6 +799,9 @@ const (
 	// REISSUE: the new CA signs (ca_cert_pem), both are trusted, and
 	// every node's certificate is reissued under the new one.
 	CARotation_PHASE_REISSUE CARotation_Phase = 2
+	// DROP: nodes stop trusting the old CA; the rotation ends when every
+	// node trusts the new one alone.
+	CARotation_PHASE_DROP CARotation_Phase = 3
 )
 
 // Enum value maps for CARotation_Phase.
@@ -807,11 +810,13 @@ var (
 		0: "PHASE_UNSPECIFIED",
 		1: "PHASE_TRUST",
 		2: "PHASE_REISSUE",
+		3: "PHASE_DROP",
 	}
 	CARotation_Phase_value = map[string]int32{
 		"PHASE_UNSPECIFIED": 0,
 		"PHASE_TRUST":       1,
 		"PHASE_REISSUE":     2,
+		"PHASE_DROP":        3,
 	}
 )
 
@@ -1071,8 +1076,8 @@ func (x *Cluster) GetCaRotation() *CARotation {
 }
 
 // CARotation is a CA rotation under way (docs/adr/0041). It moves
-// through two phases; every node must reach a phase's goal before the
-// next begins, and the old CA is dropped at the end of the second.
+// through three phases; every node must reach a phase's goal before the
+// next begins.
 type CARotation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Phase CARotation_Phase       `protobuf:"varint,1,opt,name=phase,proto3,enum=jaco.api.CARotation_Phase" json:"phase,omitempty"`
@@ -1080,7 +1085,8 @@ type CARotation struct {
 	// during TRUST.
 	NewCaCertPem []byte `protobuf:"bytes,2,opt,name=new_ca_cert_pem,json=newCaCertPem,proto3" json:"new_ca_cert_pem,omitempty"`
 	NewCaKeyPem  []byte `protobuf:"bytes,3,opt,name=new_ca_key_pem,json=newCaKeyPem,proto3" json:"new_ca_key_pem,omitempty"`
-	// old_ca_cert_pem is the CA rotated from, still trusted during REISSUE.
+	// old_ca_cert_pem is the CA rotated from, still trusted during REISSUE
+	// (and kept during DROP, for the record).
 	OldCaCertPem []byte                 `protobuf:"bytes,4,opt,name=old_ca_cert_pem,json=oldCaCertPem,proto3" json:"old_ca_cert_pem,omitempty"`
 	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
 	// external: the new CA was brought by the operator (--cert-file).
@@ -4131,7 +4137,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12*\n" +
 	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x125\n" +
 	"\vca_rotation\x18\x14 \x01(\v2\x14.jaco.api.CARotationR\n" +
-	"caRotation\"\xcc\x02\n" +
+	"caRotation\"\xdc\x02\n" +
 	"\n" +
 	"CARotation\x120\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1a.jaco.api.CARotation.PhaseR\x05phase\x12%\n" +
@@ -4140,11 +4146,13 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x0fold_ca_cert_pem\x18\x04 \x01(\fR\foldCaCertPem\x129\n" +
 	"\n" +
 	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1a\n" +
-	"\bexternal\x18\x06 \x01(\bR\bexternal\"B\n" +
+	"\bexternal\x18\x06 \x01(\bR\bexternal\"R\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vPHASE_TRUST\x10\x01\x12\x11\n" +
-	"\rPHASE_REISSUE\x10\x02\"h\n" +
+	"\rPHASE_REISSUE\x10\x02\x12\x0e\n" +
+	"\n" +
+	"PHASE_DROP\x10\x03\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +

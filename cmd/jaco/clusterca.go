@@ -154,10 +154,7 @@ func rotationLine(p *rotationView) string {
 	if p == nil {
 		return "none"
 	}
-	what := "trust the new CA"
-	if p.Phase == "reissue" {
-		what = "reissued"
-	}
+	what := map[string]string{"trust": "trust the new CA", "reissue": "reissued", "drop": "trust the new CA alone"}[p.Phase]
 	line := fmt.Sprintf("%s: %d of %d nodes %s", p.Phase, p.Done, p.Nodes, what)
 	if len(p.Waiting) > 0 {
 		line += fmt.Sprintf(" (waiting for %s)", terminalSafe(strings.Join(p.Waiting, ", ")))

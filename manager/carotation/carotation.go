@@ -7,7 +7,8 @@
 //
 // The phases: TRUST (the old CA signs; nodes learn to trust the new one
 // beside it), REISSUE (the new CA signs; every node's certificate is
-// reissued under it), then done (the old CA is trusted no more). A phase
+// reissued under it), DROP (nodes stop trusting the old CA), then done:
+// no node trusts the old CA any more. A phase
 // ends when every node in the store has reported reaching its goal, so a
 // node that is down holds the rotation until it returns or is removed.
 package carotation
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
@@ -30,7 +32,7 @@ var ErrInProgress = errors.New("a CA rotation is already under way")
 
 // Bundle is the CA bundle nodes are to trust now, the CA that signs
 // first: during TRUST the old then the new CA, during REISSUE the new
-// then the old, otherwise the cluster's CA alone.
+// then the old, otherwise (DROP, or no rotation) the cluster's CA alone.
 func Bundle(c *api.Cluster) []byte {
 	r := c.GetCaRotation()
 	switch r.GetPhase() {
@@ -71,7 +73,7 @@ func goalOf(c *api.Cluster) (goal, error) {
 		return goal{}, err
 	}
 	g := goal{trust: trust}
-	if c.GetCaRotation().GetPhase() == api.CARotation_PHASE_REISSUE {
+	if c.GetCaRotation().GetPhase() != api.CARotation_PHASE_TRUST {
 		if g.certCA, err = token.Fingerprint(c.CaCertPem); err != nil {
 			return goal{}, err
 		}
@@ -99,7 +101,8 @@ func Record(n *api.Node, trust, certCA string) bool {
 
 // Advance moves the rotation of c on when every node of nodes has done
 // its phase, and reports whether it did; c is changed in place. After
-// TRUST the new CA signs; after REISSUE the old one is dropped.
+// TRUST the new CA signs; after REISSUE the old one is dropped from the
+// bundle; after DROP the rotation is over.
 func Advance(c *api.Cluster, nodes []*api.Node) (bool, error) {
 	r := c.GetCaRotation()
 	if r == nil {
@@ -121,6 +124,10 @@ func Advance(c *api.Cluster, nodes []*api.Node) (bool, error) {
 			StartedAt: r.StartedAt, External: r.External,
 		}
 		c.CaCertPem, c.CaKeyPem = r.NewCaCertPem, r.NewCaKeyPem
+	case api.CARotation_PHASE_REISSUE:
+		r = proto.CloneOf(r)
+		r.Phase = api.CARotation_PHASE_DROP
+		c.CaRotation = r
 	default:
 		c.CaRotation = nil
 	}
@@ -136,9 +143,13 @@ func Progress(c *api.Cluster, nodes []*api.Node) *api.CARotationProgress {
 	}
 	p := &api.CARotationProgress{Nodes: uint32(len(nodes)), StartedAt: r.StartedAt}
 	newCA := r.NewCaCertPem
-	p.Phase = "trust"
-	if r.Phase == api.CARotation_PHASE_REISSUE {
+	switch r.Phase {
+	case api.CARotation_PHASE_TRUST:
+		p.Phase = "trust"
+	case api.CARotation_PHASE_REISSUE:
 		p.Phase, newCA = "reissue", c.CaCertPem
+	default:
+		p.Phase, newCA = "drop", c.CaCertPem
 	}
 	p.NewCaFingerprint, _ = token.Fingerprint(newCA)
 	g, err := goalOf(c)

@@ -89,10 +89,13 @@ func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, nod
 		if err != nil || !moved {
 			return err
 		}
-		if c.CaRotation != nil {
+		switch c.CaRotation.GetPhase() {
+		case api.CARotation_PHASE_REISSUE:
 			s.log.Info("CA rotation: every node trusts the new CA; it signs from now on and certificates are reissued")
-		} else {
-			s.log.Info("CA rotation done: every node's certificate is issued by the new CA; the old CA is trusted no more")
+		case api.CARotation_PHASE_DROP:
+			s.log.Info("CA rotation: every node's certificate is issued by the new CA; nodes now drop the old CA")
+		default:
+			s.log.Info("CA rotation done: no node trusts the old CA any more")
 		}
 		return tx.Update(c)
 	})
