@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
@@ -72,7 +73,29 @@ func (n *Node) installTrust(newPEM, oldPEM []byte) error {
 		return err
 	}
 	n.log.Info("CA rotation: trusted CAs changed", "cas", len(newCAs), "signing_ca", token.FingerprintDER(newCAs[0].Raw))
+	if len(newCAs) == 1 {
+		n.repinOperatorToken(token.FingerprintDER(newCAs[0].Raw))
+	}
 	return nil
+}
+
+// repinOperatorToken rewrites the operator token file that formation
+// left (formation_ordinal.go) to pin the CA fp, once the old CA is
+// trusted no more: its secret is unchanged, and the old pin would fail
+// with ca_mismatch. A failure is logged: the file is a convenience.
+func (n *Node) repinOperatorToken(fp string) {
+	data, err := os.ReadFile(n.cfg.dir().OperatorToken())
+	if err != nil {
+		return // none left here, or moved somewhere safe as the log asked
+	}
+	tok, err := token.Parse(string(data))
+	if err != nil || tok.CAFingerprint == fp {
+		return
+	}
+	tok.CAFingerprint = fp
+	if err := n.saveOperatorToken(tok.String()); err != nil {
+		n.log.Warn("CA rotation: the operator token file still pins the old CA", "err", err)
+	}
 }
 
 func sharesCA(a, b []*x509.Certificate) bool {

@@ -32,7 +32,7 @@ func clusterCACmd(g *globals) *cobra.Command {
 			"The command waits until the rotation is done, printing each change; -d does not wait, and\n" +
 			"Ctrl-C stops waiting and leaves the rotation running (jaco cluster status follows it).\n" +
 			"Tokens keep their secrets but pin the CA: after a rotation, replace the fingerprint in saved\n" +
-			"tokens (JACO1-<fingerprint>-<secret>) with the new one, or show join tokens again.",
+			"operator tokens (JACO1-<fingerprint>-<secret>) with the new one, and issue join tokens again.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !rotate && (certFile != "" || keyFile != "") {
@@ -165,7 +165,8 @@ func rotationLine(p *rotationView) string {
 // printRotatedTokens says what a rotation means for saved tokens, and
 // rewrites the operator token this CLI was given, if any.
 func printRotatedTokens(w io.Writer, newFP string) {
-	fmt.Fprintf(w, "\nTokens pin the CA: operator and join tokens keep their secrets, with the fingerprint %s.\n", newFP)
+	fmt.Fprintf(w, "\nTokens pin the CA: operator tokens keep their secrets, now with the fingerprint %s;\n"+
+		"join tokens issued before the rotation no longer work: issue new ones (jaco node issue-join-token).\n", newFP)
 	if t, err := token.Parse(os.Getenv("JACO_TOKEN")); err == nil && t.CAFingerprint != newFP {
 		t.CAFingerprint = newFP
 		fmt.Fprintf(w, "Your operator token ($JACO_TOKEN) is now:\n\n    %s\n", t)
