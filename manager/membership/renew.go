@@ -65,6 +65,10 @@ func (s *Server) RenewCertificate(ctx context.Context, req *api.RenewCertificate
 	return resp, nil
 }
 
+// caProgressAttempts bounds the runs of a CA progress write that other
+// writes to the same objects got in before.
+const caProgressAttempts = 5
+
 // recordCAProgress records what the node reported of its CA trust and
 // certificate, when that changed, and moves a CA rotation on when every
 // node has done its phase (docs/adr/0041). Nodes poll every few seconds,
@@ -75,7 +79,11 @@ func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, nod
 	if !changed && cluster.CaRotation == nil {
 		return nil
 	}
-	err := s.store.Update(ctx, func(tx *store.Tx) error {
+	// Retried on a conflict: the dispatcher writes Node status too.
+	var moved bool
+	var now *api.CARotation
+	err := s.store.UpdateRetrying(ctx, caProgressAttempts, func(tx *store.Tx) (err error) {
+		moved = false
 		if n := tx.GetNode(node.Id); n != nil && carotation.Record(n, req.TrustFingerprint, req.CertCaFingerprint) {
 			if err := tx.Update(n); err != nil {
 				return err
@@ -85,11 +93,17 @@ func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, nod
 		if c == nil {
 			return nil
 		}
-		moved, err := carotation.Advance(c, tx.ListNodes())
-		if err != nil || !moved {
+		if moved, err = carotation.Advance(c, tx.ListNodes()); err != nil || !moved {
 			return err
 		}
-		switch c.CaRotation.GetPhase() {
+		now = c.CaRotation
+		return tx.Update(c)
+	})
+	if err != nil {
+		return apierror.ToStatus(fmt.Errorf("record the node's CA progress: %w", err))
+	}
+	if moved {
+		switch now.GetPhase() {
 		case api.CARotation_PHASE_REISSUE:
 			s.log.Info("CA rotation: every node trusts the new CA; it signs from now on and certificates are reissued")
 		case api.CARotation_PHASE_DROP:
@@ -97,10 +111,6 @@ func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, nod
 		default:
 			s.log.Info("CA rotation done: no node trusts the old CA any more")
 		}
-		return tx.Update(c)
-	})
-	if err != nil {
-		return apierror.ToStatus(fmt.Errorf("record the node's CA progress: %w", err))
 	}
 	return nil
 }
