@@ -20,6 +20,7 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/manager/encryption"
 )
 
 // writeLoad writes continuously through the managers in turn, each write
@@ -204,13 +205,23 @@ func TestCARotationUnderLoad(t *testing.T) {
 // TestCARotationExternalCA: a CA the operator brings whose key is not
 // its certificate's is refused with ca_invalid and changes nothing; a
 // good one is rotated to, the command following the rotation to its end
-// and printing the operator token rewritten for the new CA.
+// and printing the operator token rewritten for the new CA. Autolock is
+// on: the manager's TLS key stays sealed through the rotation.
 func TestCARotationExternalCA(t *testing.T) {
 	t.Parallel()
 	m, w := startDaemon(t, "m1"), startDaemon(t, "w1")
 	opTok := m.initQuiet()
 	wantOK(t, w.jaco("node", "join", "--peer", m.addr, "--token", m.joinToken("worker")))
 	waitReady(t, m, w.name)
+	wantOK(t, m.jaco("cluster", "update", "--autolock=true"))
+	keySealed := func() error {
+		_, _, key := nodeCert(t, m)
+		if !encryption.PrivateKeySealed(key) {
+			return fmt.Errorf("the manager's TLS key is in clear")
+		}
+		return nil
+	}
+	eventually(t, 30*time.Second, keySealed)
 	dir := t.TempDir()
 	certA, keyA, err := ca.NewRootCA("external-a")
 	if err != nil {
@@ -256,6 +267,9 @@ func TestCARotationExternalCA(t *testing.T) {
 	}
 	for _, d := range []*daemon{m, w} {
 		checkIssuedBy(t, d, wantFP)
+	}
+	if err := keySealed(); err != nil {
+		t.Errorf("after the rotation: %v", err)
 	}
 	// The rewritten token works over TCP; the old one is refused as
 	// pinning another CA.
