@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/jaco-project/jaco/agent/db"
+	"github.com/jaco-project/jaco/agent/monitor"
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -20,6 +21,9 @@ type Agent struct {
 	log      *slog.Logger
 	reporter *reporter
 	metrics  *agentMetrics
+	// monitors heartbeats to the nodes the dispatcher named, session or
+	// not (docs/adr/0042).
+	monitors *monitor.Pinger
 	started  atomic.Bool
 	// inSession is true while a dispatcher session is open.
 	inSession atomic.Bool
@@ -47,11 +51,13 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("make agent dir: %w", err)
 		}
 	}
+	log := cfg.Logger.With("component", "agent")
 	return &Agent{
 		cfg:      cfg,
-		log:      cfg.Logger.With("component", "agent"),
+		log:      log,
 		reporter: newReporter(),
 		metrics:  newAgentMetrics(),
+		monitors: monitor.NewPinger(monitor.Dial(cfg.Dial), log.With("part", "monitor")),
 	}, nil
 }
 
@@ -103,7 +109,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.worker.load(); err != nil {
 		return fmt.Errorf("load replicas from agent db: %w", err)
 	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.monitors.Run(ctx) })
 	a.runSessions(ctx)
+	cancel()
+	wg.Wait()
 	return nil
 }
 

@@ -141,6 +141,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 	a.followOverlay(first)
 	var period atomic.Int64
 	period.Store(int64(periodOr(first.GetHeartbeatPeriod().AsDuration(), DefaultHeartbeatPeriod)))
+	a.monitors.Set(first.GetMonitors(), time.Duration(period.Load()))
 
 	g.Go(func() error {
 		for {
@@ -153,6 +154,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 			if p := m.GetHeartbeatPeriod().AsDuration(); p > 0 {
 				period.Store(int64(p))
 			}
+			a.monitors.Set(m.GetMonitors(), time.Duration(period.Load()))
 		}
 	})
 	g.Go(func() error {

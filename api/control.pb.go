@@ -296,9 +296,12 @@ func (x *InitClusterResponse) GetOperatorToken() string {
 }
 
 type JoinClusterRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Peer          string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
-	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Peer  string                 `protobuf:"bytes,1,opt,name=peer,proto3" json:"peer,omitempty"`
+	Token string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	// rejoin: this node was in the cluster and its certificate expired; it
+	// keeps its node id, data dir and replicas (docs/adr/0039).
+	Rejoin        bool `protobuf:"varint,30,opt,name=rejoin,proto3" json:"rejoin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -345,6 +348,13 @@ func (x *JoinClusterRequest) GetToken() string {
 		return x.Token
 	}
 	return ""
+}
+
+func (x *JoinClusterRequest) GetRejoin() bool {
+	if x != nil {
+		return x.Rejoin
+	}
+	return false
 }
 
 type JoinClusterResponse struct {
@@ -545,6 +555,10 @@ type ClusterStatusResponse struct {
 	// raft_term is this manager's raft term: every election raises it, so
 	// two reads with different terms mean leadership changed in between.
 	RaftTerm uint64 `protobuf:"varint,8,opt,name=raft_term,json=raftTerm,proto3" json:"raft_term,omitempty"`
+	// backup_schedule is the scheduled backups' setting (unset: never set).
+	BackupSchedule *BackupSchedule `protobuf:"bytes,9,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup *BackupRecord `protobuf:"bytes,10,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	// ca_rotation is the progress of a CA rotation under way, as this
 	// manager's store has it; unset when none is (docs/adr/0041).
 	CaRotation *CARotationProgress `protobuf:"bytes,11,opt,name=ca_rotation,json=caRotation,proto3" json:"ca_rotation,omitempty"`
@@ -639,6 +653,20 @@ func (x *ClusterStatusResponse) GetRaftTerm() uint64 {
 		return x.RaftTerm
 	}
 	return 0
+}
+
+func (x *ClusterStatusResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
 }
 
 func (x *ClusterStatusResponse) GetCaRotation() *CARotationProgress {
@@ -1050,8 +1078,25 @@ type UpdateClusterRequest struct {
 	// rebalance_on_join, when set, turns rebalancing on node join or return
 	// on or off (docs/adr/0040).
 	RebalanceOnJoin *bool `protobuf:"varint,9,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3,oneof" json:"rebalance_on_join,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// partition_grace and down_grace, when set, replace the cluster's
+	// (0 to 24 h; docs/adr/0042).
+	PartitionGrace *durationpb.Duration `protobuf:"bytes,10,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	DownGrace      *durationpb.Duration `protobuf:"bytes,11,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	// backup_interval, when set, is the pace of scheduled backups: 1m to
+	// 30 days, or 0 to turn them off (docs/adr/0037). Turning them on needs
+	// a backup_dir, given now or before.
+	BackupInterval *durationpb.Duration `protobuf:"bytes,5,opt,name=backup_interval,json=backupInterval,proto3" json:"backup_interval,omitempty"`
+	// backup_dir, when set, is the absolute directory on the leader's
+	// machine scheduled backups go into.
+	BackupDir *string `protobuf:"bytes,6,opt,name=backup_dir,json=backupDir,proto3,oneof" json:"backup_dir,omitempty"`
+	// backup_keep, when set, is how many scheduled backups each manager
+	// keeps in backup_dir, 1 to 1000 (default 7).
+	BackupKeep *uint32 `protobuf:"varint,7,opt,name=backup_keep,json=backupKeep,proto3,oneof" json:"backup_keep,omitempty"`
+	// backup_key, when set, replaces the key that seals scheduled backups
+	// (the first one is made when scheduled backups are first turned on).
+	BackupKey     *BackupKeyChange `protobuf:"bytes,8,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateClusterRequest) Reset() {
@@ -1119,6 +1164,95 @@ func (x *UpdateClusterRequest) GetRebalanceOnJoin() bool {
 	return false
 }
 
+func (x *UpdateClusterRequest) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetBackupInterval() *durationpb.Duration {
+	if x != nil {
+		return x.BackupInterval
+	}
+	return nil
+}
+
+func (x *UpdateClusterRequest) GetBackupDir() string {
+	if x != nil && x.BackupDir != nil {
+		return *x.BackupDir
+	}
+	return ""
+}
+
+func (x *UpdateClusterRequest) GetBackupKeep() uint32 {
+	if x != nil && x.BackupKeep != nil {
+		return *x.BackupKeep
+	}
+	return 0
+}
+
+func (x *UpdateClusterRequest) GetBackupKey() *BackupKeyChange {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+// BackupKeyChange replaces the scheduled backups' key.
+type BackupKeyChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// key is the operator's own key (JBK1-...); empty: draw a random one,
+	// which the response shows once.
+	Key           string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupKeyChange) Reset() {
+	*x = BackupKeyChange{}
+	mi := &file_api_control_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupKeyChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupKeyChange) ProtoMessage() {}
+
+func (x *BackupKeyChange) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupKeyChange.ProtoReflect.Descriptor instead.
+func (*BackupKeyChange) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *BackupKeyChange) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
 type UpdateClusterResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Autolock bool                   `protobuf:"varint,1,opt,name=autolock,proto3" json:"autolock,omitempty"`
@@ -1128,15 +1262,22 @@ type UpdateClusterResponse struct {
 	// max_replicas_per_service is the limit in force after the call.
 	MaxReplicasPerService uint64 `protobuf:"varint,3,opt,name=max_replicas_per_service,json=maxReplicasPerService,proto3" json:"max_replicas_per_service,omitempty"`
 	// max_services is the limit in force after the call.
-	MaxServices     uint64 `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
-	RebalanceOnJoin bool   `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	MaxServices     uint64               `protobuf:"varint,4,opt,name=max_services,json=maxServices,proto3" json:"max_services,omitempty"`
+	RebalanceOnJoin bool                 `protobuf:"varint,7,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	PartitionGrace  *durationpb.Duration `protobuf:"bytes,8,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	DownGrace       *durationpb.Duration `protobuf:"bytes,9,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	// backup_key is set when this call drew a new backup key. It is shown
+	// once here; keep it apart from the backup files.
+	BackupKey string `protobuf:"bytes,5,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// backup_schedule is the schedule in force after the call.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,6,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1289,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1302,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -1199,6 +1340,34 @@ func (x *UpdateClusterResponse) GetRebalanceOnJoin() bool {
 	return false
 }
 
+func (x *UpdateClusterResponse) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterResponse) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
+}
+
+func (x *UpdateClusterResponse) GetBackupKey() string {
+	if x != nil {
+		return x.BackupKey
+	}
+	return ""
+}
+
+func (x *UpdateClusterResponse) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
 type GetUnlockKeyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1207,7 +1376,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +1388,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +1401,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 type GetUnlockKeyResponse struct {
@@ -1248,7 +1417,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1260,7 +1429,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1273,7 +1442,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -1312,7 +1481,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1324,7 +1493,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1337,7 +1506,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1374,7 +1543,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1386,7 +1555,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1399,7 +1568,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1438,7 +1607,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1619,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1632,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1491,7 +1660,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1672,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1685,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1542,7 +1711,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1723,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1736,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1588,7 +1757,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1769,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1782,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1641,7 +1810,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1653,7 +1822,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1666,7 +1835,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1697,7 +1866,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1878,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1891,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1757,7 +1926,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1938,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1951,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1801,7 +1970,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1982,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1995,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1845,7 +2014,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2026,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2039,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1897,7 +2066,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1909,7 +2078,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1922,7 +2091,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1962,7 +2131,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2143,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2156,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -2010,7 +2179,7 @@ type RebalanceServiceRequest struct {
 
 func (x *RebalanceServiceRequest) Reset() {
 	*x = RebalanceServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2191,7 @@ func (x *RebalanceServiceRequest) String() string {
 func (*RebalanceServiceRequest) ProtoMessage() {}
 
 func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2204,7 @@ func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RebalanceServiceRequest) GetService() string {
@@ -2064,7 +2233,7 @@ type RebalanceServiceResponse struct {
 
 func (x *RebalanceServiceResponse) Reset() {
 	*x = RebalanceServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +2245,7 @@ func (x *RebalanceServiceResponse) String() string {
 func (*RebalanceServiceResponse) ProtoMessage() {}
 
 func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +2258,7 @@ func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RebalanceServiceResponse) GetServices() []*Service {
@@ -2115,7 +2284,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2296,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2309,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -2160,7 +2329,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2172,7 +2341,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2185,7 +2354,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -2206,7 +2375,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2387,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2400,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -2260,7 +2429,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2441,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2454,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -2311,7 +2480,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2492,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2505,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2356,7 +2525,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2537,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2550,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2400,7 +2569,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2581,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2594,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2443,7 +2612,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2624,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2637,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 type CreateConfigRequest struct {
@@ -2480,7 +2649,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2661,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2674,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2524,7 +2693,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2705,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2718,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2570,7 +2739,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2582,7 +2751,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2595,7 +2764,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2622,7 +2791,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2803,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2816,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2673,7 +2842,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2854,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2867,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2718,7 +2887,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2730,7 +2899,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2743,7 +2912,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2762,7 +2931,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2774,7 +2943,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2787,7 +2956,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2805,7 +2974,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2817,7 +2986,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2830,7 +2999,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 type CreateNetworkRequest struct {
@@ -2842,7 +3011,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +3023,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +3036,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2886,7 +3055,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3067,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3080,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2932,7 +3101,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3113,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3126,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2987,7 +3156,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3168,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3181,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -3053,7 +3222,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3065,7 +3234,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3078,7 +3247,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -3127,7 +3296,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3308,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3321,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -3171,7 +3340,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3352,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3365,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -3215,7 +3384,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3227,7 +3396,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3240,7 +3409,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -3258,7 +3427,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3270,7 +3439,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3283,7 +3452,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 type RemoveServiceRequest struct {
@@ -3295,7 +3464,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3476,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3489,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3338,7 +3507,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3350,7 +3519,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3363,7 +3532,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 type GetServiceRequest struct {
@@ -3376,7 +3545,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3388,7 +3557,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3401,7 +3570,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3427,7 +3596,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3439,7 +3608,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3452,7 +3621,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3477,7 +3646,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3658,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3671,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3540,7 +3709,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3552,7 +3721,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3565,7 +3734,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3607,7 +3776,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3619,7 +3788,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3632,7 +3801,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3681,7 +3850,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3693,7 +3862,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3706,7 +3875,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3743,7 +3912,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3755,7 +3924,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3768,7 +3937,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3829,7 +3998,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3841,7 +4010,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3854,7 +4023,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3886,7 +4055,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3898,7 +4067,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3911,7 +4080,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3987,7 +4156,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3999,7 +4168,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4012,7 +4181,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -4131,7 +4300,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4143,7 +4312,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4156,7 +4325,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EventChange) GetField() string {
@@ -4197,7 +4366,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4209,7 +4378,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4222,7 +4391,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -4257,7 +4426,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4269,7 +4438,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4282,7 +4451,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{72}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -4309,7 +4478,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +4490,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +4503,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{73}
+	return file_api_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4366,7 +4535,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4378,7 +4547,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4391,7 +4560,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{74}
+	return file_api_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4479,7 +4648,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[75]
+	mi := &file_api_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4491,7 +4660,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[75]
+	mi := &file_api_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4504,7 +4673,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{75}
+	return file_api_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4563,7 +4732,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[76]
+	mi := &file_api_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4575,7 +4744,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[76]
+	mi := &file_api_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4588,7 +4757,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{76}
+	return file_api_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4630,10 +4799,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12%\n" +
-	"\x0eoperator_token\x18\x03 \x01(\tR\roperatorToken\">\n" +
+	"\x0eoperator_token\x18\x03 \x01(\tR\roperatorToken\"V\n" +
 	"\x12JoinClusterRequest\x12\x12\n" +
 	"\x04peer\x18\x01 \x01(\tR\x04peer\x12\x14\n" +
-	"\x05token\x18\x02 \x01(\tR\x05token\"M\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\x12\x16\n" +
+	"\x06rejoin\x18\x1e \x01(\bR\x06rejoin\"M\n" +
 	"\x13JoinClusterResponse\x12\x1d\n" +
 	"\n" +
 	"cluster_id\x18\x01 \x01(\tR\tclusterId\x12\x17\n" +
@@ -4646,7 +4816,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xa6\x03\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xa2\x04\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -4657,7 +4827,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\vquorum_lost\x18\x06 \x01(\bR\n" +
 	"quorumLost\x124\n" +
 	"\x16failed_unlock_attempts\x18\a \x01(\rR\x14failedUnlockAttempts\x12\x1b\n" +
-	"\traft_term\x18\b \x01(\x04R\braftTerm\x12=\n" +
+	"\traft_term\x18\b \x01(\x04R\braftTerm\x12A\n" +
+	"\x0fbackup_schedule\x18\t \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x127\n" +
+	"\vlast_backup\x18\n" +
+	" \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\x12=\n" +
 	"\vca_rotation\x18\v \x01(\v2\x1c.jaco.api.CARotationProgressR\n" +
 	"caRotation\x12%\n" +
 	"\x0eca_fingerprint\x18\f \x01(\tR\rcaFingerprint\"\xd7\x01\n" +
@@ -4685,24 +4859,45 @@ const file_api_control_proto_rawDesc = "" +
 	"\n" +
 	"ca_key_pem\x18\x02 \x01(\fR\bcaKeyPem\"L\n" +
 	"\x10RotateCAResponse\x128\n" +
-	"\bprogress\x18\x01 \x01(\v2\x1c.jaco.api.CARotationProgressR\bprogress\"\xcb\x02\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1c.jaco.api.CARotationProgressR\bprogress\"\xb0\x05\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04H\x01R\x15maxReplicasPerService\x88\x01\x01\x12&\n" +
 	"\fmax_services\x18\x04 \x01(\x04H\x02R\vmaxServices\x88\x01\x01\x12/\n" +
-	"\x11rebalance_on_join\x18\t \x01(\bH\x03R\x0frebalanceOnJoin\x88\x01\x01B\v\n" +
+	"\x11rebalance_on_join\x18\t \x01(\bH\x03R\x0frebalanceOnJoin\x88\x01\x01\x12B\n" +
+	"\x0fpartition_grace\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\v \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12B\n" +
+	"\x0fbackup_interval\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x0ebackupInterval\x12\"\n" +
+	"\n" +
+	"backup_dir\x18\x06 \x01(\tH\x04R\tbackupDir\x88\x01\x01\x12$\n" +
+	"\vbackup_keep\x18\a \x01(\rH\x05R\n" +
+	"backupKeep\x88\x01\x01\x128\n" +
+	"\n" +
+	"backup_key\x18\b \x01(\v2\x19.jaco.api.BackupKeyChangeR\tbackupKeyB\v\n" +
 	"\t_autolockB\x1b\n" +
 	"\x19_max_replicas_per_serviceB\x0f\n" +
 	"\r_max_servicesB\x14\n" +
-	"\x12_rebalance_on_join\"\xda\x01\n" +
+	"\x12_rebalance_on_joinB\r\n" +
+	"\v_backup_dirB\x0e\n" +
+	"\f_backup_keep\"#\n" +
+	"\x0fBackupKeyChange\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\"\xba\x03\n" +
 	"\x15UpdateClusterResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x02 \x01(\tR\tunlockKey\x127\n" +
 	"\x18max_replicas_per_service\x18\x03 \x01(\x04R\x15maxReplicasPerService\x12!\n" +
 	"\fmax_services\x18\x04 \x01(\x04R\vmaxServices\x12*\n" +
-	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\"\x15\n" +
+	"\x11rebalance_on_join\x18\a \x01(\bR\x0frebalanceOnJoin\x12B\n" +
+	"\x0fpartition_grace\x18\b \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\t \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\x05 \x01(\tR\tbackupKey\x12A\n" +
+	"\x0fbackup_schedule\x18\x06 \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\"\x15\n" +
 	"\x13GetUnlockKeyRequest\"\x81\x01\n" +
 	"\x14GetUnlockKeyResponse\x12\x1a\n" +
 	"\bautolock\x18\x01 \x01(\bR\bautolock\x12\x1d\n" +
@@ -5021,7 +5216,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                   // 0: jaco.api.NodeState
 	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
@@ -5041,229 +5236,241 @@ var file_api_control_proto_goTypes = []any{
 	(*RotateCARequest)(nil),          // 15: jaco.api.RotateCARequest
 	(*RotateCAResponse)(nil),         // 16: jaco.api.RotateCAResponse
 	(*UpdateClusterRequest)(nil),     // 17: jaco.api.UpdateClusterRequest
-	(*UpdateClusterResponse)(nil),    // 18: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),      // 19: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),     // 20: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),         // 21: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 22: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),             // 23: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),           // 24: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 25: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),    // 26: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil),   // 27: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),        // 28: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 29: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),     // 30: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),    // 31: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),     // 32: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),    // 33: jaco.api.UpdateServiceResponse
-	(*RebalanceServiceRequest)(nil),  // 34: jaco.api.RebalanceServiceRequest
-	(*RebalanceServiceResponse)(nil), // 35: jaco.api.RebalanceServiceResponse
-	(*CreateSecretRequest)(nil),      // 36: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),     // 37: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),         // 38: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),        // 39: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),       // 40: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),      // 41: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),      // 42: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),     // 43: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),      // 44: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),     // 45: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),         // 46: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),        // 47: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),       // 48: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),      // 49: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),      // 50: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),     // 51: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),     // 52: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),    // 53: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),        // 54: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),       // 55: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),              // 56: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),      // 57: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),     // 58: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),     // 59: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),    // 60: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),     // 61: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),    // 62: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),        // 63: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),       // 64: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),      // 65: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),     // 66: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),         // 67: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 68: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),        // 69: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),       // 70: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),       // 71: jaco.api.WatchEventsRequest
-	(*Event)(nil),                    // 72: jaco.api.Event
-	(*EventChange)(nil),              // 73: jaco.api.EventChange
-	(*EventsGap)(nil),                // 74: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),       // 75: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),      // 76: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),             // 77: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),      // 78: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),       // 79: jaco.api.ServiceLogsRequest
-	nil,                              // 80: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                    // 81: jaco.api.Suffrage
-	(*timestamppb.Timestamp)(nil),    // 82: google.protobuf.Timestamp
-	(*Node)(nil),                     // 83: jaco.api.Node
-	(NodeRole)(0),                    // 84: jaco.api.NodeRole
-	(*durationpb.Duration)(nil),      // 85: google.protobuf.Duration
-	(*ServiceSpec)(nil),              // 86: jaco.api.ServiceSpec
-	(*Service)(nil),                  // 87: jaco.api.Service
-	(*FileSpec)(nil),                 // 88: jaco.api.FileSpec
-	(*Secret)(nil),                   // 89: jaco.api.Secret
-	(*Config)(nil),                   // 90: jaco.api.Config
-	(*NetworkSpec)(nil),              // 91: jaco.api.NetworkSpec
-	(*Network)(nil),                  // 92: jaco.api.Network
-	(*Task)(nil),                     // 93: jaco.api.Task
-	(NodeAvailability)(0),            // 94: jaco.api.NodeAvailability
-	(TaskState)(0),                   // 95: jaco.api.TaskState
-	(*LogsMessage)(nil),              // 96: jaco.api.LogsMessage
+	(*BackupKeyChange)(nil),          // 18: jaco.api.BackupKeyChange
+	(*UpdateClusterResponse)(nil),    // 19: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),      // 20: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),     // 21: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),         // 22: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 23: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),             // 24: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),           // 25: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 26: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),    // 27: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil),   // 28: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),        // 29: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 30: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),     // 31: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),    // 32: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),     // 33: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),    // 34: jaco.api.UpdateServiceResponse
+	(*RebalanceServiceRequest)(nil),  // 35: jaco.api.RebalanceServiceRequest
+	(*RebalanceServiceResponse)(nil), // 36: jaco.api.RebalanceServiceResponse
+	(*CreateSecretRequest)(nil),      // 37: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),     // 38: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),         // 39: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),        // 40: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),       // 41: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),      // 42: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),      // 43: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),     // 44: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),      // 45: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),     // 46: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),         // 47: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),        // 48: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),       // 49: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),      // 50: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),      // 51: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),     // 52: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),     // 53: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),    // 54: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),        // 55: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),       // 56: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),              // 57: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),      // 58: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),     // 59: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),     // 60: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),    // 61: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),     // 62: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 63: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 64: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 65: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 66: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 67: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 68: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 69: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 70: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 71: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 72: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 73: jaco.api.Event
+	(*EventChange)(nil),              // 74: jaco.api.EventChange
+	(*EventsGap)(nil),                // 75: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 76: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 77: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 78: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 79: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 80: jaco.api.ServiceLogsRequest
+	nil,                              // 81: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 82: jaco.api.Suffrage
+	(*BackupSchedule)(nil),           // 83: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),             // 84: jaco.api.BackupRecord
+	(*timestamppb.Timestamp)(nil),    // 85: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 86: google.protobuf.Duration
+	(*Node)(nil),                     // 87: jaco.api.Node
+	(NodeRole)(0),                    // 88: jaco.api.NodeRole
+	(*ServiceSpec)(nil),              // 89: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 90: jaco.api.Service
+	(*FileSpec)(nil),                 // 91: jaco.api.FileSpec
+	(*Secret)(nil),                   // 92: jaco.api.Secret
+	(*Config)(nil),                   // 93: jaco.api.Config
+	(*NetworkSpec)(nil),              // 94: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 95: jaco.api.Network
+	(*Task)(nil),                     // 96: jaco.api.Task
+	(NodeAvailability)(0),            // 97: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 98: jaco.api.TaskState
+	(*LogsMessage)(nil),              // 99: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	81,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	82,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	10,  // 4: jaco.api.ClusterStatusResponse.ca_rotation:type_name -> jaco.api.CARotationProgress
-	82,  // 5: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
-	0,   // 6: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	82,  // 7: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	10,  // 8: jaco.api.RotateCAResponse.progress:type_name -> jaco.api.CARotationProgress
-	2,   // 9: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	83,  // 10: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	23,  // 11: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 12: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	83,  // 13: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	84,  // 14: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	85,  // 15: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	82,  // 16: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	85,  // 17: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	86,  // 18: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	87,  // 19: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	86,  // 20: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	87,  // 21: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	87,  // 22: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	88,  // 23: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	89,  // 24: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 25: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 26: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 27: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 28: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	88,  // 29: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	90,  // 30: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 31: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 32: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 33: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 34: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	91,  // 35: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	92,  // 36: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,   // 37: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 38: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	56,  // 39: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,   // 40: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 41: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,   // 42: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 43: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,   // 44: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 45: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	23,  // 46: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 47: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	93,  // 48: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	94,  // 49: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	80,  // 50: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	84,  // 51: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	85,  // 52: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	83,  // 53: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	82,  // 54: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	82,  // 55: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	73,  // 56: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	82,  // 57: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	72,  // 58: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	74,  // 59: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	95,  // 60: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	82,  // 61: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	95,  // 62: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	87,  // 63: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	77,  // 64: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	82,  // 65: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	82,  // 66: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,   // 67: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,   // 68: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,   // 69: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	11,  // 70: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	13,  // 71: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	17,  // 72: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	15,  // 73: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
-	19,  // 74: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	21,  // 75: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	24,  // 76: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	26,  // 77: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	28,  // 78: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	69,  // 79: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	30,  // 80: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	32,  // 81: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	34,  // 82: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	61,  // 83: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	36,  // 84: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	42,  // 85: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	38,  // 86: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	40,  // 87: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	44,  // 88: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	50,  // 89: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	46,  // 90: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	48,  // 91: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	52,  // 92: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	59,  // 93: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	54,  // 94: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	57,  // 95: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	63,  // 96: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	65,  // 97: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	67,  // 98: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	76,  // 99: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	71,  // 100: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	79,  // 101: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,   // 102: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,   // 103: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,   // 104: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	12,  // 105: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	14,  // 106: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	18,  // 107: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	16,  // 108: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
-	20,  // 109: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	22,  // 110: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	25,  // 111: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	27,  // 112: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	29,  // 113: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	70,  // 114: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	31,  // 115: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	33,  // 116: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	35,  // 117: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	62,  // 118: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	37,  // 119: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	43,  // 120: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	39,  // 121: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	41,  // 122: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	45,  // 123: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	51,  // 124: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	47,  // 125: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	49,  // 126: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	53,  // 127: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	60,  // 128: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	55,  // 129: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	58,  // 130: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	64,  // 131: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	66,  // 132: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	68,  // 133: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	78,  // 134: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	75,  // 135: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	96,  // 136: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	102, // [102:137] is the sub-list for method output_type
-	67,  // [67:102] is the sub-list for method input_type
-	67,  // [67:67] is the sub-list for extension type_name
-	67,  // [67:67] is the sub-list for extension extendee
-	0,   // [0:67] is the sub-list for field type_name
+	83,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	84,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
+	10,  // 6: jaco.api.ClusterStatusResponse.ca_rotation:type_name -> jaco.api.CARotationProgress
+	85,  // 7: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
+	0,   // 8: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	85,  // 9: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10,  // 10: jaco.api.RotateCAResponse.progress:type_name -> jaco.api.CARotationProgress
+	86,  // 11: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
+	86,  // 12: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
+	86,  // 13: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
+	18,  // 14: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
+	86,  // 15: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
+	86,  // 16: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
+	83,  // 17: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	2,   // 18: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 19: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	24,  // 20: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 21: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 22: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	88,  // 23: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	86,  // 24: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	85,  // 25: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	86,  // 26: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	89,  // 27: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	90,  // 28: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	89,  // 29: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	90,  // 30: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	90,  // 31: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	91,  // 32: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	92,  // 33: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 34: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 35: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 36: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 37: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	91,  // 38: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	93,  // 39: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 40: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 41: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 42: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 43: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	94,  // 44: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	95,  // 45: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 46: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	95,  // 47: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	57,  // 48: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 49: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	95,  // 50: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 51: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 52: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 53: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 54: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	24,  // 55: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 56: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	96,  // 57: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	97,  // 58: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	81,  // 59: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	88,  // 60: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	86,  // 61: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	87,  // 62: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	85,  // 63: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	85,  // 64: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	74,  // 65: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	85,  // 66: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	73,  // 67: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	75,  // 68: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	98,  // 69: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	85,  // 70: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	98,  // 71: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	90,  // 72: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	78,  // 73: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	85,  // 74: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	85,  // 75: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 76: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 77: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 78: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	11,  // 79: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	13,  // 80: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	17,  // 81: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	15,  // 82: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
+	20,  // 83: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	22,  // 84: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	25,  // 85: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	27,  // 86: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	29,  // 87: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	70,  // 88: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	31,  // 89: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	33,  // 90: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	35,  // 91: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	62,  // 92: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	37,  // 93: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	43,  // 94: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	39,  // 95: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	41,  // 96: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	45,  // 97: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	51,  // 98: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	47,  // 99: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	49,  // 100: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	53,  // 101: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	60,  // 102: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	55,  // 103: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	58,  // 104: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	64,  // 105: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	66,  // 106: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	68,  // 107: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	77,  // 108: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	72,  // 109: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	80,  // 110: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 111: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 112: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 113: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	12,  // 114: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	14,  // 115: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	19,  // 116: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	16,  // 117: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
+	21,  // 118: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	23,  // 119: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	26,  // 120: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	28,  // 121: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	30,  // 122: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	71,  // 123: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	32,  // 124: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	34,  // 125: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	36,  // 126: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	63,  // 127: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	38,  // 128: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	44,  // 129: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	40,  // 130: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	42,  // 131: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	46,  // 132: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	52,  // 133: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	48,  // 134: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	50,  // 135: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	54,  // 136: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	61,  // 137: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	56,  // 138: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	59,  // 139: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	65,  // 140: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	67,  // 141: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	69,  // 142: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	79,  // 143: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	76,  // 144: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	99,  // 145: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	111, // [111:146] is the sub-list for method output_type
+	76,  // [76:111] is the sub-list for method input_type
+	76,  // [76:76] is the sub-list for extension type_name
+	76,  // [76:76] is the sub-list for extension extendee
+	0,   // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -5275,14 +5482,14 @@ func file_api_control_proto_init() {
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
 	file_api_control_proto_msgTypes[14].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[66].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[67].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   78,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

@@ -131,8 +131,12 @@ type SessionMessage struct {
 	// networks are the networks this node holds a block of, and endpoints
 	// their services as the store has them now: the whole set, sent again
 	// whenever it changes. The node's DNS answers and VIP rules follow them.
-	Networks      []*Network         `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
-	Endpoints     []*ServiceEndpoint `protobuf:"bytes,7,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	Networks  []*Network         `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
+	Endpoints []*ServiceEndpoint `protobuf:"bytes,7,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	// monitors are the nodes the agent heartbeats to besides the
+	// dispatcher, so that the leader can tell a node cut off from the
+	// managers from a dead one (docs/adr/0042).
+	Monitors      []*MonitorPeer `protobuf:"bytes,8,rep,name=monitors,proto3" json:"monitors,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -212,6 +216,13 @@ func (x *SessionMessage) GetNetworks() []*Network {
 func (x *SessionMessage) GetEndpoints() []*ServiceEndpoint {
 	if x != nil {
 		return x.Endpoints
+	}
+	return nil
+}
+
+func (x *SessionMessage) GetMonitors() []*MonitorPeer {
+	if x != nil {
+		return x.Monitors
 	}
 	return nil
 }
@@ -817,13 +828,67 @@ func (*UpdateTaskStatusResponse) Descriptor() ([]byte, []int) {
 	return file_api_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
+// MonitorPeer is a node that monitors another: its id and the address it
+// serves MonitorService on.
+type MonitorPeer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	NodeId        string                 `protobuf:"bytes,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MonitorPeer) Reset() {
+	*x = MonitorPeer{}
+	mi := &file_api_dispatcher_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MonitorPeer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MonitorPeer) ProtoMessage() {}
+
+func (x *MonitorPeer) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MonitorPeer.ProtoReflect.Descriptor instead.
+func (*MonitorPeer) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *MonitorPeer) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *MonitorPeer) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
 var File_api_dispatcher_proto protoreflect.FileDescriptor
 
 const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"\x14api/dispatcher.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"M\n" +
 	"\x0eSessionRequest\x12;\n" +
-	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\xd9\x02\n" +
+	"\vdescription\x18\x01 \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\"\x8c\x03\n" +
 	"\x0eSessionMessage\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1a\n" +
@@ -832,7 +897,8 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\v2\x0e.jaco.api.NodeR\x04node\x12:\n" +
 	"\roverlay_peers\x18\x05 \x03(\v2\x15.jaco.api.OverlayPeerR\foverlayPeers\x12-\n" +
 	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x127\n" +
-	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\"\x8e\x02\n" +
+	"\tendpoints\x18\a \x03(\v2\x19.jaco.api.ServiceEndpointR\tendpoints\x121\n" +
+	"\bmonitors\x18\b \x03(\v2\x15.jaco.api.MonitorPeerR\bmonitors\"\x8e\x02\n" +
 	"\x0fServiceEndpoint\x12\x1d\n" +
 	"\n" +
 	"service_id\x18\x01 \x01(\tR\tserviceId\x12!\n" +
@@ -879,7 +945,10 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
 	"\aupdates\x18\x02 \x03(\v2\x1a.jaco.api.TaskStatusUpdateR\aupdates\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse2\xec\x04\n" +
+	"\x18UpdateTaskStatusResponse\"@\n" +
+	"\vMonitorPeer\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress2\xec\x04\n" +
 	"\x11DispatcherService\x12\x87\x01\n" +
 	"\aSession\x12\x18.jaco.api.SessionRequest\x1a\x18.jaco.api.SessionMessage\"F\xda\xf3\x18B\n" +
 	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only0\x01\x12\x8c\x01\n" +
@@ -903,7 +972,7 @@ func file_api_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_api_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_api_dispatcher_proto_goTypes = []any{
 	(AssignmentsMessage_Type)(0),     // 0: jaco.api.AssignmentsMessage.Type
 	(*SessionRequest)(nil),           // 1: jaco.api.SessionRequest
@@ -918,45 +987,47 @@ var file_api_dispatcher_proto_goTypes = []any{
 	(*TaskStatusUpdate)(nil),         // 10: jaco.api.TaskStatusUpdate
 	(*UpdateTaskStatusRequest)(nil),  // 11: jaco.api.UpdateTaskStatusRequest
 	(*UpdateTaskStatusResponse)(nil), // 12: jaco.api.UpdateTaskStatusResponse
-	(*NodeDescription)(nil),          // 13: jaco.api.NodeDescription
-	(*durationpb.Duration)(nil),      // 14: google.protobuf.Duration
-	(*Node)(nil),                     // 15: jaco.api.Node
-	(*Network)(nil),                  // 16: jaco.api.Network
-	(*PortConfig)(nil),               // 17: jaco.api.PortConfig
-	(*Task)(nil),                     // 18: jaco.api.Task
-	(*Secret)(nil),                   // 19: jaco.api.Secret
-	(*Config)(nil),                   // 20: jaco.api.Config
-	(*TaskStatus)(nil),               // 21: jaco.api.TaskStatus
+	(*MonitorPeer)(nil),              // 13: jaco.api.MonitorPeer
+	(*NodeDescription)(nil),          // 14: jaco.api.NodeDescription
+	(*durationpb.Duration)(nil),      // 15: google.protobuf.Duration
+	(*Node)(nil),                     // 16: jaco.api.Node
+	(*Network)(nil),                  // 17: jaco.api.Network
+	(*PortConfig)(nil),               // 18: jaco.api.PortConfig
+	(*Task)(nil),                     // 19: jaco.api.Task
+	(*Secret)(nil),                   // 20: jaco.api.Secret
+	(*Config)(nil),                   // 21: jaco.api.Config
+	(*TaskStatus)(nil),               // 22: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
-	13, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
-	14, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
-	15, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
+	14, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
+	15, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
+	16, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
 	5,  // 3: jaco.api.SessionMessage.overlay_peers:type_name -> jaco.api.OverlayPeer
-	16, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
+	17, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
 	3,  // 5: jaco.api.SessionMessage.endpoints:type_name -> jaco.api.ServiceEndpoint
-	4,  // 6: jaco.api.ServiceEndpoint.replicas:type_name -> jaco.api.EndpointReplica
-	17, // 7: jaco.api.ServiceEndpoint.ports:type_name -> jaco.api.PortConfig
-	14, // 8: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
-	0,  // 9: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
-	18, // 10: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	19, // 11: jaco.api.AssignmentsMessage.secrets:type_name -> jaco.api.Secret
-	20, // 12: jaco.api.AssignmentsMessage.configs:type_name -> jaco.api.Config
-	21, // 13: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
-	10, // 14: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
-	1,  // 15: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
-	6,  // 16: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
-	8,  // 17: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
-	11, // 18: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 19: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	7,  // 20: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	9,  // 21: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	12, // 22: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	19, // [19:23] is the sub-list for method output_type
-	15, // [15:19] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	13, // 6: jaco.api.SessionMessage.monitors:type_name -> jaco.api.MonitorPeer
+	4,  // 7: jaco.api.ServiceEndpoint.replicas:type_name -> jaco.api.EndpointReplica
+	18, // 8: jaco.api.ServiceEndpoint.ports:type_name -> jaco.api.PortConfig
+	15, // 9: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
+	0,  // 10: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
+	19, // 11: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
+	20, // 12: jaco.api.AssignmentsMessage.secrets:type_name -> jaco.api.Secret
+	21, // 13: jaco.api.AssignmentsMessage.configs:type_name -> jaco.api.Config
+	22, // 14: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	10, // 15: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
+	1,  // 16: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
+	6,  // 17: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
+	8,  // 18: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
+	11, // 19: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
+	2,  // 20: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	7,  // 21: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	9,  // 22: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	12, // 23: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	20, // [20:24] is the sub-list for method output_type
+	16, // [16:20] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_dispatcher_proto_init() }
@@ -972,7 +1043,7 @@ func file_api_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_dispatcher_proto_rawDesc), len(file_api_dispatcher_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

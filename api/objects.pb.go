@@ -180,8 +180,14 @@ const (
 	NodeStatusState_NODE_STATUS_STATE_UNKNOWN NodeStatusState = 0
 	// READY: the agent holds a session and heartbeats.
 	NodeStatusState_NODE_STATUS_STATE_READY NodeStatusState = 1
-	// DOWN: no heartbeat for the grace period; its replicas are rescheduled.
+	// DOWN: no heartbeat for the grace period, and none of its monitors
+	// heard it either; its replicas are rescheduled after the cluster's
+	// down_grace (docs/adr/0042).
 	NodeStatusState_NODE_STATUS_STATE_DOWN NodeStatusState = 2
+	// PARTITIONED: the managers lost it but a monitor still hears it: it
+	// runs, cut off from the managers. Its replicas are rescheduled only
+	// after the cluster's partition_grace (docs/adr/0042).
+	NodeStatusState_NODE_STATUS_STATE_PARTITIONED NodeStatusState = 3
 )
 
 // Enum value maps for NodeStatusState.
@@ -190,11 +196,13 @@ var (
 		0: "NODE_STATUS_STATE_UNKNOWN",
 		1: "NODE_STATUS_STATE_READY",
 		2: "NODE_STATUS_STATE_DOWN",
+		3: "NODE_STATUS_STATE_PARTITIONED",
 	}
 	NodeStatusState_value = map[string]int32{
-		"NODE_STATUS_STATE_UNKNOWN": 0,
-		"NODE_STATUS_STATE_READY":   1,
-		"NODE_STATUS_STATE_DOWN":    2,
+		"NODE_STATUS_STATE_UNKNOWN":     0,
+		"NODE_STATUS_STATE_READY":       1,
+		"NODE_STATUS_STATE_DOWN":        2,
+		"NODE_STATUS_STATE_PARTITIONED": 3,
 	}
 )
 
@@ -844,7 +852,7 @@ func (x CARotation_Phase) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CARotation_Phase.Descriptor instead.
 func (CARotation_Phase) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2, 0}
+	return file_api_objects_proto_rawDescGZIP(), []int{4, 0}
 }
 
 // Meta is carried by every stored object.
@@ -946,6 +954,22 @@ type Cluster struct {
 	// rebalance_on_join: when a node joins or returns (READY after it was
 	// not, or ACTIVE again), every replicated service is rebalanced.
 	RebalanceOnJoin bool `protobuf:"varint,16,opt,name=rebalance_on_join,json=rebalanceOnJoin,proto3" json:"rebalance_on_join,omitempty"`
+	// partition_grace is how long the replicas of a PARTITIONED node keep
+	// their slots before they are replaced elsewhere; unset is 1 minute.
+	PartitionGrace *durationpb.Duration `protobuf:"bytes,17,opt,name=partition_grace,json=partitionGrace,proto3" json:"partition_grace,omitempty"`
+	// down_grace is how long the replicas of a DOWN node keep their slots
+	// before they are replaced; unset is 0 (at once: the heartbeat grace
+	// has passed already).
+	DownGrace *durationpb.Duration `protobuf:"bytes,18,opt,name=down_grace,json=downGrace,proto3" json:"down_grace,omitempty"`
+	// backup_schedule: the leader writes a sealed backup into a directory of
+	// its own machine at this pace (docs/adr/0037); unset or a zero
+	// interval: off.
+	BackupSchedule *BackupSchedule `protobuf:"bytes,12,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
+	// backup_key seals scheduled backups (32 bytes). Like the CA key it
+	// lives only in raft state, sealed at rest; it is shown once, when made.
+	BackupKey []byte `protobuf:"bytes,13,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
+	// last_backup is what the newest scheduled backups did.
+	LastBackup *BackupRecord `protobuf:"bytes,14,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
 	// ca_rotation is set while the cluster CA is being rotated
 	// (jaco cluster ca --rotate, docs/adr/0041); ca_cert_pem and ca_key_pem
 	// are the CA that signs now.
@@ -1068,11 +1092,210 @@ func (x *Cluster) GetRebalanceOnJoin() bool {
 	return false
 }
 
+func (x *Cluster) GetPartitionGrace() *durationpb.Duration {
+	if x != nil {
+		return x.PartitionGrace
+	}
+	return nil
+}
+
+func (x *Cluster) GetDownGrace() *durationpb.Duration {
+	if x != nil {
+		return x.DownGrace
+	}
+	return nil
+}
+
+func (x *Cluster) GetBackupSchedule() *BackupSchedule {
+	if x != nil {
+		return x.BackupSchedule
+	}
+	return nil
+}
+
+func (x *Cluster) GetBackupKey() []byte {
+	if x != nil {
+		return x.BackupKey
+	}
+	return nil
+}
+
+func (x *Cluster) GetLastBackup() *BackupRecord {
+	if x != nil {
+		return x.LastBackup
+	}
+	return nil
+}
+
 func (x *Cluster) GetCaRotation() *CARotation {
 	if x != nil {
 		return x.CaRotation
 	}
 	return nil
+}
+
+// BackupSchedule is when and where the leader writes scheduled backups.
+type BackupSchedule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// interval between backups; zero: off.
+	Interval *durationpb.Duration `protobuf:"bytes,1,opt,name=interval,proto3" json:"interval,omitempty"`
+	// dir is the absolute directory, on whichever manager leads, the files
+	// go into.
+	Dir string `protobuf:"bytes,2,opt,name=dir,proto3" json:"dir,omitempty"`
+	// keep is how many of its newest files each manager keeps in dir.
+	Keep          uint32 `protobuf:"varint,3,opt,name=keep,proto3" json:"keep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupSchedule) Reset() {
+	*x = BackupSchedule{}
+	mi := &file_api_objects_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupSchedule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupSchedule) ProtoMessage() {}
+
+func (x *BackupSchedule) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupSchedule.ProtoReflect.Descriptor instead.
+func (*BackupSchedule) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackupSchedule) GetInterval() *durationpb.Duration {
+	if x != nil {
+		return x.Interval
+	}
+	return nil
+}
+
+func (x *BackupSchedule) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *BackupSchedule) GetKeep() uint32 {
+	if x != nil {
+		return x.Keep
+	}
+	return 0
+}
+
+// BackupRecord is the last scheduled backup that succeeded and, when the
+// attempt after it failed, that failure. A new leader continues the
+// schedule from last_success_at.
+type BackupRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LastSuccessAt *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=last_success_at,json=lastSuccessAt,proto3" json:"last_success_at,omitempty"`
+	// last_success_file is the file's path on the manager that wrote it.
+	LastSuccessFile string `protobuf:"bytes,2,opt,name=last_success_file,json=lastSuccessFile,proto3" json:"last_success_file,omitempty"`
+	// last_success_index is the raft index the backup holds the store at.
+	LastSuccessIndex uint64 `protobuf:"varint,3,opt,name=last_success_index,json=lastSuccessIndex,proto3" json:"last_success_index,omitempty"`
+	// last_success_node_id is the manager that wrote it.
+	LastSuccessNodeId string `protobuf:"bytes,4,opt,name=last_success_node_id,json=lastSuccessNodeId,proto3" json:"last_success_node_id,omitempty"`
+	// last_failure_at is set when the newest attempt failed.
+	LastFailureAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_failure_at,json=lastFailureAt,proto3" json:"last_failure_at,omitempty"`
+	LastFailure       string                 `protobuf:"bytes,6,opt,name=last_failure,json=lastFailure,proto3" json:"last_failure,omitempty"`
+	LastFailureNodeId string                 `protobuf:"bytes,7,opt,name=last_failure_node_id,json=lastFailureNodeId,proto3" json:"last_failure_node_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *BackupRecord) Reset() {
+	*x = BackupRecord{}
+	mi := &file_api_objects_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupRecord) ProtoMessage() {}
+
+func (x *BackupRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupRecord.ProtoReflect.Descriptor instead.
+func (*BackupRecord) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BackupRecord) GetLastSuccessAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastSuccessAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastSuccessFile() string {
+	if x != nil {
+		return x.LastSuccessFile
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastSuccessIndex() uint64 {
+	if x != nil {
+		return x.LastSuccessIndex
+	}
+	return 0
+}
+
+func (x *BackupRecord) GetLastSuccessNodeId() string {
+	if x != nil {
+		return x.LastSuccessNodeId
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastFailureAt
+	}
+	return nil
+}
+
+func (x *BackupRecord) GetLastFailure() string {
+	if x != nil {
+		return x.LastFailure
+	}
+	return ""
+}
+
+func (x *BackupRecord) GetLastFailureNodeId() string {
+	if x != nil {
+		return x.LastFailureNodeId
+	}
+	return ""
 }
 
 // CARotation is a CA rotation under way (docs/adr/0041). It moves
@@ -1097,7 +1320,7 @@ type CARotation struct {
 
 func (x *CARotation) Reset() {
 	*x = CARotation{}
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1332,7 @@ func (x *CARotation) String() string {
 func (*CARotation) ProtoMessage() {}
 
 func (x *CARotation) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[2]
+	mi := &file_api_objects_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1345,7 @@ func (x *CARotation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CARotation.ProtoReflect.Descriptor instead.
 func (*CARotation) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{2}
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CARotation) GetPhase() CARotation_Phase {
@@ -1180,7 +1403,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1415,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[3]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1428,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{3}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Network) GetId() string {
@@ -1252,7 +1475,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1487,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1500,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -1319,7 +1542,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1554,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1567,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -1379,7 +1602,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1391,7 +1614,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1404,7 +1627,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -1445,7 +1668,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1680,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1693,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1542,7 +1765,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1777,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1790,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1621,7 +1844,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1856,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1869,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1692,7 +1915,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1704,7 +1927,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1717,7 +1940,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1817,7 +2040,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2052,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2065,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Node) GetId() string {
@@ -1962,7 +2185,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2197,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2210,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Mount) GetSource() string {
@@ -2027,7 +2250,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2262,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2275,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -2097,7 +2320,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2109,7 +2332,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2122,7 +2345,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -2155,7 +2378,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2167,7 +2390,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2180,7 +2403,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2218,7 +2441,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2453,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2466,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2293,7 +2516,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2305,7 +2528,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2318,7 +2541,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2434,7 +2657,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2669,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2682,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2477,7 +2700,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2712,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2725,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2516,7 +2739,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2751,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2764,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2568,7 +2791,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2803,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2816,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2664,7 +2887,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2899,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2912,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2908,7 +3131,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2920,7 +3143,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2933,7 +3156,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FileReference) GetName() string {
@@ -2993,7 +3216,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3005,7 +3228,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3018,7 +3241,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -3061,7 +3284,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3073,7 +3296,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3086,7 +3309,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Secret) GetId() string {
@@ -3122,7 +3345,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3134,7 +3357,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3147,7 +3370,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Config) GetId() string {
@@ -3184,7 +3407,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3419,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3432,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3256,7 +3479,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3268,7 +3491,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3281,7 +3504,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3340,7 +3563,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3352,7 +3575,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3365,7 +3588,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3410,7 +3633,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3422,7 +3645,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3435,7 +3658,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3477,7 +3700,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3489,7 +3712,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3502,7 +3725,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Service) GetId() string {
@@ -3581,7 +3804,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +3816,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +3829,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -3668,7 +3891,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3680,7 +3903,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3693,7 +3916,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3729,7 +3952,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3741,7 +3964,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3754,7 +3977,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3810,7 +4033,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3822,7 +4045,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3835,7 +4058,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3891,7 +4114,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4126,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4139,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Task) GetId() string {
@@ -4039,7 +4262,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4051,7 +4274,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4064,7 +4287,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{37}
+	return file_api_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JoinToken) GetId() string {
@@ -4119,7 +4342,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf8\x03\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x91\x06\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -4135,9 +4358,29 @@ const file_api_objects_proto_rawDesc = "" +
 	"\fmax_services\x18\n" +
 	" \x01(\x04R\vmaxServices\x12!\n" +
 	"\foverlay_pool\x18\v \x01(\tR\voverlayPool\x12*\n" +
-	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x125\n" +
+	"\x11rebalance_on_join\x18\x10 \x01(\bR\x0frebalanceOnJoin\x12B\n" +
+	"\x0fpartition_grace\x18\x11 \x01(\v2\x19.google.protobuf.DurationR\x0epartitionGrace\x128\n" +
+	"\n" +
+	"down_grace\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\tdownGrace\x12A\n" +
+	"\x0fbackup_schedule\x18\f \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x12\x1d\n" +
+	"\n" +
+	"backup_key\x18\r \x01(\fR\tbackupKey\x127\n" +
+	"\vlast_backup\x18\x0e \x01(\v2\x16.jaco.api.BackupRecordR\n" +
+	"lastBackup\x125\n" +
 	"\vca_rotation\x18\x14 \x01(\v2\x14.jaco.api.CARotationR\n" +
-	"caRotation\"\xdc\x02\n" +
+	"caRotation\"m\n" +
+	"\x0eBackupSchedule\x125\n" +
+	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x10\n" +
+	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x12\n" +
+	"\x04keep\x18\x03 \x01(\rR\x04keep\"\xf5\x02\n" +
+	"\fBackupRecord\x12B\n" +
+	"\x0flast_success_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\rlastSuccessAt\x12*\n" +
+	"\x11last_success_file\x18\x02 \x01(\tR\x0flastSuccessFile\x12,\n" +
+	"\x12last_success_index\x18\x03 \x01(\x04R\x10lastSuccessIndex\x12/\n" +
+	"\x14last_success_node_id\x18\x04 \x01(\tR\x11lastSuccessNodeId\x12B\n" +
+	"\x0flast_failure_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastFailureAt\x12!\n" +
+	"\flast_failure\x18\x06 \x01(\tR\vlastFailure\x12/\n" +
+	"\x14last_failure_node_id\x18\a \x01(\tR\x11lastFailureNodeId\"\xdc\x02\n" +
 	"\n" +
 	"CARotation\x120\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1a.jaco.api.CARotation.PhaseR\x05phase\x12%\n" +
@@ -4425,11 +4668,12 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10NodeAvailability\x12\x1c\n" +
 	"\x18NODE_AVAILABILITY_ACTIVE\x10\x00\x12\x1b\n" +
 	"\x17NODE_AVAILABILITY_PAUSE\x10\x01\x12\x1b\n" +
-	"\x17NODE_AVAILABILITY_DRAIN\x10\x02*i\n" +
+	"\x17NODE_AVAILABILITY_DRAIN\x10\x02*\x8c\x01\n" +
 	"\x0fNodeStatusState\x12\x1d\n" +
 	"\x19NODE_STATUS_STATE_UNKNOWN\x10\x00\x12\x1b\n" +
 	"\x17NODE_STATUS_STATE_READY\x10\x01\x12\x1a\n" +
-	"\x16NODE_STATUS_STATE_DOWN\x10\x02*p\n" +
+	"\x16NODE_STATUS_STATE_DOWN\x10\x02\x12!\n" +
+	"\x1dNODE_STATUS_STATE_PARTITIONED\x10\x03*p\n" +
 	"\n" +
 	"DrainState\x12\x14\n" +
 	"\x10DRAIN_STATE_NONE\x10\x00\x12\x18\n" +
@@ -4500,7 +4744,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 15)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4519,146 +4763,155 @@ var file_api_objects_proto_goTypes = []any{
 	(CARotation_Phase)(0),         // 14: jaco.api.CARotation.Phase
 	(*Meta)(nil),                  // 15: jaco.api.Meta
 	(*Cluster)(nil),               // 16: jaco.api.Cluster
-	(*CARotation)(nil),            // 17: jaco.api.CARotation
-	(*Network)(nil),               // 18: jaco.api.Network
-	(*NetworkSpec)(nil),           // 19: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 20: jaco.api.NodeStatus
-	(*Resources)(nil),             // 21: jaco.api.Resources
-	(*NodeDescription)(nil),       // 22: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 23: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 24: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 25: jaco.api.NodeDrain
-	(*Node)(nil),                  // 26: jaco.api.Node
-	(*Mount)(nil),                 // 27: jaco.api.Mount
-	(*PortConfig)(nil),            // 28: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 29: jaco.api.HookBundle
-	(*Placement)(nil),             // 30: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 31: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 32: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 33: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 34: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 35: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 36: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 37: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 38: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 39: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 40: jaco.api.Secret
-	(*Config)(nil),                // 41: jaco.api.Config
-	(*FileSpec)(nil),              // 42: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 43: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 44: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 45: jaco.api.NetworkAccess
-	(*Service)(nil),               // 46: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 47: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 48: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 49: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 50: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 51: jaco.api.Task
-	(*JoinToken)(nil),             // 52: jaco.api.JoinToken
-	nil,                           // 53: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 54: jaco.api.Node.LabelsEntry
-	nil,                           // 55: jaco.api.HookBundle.FilesEntry
-	nil,                           // 56: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 57: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 58: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
+	(*BackupSchedule)(nil),        // 17: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 18: jaco.api.BackupRecord
+	(*CARotation)(nil),            // 19: jaco.api.CARotation
+	(*Network)(nil),               // 20: jaco.api.Network
+	(*NetworkSpec)(nil),           // 21: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 22: jaco.api.NodeStatus
+	(*Resources)(nil),             // 23: jaco.api.Resources
+	(*NodeDescription)(nil),       // 24: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 25: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 26: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 27: jaco.api.NodeDrain
+	(*Node)(nil),                  // 28: jaco.api.Node
+	(*Mount)(nil),                 // 29: jaco.api.Mount
+	(*PortConfig)(nil),            // 30: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 31: jaco.api.HookBundle
+	(*Placement)(nil),             // 32: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 33: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 34: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 35: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 36: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 37: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 38: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 39: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 40: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 41: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 42: jaco.api.Secret
+	(*Config)(nil),                // 43: jaco.api.Config
+	(*FileSpec)(nil),              // 44: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 45: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 46: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 47: jaco.api.NetworkAccess
+	(*Service)(nil),               // 48: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 49: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 50: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 51: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 52: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 53: jaco.api.Task
+	(*JoinToken)(nil),             // 54: jaco.api.JoinToken
+	nil,                           // 55: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 56: jaco.api.Node.LabelsEntry
+	nil,                           // 57: jaco.api.HookBundle.FilesEntry
+	nil,                           // 58: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 59: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 60: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 61: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	58, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	58, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	60, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	60, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	15, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	17, // 3: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
-	14, // 4: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
-	58, // 5: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
-	15, // 6: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	19, // 7: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	53, // 8: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 9: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	58, // 10: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	21, // 11: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	23, // 12: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 13: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	59, // 14: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	58, // 15: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	15, // 16: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 17: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 18: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	54, // 19: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	20, // 20: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	22, // 21: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 22: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	25, // 23: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	24, // 24: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 25: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	55, // 26: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 27: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	59, // 28: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	59, // 29: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	33, // 30: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	35, // 31: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	36, // 32: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	34, // 33: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	59, // 34: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	59, // 35: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	59, // 36: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 37: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	29, // 38: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	21, // 39: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	21, // 40: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	27, // 41: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	28, // 42: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	30, // 43: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	31, // 44: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	32, // 45: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	59, // 46: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	59, // 47: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	45, // 48: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	43, // 49: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	43, // 50: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 51: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	38, // 52: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	38, // 53: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	56, // 54: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	39, // 55: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	15, // 56: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	42, // 57: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	15, // 58: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	42, // 59: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	57, // 60: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	59, // 61: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 62: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 63: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	59, // 64: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 65: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	58, // 66: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	58, // 67: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	15, // 68: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	37, // 69: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	37, // 70: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	44, // 71: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	48, // 72: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	47, // 73: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 74: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	58, // 75: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	58, // 76: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 77: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	58, // 78: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	50, // 79: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	15, // 80: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 81: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	49, // 82: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	37, // 83: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	58, // 84: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	58, // 85: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	15, // 86: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 87: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	58, // 88: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	58, // 89: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	90, // [90:90] is the sub-list for method output_type
-	90, // [90:90] is the sub-list for method input_type
-	90, // [90:90] is the sub-list for extension type_name
-	90, // [90:90] is the sub-list for extension extendee
-	0,  // [0:90] is the sub-list for field type_name
+	61, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	61, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	17, // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	18, // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	19, // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
+	61, // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	60, // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	60, // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	14, // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
+	60, // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	15, // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	21, // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	55, // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	60, // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	23, // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	25, // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	61, // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	60, // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	15, // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	56, // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	22, // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	24, // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	27, // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	26, // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 32: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	57, // 33: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 34: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	61, // 35: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	61, // 36: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	35, // 37: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	37, // 38: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	38, // 39: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	36, // 40: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	61, // 41: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	61, // 42: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	61, // 43: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 44: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	31, // 45: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	23, // 46: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	23, // 47: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	29, // 48: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	30, // 49: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	32, // 50: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	33, // 51: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	34, // 52: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	61, // 53: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	61, // 54: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	47, // 55: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	45, // 56: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	45, // 57: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 58: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	40, // 59: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	40, // 60: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	58, // 61: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	41, // 62: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	15, // 63: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	44, // 64: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	15, // 65: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	44, // 66: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	59, // 67: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	61, // 68: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 69: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 70: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	61, // 71: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 72: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	60, // 73: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	60, // 74: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	15, // 75: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	39, // 76: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	39, // 77: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	46, // 78: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	50, // 79: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	49, // 80: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 81: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	60, // 82: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	60, // 83: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 84: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	60, // 85: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	52, // 86: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	15, // 87: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 88: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	51, // 89: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	39, // 90: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	60, // 91: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	60, // 92: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	15, // 93: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 94: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	60, // 95: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	60, // 96: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	97, // [97:97] is the sub-list for method output_type
+	97, // [97:97] is the sub-list for method input_type
+	97, // [97:97] is the sub-list for extension type_name
+	97, // [97:97] is the sub-list for extension extendee
+	0,  // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4666,7 +4919,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[17].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[19].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4678,7 +4931,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      15,
-			NumMessages:   43,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

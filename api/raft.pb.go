@@ -1031,6 +1031,81 @@ func (x *JoinResponse) GetMembers() []*RaftMember {
 	return nil
 }
 
+// RejoinRequest brings back a worker whose certificate expired while it
+// was off, under its node id (docs/adr/0039-rejoin-expired-certificate.md).
+type RejoinRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// token is a worker join token (JACO1-...), consumed by the rejoin.
+	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// csr_pem is the request of the node's fresh key.
+	CsrPem []byte `protobuf:"bytes,2,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	// cert_pem is the node's expired certificate: it names the node id.
+	CertPem []byte `protobuf:"bytes,3,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	// proof is the signature of the expired certificate's key over csr_pem
+	// (ca.RejoinProof): only the node that held the certificate makes it.
+	Proof         []byte `protobuf:"bytes,4,opt,name=proof,proto3" json:"proof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RejoinRequest) Reset() {
+	*x = RejoinRequest{}
+	mi := &file_api_raft_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejoinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejoinRequest) ProtoMessage() {}
+
+func (x *RejoinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejoinRequest.ProtoReflect.Descriptor instead.
+func (*RejoinRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RejoinRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *RejoinRequest) GetCsrPem() []byte {
+	if x != nil {
+		return x.CsrPem
+	}
+	return nil
+}
+
+func (x *RejoinRequest) GetCertPem() []byte {
+	if x != nil {
+		return x.CertPem
+	}
+	return nil
+}
+
+func (x *RejoinRequest) GetProof() []byte {
+	if x != nil {
+		return x.Proof
+	}
+	return nil
+}
+
 type RenewCertificateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// csr_pem is the caller's new certificate request; the subject is the
@@ -1048,7 +1123,7 @@ type RenewCertificateRequest struct {
 
 func (x *RenewCertificateRequest) Reset() {
 	*x = RenewCertificateRequest{}
-	mi := &file_api_raft_proto_msgTypes[14]
+	mi := &file_api_raft_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1135,7 @@ func (x *RenewCertificateRequest) String() string {
 func (*RenewCertificateRequest) ProtoMessage() {}
 
 func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_raft_proto_msgTypes[14]
+	mi := &file_api_raft_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1148,7 @@ func (x *RenewCertificateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateRequest.ProtoReflect.Descriptor instead.
 func (*RenewCertificateRequest) Descriptor() ([]byte, []int) {
-	return file_api_raft_proto_rawDescGZIP(), []int{14}
+	return file_api_raft_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RenewCertificateRequest) GetCsrPem() []byte {
@@ -1115,7 +1190,7 @@ type RenewCertificateResponse struct {
 
 func (x *RenewCertificateResponse) Reset() {
 	*x = RenewCertificateResponse{}
-	mi := &file_api_raft_proto_msgTypes[15]
+	mi := &file_api_raft_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1127,7 +1202,7 @@ func (x *RenewCertificateResponse) String() string {
 func (*RenewCertificateResponse) ProtoMessage() {}
 
 func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_raft_proto_msgTypes[15]
+	mi := &file_api_raft_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1140,7 +1215,7 @@ func (x *RenewCertificateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenewCertificateResponse.ProtoReflect.Descriptor instead.
 func (*RenewCertificateResponse) Descriptor() ([]byte, []int) {
-	return file_api_raft_proto_rawDescGZIP(), []int{15}
+	return file_api_raft_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RenewCertificateResponse) GetCertPem() []byte {
@@ -1172,6 +1247,97 @@ func (x *RenewCertificateResponse) GetRaftId() uint64 {
 }
 
 func (x *RenewCertificateResponse) GetMembers() []*RaftMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// UpdateAddressRequest names the advertise address the calling manager
+// now listens on; the member to move is the caller's certificate's.
+type UpdateAddressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Address       string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAddressRequest) Reset() {
+	*x = UpdateAddressRequest{}
+	mi := &file_api_raft_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAddressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAddressRequest) ProtoMessage() {}
+
+func (x *UpdateAddressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAddressRequest.ProtoReflect.Descriptor instead.
+func (*UpdateAddressRequest) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *UpdateAddressRequest) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+type UpdateAddressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// members is the raft group after the change.
+	Members       []*RaftMember `protobuf:"bytes,1,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateAddressResponse) Reset() {
+	*x = UpdateAddressResponse{}
+	mi := &file_api_raft_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateAddressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateAddressResponse) ProtoMessage() {}
+
+func (x *UpdateAddressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_raft_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateAddressResponse.ProtoReflect.Descriptor instead.
+func (*UpdateAddressResponse) Descriptor() ([]byte, []int) {
+	return file_api_raft_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *UpdateAddressResponse) GetMembers() []*RaftMember {
 	if x != nil {
 		return x.Members
 	}
@@ -1252,7 +1418,12 @@ const file_api_raft_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\x04 \x01(\fR\tcaCertPem\x12\x19\n" +
 	"\bcert_pem\x18\x05 \x01(\fR\acertPem\x12\x17\n" +
 	"\araft_id\x18\x06 \x01(\x04R\x06raftId\x12.\n" +
-	"\amembers\x18\a \x03(\v2\x14.jaco.api.RaftMemberR\amembers\"\x8f\x01\n" +
+	"\amembers\x18\a \x03(\v2\x14.jaco.api.RaftMemberR\amembers\"o\n" +
+	"\rRejoinRequest\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
+	"\acsr_pem\x18\x02 \x01(\fR\x06csrPem\x12\x19\n" +
+	"\bcert_pem\x18\x03 \x01(\fR\acertPem\x12\x14\n" +
+	"\x05proof\x18\x04 \x01(\fR\x05proof\"\x8f\x01\n" +
 	"\x17RenewCertificateRequest\x12\x17\n" +
 	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\x12+\n" +
 	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
@@ -1262,19 +1433,27 @@ const file_api_raft_proto_rawDesc = "" +
 	"\vca_cert_pem\x18\x02 \x01(\fR\tcaCertPem\x12&\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x12.jaco.api.NodeRoleR\x04role\x12\x17\n" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
-	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
+	"\amembers\x18\x05 \x03(\v2\x14.jaco.api.RaftMemberR\amembers\"0\n" +
+	"\x14UpdateAddressRequest\x12\x18\n" +
+	"\aaddress\x18\x01 \x01(\tR\aaddress\"G\n" +
+	"\x15UpdateAddressResponse\x12.\n" +
+	"\amembers\x18\x01 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
 	"\vRaftService\x12\xa5\x01\n" +
 	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\"D\xda\xf3\x18@\n" +
 	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster\x12\xa4\x01\n" +
 	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse\"D\xda\xf3\x18@\n" +
 	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster(\x01\x12\x99\x01\n" +
 	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse\"D\xda\xf3\x18@\n" +
-	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster2\xf2\x01\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster2\xd5\x03\n" +
 	"\x11MembershipService\x12>\n" +
 	"\x04Join\x12\x15.jaco.api.JoinRequest\x1a\x16.jaco.api.JoinResponse\"\a\xda\xf3\x18\x03\n" +
+	"\x01\x01\x12B\n" +
+	"\x06Rejoin\x12\x17.jaco.api.RejoinRequest\x1a\x16.jaco.api.JoinResponse\"\a\xda\xf3\x18\x03\n" +
 	"\x01\x01\x12\x96\x01\n" +
 	"\x10RenewCertificate\x12!.jaco.api.RenewCertificateRequest\x1a\".jaco.api.RenewCertificateResponse\";\xda\xf3\x187\n" +
-	"\x01\x04\x1a2a node renews its certificate with its certificate\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"\x01\x04\x1a2a node renews its certificate with its certificate\x12\x9c\x01\n" +
+	"\rUpdateAddress\x12\x1e.jaco.api.UpdateAddressRequest\x1a\x1f.jaco.api.UpdateAddressResponse\"J\xda\xf3\x18F\n" +
+	"\x01\x05\x1aAa manager moves its own raft member, with its manager certificate\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_raft_proto_rawDescOnce sync.Once
@@ -1289,7 +1468,7 @@ func file_api_raft_proto_rawDescGZIP() []byte {
 }
 
 var file_api_raft_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_api_raft_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_api_raft_proto_goTypes = []any{
 	(StoreAction_Kind)(0),              // 0: jaco.api.StoreAction.Kind
 	(*StoreAction)(nil),                // 1: jaco.api.StoreAction
@@ -1306,60 +1485,68 @@ var file_api_raft_proto_goTypes = []any{
 	(*ResolveAddressResponse)(nil),     // 12: jaco.api.ResolveAddressResponse
 	(*JoinRequest)(nil),                // 13: jaco.api.JoinRequest
 	(*JoinResponse)(nil),               // 14: jaco.api.JoinResponse
-	(*RenewCertificateRequest)(nil),    // 15: jaco.api.RenewCertificateRequest
-	(*RenewCertificateResponse)(nil),   // 16: jaco.api.RenewCertificateResponse
-	(*Cluster)(nil),                    // 17: jaco.api.Cluster
-	(*Node)(nil),                       // 18: jaco.api.Node
-	(*Service)(nil),                    // 19: jaco.api.Service
-	(*Task)(nil),                       // 20: jaco.api.Task
-	(*JoinToken)(nil),                  // 21: jaco.api.JoinToken
-	(*Network)(nil),                    // 22: jaco.api.Network
-	(*Secret)(nil),                     // 23: jaco.api.Secret
-	(*Config)(nil),                     // 24: jaco.api.Config
-	(NodeRole)(0),                      // 25: jaco.api.NodeRole
+	(*RejoinRequest)(nil),              // 15: jaco.api.RejoinRequest
+	(*RenewCertificateRequest)(nil),    // 16: jaco.api.RenewCertificateRequest
+	(*RenewCertificateResponse)(nil),   // 17: jaco.api.RenewCertificateResponse
+	(*UpdateAddressRequest)(nil),       // 18: jaco.api.UpdateAddressRequest
+	(*UpdateAddressResponse)(nil),      // 19: jaco.api.UpdateAddressResponse
+	(*Cluster)(nil),                    // 20: jaco.api.Cluster
+	(*Node)(nil),                       // 21: jaco.api.Node
+	(*Service)(nil),                    // 22: jaco.api.Service
+	(*Task)(nil),                       // 23: jaco.api.Task
+	(*JoinToken)(nil),                  // 24: jaco.api.JoinToken
+	(*Network)(nil),                    // 25: jaco.api.Network
+	(*Secret)(nil),                     // 26: jaco.api.Secret
+	(*Config)(nil),                     // 27: jaco.api.Config
+	(NodeRole)(0),                      // 28: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
-	17, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
-	18, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
-	19, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
-	20, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
-	21, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
-	22, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
-	23, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
-	24, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
+	20, // 1: jaco.api.StoreAction.cluster:type_name -> jaco.api.Cluster
+	21, // 2: jaco.api.StoreAction.node:type_name -> jaco.api.Node
+	22, // 3: jaco.api.StoreAction.service:type_name -> jaco.api.Service
+	23, // 4: jaco.api.StoreAction.task:type_name -> jaco.api.Task
+	24, // 5: jaco.api.StoreAction.join_token:type_name -> jaco.api.JoinToken
+	25, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
+	26, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
+	27, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
 	1,  // 9: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	17, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	18, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	19, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	20, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	21, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
-	22, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
-	23, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
-	24, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
+	20, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	21, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	22, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	23, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	24, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	25, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
+	26, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
+	27, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
 	3,  // 18: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
 	4,  // 19: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
 	4,  // 20: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
 	4,  // 21: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	25, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	28, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
 	4,  // 23: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	25, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	28, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
 	4,  // 25: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 26: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 27: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 28: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 29: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 30: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	8,  // 31: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 32: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 33: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 34: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	16, // 35: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	31, // [31:36] is the sub-list for method output_type
-	26, // [26:31] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	4,  // 26: jaco.api.UpdateAddressResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 27: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 28: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 29: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 30: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 31: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
+	16, // 32: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	18, // 33: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
+	8,  // 34: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 35: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 36: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 37: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	14, // 38: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
+	17, // 39: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	19, // 40: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
+	34, // [34:41] is the sub-list for method output_type
+	27, // [27:34] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1385,7 +1572,7 @@ func file_api_raft_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_raft_proto_rawDesc), len(file_api_raft_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

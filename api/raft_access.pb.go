@@ -26,9 +26,16 @@ func init() {
 		"/jaco.api.MembershipService/Join": {
 			Allow: []access.Caller{access.Anyone},
 		},
+		"/jaco.api.MembershipService/Rejoin": {
+			Allow: []access.Caller{access.Anyone},
+		},
 		"/jaco.api.MembershipService/RenewCertificate": {
 			Allow:   []access.Caller{access.Node},
 			Refusal: "a node renews its certificate with its certificate",
+		},
+		"/jaco.api.MembershipService/UpdateAddress": {
+			Allow:   []access.Caller{access.Manager},
+			Refusal: "a manager moves its own raft member, with its manager certificate",
 		},
 	})
 }

@@ -202,7 +202,9 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	MembershipService_Join_FullMethodName             = "/jaco.api.MembershipService/Join"
+	MembershipService_Rejoin_FullMethodName           = "/jaco.api.MembershipService/Rejoin"
 	MembershipService_RenewCertificate_FullMethodName = "/jaco.api.MembershipService/RenewCertificate"
+	MembershipService_UpdateAddress_FullMethodName    = "/jaco.api.MembershipService/UpdateAddress"
 )
 
 // MembershipServiceClient is the client API for MembershipService service.
@@ -214,9 +216,18 @@ const (
 type MembershipServiceClient interface {
 	// Join is open to anyone: the join token is the proof.
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
+	// Rejoin reissues the certificate of a worker whose certificate expired,
+	// for the same node id: open to anyone, since a TLS client certificate
+	// that expired cannot be presented; the worker token and the old key's
+	// proof are what admit it.
+	Rejoin(ctx context.Context, in *RejoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error)
+	// UpdateAddress moves the calling manager's raft member and Node to the
+	// address it advertises now, after a restart with a new --advertise-addr
+	// (docs/adr/0038). Refused with address_in_use when another node has it.
+	UpdateAddress(ctx context.Context, in *UpdateAddressRequest, opts ...grpc.CallOption) (*UpdateAddressResponse, error)
 }
 
 type membershipServiceClient struct {
@@ -237,10 +248,30 @@ func (c *membershipServiceClient) Join(ctx context.Context, in *JoinRequest, opt
 	return out, nil
 }
 
+func (c *membershipServiceClient) Rejoin(ctx context.Context, in *RejoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JoinResponse)
+	err := c.cc.Invoke(ctx, MembershipService_Rejoin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *RenewCertificateRequest, opts ...grpc.CallOption) (*RenewCertificateResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RenewCertificateResponse)
 	err := c.cc.Invoke(ctx, MembershipService_RenewCertificate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *membershipServiceClient) UpdateAddress(ctx context.Context, in *UpdateAddressRequest, opts ...grpc.CallOption) (*UpdateAddressResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateAddressResponse)
+	err := c.cc.Invoke(ctx, MembershipService_UpdateAddress_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -256,9 +287,18 @@ func (c *membershipServiceClient) RenewCertificate(ctx context.Context, in *Rene
 type MembershipServiceServer interface {
 	// Join is open to anyone: the join token is the proof.
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
+	// Rejoin reissues the certificate of a worker whose certificate expired,
+	// for the same node id: open to anyone, since a TLS client certificate
+	// that expired cannot be presented; the worker token and the old key's
+	// proof are what admit it.
+	Rejoin(context.Context, *RejoinRequest) (*JoinResponse, error)
 	// RenewCertificate signs a fresh certificate for the calling node (its
 	// certificate identity), with the role the cluster holds for it now.
 	RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error)
+	// UpdateAddress moves the calling manager's raft member and Node to the
+	// address it advertises now, after a restart with a new --advertise-addr
+	// (docs/adr/0038). Refused with address_in_use when another node has it.
+	UpdateAddress(context.Context, *UpdateAddressRequest) (*UpdateAddressResponse, error)
 	mustEmbedUnimplementedMembershipServiceServer()
 }
 
@@ -272,8 +312,14 @@ type UnimplementedMembershipServiceServer struct{}
 func (UnimplementedMembershipServiceServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
 }
+func (UnimplementedMembershipServiceServer) Rejoin(context.Context, *RejoinRequest) (*JoinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Rejoin not implemented")
+}
 func (UnimplementedMembershipServiceServer) RenewCertificate(context.Context, *RenewCertificateRequest) (*RenewCertificateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenewCertificate not implemented")
+}
+func (UnimplementedMembershipServiceServer) UpdateAddress(context.Context, *UpdateAddressRequest) (*UpdateAddressResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateAddress not implemented")
 }
 func (UnimplementedMembershipServiceServer) mustEmbedUnimplementedMembershipServiceServer() {}
 func (UnimplementedMembershipServiceServer) testEmbeddedByValue()                           {}
@@ -314,6 +360,24 @@ func _MembershipService_Join_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MembershipService_Rejoin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RejoinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).Rejoin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_Rejoin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).Rejoin(ctx, req.(*RejoinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _MembershipService_RenewCertificate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RenewCertificateRequest)
 	if err := dec(in); err != nil {
@@ -332,6 +396,24 @@ func _MembershipService_RenewCertificate_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _MembershipService_UpdateAddress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateAddressRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MembershipServiceServer).UpdateAddress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MembershipService_UpdateAddress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MembershipServiceServer).UpdateAddress(ctx, req.(*UpdateAddressRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // MembershipService_ServiceDesc is the grpc.ServiceDesc for MembershipService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -344,8 +426,16 @@ var MembershipService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _MembershipService_Join_Handler,
 		},
 		{
+			MethodName: "Rejoin",
+			Handler:    _MembershipService_Rejoin_Handler,
+		},
+		{
 			MethodName: "RenewCertificate",
 			Handler:    _MembershipService_RenewCertificate_Handler,
+		},
+		{
+			MethodName: "UpdateAddress",
+			Handler:    _MembershipService_UpdateAddress_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -36,6 +36,17 @@ func (p *raftProxyMembershipServiceServer) Join(ctx context.Context, r *JoinRequ
 	return NewMembershipServiceClient(conn).Join(ctx, r)
 }
 
+func (p *raftProxyMembershipServiceServer) Rejoin(ctx context.Context, r *RejoinRequest) (*JoinResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.Rejoin(ctx, r)
+	}
+	return NewMembershipServiceClient(conn).Rejoin(ctx, r)
+}
+
 func (p *raftProxyMembershipServiceServer) RenewCertificate(ctx context.Context, r *RenewCertificateRequest) (*RenewCertificateResponse, error) {
 	conn, ctx, err := p.router.Route(ctx)
 	if err != nil {
@@ -45,4 +56,15 @@ func (p *raftProxyMembershipServiceServer) RenewCertificate(ctx context.Context,
 		return p.local.RenewCertificate(ctx, r)
 	}
 	return NewMembershipServiceClient(conn).RenewCertificate(ctx, r)
+}
+
+func (p *raftProxyMembershipServiceServer) UpdateAddress(ctx context.Context, r *UpdateAddressRequest) (*UpdateAddressResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.UpdateAddress(ctx, r)
+	}
+	return NewMembershipServiceClient(conn).UpdateAddress(ctx, r)
 }

@@ -28,10 +28,14 @@ import (
 // is the same node to its cluster. Methods that can fail the test take the
 // *testing.T of the caller, since subtests share daemons.
 type nsDaemon struct {
-	host    *host
-	name    string // --node-name
-	dir     string // data dir
-	flags   []string
+	host  *host
+	name  string // --node-name
+	dir   string // data dir
+	flags []string
+	// at, when set, is the address the daemon listens on and advertises
+	// instead of its host's first one (moveTo, a manager given a new
+	// --advertise-addr).
+	at      string
 	logPath string
 	starts  int
 
@@ -77,7 +81,12 @@ func (hs *host) newJacod(t testing.TB, name string, flags ...string) *nsDaemon {
 }
 
 // addr is the address the daemon listens on and advertises.
-func (d *nsDaemon) addr() string { return d.host.addr() }
+func (d *nsDaemon) addr() string {
+	if d.at != "" {
+		return d.at
+	}
+	return d.host.addr()
+}
 
 func (d *nsDaemon) start(t testing.TB) {
 	t.Helper()

@@ -45,6 +45,12 @@ func (m *Manager) LeaderConn(context.Context) (grpc.ClientConnInterface, error) 
 	return conn, nil
 }
 
+// dropMovedConns closes the forwarding connections to addresses no member
+// has any more (a leader that moved to a new address, or left): one that
+// failed would otherwise go on redialling the old address
+// (docs/adr/0038).
+func (m *Manager) dropMovedConns() { m.forward.Keep(m.managerAddrs()) }
+
 // QuorumLost reports whether this member has been without a leader for
 // longer than the quorum-loss window.
 func (m *Manager) QuorumLost() bool { return m.raft.LeaderlessFor() > m.quorumLossWindow }

@@ -18,6 +18,9 @@ type options struct {
 	// gcHeadroom is the heap growth the garbage collector is allowed at
 	// least while this manager runs (0: GOGC alone).
 	gcHeadroom uint64
+	// minBackupInterval is the shortest backup interval the cluster
+	// update accepts (0: schedule.MinInterval).
+	minBackupInterval time.Duration
 	// coreOnly leaves out the subsystems that turn services into replicas
 	// (tests of the raft and store path only).
 	coreOnly bool
@@ -71,3 +74,9 @@ func WithQuorumLossWindow(d time.Duration) Option {
 // the collector to GOGC. A process holding several managers (tests)
 // should set it on none.
 func WithGCHeadroom(headroom uint64) Option { return func(o *options) { o.gcHeadroom = headroom } }
+
+// WithMinBackupInterval lowers the shortest scheduled-backup interval this
+// manager accepts while it leads (0: schedule.MinInterval), for tests.
+func WithMinBackupInterval(d time.Duration) Option {
+	return func(o *options) { o.minBackupInterval = d }
+}

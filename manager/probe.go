@@ -31,6 +31,7 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 			return
 		case <-ticker.C:
 		}
+		m.dropMovedConns() // on the same beat; unrelated to removal
 		if m.raft.SinceLeaderContact() < probeAfter || m.dial == nil {
 			continue
 		}

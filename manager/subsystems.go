@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
@@ -34,14 +35,17 @@ func (m *Manager) assemble(o options) []Subsystem {
 	dispOpts := []dispatcher.Option{
 		dispatcher.WithLogger(log.With("component", "dispatcher")),
 		dispatcher.WithManagers(m.managerAddrs),
+		dispatcher.WithNodeDialer(func(addr string) (*grpc.ClientConn, error) { return m.dial(addr) }),
 	}
 	if o.heartbeatPeriod > 0 {
 		dispOpts = append(dispOpts, dispatcher.WithHeartbeatPeriod(o.heartbeatPeriod))
 	}
 	disp := dispatcher.New(st, dispOpts...)
 	control := controlapi.New(st, controlapi.WithNodeRemover(members), controlapi.WithEventLog(m.events),
+		controlapi.WithMinBackupInterval(o.minBackupInterval),
 		controlapi.WithNodeDialer(func(_ context.Context, addr string) (*grpc.ClientConn, error) { return m.dial(addr) }))
 
+	backups := backup.NewServer(m.raft, st)
 	router := proxy.NewLeaderRouter(m)
 	m.admission = api.NewRaftProxyAdmissionServiceServer(admissionService{members: members}, router)
 	m.services = map[string]any{
@@ -49,7 +53,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		api.RaftService_ServiceDesc.ServiceName:       raft.NewService(m.raft),
 		api.MembershipService_ServiceDesc.ServiceName: api.NewRaftProxyMembershipServiceServer(members, router),
 		api.DispatcherService_ServiceDesc.ServiceName: api.NewRaftProxyDispatcherServiceServer(disp, router),
-		api.BackupService_ServiceDesc.ServiceName:     api.NewRaftProxyBackupServiceServer(backup.NewServer(m.raft, st), router),
+		api.BackupService_ServiceDesc.ServiceName:     backup.NameLostLeader(api.NewRaftProxyBackupServiceServer(backups, router), m.forwardedLeader, log.With("component", "backup")),
 		api.AdmissionService_ServiceDesc.ServiceName:  m.admission,
 	}
 
@@ -73,13 +77,15 @@ func (m *Manager) assemble(o options) []Subsystem {
 	sched := scheduler.New(st, scheduler.WithLogger(log.With("component", "scheduler")))
 	orch := orchestrator.New(st, orchestrator.WithLogger(log.With("component", "orchestrator")),
 		orchestrator.WithNodeRemover(members))
-	m.collect(m.raft.Collector(), st.Collector(), disp.Collector(), sched.Collector(), orch.Collector())
+	scheduled := backup.NewScheduler(backups, st, m.raft.NodeID(), log.With("component", "backup-scheduler"))
+	m.collect(m.raft.Collector(), st.Collector(), disp.Collector(), sched.Collector(), orch.Collector(), scheduled.Collector())
 	return append(subsystems,
 		Subsystem{Name: "dispatcher", Run: disp.Run},
 		Subsystem{Name: "scheduler", Run: sched.Run},
 		Subsystem{Name: "orchestrator", Run: orch.Run},
 		Subsystem{Name: "role-reconciler", Run: roles.Run},
 		Subsystem{Name: "overlay-blocks", Run: netalloc.New(st, netalloc.WithLogger(log.With("component", "overlay-blocks"))).Run},
+		Subsystem{Name: "backup-scheduler", Run: scheduled.Run},
 	)
 }
 
@@ -119,4 +125,16 @@ func MemberAddrs(members []*api.RaftMember) []string {
 		addrs = append(addrs, mem.Address)
 	}
 	return addrs
+}
+
+// forwardedLeader names the leader this manager forwards calls to, "" when
+// it leads itself or knows no leader.
+func (m *Manager) forwardedLeader() string {
+	members, _ := m.Members()
+	for _, mem := range members {
+		if mem.Leader && mem.RaftId != m.raft.RaftID() {
+			return fmt.Sprintf("%s (%s)", mem.Hostname, mem.NodeId)
+		}
+	}
+	return ""
 }

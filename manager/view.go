@@ -31,6 +31,14 @@ func (m *Manager) HasLeader() bool {
 	return lead != 0
 }
 
+// Replayed reports whether this member has applied everything its log
+// held as committed when it opened: until then its member list and store
+// are older than what it recorded before it stopped.
+func (m *Manager) Replayed() bool {
+	_, _, ok := m.raft.Replayed()
+	return ok
+}
+
 // IsVoter reports whether this member is a voter.
 func (m *Manager) IsVoter() bool { return m.raft.IsVoter(m.raft.RaftID()) }
 

@@ -60,6 +60,9 @@ type Config struct {
 	// HeartbeatPeriod is what the dispatcher asks of agents while this
 	// manager leads (0: 5 s); a node missing three is down.
 	HeartbeatPeriod time.Duration
+	// MinBackupInterval lowers the shortest scheduled-backup interval
+	// accepted while this manager leads (0: one minute); tests only.
+	MinBackupInterval time.Duration
 
 	// CertLifetime is the lifetime of the node certificates this node
 	// signs while it leads (0: 90 days). Nodes renew theirs at two thirds

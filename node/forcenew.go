@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
@@ -30,6 +32,9 @@ func (n *Node) forceNewCluster() error {
 	if err != nil {
 		return fmt.Errorf("force new cluster: %w", err)
 	}
+	if err := n.reissueExpiredCert(f.Cluster); err != nil {
+		return fmt.Errorf("force new cluster: %w", err)
+	}
 	if f.Skipped != "" {
 		n.log.Warn("--force-new-cluster: nothing rewritten; remove the flag", "why", f.Skipped)
 		return nil
@@ -41,5 +46,38 @@ func (n *Node) forceNewCluster() error {
 		"remove the flag, `jaco node remove --force` the lost managers and join new ones with tokens",
 		"raft_id", fmt.Sprintf("%x", f.Self.RaftId), "index", f.Index, "term", f.Term,
 		"entries_past_old_commit_adopted", f.Adopted, "members_removed", len(f.Blacklisted), "old_state", f.OldDir)
+	return nil
+}
+
+// reissueExpiredCert gives this manager a fresh certificate from the CA
+// of cluster when its own expired: forced to be the sole voter, no other
+// manager is left to renew it (docs/adr/0039). A certificate still valid
+// is kept; nil cluster (nothing replayed) changes nothing.
+func (n *Node) reissueExpiredCert(cluster *api.Cluster) error {
+	notAfter, expired := n.certExpiredAt()
+	if !expired || cluster == nil {
+		return nil
+	}
+	_, certPEM, _, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+	if err != nil {
+		return err
+	}
+	id, err := certIdentity(certPEM)
+	if err != nil {
+		return err
+	}
+	signer, err := ca.NewSigner(cluster.CaCertPem, cluster.CaKeyPem)
+	if err != nil {
+		return err
+	}
+	newCert, keyPEM, err := signer.Issue(id.NodeID, ca.RoleManager, cluster.Id, n.cfg.CertLifetime)
+	if err != nil {
+		return err
+	}
+	if err := n.saveNodeFiles(cluster.CaCertPem, newCert, keyPEM); err != nil {
+		return err
+	}
+	n.log.Warn("--force-new-cluster: this manager's certificate had expired; it issued itself a fresh one",
+		"expired_at", notAfter, "node_id", id.NodeID)
 	return nil
 }

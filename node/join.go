@@ -29,6 +29,13 @@ const joinTimeout = time.Minute
 func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
 	n.initMu.Lock()
 	defer n.initMu.Unlock()
+	if req.Rejoin {
+		return n.rejoinCluster(ctx, req)
+	}
+	if notAfter, expired := n.certExpiredAt(); expired && n.initialized() {
+		// The one join this node needs keeps its data dir: say which.
+		return nil, certExpiredStatus(n.certExpiredError(notAfter, n.Manager() != nil))
+	}
 	if n.initialized() {
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of a cluster")
 	}

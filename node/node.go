@@ -33,8 +33,10 @@ import (
 
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
+	"github.com/jaco-project/jaco/agent/monitor"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
+	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/connpool"
 	"github.com/jaco-project/jaco/internal/httpserve"
@@ -78,6 +80,8 @@ type Node struct {
 	unlockNotBefore time.Time
 
 	agent atomic.Pointer[agent.Agent]
+	// monitors records the nodes that heartbeat to this one (monitor.go).
+	monitors *monitor.Table
 	// overlay is this node's end of the overlay, set with the agent.
 	overlay    atomic.Pointer[overlayNode]
 	agentMu    sync.Mutex // guards starting and stopping the agent
@@ -137,7 +141,7 @@ func New(cfg Config) (_ *Node, err error) {
 		lock.release()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1),
+	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1), monitors: monitor.NewTable(nil),
 		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1),
 		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
 	n.renewConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
@@ -156,6 +160,10 @@ func New(cfg Config) (_ *Node, err error) {
 		if err := n.forceNewCluster(); err != nil {
 			return nil, err
 		}
+	}
+	expiredAt, expired := n.certExpiredAt()
+	if expired && (locked || raft.Exists(cfg.raftDir())) {
+		return nil, n.certExpiredError(expiredAt, true)
 	}
 	switch {
 	case locked:
@@ -181,15 +189,25 @@ func New(cfg Config) (_ *Node, err error) {
 	if err := n.serveDashboard(); err != nil {
 		return nil, err
 	}
-	if n.initialized() && !locked {
+	switch {
+	case n.initialized() && expired:
+		// A worker: its agent could reach no manager. It starts with
+		// the rejoin (join.go); the replicas run on meanwhile.
+		n.log.Error("jacod cannot rejoin its cluster by itself", "reason", reason.CertificateExpired,
+			"err", n.certExpiredError(expiredAt, false))
+	case n.initialized() && !locked:
 		if err := n.startAgent(); err != nil {
 			return nil, err
 		}
 	}
-	n.loopWG.Add(2)
+	n.loopWG.Add(3)
 	go func() {
 		defer n.loopWG.Done()
 		n.runCertLoop(n.loopCtx)
+	}()
+	go func() {
+		defer n.loopWG.Done()
+		n.runAddressLoop(n.loopCtx)
 	}()
 	go func() {
 		defer n.loopWG.Done()
@@ -238,6 +256,7 @@ func (n *Node) startManager() error {
 		manager.WithSnapshotInterval(n.cfg.SnapshotInterval),
 		manager.WithTickInterval(n.cfg.TickInterval),
 		manager.WithHeartbeatPeriod(n.cfg.HeartbeatPeriod),
+		manager.WithMinBackupInterval(n.cfg.MinBackupInterval),
 		manager.WithCertLifetime(n.cfg.CertLifetime),
 		manager.WithQuorumLossWindow(n.cfg.QuorumLossWindow),
 		manager.WithGCHeadroom(n.cfg.GCHeadroom))
@@ -338,6 +357,7 @@ func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
 	api.RegisterNodeServiceServer(srv, nodeService{n: n})
 	api.RegisterAgentServiceServer(srv, agentService{n: n})
+	api.RegisterMonitorServiceServer(srv, monitorService{n: n})
 	api.RegisterFormationServiceServer(srv, formationService{n: n})
 	healthpb.RegisterHealthServer(srv, healthService{n: n})
 	for _, desc := range manager.ServiceDescs {

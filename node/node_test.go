@@ -29,11 +29,15 @@ func startNode(t *testing.T, dir string) (n *Node, stop func()) {
 	return startNodeWith(t, Config{DataDir: dir})
 }
 
-// startNodeWith is startNode with more of the config set; the listen
-// address, node name and logger are the test's.
+// startNodeWith is startNode with more of the config set; the node name
+// and logger are the test's, and so is the listen address unless cfg
+// gives one.
 func startNodeWith(t *testing.T, cfg Config) (n *Node, stop func()) {
 	t.Helper()
-	cfg.ListenAddr, cfg.NodeName, cfg.Logger = "127.0.0.1:0", "node-under-test", slog.New(slog.DiscardHandler)
+	if cfg.ListenAddr == "" {
+		cfg.ListenAddr = "127.0.0.1:0"
+	}
+	cfg.NodeName, cfg.Logger = "node-under-test", slog.New(slog.DiscardHandler)
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

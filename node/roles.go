@@ -64,9 +64,7 @@ func (n *Node) checkCert(ctx context.Context) error {
 		return err
 	}
 	if time.Now().After(notAfter) {
-		return fmt.Errorf("%w (it expired at %s): managers refuse it. To bring this node back: "+
-			"'jaco node remove --force %s' on a manager, stop jacod, wipe %s, start jacod and "+
-			"'jaco node join' with a fresh token", errCertExpired, notAfter.Format(time.RFC3339), n.cfg.NodeName, n.cfg.DataDir)
+		return n.certExpiredError(notAfter, id.Role == ca.RoleManager)
 	}
 	due := !time.Now().Before(ca.RenewAt(notBefore, notAfter))
 	var keyPEM, csrPEM []byte
@@ -93,6 +91,9 @@ func (n *Node) checkCert(ctx context.Context) error {
 	if !issuedBySigner(certPEM, caPEM) {
 		due = true // another CA signs now: reissue under it
 	}
+	// A manager that moved is not asked at its old address any more, and
+	// a failed connection there would go on redialling it.
+	n.renewConns.Keep(n.renewTargets())
 	if roleName(resp.Role) == id.Role && !due {
 		return nil
 	}
@@ -222,10 +223,11 @@ func (n *Node) becomeWorker(m *manager.Manager, resp *api.RenewCertificateRespon
 	return nil
 }
 
-// rememberManagers keeps a worker's list of managers current for its
-// next start (managers.json).
+// rememberManagers keeps the list of managers current for the node's
+// next start as a worker, or after a demotion (managers.json): the
+// addresses it joined through may have moved since (docs/adr/0038).
 func (n *Node) rememberManagers(members []*api.RaftMember) {
-	if n.Manager() != nil || len(members) == 0 {
+	if len(members) == 0 {
 		return
 	}
 	if old, err := n.joinManagers(); err == nil && slices.Equal(old, manager.MemberAddrs(members)) {
@@ -241,8 +243,10 @@ func (n *Node) rememberManagers(members []*api.RaftMember) {
 func (n *Node) renewTargets() []string {
 	var addrs []string
 	if m := n.Manager(); m != nil {
+		// By raft id, not address: after a restart with a new advertise
+		// address this member's record still holds the old one.
 		for _, mem := range m.RaftMembers() {
-			if mem.Address != n.advertise {
+			if mem.RaftId != m.RaftID() {
 				addrs = append(addrs, mem.Address)
 			}
 		}
@@ -291,12 +295,7 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte, report *api.RenewCe
 	return nil, fmt.Errorf("ask the managers for this node's role: %w", errors.Join(errs...))
 }
 
-var (
-	errRenewRefused = errors.New("the cluster refused this node")
-	// errCertExpired: the node was off past its certificate's expiry; it
-	// cannot renew (it would need the certificate to prove who it is).
-	errCertExpired = errors.New("this node's certificate expired")
-)
+var errRenewRefused = errors.New("the cluster refused this node")
 
 // removalGrace is how long a manager told it left raft waits to learn
 // that it was demoted (and runs on as a worker) before it concludes it

@@ -55,6 +55,9 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 	resp.QuorumLost = m.QuorumLost()
 	resp.RaftTerm = m.RaftTerm()
 	resp.CaRotation, resp.CaFingerprint = m.CAStatus()
+	if c := m.Cluster(); c != nil {
+		resp.BackupSchedule, resp.LastBackup = c.BackupSchedule, c.LastBackup
+	}
 	if !m.IsLeader() && resp.LeaderNodeId != "" {
 		s.reachabilityFromLeader(ctx, resp.Members)
 	}

@@ -188,6 +188,9 @@ type agentService struct {
 func (s agentService) running() (*agent.Agent, error) {
 	a := s.n.agent.Load()
 	if a == nil {
+		if notAfter, expired := s.n.certExpiredAt(); expired && s.n.initialized() {
+			return nil, certExpiredStatus(s.n.certExpiredError(notAfter, s.n.Manager() != nil))
+		}
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
 	}
 	return a, nil

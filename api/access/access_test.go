@@ -68,6 +68,8 @@ var servedBeyondManaging = map[string][]access.State{
 	"/jaco.api.AgentService/LoadImage":         {access.Worker},
 	"/jaco.api.AgentService/ListLocalReplicas": {access.Worker},
 	"/jaco.api.AgentService/OverlayStatus":     {access.Worker},
+	"/jaco.api.MonitorService/Heartbeat":       {access.Locked, access.Worker},
+	"/jaco.api.MonitorService/LastHeard":       {access.Locked, access.Worker},
 }
 
 // refusal is what a refused call gets: code, reason word, sentence.
@@ -161,9 +163,13 @@ var todaysRules = map[string]rule{
 	"/jaco.api.DispatcherService/":                 dispatcher,
 	"/jaco.api.RaftService/":                       raft,
 	"/jaco.api.MembershipService/Join":             anyone,
+	"/jaco.api.MembershipService/Rejoin":           anyone,
 	"/jaco.api.MembershipService/RenewCertificate": {[]identity.Identity{worker, manager}, deny("a node renews its certificate with its certificate")},
+	"/jaco.api.MembershipService/UpdateAddress":    {[]identity.Identity{manager}, deny("a manager moves its own raft member, with its manager certificate")},
 	"/jaco.api.FormationService/SecretJoin":        anyone,
 	"/jaco.api.AdmissionService/Admit":             {[]identity.Identity{manager}, deny("formation admissions come from managers")},
+	"/jaco.api.MonitorService/Heartbeat":           {[]identity.Identity{worker, manager}, deny("monitor heartbeats come from the cluster's nodes")},
+	"/jaco.api.MonitorService/LastHeard":           {[]identity.Identity{manager}, deny("only managers ask monitors")},
 }
 
 func todaysRule(t *testing.T, method string) rule {

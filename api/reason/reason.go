@@ -77,6 +77,12 @@ const (
 	// address names another cluster (or a node not yet in one), or a man
 	// in the middle answers. Nothing was sent; retrying will not help.
 	CAMismatch = "ca_mismatch"
+	// CertificateExpired is a node whose certificate expired while it was
+	// off: it cannot renew it. A worker rejoins under its node id with
+	// `jaco node join --rejoin` and a worker token; a manager is removed
+	// and joins afresh, or, with no manager left, is started once with
+	// --force-new-cluster (docs/adr/0039). The message names the commands.
+	CertificateExpired = "certificate_expired"
 	// AlreadyExists is a create whose name is taken (a network).
 	AlreadyExists = "already_exists"
 	// NetworkInUse refuses removing a network a service (or the spec a
@@ -87,6 +93,10 @@ const (
 	// the services.
 	SecretInUse = "secret_in_use"
 	ConfigInUse = "config_in_use"
+	// AddressInUse refuses moving a manager to an advertise address
+	// another node of the cluster is recorded at; the message names it.
+	// Nothing was changed (docs/adr/0038).
+	AddressInUse = "address_in_use"
 	// UnsupportedComposeKey is a compose file key jaco cannot honour
 	// (build, privileged, a volume that is not a bind mount, ...), named
 	// in the message: `jaco stack deploy` refuses the whole file before

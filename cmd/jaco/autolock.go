@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
@@ -18,9 +20,12 @@ import (
 func clusterUpdateCmd(g *globals) *cobra.Command {
 	var autolock, quiet, rebalanceOnJoin bool
 	var maxReplicas, maxServices uint64
+	var partitionGrace, downGrace time.Duration
+	var backups backupFlags
 	cmd := &cobra.Command{
-		Use:   "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N] [--rebalance-on-join=true|false]",
-		Short: "Change cluster-wide settings (autolock, limits, rebalancing)",
+		Use: "update [--autolock=true|false] [--max-replicas-per-service N] [--max-services N] [--rebalance-on-join=true|false]" +
+			" [--partition-grace D] [--down-grace D] [--backup-interval D --backup-dir DIR --backup-keep N]",
+		Short: "Change cluster-wide settings (autolock, limits, rebalancing, graces, scheduled backups)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			req := &api.UpdateClusterRequest{}
@@ -36,8 +41,19 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("rebalance-on-join") {
 				req.RebalanceOnJoin = &rebalanceOnJoin
 			}
-			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && req.RebalanceOnJoin == nil {
-				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N or --rebalance-on-join=true|false")
+			if cmd.Flags().Changed("partition-grace") {
+				req.PartitionGrace = durationpb.New(partitionGrace)
+			}
+			if cmd.Flags().Changed("down-grace") {
+				req.DownGrace = durationpb.New(downGrace)
+			}
+			if err := backups.apply(cmd, req); err != nil {
+				return err
+			}
+			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && req.RebalanceOnJoin == nil &&
+				req.PartitionGrace == nil && req.DownGrace == nil && !backups.any(req) {
+				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N, " +
+					"--rebalance-on-join=true|false, --partition-grace D, --down-grace D or --backup-interval D")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Control.UpdateCluster(ctx, req)
@@ -57,10 +73,21 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				if req.RebalanceOnJoin != nil && !quiet {
 					fmt.Fprintf(out, "Rebalance on join: %t.\n", resp.RebalanceOnJoin)
 				}
+				if (req.PartitionGrace != nil || req.DownGrace != nil) && !quiet {
+					fmt.Fprintf(out, "Partition grace: %s; down grace: %s.\n",
+						resp.GetPartitionGrace().AsDuration(), resp.GetDownGrace().AsDuration())
+				}
+				if backups.any(req) {
+					backups.print(out, resp, quiet)
+				}
 				return nil
 			})
 		},
 	}
+	cmd.Flags().DurationVar(&partitionGrace, "partition-grace", api.DefaultPartitionGrace,
+		"how long the replicas of a node cut off from the managers, but heard by its monitors, keep their slots before they are replaced (0 to 24h)")
+	cmd.Flags().DurationVar(&downGrace, "down-grace", api.DefaultDownGrace,
+		"how long the replicas of a node nobody hears keep their slots before they are replaced, after the heartbeat grace (0 to 24h)")
 	cmd.Flags().BoolVar(&rebalanceOnJoin, "rebalance-on-join", false,
 		"rebalance every replicated service when a node joins or returns (jaco service rebalance --all, by itself)")
 	cmd.Flags().BoolVar(&autolock, "autolock", false, "seal every manager's keys with an unlock key; a restarted manager waits for 'jaco node unlock'")
@@ -70,7 +97,8 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 	cmd.Flags().Uint64Var(&maxServices, "max-services", 0,
 		fmt.Sprintf("the most services the cluster may hold, 1 to %d (a new cluster's: %d); lowering it removes none, only creating more is refused",
 			limits.MaxServicesCeiling, limits.DefaultMaxServices))
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key")
+	backups.register(cmd)
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print only a new unlock key or backup key")
 	return cmd
 }
 

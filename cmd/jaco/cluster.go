@@ -68,6 +68,8 @@ type statusView struct {
 	// progress, nil when none is under way (docs/adr/0041).
 	CAFingerprint string        `json:"ca_fingerprint,omitempty"`
 	CARotation    *rotationView `json:"ca_rotation,omitempty"`
+	// Backups is the scheduled backups' setting and outcome (absent: never set).
+	Backups *backupView `json:"backups,omitempty"`
 }
 
 type memberView struct {
@@ -99,7 +101,11 @@ func clusterStatusCmd(g *globals) *cobra.Command {
 				if ok, err := writeAs(cmd.OutOrStdout(), format, v); ok {
 					return err
 				}
-				return printStatus(cmd, v)
+				if err := printStatus(cmd, v); err != nil {
+					return err
+				}
+				printBackupStatus(cmd.OutOrStdout(), v.Backups, resp.BackupSchedule)
+				return nil
 			})
 		},
 	}
@@ -120,6 +126,7 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		FailedUnlockAttempts: resp.FailedUnlockAttempts,
 		CAFingerprint:        resp.CaFingerprint,
 		CARotation:           toRotationView(resp.CaRotation),
+		Backups:              toBackupView(resp),
 	}
 	members := slices.Clone(resp.Members)
 	slices.SortFunc(members, func(a, b *api.Member) int { return strings.Compare(a.Hostname, b.Hostname) })

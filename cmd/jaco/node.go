@@ -189,18 +189,26 @@ func issueJoinTokenCmd(g *globals) *cobra.Command {
 
 func nodeJoinCmd(g *globals) *cobra.Command {
 	var peer, token string
+	var rejoin bool
 	cmd := &cobra.Command{
-		Use:   "join --peer HOST:PORT --token TOKEN",
+		Use:   "join --peer HOST:PORT --token TOKEN [--rejoin]",
 		Short: "Make the local daemon join the cluster that PEER belongs to",
-		Args:  cobra.NoArgs,
+		Long: "Make the local daemon join the cluster that PEER belongs to.\n\n" +
+			"With --rejoin, a worker whose certificate expired while it was off comes back with a worker\n" +
+			"token: it keeps its node id and data dir, and its agent re-adopts the replicas still running.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if peer == "" || token == "" {
 				return fmt.Errorf("--peer and --token are both required")
 			}
 			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Cluster.Join(ctx, &api.JoinClusterRequest{Peer: peer, Token: token})
+				resp, err := c.Cluster.Join(ctx, &api.JoinClusterRequest{Peer: peer, Token: token, Rejoin: rejoin})
 				if err != nil {
 					return err
+				}
+				if rejoin {
+					fmt.Fprintf(cmd.OutOrStdout(), "Rejoined cluster %s as node %s, with a fresh certificate.\n", resp.ClusterId, resp.NodeId)
+					return nil
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Joined cluster %s as node %s.\n", resp.ClusterId, resp.NodeId)
 				return nil
@@ -209,6 +217,7 @@ func nodeJoinCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&peer, "peer", "", "address (HOST:PORT) of any manager of the cluster")
 	cmd.Flags().StringVar(&token, "token", "", "join token from 'jaco node issue-join-token'")
+	cmd.Flags().BoolVar(&rejoin, "rejoin", false, "bring back this worker, whose certificate expired, under its node id (a worker token)")
 	return cmd
 }
 

@@ -220,8 +220,13 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 		return nil, err
 	}
 	hostnames := map[string]string{}
+	lostNodes := map[string]*api.NodeStatus{}
 	for _, n := range nodes {
 		hostnames[n.Id] = n.Hostname
+		if st := n.GetStatus().GetState(); st == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED ||
+			st == api.NodeStatusState_NODE_STATUS_STATE_DOWN {
+			lostNodes[n.Id] = n.Status
+		}
 	}
 	latest := map[string]*api.Task{}
 	hasLive := map[string]bool{}
@@ -241,12 +246,23 @@ func listReplicas(ctx context.Context, c *client.Client, service string, all boo
 		if !show {
 			continue
 		}
-		views = append(views, taskView{
+		v := taskView{
 			ID: t.Id, Name: api.ReplicaName(t, hostnames[t.NodeId]), Node: hostnames[t.NodeId], nodeID: t.NodeId,
 			Desired: enumword.Of(t.DesiredState), State: stateWords(t.Status),
 			Since: t.GetStatus().GetTimestamp().AsTime(), Message: t.GetStatus().GetMessage(), Error: replicaError(t.Status),
 			Reason: t.GetStatus().GetReason(),
-		})
+		}
+		if ns := lostNodes[t.NodeId]; ns != nil && t.DesiredState == api.TaskState_TASK_STATE_RUNNING &&
+			t.GetStatus().GetState() < api.TaskState_TASK_STATE_COMPLETE {
+			// Its node is lost and within its grace: what the replica
+			// does is not known (docs/adr/0042).
+			v.Since, v.Error, v.Reason = ns.GetTimestamp().AsTime(), ns.GetMessage(), "node_down"
+			if ns.GetState() == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+				v.Reason = "partitioned"
+			}
+			v.State = "unknown: " + v.Reason
+		}
+		views = append(views, v)
 	}
 	return views, nil
 }

@@ -100,6 +100,8 @@ func run(args []string) int {
 	f.IntVar(&cfg.OverlayPort, "overlay-port", 0, "UDP port of the overlay (WireGuard) link (0: 51820)")
 	f.StringVar(&cfg.OverlayInterface, "overlay-interface", "", "name of the overlay link (default jaco0)")
 	f.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "agent heartbeat period this manager asks for while it leads; a node missing 3 is down (0: 5s)")
+	f.DurationVar(&cfg.MinBackupInterval, "min-backup-interval", 0, "tests only: the shortest scheduled-backup interval this manager accepts while it leads (0: 1m)")
+	_ = f.MarkHidden("min-backup-interval")
 	f.DurationVar(&cfg.CertLifetime, "cert-lifetime", 0, "lifetime of the node certificates this manager signs while it leads; nodes renew at two thirds of it (0: 90 days)")
 	f.DurationVar(&cfg.RoleCheckInterval, "role-check-interval", 0, "how often the node asks the leader for its role (promote / demote) and renews a certificate that is due (0: 2s)")
 	f.BoolVar(&cfg.ForceNewCluster, "force-new-cluster", false, "for a majority of managers lost for good: restart this manager as the sole voter of its state, the other members removed for good; one-shot, remove it afterwards")
@@ -134,6 +136,8 @@ func run(args []string) int {
 		word = "already_initialized"
 	case errors.Is(err, node.ErrRemoved):
 		word = "node_removed"
+	case errors.Is(err, node.ErrCertExpired):
+		word = "certificate_expired"
 	}
 	if jsonLog != nil {
 		// Every line on stderr stays JSON once the daemon logs in it.

@@ -3,10 +3,13 @@
 // gRPC connections are lazy and multiplex every call, so one per peer is
 // all a caller needs; the pool makes that one on first use and closes them
 // all at once, when the identity they were opened with is no longer the
-// caller's (a role change) or the caller stops.
+// caller's (a role change) or the caller stops, or those to addresses the
+// caller no longer wants (Keep): a connection that failed goes on
+// redialling its address for as long as it is open.
 package connpool
 
 import (
+	"slices"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -42,6 +45,19 @@ func (p *Pool) Get(addr string) (*grpc.ClientConn, error) {
 	}
 	p.conns[addr] = conn
 	return conn, nil
+}
+
+// Keep closes the connections to every address not in addrs (a manager
+// that moved or left); the others stay.
+func (p *Pool) Keep(addrs []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, conn := range p.conns {
+		if !slices.Contains(addrs, addr) {
+			conn.Close()
+			delete(p.conns, addr)
+		}
+	}
 }
 
 // CloseAll closes every connection; the next Get opens a new one.

@@ -35,3 +35,24 @@ func TestOneConnectionPerAddressUntilCloseAll(t *testing.T) {
 	}
 	p.CloseAll()
 }
+
+// TestKeepClosesTheOthers: Keep closes the connections to the addresses it
+// is not given and leaves the others shared.
+func TestKeepClosesTheOthers(t *testing.T) {
+	p := New(func(addr string) (*grpc.ClientConn, error) {
+		return grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	})
+	kept, _ := p.Get("127.0.0.1:1")
+	gone, _ := p.Get("127.0.0.1:2")
+	p.Keep([]string{"127.0.0.1:1", "127.0.0.1:3"})
+	if s := gone.GetState(); s != connectivity.Shutdown {
+		t.Fatalf("the connection Keep was not given is %s, want SHUTDOWN", s)
+	}
+	if again, _ := p.Get("127.0.0.1:1"); again != kept || kept.GetState() == connectivity.Shutdown {
+		t.Fatal("Keep closed or replaced a connection it was given")
+	}
+	if fresh, _ := p.Get("127.0.0.1:2"); fresh == gone {
+		t.Fatal("Get after Keep returned the closed connection")
+	}
+	p.CloseAll()
+}

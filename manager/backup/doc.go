@@ -3,7 +3,9 @@
 // A backup is the leader's store at one applied raft index, with the raft
 // membership and term of that moment. Server reads it and streams it,
 // encoded as backupfile.Backup, to the CLI over TLS; the CLI seals it into
-// a file (package backupfile). Package restore turns a backup into the
+// a file (package backupfile). Scheduler, a leader subsystem, takes the
+// same backups on a schedule and seals them into files on the leader's
+// machine itself (docs/adr/0037-scheduled-backups.md). Package restore turns a backup into the
 // data dir of a stopped, empty node that starts as the sole manager of the
 // same cluster.
 //

@@ -2,8 +2,11 @@ package controlapi
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/limits"
@@ -14,8 +17,9 @@ import (
 )
 
 // UpdateCluster turns autolock on or off, rotates the unlock key, sets
-// the cluster-wide limits and whether a node's joining or return
-// rebalances the services (docs/adr/0040). The managers see an autolock change in the
+// the cluster-wide limits, whether a node's joining or return rebalances
+// the services (docs/adr/0040), the graces of lost nodes (docs/adr/0042)
+// and the backup schedule (docs/adr/0037). The managers see an autolock change in the
 // store and re-seal their own files (node/autolock.go); turning autolock
 // on also makes each of them rotate its data key. A key this call creates
 // is in the response, once. A limit holds for the requests that come
@@ -79,12 +83,35 @@ func (s *Server) UpdateCluster(ctx context.Context, req *api.UpdateClusterReques
 				c.MaxServices = *n
 			}
 		}
+		for _, g := range []struct {
+			name string
+			in   *durationpb.Duration
+			to   **durationpb.Duration
+		}{{"partition_grace", req.PartitionGrace, &c.PartitionGrace}, {"down_grace", req.DownGrace, &c.DownGrace}} {
+			if g.in == nil {
+				continue
+			}
+			if d := g.in.AsDuration(); !g.in.IsValid() || d < 0 || d > maxNodeGrace {
+				return invalid("%s %s: give 0 to %s", g.name, d, maxNodeGrace)
+			}
+			if !proto.Equal(g.in, *g.to) {
+				changed = true
+				*g.to = g.in
+			}
+		}
 		if v := req.RebalanceOnJoin; v != nil && *v != c.RebalanceOnJoin {
 			changed = true
 			c.RebalanceOnJoin = *v
 		}
+		backupChanged, err := s.updateBackupSchedule(c, req, resp)
+		if err != nil {
+			return err
+		}
+		changed = changed || backupChanged
 		resp.Autolock = c.Autolock
 		resp.RebalanceOnJoin = c.RebalanceOnJoin
+		resp.PartitionGrace = durationpb.New(api.PartitionGraceOf(c))
+		resp.DownGrace = durationpb.New(api.DownGraceOf(c))
 		resp.MaxReplicasPerService = limits.MaxReplicasPerService(c)
 		resp.MaxServices = limits.MaxServices(c)
 		if !changed {
@@ -125,3 +152,7 @@ func keyOf(b []byte) (encryption.Key, bool) {
 	copy(k[:], b)
 	return k, true
 }
+
+// maxNodeGrace bounds the graces of lost nodes: a day is past any
+// partition worth waiting out.
+const maxNodeGrace = 24 * time.Hour

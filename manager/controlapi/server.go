@@ -14,6 +14,7 @@ import (
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/backup/schedule"
 	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -34,6 +35,9 @@ type Server struct {
 	watchInterval time.Duration
 	// events is this manager's event log (WithEventLog).
 	events *events.Log
+	// minBackupInterval is the shortest backup interval accepted
+	// (WithMinBackupInterval).
+	minBackupInterval time.Duration
 }
 
 // Option configures a Server.
@@ -44,7 +48,7 @@ func WithNodeRemover(r NodeRemover) Option { return func(s *Server) { s.remover 
 
 // New returns a Control server over st.
 func New(st *store.Store, opts ...Option) *Server {
-	s := &Server{store: st, watchInterval: watchInterval}
+	s := &Server{store: st, watchInterval: watchInterval, minBackupInterval: schedule.MinInterval}
 	for _, o := range opts {
 		o(s)
 	}

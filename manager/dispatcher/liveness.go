@@ -1,7 +1,9 @@
 package dispatcher
 
 import (
+	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -10,12 +12,13 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 )
 
-// trackAll gives every node not yet DOWN a full grace period to open a
-// session. Called with s.mu held.
+// trackAll gives every node not yet DOWN or PARTITIONED a full grace
+// period to open a session. Called with s.mu held.
 func (s *Server) trackAll(t *term, nodes []*api.Node) {
 	deadline := s.cfg.now().Add(s.grace())
 	for _, n := range nodes {
-		if n.GetStatus().GetState() != api.NodeStatusState_NODE_STATUS_STATE_DOWN && t.sessions[n.Id] == nil {
+		if st := n.GetStatus().GetState(); st != api.NodeStatusState_NODE_STATUS_STATE_DOWN &&
+			st != api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED && t.sessions[n.Id] == nil {
 			t.expiry.touch(n.Id, deadline)
 		}
 	}
@@ -37,37 +40,63 @@ func (s *Server) sweep(t *term) {
 	}
 }
 
-// expire ends the sessions of nodes whose deadline passed and marks them
-// DOWN; a failed write is tried again at the next sweep.
+// expire ends the sessions of nodes whose deadline passed, asks their
+// monitors whether they still hear them, and marks them PARTITIONED or
+// DOWN; a failed write is tried again at the next sweep. A node that
+// opened a session again while its monitors were asked is left READY.
 func (s *Server) expire(t *term) {
 	now := s.cfg.now()
-	msg := "heartbeat missed for " + s.grace().String()
 	s.mu.Lock()
 	ids := t.expiry.expired(now)
 	if len(ids) == 0 {
 		s.mu.Unlock()
 		return
 	}
-	changes := make(map[string]nodeChange, len(ids))
-	for _, id := range ids {
+	monitors := make([][]*api.MonitorPeer, len(ids))
+	names := maps.Clone(t.monitors.names)
+	for i, id := range ids {
 		if sess := t.sessions[id]; sess != nil {
 			sess.end(reason.Error(codes.NotFound, reason.NotFound,
-				"session %q expired: %s; open a new session", sess.id, msg))
+				"session %q expired: heartbeat missed for %s; open a new session", sess.id, s.grace()))
 			delete(t.sessions, id)
 		}
-		changes[id] = nodeChange{state: api.NodeStatusState_NODE_STATUS_STATE_DOWN, message: msg, at: now}
+		monitors[i] = t.monitors.sent[id]
+		if monitors[i] == nil {
+			monitors[i] = t.monitors.pick(id)
+		}
+	}
+	s.mu.Unlock()
+
+	verdicts := make([]verdict, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { verdicts[i] = s.judge(t.ctx, id, monitors[i], names) })
+	}
+	wg.Wait()
+
+	s.mu.Lock()
+	changes := make(map[string]nodeChange, len(ids))
+	partitioned := 0
+	for i, id := range ids {
+		if t.sessions[id] != nil {
+			continue // back meanwhile
+		}
+		changes[id] = nodeChange{state: verdicts[i].state, message: verdicts[i].message, at: now}
+		if verdicts[i].state == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+			partitioned++
+		}
 	}
 	done := t.nodes.add(changes)
 	s.mu.Unlock()
 	s.metrics.missedHeartbeats.Add(float64(len(ids)))
-	s.cfg.log.Info("nodes missed their heartbeats", "nodes", len(ids), "grace", s.grace())
+	s.cfg.log.Info("nodes missed their heartbeats", "nodes", len(ids), "partitioned", partitioned, "grace", s.grace())
 
 	select {
 	case err := <-done:
 		if err == nil {
 			return
 		}
-		s.cfg.log.Warn("mark nodes down", "nodes", len(ids), "err", err)
+		s.cfg.log.Warn("mark nodes down or partitioned", "nodes", len(ids), "err", err)
 		s.mu.Lock()
 		for _, id := range ids {
 			if t.sessions[id] == nil {

@@ -64,13 +64,14 @@ func (s *Server) watchNodes(t *term, events <-chan store.Event) {
 			s.st.View(func(tx store.ReadTx) { nodes = tx.ListNodes() })
 			s.resyncNodes(t, nodes)
 			t.peers.reset(nodes)
+			t.monitors.reset(nodes)
 			notifyAll(t)
 		case store.EventCreate:
 			n := e.Object.(*api.Node)
 			if t.sessions[n.Id] == nil && !t.expiry.tracked(n.Id) {
 				t.expiry.touch(n.Id, s.cfg.now().Add(s.grace()))
 			}
-			if t.peers.set(n) {
+			if ringChanged := t.monitors.set(n); t.peers.set(n) || ringChanged {
 				notifyAll(t)
 			}
 		case store.EventUpdate:
@@ -78,12 +79,13 @@ func (s *Server) watchNodes(t *term, events <-chan store.Event) {
 			if sess := t.sessions[n.Id]; sess != nil {
 				sess.setNode(n)
 			}
-			if t.peers.set(n) {
+			if ringChanged := t.monitors.set(n); t.peers.set(n) || ringChanged {
 				notifyAll(t)
 			}
 		case store.EventDelete:
 			n := e.Object.(*api.Node)
 			s.removeNode(t, n.Id)
+			t.monitors.remove(n.Id)
 			if t.peers.remove(n.Id) {
 				notifyAll(t)
 			}

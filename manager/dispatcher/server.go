@@ -33,6 +33,7 @@ type config struct {
 	now      func() time.Time
 	period   time.Duration
 	managers func() []string
+	dialNode NodeDialer
 	// sweepEvery is how often expired nodes are looked for.
 	sweepEvery time.Duration
 	// batchWindow: see defaultBatchWindow.
@@ -106,6 +107,7 @@ type term struct {
 	expiry   *expiry             // guarded by Server.mu
 	managers []string            // guarded by Server.mu
 	peers    *overlayPeers       // guarded by Server.mu
+	monitors *monitorRing        // guarded by Server.mu
 	// endpoints: services' endpoints per network; guarded by Server.mu.
 	endpoints *endpointTable
 
@@ -179,6 +181,7 @@ func (s *Server) Run(ctx context.Context) {
 		expiry:    newExpiry(),
 		managers:  s.cfg.managers(),
 		peers:     newOverlayPeers(),
+		monitors:  newMonitorRing(),
 		endpoints: newEndpointTable(),
 		nodes:     newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes, nil),
 		statuses:  newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses, settles),
@@ -201,6 +204,7 @@ func (s *Server) Run(ctx context.Context) {
 		nodes := tx.ListNodes()
 		s.trackAll(t, nodes)
 		t.peers.reset(nodes)
+		t.monitors.reset(nodes)
 	}, store.ObjectType[*api.Node]())
 	wg.Go(func() { s.watchNodes(t, nodeEvents) })
 	endpointEvents := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) {

@@ -99,6 +99,7 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 	var sentManagers []string
 	var sentPeers uint64 // t.peers.version last sent
 	var sentNets []netVersion
+	var sentMonitors []*api.MonitorPeer
 	for {
 		// Every message carries the whole peer set, and the node's whole
 		// networks and endpoints: the agent replaces its link's peers, its
@@ -106,25 +107,27 @@ func (s *Server) Session(req *api.SessionRequest, stream grpc.ServerStreamingSer
 		s.mu.Lock()
 		node, managers, peersVersion := sess.node, t.managers, t.peers.version
 		nets := t.endpoints.versions(node)
+		monitors := t.monitors.pick(sess.nodeID)
 		send := first || node.GetMeta().GetVersion() != sent || !slices.Equal(managers, sentManagers) ||
-			peersVersion != sentPeers || !slices.Equal(nets, sentNets)
+			peersVersion != sentPeers || !slices.Equal(nets, sentNets) || !slices.Equal(monitors, sentMonitors)
 		var peers []*api.OverlayPeer
 		var networks []*api.Network
 		var endpoints []*api.ServiceEndpoint
 		if send {
 			peers = t.peers.except(sess.nodeID)
 			networks, endpoints = t.endpoints.view(nets)
+			t.monitors.sent[sess.nodeID] = monitors
 		}
 		s.mu.Unlock()
 		if send {
 			first = false
 			msg := &api.SessionMessage{SessionId: sess.id, Managers: managers,
 				HeartbeatPeriod: durationpb.New(s.cfg.period), Node: node, OverlayPeers: peers,
-				Networks: networks, Endpoints: endpoints}
+				Networks: networks, Endpoints: endpoints, Monitors: monitors}
 			if err := stream.Send(msg); err != nil {
 				return err
 			}
-			sent, sentManagers, sentPeers, sentNets = node.GetMeta().GetVersion(), managers, peersVersion, nets
+			sent, sentManagers, sentPeers, sentNets, sentMonitors = node.GetMeta().GetVersion(), managers, peersVersion, nets, monitors
 		}
 		select {
 		case <-sess.changed:

@@ -15,11 +15,10 @@ func eligible(fits func(*api.Node) bool, n *api.Node) bool {
 }
 
 // keeps: a global service whose placement fits n keeps its task on n. A
-// paused node, or one whose state a new leader does not know yet, keeps
-// what it runs.
-func keeps(fits func(*api.Node) bool, n *api.Node) bool {
-	return n != nil &&
-		n.GetStatus().GetState() != api.NodeStatusState_NODE_STATUS_STATE_DOWN &&
+// paused node, one whose state a new leader does not know yet, and one
+// down or partitioned within its grace keep what they run.
+func (p *pass) keeps(fits func(*api.Node) bool, n *api.Node) bool {
+	return n != nil && !p.nodeLost(n.GetId()) &&
 		n.GetAvailability() != api.NodeAvailability_NODE_AVAILABILITY_DRAIN &&
 		fits(n)
 }
@@ -91,8 +90,8 @@ func (p *pass) reconcileGlobal(svc *api.Service) error {
 // placement.
 func (p *pass) reconcileNode(svc *api.Service, fits func(*api.Node) bool, g *group) error {
 	n := p.node(g.nodeID)
-	if !keeps(fits, n) {
-		down := p.nodeDown(g.nodeID)
+	if !p.keeps(fits, n) {
+		down := p.nodeLost(g.nodeID)
 		for _, t := range g.tasks {
 			var err error
 			switch {

@@ -36,6 +36,8 @@ type pass struct {
 	// store changes: an update waits for a replica to have run long
 	// enough, or for its delay.
 	wake map[string]time.Time
+	// grace: the cluster's graces for lost nodes (graces).
+	grace *nodeGraces
 }
 
 func newPass(tx *store.Tx, now time.Time, share int) *pass {
@@ -53,16 +55,56 @@ func (p *pass) node(id string) *api.Node {
 	return n
 }
 
-// nodeDown: the node is DOWN or gone. UNKNOWN (a new leader has not heard
-// from it yet) is not down.
-func (p *pass) nodeDown(id string) bool {
-	n := p.node(id)
-	return n == nil || n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_DOWN
+// nodeLost: the node is gone, or DOWN or PARTITIONED for longer than the
+// cluster's grace for that state (docs/adr/0042). UNKNOWN (a new leader
+// has not heard from it yet) is not lost.
+func (p *pass) nodeLost(id string) bool {
+	lost, _ := p.nodeLostAt(id)
+	return lost
 }
 
-// lost: t has not ended but its node is down, so it never will by report.
+// nodeLostAt is nodeLost, and when a node still within its grace will be
+// lost (zero otherwise).
+func (p *pass) nodeLostAt(id string) (bool, time.Time) {
+	n := p.node(id)
+	if n == nil {
+		return true, time.Time{}
+	}
+	var grace time.Duration
+	switch n.GetStatus().GetState() {
+	case api.NodeStatusState_NODE_STATUS_STATE_DOWN:
+		grace = p.graces().down
+	case api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED:
+		grace = p.graces().partition
+	default:
+		return false, time.Time{}
+	}
+	end := n.GetStatus().GetTimestamp().AsTime().Add(grace)
+	if !p.now.Before(end) {
+		return true, time.Time{}
+	}
+	return false, end
+}
+
+// lost: t has not ended but its node is lost, so it never will by
+// report. A task whose node is within its grace asks for a pass when the
+// grace ends.
 func (p *pass) lost(t *api.Task) bool {
-	return !terminal(state(t)) && t.GetNodeId() != "" && p.nodeDown(t.GetNodeId())
+	if terminal(state(t)) || t.GetNodeId() == "" {
+		return false
+	}
+	lost, at := p.nodeLostAt(t.GetNodeId())
+	p.wakeAt(t.GetServiceId(), at)
+	return lost
+}
+
+// graces are the cluster's, read once per pass.
+func (p *pass) graces() nodeGraces {
+	if p.grace == nil {
+		g := graceOf(p.tx.Cluster())
+		p.grace = &g
+	}
+	return *p.grace
 }
 
 // nodeLoad is the number of live tasks on a node, of every service.
@@ -188,14 +230,18 @@ func (p *pass) retire(t *api.Task) error {
 	return p.stop(t)
 }
 
-// orphan marks a task whose node is down: it will not report again. It
+// orphan marks a task whose node is lost: it will not report again. It
 // is told to stop, should its node come back.
 func (p *pass) orphan(t *api.Task) error {
+	msg, why := "node down", "node_down"
+	if p.node(t.GetNodeId()).GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+		msg, why = fmt.Sprintf("node partitioned from the managers for longer than the partition grace (%s)", p.graces().partition), "node_partitioned"
+	}
 	t.DesiredState = api.TaskState_TASK_STATE_SHUTDOWN
 	t.Status = &api.TaskStatus{
 		State:     api.TaskState_TASK_STATE_ORPHANED,
-		Message:   "node down",
-		Reason:    "node_down",
+		Message:   msg,
+		Reason:    why,
 		Timestamp: timestamppb.New(p.now),
 		ExitCode:  t.GetStatus().GetExitCode(),
 	}

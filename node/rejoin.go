@@ -1,0 +1,104 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
+	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
+)
+
+// rejoinCluster brings back a worker whose certificate expired while it
+// was off (docs/adr/0039-rejoin-expired-certificate.md): a fresh key, a
+// request signed by the expired certificate's key, a worker token, and the
+// leader reissues the certificate for the same node id. The data dir stays:
+// the agent then starts on its database and re-adopts the replicas that
+// kept running, as after a plain restart. The caller holds initMu.
+func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
+	if id, ok := identity.FromContext(ctx); !ok || id.Kind != identity.Local {
+		// The node's old key signs for whoever asks: only its operator.
+		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "a rejoin is asked on the node's local socket only")
+	}
+	if !n.initialized() {
+		return nil, reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
+			"--rejoin brings back a node that was in a cluster, and this data dir holds none: join without --rejoin")
+	}
+	if n.Manager() != nil || !n.isWorker() {
+		return nil, reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
+			"--rejoin is for a worker; this node is a manager, which renews its certificate while it runs")
+	}
+	tok, err := token.Parse(req.Token)
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "%v", err)
+	}
+	caPEM, oldCertPEM, oldKeyPEM, err := n.loadNodeFiles()
+	if err != nil {
+		return nil, internalError(err)
+	}
+	if fp, err := token.Fingerprint(caPEM); err != nil || fp != tok.CAFingerprint {
+		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "the token names another cluster's CA than this node's")
+	}
+	old, err := certIdentity(oldCertPEM)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	keyPEM, csrPEM, err := ca.NewNodeKey(old.NodeID)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	proof, err := ca.RejoinProof(oldKeyPEM, csrPEM)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))))
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", req.Peer, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	resp, err := api.NewMembershipServiceClient(conn).Rejoin(ctx, &api.RejoinRequest{
+		Token: req.Token, CsrPem: csrPEM, CertPem: oldCertPEM, Proof: proof,
+	})
+	if err != nil {
+		if reason.Of(err) == "" {
+			return nil, reason.Error(codes.Unavailable, reason.Unavailable, "rejoin through %s: %v", req.Peer, err)
+		}
+		return nil, err
+	}
+	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
+		return nil, internalError(err)
+	}
+	if resp.NodeId != old.NodeID || resp.Role != api.NodeRole_NODE_ROLE_WORKER {
+		return nil, internalError(fmt.Errorf("rejoin answered node %s as %v, want %s as a worker", resp.NodeId, resp.Role, old.NodeID))
+	}
+	if err := n.installRejoin(resp, keyPEM); err != nil {
+		return nil, internalError(err)
+	}
+	n.log.Info("rejoined the cluster with a fresh certificate", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "via", req.Peer)
+	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
+}
+
+// installRejoin saves the reissued certificate and starts the agent, which
+// re-adopts the replicas its database holds. Connections opened with the
+// expired certificate are dropped: they could only fail.
+func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
+	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+		return err
+	}
+	if err := n.saveJoinManagers(resp.Members); err != nil {
+		return err
+	}
+	if err := n.reloadTLS(); err != nil {
+		return err
+	}
+	n.renewConns.CloseAll()
+	return n.startAgent()
+}
