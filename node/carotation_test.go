@@ -2,7 +2,6 @@ package node
 
 import (
 	"crypto/x509"
-
 	"testing"
 
 	"github.com/jaco-project/jaco/ca"
