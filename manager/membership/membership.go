@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -54,6 +55,9 @@ type Server struct {
 	// certTTL is the lifetime of the certificates it signs (0: the CA's
 	// default, 90 days).
 	certTTL time.Duration
+	// caCheckedAt is when a poll that reported nothing new last checked
+	// whether a CA rotation can move on (renew.go), in Unix nanoseconds.
+	caCheckedAt atomic.Int64
 }
 
 // Option configures a Server.

@@ -3,6 +3,7 @@ package membership
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -65,6 +66,19 @@ func (s *Server) RenewCertificate(ctx context.Context, req *api.RenewCertificate
 	return resp, nil
 }
 
+// caCheckInterval is how often polls that report nothing new check
+// whether a rotation can move on — which a removed node it waited for
+// allows. Each check reads every Node: with thousands of nodes polling,
+// checking at every poll would cost more than the rotation.
+const caCheckInterval = time.Second
+
+// caCheckDue reports whether a poll that reported nothing new checks the
+// rotation now, and if so takes the turn.
+func (s *Server) caCheckDue() bool {
+	now, last := s.now().UnixNano(), s.caCheckedAt.Load()
+	return now-last >= int64(caCheckInterval) && s.caCheckedAt.CompareAndSwap(last, now)
+}
+
 // caProgressAttempts bounds the runs of a CA progress write that other
 // writes to the same objects got in before.
 const caProgressAttempts = 5
@@ -76,7 +90,7 @@ const caProgressAttempts = 5
 // of the removal of a node it waited for.
 func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, node *api.Node, req *api.RenewCertificateRequest) error {
 	changed := carotation.Record(proto.CloneOf(node), req.TrustFingerprint, req.CertCaFingerprint)
-	if !changed && cluster.CaRotation == nil {
+	if !changed && (cluster.CaRotation == nil || !s.caCheckDue()) {
 		return nil
 	}
 	// Retried on a conflict: the dispatcher writes Node status too.

@@ -83,3 +83,52 @@ func TestRenewDrivesACARotation(t *testing.T) {
 		t.Fatalf("the node's reports are not recorded: %v", n)
 	}
 }
+
+// TestRemovingTheNodeARotationWaitsForLetsItGoOn: a node that never
+// reports holds the phase; once it is removed, the next poll moves the
+// rotation on though it reports nothing new.
+func TestRemovingTheNodeARotationWaitsForLetsItGoOn(t *testing.T) {
+	s, _, st := admitServer(t)
+	ctx := identity.NewContext(context.Background(), identity.Identity{Kind: identity.Node, NodeID: "n2", Role: ca.RoleManager})
+	newCert, newKey, err := ca.NewRootCA("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bundle []byte
+	if err := st.Update(context.Background(), func(tx *store.Tx) error {
+		c := tx.Cluster()
+		if err := carotation.Begin(c, newCert, newKey, false, time.Now()); err != nil {
+			return err
+		}
+		bundle = carotation.Bundle(c)
+		if err := tx.Create(&api.Node{Id: "n3", Meta: &api.Meta{}, Hostname: "down-3", Role: api.NodeRole_NODE_ROLE_WORKER}); err != nil {
+			return err
+		}
+		return tx.Update(c)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trust, _ := ca.BundleFingerprint(bundle)
+	poll := func() {
+		t.Helper()
+		if _, err := s.RenewCertificate(ctx, &api.RenewCertificateRequest{TrustFingerprint: trust}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phase := func() api.CARotation_Phase {
+		var c *api.Cluster
+		st.View(func(tx store.ReadTx) { c = tx.Cluster() })
+		return c.GetCaRotation().GetPhase()
+	}
+	poll()
+	if phase() != api.CARotation_PHASE_TRUST {
+		t.Fatalf("phase %v with a node that never reported, want TRUST", phase())
+	}
+	if err := st.Update(context.Background(), func(tx *store.Tx) error { return tx.Delete(tx.GetNode("n3")) }); err != nil {
+		t.Fatal(err)
+	}
+	poll()
+	if phase() != api.CARotation_PHASE_REISSUE {
+		t.Fatalf("phase %v after the silent node was removed, want REISSUE", phase())
+	}
+}
