@@ -278,3 +278,43 @@ func TestCARotationExternalCA(t *testing.T) {
 		t.Errorf("the old operator token after the rotation: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+// TestCARotationWaitsForADownNode: a worker that is stopped when the
+// rotation starts holds it in its first phase, named in `cluster
+// status`; started again, it catches up and the rotation ends with its
+// certificate of the new CA too.
+func TestCARotationWaitsForADownNode(t *testing.T) {
+	t.Parallel()
+	m, w := startDaemon(t, "m1"), startDaemon(t, "w1")
+	m.initQuiet()
+	wantOK(t, w.jaco("node", "join", "--peer", m.addr, "--token", m.joinToken("worker")))
+	waitReady(t, m, w.name)
+	w.stop()
+	r := wantOK(t, m.jaco("cluster", "ca", "--rotate", "-d"))
+	newFP := regexp.MustCompile(`new CA ([0-9a-f]{64})`).FindStringSubmatch(r.stdout)
+	if newFP == nil {
+		t.Fatalf("cluster ca --rotate -d printed %q", r.stdout)
+	}
+	waiting := "trust: 1 of 2 nodes trust the new CA (waiting for w1)"
+	eventually(t, 10*time.Second, func() error {
+		if _, rot, err := caOf(m); err != nil || rot != waiting {
+			return fmt.Errorf("rotation %q (%v), want %q", rot, err, waiting)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // past a poll round of the manager: still waiting
+	if s := wantOK(t, m.jaco("cluster", "status")); !strings.Contains(s.stdout, "CA rotation: "+waiting) {
+		t.Fatalf("cluster status with w1 down:\n%s", s.stdout)
+	}
+	w.start()
+	eventually(t, 30*time.Second, func() error {
+		fp, rot, err := caOf(m)
+		if err == nil && (fp != newFP[1] || rot != "none") {
+			err = fmt.Errorf("CA %s, rotation %q", fp, rot)
+		}
+		return err
+	})
+	for _, d := range []*daemon{m, w} {
+		checkIssuedBy(t, d, newFP[1])
+	}
+}
