@@ -558,7 +558,13 @@ type ClusterStatusResponse struct {
 	// backup_schedule is the scheduled backups' setting (unset: never set).
 	BackupSchedule *BackupSchedule `protobuf:"bytes,9,opt,name=backup_schedule,json=backupSchedule,proto3" json:"backup_schedule,omitempty"`
 	// last_backup is what the newest scheduled backups did.
-	LastBackup    *BackupRecord `protobuf:"bytes,10,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
+	LastBackup *BackupRecord `protobuf:"bytes,10,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
+	// ca_rotation is the progress of a CA rotation under way, as this
+	// manager's store has it; unset when none is (docs/adr/0041).
+	CaRotation *CARotationProgress `protobuf:"bytes,11,opt,name=ca_rotation,json=caRotation,proto3" json:"ca_rotation,omitempty"`
+	// ca_fingerprint is the fingerprint of the CA that signs now: the
+	// one operator and join tokens pin (a manager's answer only).
+	CaFingerprint string `protobuf:"bytes,12,opt,name=ca_fingerprint,json=caFingerprint,proto3" json:"ca_fingerprint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -663,6 +669,111 @@ func (x *ClusterStatusResponse) GetLastBackup() *BackupRecord {
 	return nil
 }
 
+func (x *ClusterStatusResponse) GetCaRotation() *CARotationProgress {
+	if x != nil {
+		return x.CaRotation
+	}
+	return nil
+}
+
+func (x *ClusterStatusResponse) GetCaFingerprint() string {
+	if x != nil {
+		return x.CaFingerprint
+	}
+	return ""
+}
+
+// CARotationProgress is how far a CA rotation got.
+type CARotationProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is "trust" (nodes learn the new CA), "reissue" (their
+	// certificates are reissued under it) or "drop" (they stop trusting
+	// the old one).
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// nodes is how many nodes the cluster holds; done how many reached the
+	// phase's goal; waiting names (by hostname) those that did not.
+	Nodes     uint32                 `protobuf:"varint,2,opt,name=nodes,proto3" json:"nodes,omitempty"`
+	Done      uint32                 `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	Waiting   []string               `protobuf:"bytes,4,rep,name=waiting,proto3" json:"waiting,omitempty"`
+	StartedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// new_ca_fingerprint is the CA being rotated to.
+	NewCaFingerprint string `protobuf:"bytes,6,opt,name=new_ca_fingerprint,json=newCaFingerprint,proto3" json:"new_ca_fingerprint,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CARotationProgress) Reset() {
+	*x = CARotationProgress{}
+	mi := &file_api_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CARotationProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CARotationProgress) ProtoMessage() {}
+
+func (x *CARotationProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CARotationProgress.ProtoReflect.Descriptor instead.
+func (*CARotationProgress) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CARotationProgress) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *CARotationProgress) GetNodes() uint32 {
+	if x != nil {
+		return x.Nodes
+	}
+	return 0
+}
+
+func (x *CARotationProgress) GetDone() uint32 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *CARotationProgress) GetWaiting() []string {
+	if x != nil {
+		return x.Waiting
+	}
+	return nil
+}
+
+func (x *CARotationProgress) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *CARotationProgress) GetNewCaFingerprint() string {
+	if x != nil {
+		return x.NewCaFingerprint
+	}
+	return ""
+}
+
 type UnlockNodeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// unlock_key is the cluster unlock key (JACOKEY1-...).
@@ -673,7 +784,7 @@ type UnlockNodeRequest struct {
 
 func (x *UnlockNodeRequest) Reset() {
 	*x = UnlockNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +796,7 @@ func (x *UnlockNodeRequest) String() string {
 func (*UnlockNodeRequest) ProtoMessage() {}
 
 func (x *UnlockNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[7]
+	mi := &file_api_control_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +809,7 @@ func (x *UnlockNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlockNodeRequest.ProtoReflect.Descriptor instead.
 func (*UnlockNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{7}
+	return file_api_control_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *UnlockNodeRequest) GetUnlockKey() string {
@@ -717,7 +828,7 @@ type UnlockNodeResponse struct {
 
 func (x *UnlockNodeResponse) Reset() {
 	*x = UnlockNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +840,7 @@ func (x *UnlockNodeResponse) String() string {
 func (*UnlockNodeResponse) ProtoMessage() {}
 
 func (x *UnlockNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[8]
+	mi := &file_api_control_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +853,7 @@ func (x *UnlockNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlockNodeResponse.ProtoReflect.Descriptor instead.
 func (*UnlockNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{8}
+	return file_api_control_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *UnlockNodeResponse) GetState() NodeState {
@@ -760,7 +871,7 @@ type DashboardLoginRequest struct {
 
 func (x *DashboardLoginRequest) Reset() {
 	*x = DashboardLoginRequest{}
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +883,7 @@ func (x *DashboardLoginRequest) String() string {
 func (*DashboardLoginRequest) ProtoMessage() {}
 
 func (x *DashboardLoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[9]
+	mi := &file_api_control_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +896,7 @@ func (x *DashboardLoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardLoginRequest.ProtoReflect.Descriptor instead.
 func (*DashboardLoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{9}
+	return file_api_control_proto_rawDescGZIP(), []int{10}
 }
 
 type DashboardLoginResponse struct {
@@ -802,7 +913,7 @@ type DashboardLoginResponse struct {
 
 func (x *DashboardLoginResponse) Reset() {
 	*x = DashboardLoginResponse{}
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +925,7 @@ func (x *DashboardLoginResponse) String() string {
 func (*DashboardLoginResponse) ProtoMessage() {}
 
 func (x *DashboardLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[10]
+	mi := &file_api_control_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +938,7 @@ func (x *DashboardLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DashboardLoginResponse.ProtoReflect.Descriptor instead.
 func (*DashboardLoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{10}
+	return file_api_control_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DashboardLoginResponse) GetUrl() string {
@@ -847,6 +958,104 @@ func (x *DashboardLoginResponse) GetAddress() string {
 func (x *DashboardLoginResponse) GetExpiresAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.ExpiresAt
+	}
+	return nil
+}
+
+// RotateCARequest starts a CA rotation to a CA the cluster makes, or,
+// with both fields set, to the operator's (the key PKCS #8 PEM).
+type RotateCARequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CaCertPem     []byte                 `protobuf:"bytes,1,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	CaKeyPem      []byte                 `protobuf:"bytes,2,opt,name=ca_key_pem,json=caKeyPem,proto3" json:"ca_key_pem,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateCARequest) Reset() {
+	*x = RotateCARequest{}
+	mi := &file_api_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateCARequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateCARequest) ProtoMessage() {}
+
+func (x *RotateCARequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateCARequest.ProtoReflect.Descriptor instead.
+func (*RotateCARequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RotateCARequest) GetCaCertPem() []byte {
+	if x != nil {
+		return x.CaCertPem
+	}
+	return nil
+}
+
+func (x *RotateCARequest) GetCaKeyPem() []byte {
+	if x != nil {
+		return x.CaKeyPem
+	}
+	return nil
+}
+
+type RotateCAResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Progress      *CARotationProgress    `protobuf:"bytes,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateCAResponse) Reset() {
+	*x = RotateCAResponse{}
+	mi := &file_api_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateCAResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateCAResponse) ProtoMessage() {}
+
+func (x *RotateCAResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateCAResponse.ProtoReflect.Descriptor instead.
+func (*RotateCAResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RotateCAResponse) GetProgress() *CARotationProgress {
+	if x != nil {
+		return x.Progress
 	}
 	return nil
 }
@@ -892,7 +1101,7 @@ type UpdateClusterRequest struct {
 
 func (x *UpdateClusterRequest) Reset() {
 	*x = UpdateClusterRequest{}
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1113,7 @@ func (x *UpdateClusterRequest) String() string {
 func (*UpdateClusterRequest) ProtoMessage() {}
 
 func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[11]
+	mi := &file_api_control_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1126,7 @@ func (x *UpdateClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{11}
+	return file_api_control_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateClusterRequest) GetAutolock() bool {
@@ -1009,7 +1218,7 @@ type BackupKeyChange struct {
 
 func (x *BackupKeyChange) Reset() {
 	*x = BackupKeyChange{}
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1230,7 @@ func (x *BackupKeyChange) String() string {
 func (*BackupKeyChange) ProtoMessage() {}
 
 func (x *BackupKeyChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[12]
+	mi := &file_api_control_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1243,7 @@ func (x *BackupKeyChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackupKeyChange.ProtoReflect.Descriptor instead.
 func (*BackupKeyChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{12}
+	return file_api_control_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackupKeyChange) GetKey() string {
@@ -1068,7 +1277,7 @@ type UpdateClusterResponse struct {
 
 func (x *UpdateClusterResponse) Reset() {
 	*x = UpdateClusterResponse{}
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1289,7 @@ func (x *UpdateClusterResponse) String() string {
 func (*UpdateClusterResponse) ProtoMessage() {}
 
 func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[13]
+	mi := &file_api_control_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1302,7 @@ func (x *UpdateClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClusterResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{13}
+	return file_api_control_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateClusterResponse) GetAutolock() bool {
@@ -1167,7 +1376,7 @@ type GetUnlockKeyRequest struct {
 
 func (x *GetUnlockKeyRequest) Reset() {
 	*x = GetUnlockKeyRequest{}
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1388,7 @@ func (x *GetUnlockKeyRequest) String() string {
 func (*GetUnlockKeyRequest) ProtoMessage() {}
 
 func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[14]
+	mi := &file_api_control_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1401,7 @@ func (x *GetUnlockKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{14}
+	return file_api_control_proto_rawDescGZIP(), []int{17}
 }
 
 type GetUnlockKeyResponse struct {
@@ -1208,7 +1417,7 @@ type GetUnlockKeyResponse struct {
 
 func (x *GetUnlockKeyResponse) Reset() {
 	*x = GetUnlockKeyResponse{}
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1429,7 @@ func (x *GetUnlockKeyResponse) String() string {
 func (*GetUnlockKeyResponse) ProtoMessage() {}
 
 func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[15]
+	mi := &file_api_control_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1442,7 @@ func (x *GetUnlockKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUnlockKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetUnlockKeyResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{15}
+	return file_api_control_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetUnlockKeyResponse) GetAutolock() bool {
@@ -1272,7 +1481,7 @@ type ListNodesRequest struct {
 
 func (x *ListNodesRequest) Reset() {
 	*x = ListNodesRequest{}
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1493,7 @@ func (x *ListNodesRequest) String() string {
 func (*ListNodesRequest) ProtoMessage() {}
 
 func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[16]
+	mi := &file_api_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1506,7 @@ func (x *ListNodesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesRequest.ProtoReflect.Descriptor instead.
 func (*ListNodesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{16}
+	return file_api_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListNodesRequest) GetPageSize() uint32 {
@@ -1334,7 +1543,7 @@ type ListNodesResponse struct {
 
 func (x *ListNodesResponse) Reset() {
 	*x = ListNodesResponse{}
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1555,7 @@ func (x *ListNodesResponse) String() string {
 func (*ListNodesResponse) ProtoMessage() {}
 
 func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[17]
+	mi := &file_api_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1568,7 @@ func (x *ListNodesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNodesResponse.ProtoReflect.Descriptor instead.
 func (*ListNodesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{17}
+	return file_api_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListNodesResponse) GetNodes() []*Node {
@@ -1398,7 +1607,7 @@ type ReplicaCount struct {
 
 func (x *ReplicaCount) Reset() {
 	*x = ReplicaCount{}
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1410,7 +1619,7 @@ func (x *ReplicaCount) String() string {
 func (*ReplicaCount) ProtoMessage() {}
 
 func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[18]
+	mi := &file_api_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1423,7 +1632,7 @@ func (x *ReplicaCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaCount.ProtoReflect.Descriptor instead.
 func (*ReplicaCount) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{18}
+	return file_api_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ReplicaCount) GetLive() uint64 {
@@ -1451,7 +1660,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1463,7 +1672,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[19]
+	mi := &file_api_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1476,7 +1685,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{19}
+	return file_api_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetNodeRequest) GetNode() string {
@@ -1502,7 +1711,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1723,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[20]
+	mi := &file_api_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1736,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{20}
+	return file_api_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetNodeResponse) GetNode() *Node {
@@ -1548,7 +1757,7 @@ type IssueJoinTokenRequest struct {
 
 func (x *IssueJoinTokenRequest) Reset() {
 	*x = IssueJoinTokenRequest{}
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1769,7 @@ func (x *IssueJoinTokenRequest) String() string {
 func (*IssueJoinTokenRequest) ProtoMessage() {}
 
 func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[21]
+	mi := &file_api_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1782,7 @@ func (x *IssueJoinTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenRequest.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{21}
+	return file_api_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *IssueJoinTokenRequest) GetRole() NodeRole {
@@ -1601,7 +1810,7 @@ type IssueJoinTokenResponse struct {
 
 func (x *IssueJoinTokenResponse) Reset() {
 	*x = IssueJoinTokenResponse{}
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1822,7 @@ func (x *IssueJoinTokenResponse) String() string {
 func (*IssueJoinTokenResponse) ProtoMessage() {}
 
 func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[22]
+	mi := &file_api_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1835,7 @@ func (x *IssueJoinTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IssueJoinTokenResponse.ProtoReflect.Descriptor instead.
 func (*IssueJoinTokenResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{22}
+	return file_api_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *IssueJoinTokenResponse) GetToken() string {
@@ -1657,7 +1866,7 @@ type RemoveNodeRequest struct {
 
 func (x *RemoveNodeRequest) Reset() {
 	*x = RemoveNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1669,7 +1878,7 @@ func (x *RemoveNodeRequest) String() string {
 func (*RemoveNodeRequest) ProtoMessage() {}
 
 func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[23]
+	mi := &file_api_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1682,7 +1891,7 @@ func (x *RemoveNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{23}
+	return file_api_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveNodeRequest) GetNode() string {
@@ -1717,7 +1926,7 @@ type RemoveNodeResponse struct {
 
 func (x *RemoveNodeResponse) Reset() {
 	*x = RemoveNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1938,7 @@ func (x *RemoveNodeResponse) String() string {
 func (*RemoveNodeResponse) ProtoMessage() {}
 
 func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[24]
+	mi := &file_api_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1951,7 @@ func (x *RemoveNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNodeResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{24}
+	return file_api_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RemoveNodeResponse) GetDraining() bool {
@@ -1761,7 +1970,7 @@ type CreateServiceRequest struct {
 
 func (x *CreateServiceRequest) Reset() {
 	*x = CreateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1982,7 @@ func (x *CreateServiceRequest) String() string {
 func (*CreateServiceRequest) ProtoMessage() {}
 
 func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[25]
+	mi := &file_api_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1995,7 @@ func (x *CreateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceRequest.ProtoReflect.Descriptor instead.
 func (*CreateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{25}
+	return file_api_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateServiceRequest) GetSpec() *ServiceSpec {
@@ -1805,7 +2014,7 @@ type CreateServiceResponse struct {
 
 func (x *CreateServiceResponse) Reset() {
 	*x = CreateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +2026,7 @@ func (x *CreateServiceResponse) String() string {
 func (*CreateServiceResponse) ProtoMessage() {}
 
 func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[26]
+	mi := &file_api_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +2039,7 @@ func (x *CreateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateServiceResponse.ProtoReflect.Descriptor instead.
 func (*CreateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{26}
+	return file_api_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateServiceResponse) GetService() *Service {
@@ -1857,7 +2066,7 @@ type UpdateServiceRequest struct {
 
 func (x *UpdateServiceRequest) Reset() {
 	*x = UpdateServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1869,7 +2078,7 @@ func (x *UpdateServiceRequest) String() string {
 func (*UpdateServiceRequest) ProtoMessage() {}
 
 func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[27]
+	mi := &file_api_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1882,7 +2091,7 @@ func (x *UpdateServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceRequest.ProtoReflect.Descriptor instead.
 func (*UpdateServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{27}
+	return file_api_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdateServiceRequest) GetService() string {
@@ -1922,7 +2131,7 @@ type UpdateServiceResponse struct {
 
 func (x *UpdateServiceResponse) Reset() {
 	*x = UpdateServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1934,7 +2143,7 @@ func (x *UpdateServiceResponse) String() string {
 func (*UpdateServiceResponse) ProtoMessage() {}
 
 func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[28]
+	mi := &file_api_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1947,7 +2156,7 @@ func (x *UpdateServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateServiceResponse.ProtoReflect.Descriptor instead.
 func (*UpdateServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{28}
+	return file_api_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateServiceResponse) GetService() *Service {
@@ -1970,7 +2179,7 @@ type RebalanceServiceRequest struct {
 
 func (x *RebalanceServiceRequest) Reset() {
 	*x = RebalanceServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2191,7 @@ func (x *RebalanceServiceRequest) String() string {
 func (*RebalanceServiceRequest) ProtoMessage() {}
 
 func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[29]
+	mi := &file_api_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2204,7 @@ func (x *RebalanceServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceRequest.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{29}
+	return file_api_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RebalanceServiceRequest) GetService() string {
@@ -2024,7 +2233,7 @@ type RebalanceServiceResponse struct {
 
 func (x *RebalanceServiceResponse) Reset() {
 	*x = RebalanceServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2036,7 +2245,7 @@ func (x *RebalanceServiceResponse) String() string {
 func (*RebalanceServiceResponse) ProtoMessage() {}
 
 func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[30]
+	mi := &file_api_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2049,7 +2258,7 @@ func (x *RebalanceServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceServiceResponse.ProtoReflect.Descriptor instead.
 func (*RebalanceServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{30}
+	return file_api_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RebalanceServiceResponse) GetServices() []*Service {
@@ -2075,7 +2284,7 @@ type CreateSecretRequest struct {
 
 func (x *CreateSecretRequest) Reset() {
 	*x = CreateSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2087,7 +2296,7 @@ func (x *CreateSecretRequest) String() string {
 func (*CreateSecretRequest) ProtoMessage() {}
 
 func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[31]
+	mi := &file_api_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2100,7 +2309,7 @@ func (x *CreateSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretRequest.ProtoReflect.Descriptor instead.
 func (*CreateSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{31}
+	return file_api_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateSecretRequest) GetSpec() *FileSpec {
@@ -2120,7 +2329,7 @@ type CreateSecretResponse struct {
 
 func (x *CreateSecretResponse) Reset() {
 	*x = CreateSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2341,7 @@ func (x *CreateSecretResponse) String() string {
 func (*CreateSecretResponse) ProtoMessage() {}
 
 func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[32]
+	mi := &file_api_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2354,7 @@ func (x *CreateSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSecretResponse.ProtoReflect.Descriptor instead.
 func (*CreateSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{32}
+	return file_api_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateSecretResponse) GetSecret() *Secret {
@@ -2166,7 +2375,7 @@ type GetSecretRequest struct {
 
 func (x *GetSecretRequest) Reset() {
 	*x = GetSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2387,7 @@ func (x *GetSecretRequest) String() string {
 func (*GetSecretRequest) ProtoMessage() {}
 
 func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[33]
+	mi := &file_api_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2400,7 @@ func (x *GetSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretRequest.ProtoReflect.Descriptor instead.
 func (*GetSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{33}
+	return file_api_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetSecretRequest) GetSecret() string {
@@ -2220,7 +2429,7 @@ type GetSecretResponse struct {
 
 func (x *GetSecretResponse) Reset() {
 	*x = GetSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2441,7 @@ func (x *GetSecretResponse) String() string {
 func (*GetSecretResponse) ProtoMessage() {}
 
 func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[34]
+	mi := &file_api_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2454,7 @@ func (x *GetSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSecretResponse.ProtoReflect.Descriptor instead.
 func (*GetSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{34}
+	return file_api_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetSecretResponse) GetSecret() *Secret {
@@ -2271,7 +2480,7 @@ type ListSecretsRequest struct {
 
 func (x *ListSecretsRequest) Reset() {
 	*x = ListSecretsRequest{}
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2283,7 +2492,7 @@ func (x *ListSecretsRequest) String() string {
 func (*ListSecretsRequest) ProtoMessage() {}
 
 func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[35]
+	mi := &file_api_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2296,7 +2505,7 @@ func (x *ListSecretsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsRequest.ProtoReflect.Descriptor instead.
 func (*ListSecretsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{35}
+	return file_api_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSecretsRequest) GetConsistency() ReadConsistency {
@@ -2316,7 +2525,7 @@ type ListSecretsResponse struct {
 
 func (x *ListSecretsResponse) Reset() {
 	*x = ListSecretsResponse{}
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2328,7 +2537,7 @@ func (x *ListSecretsResponse) String() string {
 func (*ListSecretsResponse) ProtoMessage() {}
 
 func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[36]
+	mi := &file_api_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2341,7 +2550,7 @@ func (x *ListSecretsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSecretsResponse.ProtoReflect.Descriptor instead.
 func (*ListSecretsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{36}
+	return file_api_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListSecretsResponse) GetSecrets() []*Secret {
@@ -2360,7 +2569,7 @@ type RemoveSecretRequest struct {
 
 func (x *RemoveSecretRequest) Reset() {
 	*x = RemoveSecretRequest{}
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2372,7 +2581,7 @@ func (x *RemoveSecretRequest) String() string {
 func (*RemoveSecretRequest) ProtoMessage() {}
 
 func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[37]
+	mi := &file_api_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2385,7 +2594,7 @@ func (x *RemoveSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretRequest.ProtoReflect.Descriptor instead.
 func (*RemoveSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{37}
+	return file_api_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RemoveSecretRequest) GetSecret() string {
@@ -2403,7 +2612,7 @@ type RemoveSecretResponse struct {
 
 func (x *RemoveSecretResponse) Reset() {
 	*x = RemoveSecretResponse{}
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2624,7 @@ func (x *RemoveSecretResponse) String() string {
 func (*RemoveSecretResponse) ProtoMessage() {}
 
 func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[38]
+	mi := &file_api_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2637,7 @@ func (x *RemoveSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveSecretResponse.ProtoReflect.Descriptor instead.
 func (*RemoveSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{38}
+	return file_api_control_proto_rawDescGZIP(), []int{41}
 }
 
 type CreateConfigRequest struct {
@@ -2440,7 +2649,7 @@ type CreateConfigRequest struct {
 
 func (x *CreateConfigRequest) Reset() {
 	*x = CreateConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2452,7 +2661,7 @@ func (x *CreateConfigRequest) String() string {
 func (*CreateConfigRequest) ProtoMessage() {}
 
 func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[39]
+	mi := &file_api_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2465,7 +2674,7 @@ func (x *CreateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigRequest.ProtoReflect.Descriptor instead.
 func (*CreateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{39}
+	return file_api_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CreateConfigRequest) GetSpec() *FileSpec {
@@ -2484,7 +2693,7 @@ type CreateConfigResponse struct {
 
 func (x *CreateConfigResponse) Reset() {
 	*x = CreateConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2496,7 +2705,7 @@ func (x *CreateConfigResponse) String() string {
 func (*CreateConfigResponse) ProtoMessage() {}
 
 func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[40]
+	mi := &file_api_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2509,7 +2718,7 @@ func (x *CreateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateConfigResponse.ProtoReflect.Descriptor instead.
 func (*CreateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{40}
+	return file_api_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CreateConfigResponse) GetConfig() *Config {
@@ -2530,7 +2739,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +2751,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[41]
+	mi := &file_api_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +2764,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{41}
+	return file_api_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetConfigRequest) GetConfig() string {
@@ -2582,7 +2791,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2594,7 +2803,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[42]
+	mi := &file_api_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2607,7 +2816,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{42}
+	return file_api_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetConfigResponse) GetConfig() *Config {
@@ -2633,7 +2842,7 @@ type ListConfigsRequest struct {
 
 func (x *ListConfigsRequest) Reset() {
 	*x = ListConfigsRequest{}
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2645,7 +2854,7 @@ func (x *ListConfigsRequest) String() string {
 func (*ListConfigsRequest) ProtoMessage() {}
 
 func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[43]
+	mi := &file_api_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2658,7 +2867,7 @@ func (x *ListConfigsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsRequest.ProtoReflect.Descriptor instead.
 func (*ListConfigsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{43}
+	return file_api_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListConfigsRequest) GetConsistency() ReadConsistency {
@@ -2678,7 +2887,7 @@ type ListConfigsResponse struct {
 
 func (x *ListConfigsResponse) Reset() {
 	*x = ListConfigsResponse{}
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2899,7 @@ func (x *ListConfigsResponse) String() string {
 func (*ListConfigsResponse) ProtoMessage() {}
 
 func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[44]
+	mi := &file_api_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2912,7 @@ func (x *ListConfigsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConfigsResponse.ProtoReflect.Descriptor instead.
 func (*ListConfigsResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{44}
+	return file_api_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListConfigsResponse) GetConfigs() []*Config {
@@ -2722,7 +2931,7 @@ type RemoveConfigRequest struct {
 
 func (x *RemoveConfigRequest) Reset() {
 	*x = RemoveConfigRequest{}
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +2943,7 @@ func (x *RemoveConfigRequest) String() string {
 func (*RemoveConfigRequest) ProtoMessage() {}
 
 func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[45]
+	mi := &file_api_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +2956,7 @@ func (x *RemoveConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigRequest.ProtoReflect.Descriptor instead.
 func (*RemoveConfigRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{45}
+	return file_api_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RemoveConfigRequest) GetConfig() string {
@@ -2765,7 +2974,7 @@ type RemoveConfigResponse struct {
 
 func (x *RemoveConfigResponse) Reset() {
 	*x = RemoveConfigResponse{}
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2986,7 @@ func (x *RemoveConfigResponse) String() string {
 func (*RemoveConfigResponse) ProtoMessage() {}
 
 func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[46]
+	mi := &file_api_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2999,7 @@ func (x *RemoveConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveConfigResponse.ProtoReflect.Descriptor instead.
 func (*RemoveConfigResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{46}
+	return file_api_control_proto_rawDescGZIP(), []int{49}
 }
 
 type CreateNetworkRequest struct {
@@ -2802,7 +3011,7 @@ type CreateNetworkRequest struct {
 
 func (x *CreateNetworkRequest) Reset() {
 	*x = CreateNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3023,7 @@ func (x *CreateNetworkRequest) String() string {
 func (*CreateNetworkRequest) ProtoMessage() {}
 
 func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[47]
+	mi := &file_api_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3036,7 @@ func (x *CreateNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkRequest.ProtoReflect.Descriptor instead.
 func (*CreateNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{47}
+	return file_api_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CreateNetworkRequest) GetSpec() *NetworkSpec {
@@ -2846,7 +3055,7 @@ type CreateNetworkResponse struct {
 
 func (x *CreateNetworkResponse) Reset() {
 	*x = CreateNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3067,7 @@ func (x *CreateNetworkResponse) String() string {
 func (*CreateNetworkResponse) ProtoMessage() {}
 
 func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[48]
+	mi := &file_api_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3080,7 @@ func (x *CreateNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateNetworkResponse.ProtoReflect.Descriptor instead.
 func (*CreateNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{48}
+	return file_api_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CreateNetworkResponse) GetNetwork() *Network {
@@ -2892,7 +3101,7 @@ type GetNetworkRequest struct {
 
 func (x *GetNetworkRequest) Reset() {
 	*x = GetNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3113,7 @@ func (x *GetNetworkRequest) String() string {
 func (*GetNetworkRequest) ProtoMessage() {}
 
 func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[49]
+	mi := &file_api_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3126,7 @@ func (x *GetNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkRequest.ProtoReflect.Descriptor instead.
 func (*GetNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{49}
+	return file_api_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetNetworkRequest) GetNetwork() string {
@@ -2947,7 +3156,7 @@ type GetNetworkResponse struct {
 
 func (x *GetNetworkResponse) Reset() {
 	*x = GetNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3168,7 @@ func (x *GetNetworkResponse) String() string {
 func (*GetNetworkResponse) ProtoMessage() {}
 
 func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[50]
+	mi := &file_api_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3181,7 @@ func (x *GetNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNetworkResponse.ProtoReflect.Descriptor instead.
 func (*GetNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{50}
+	return file_api_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetNetworkResponse) GetNetwork() *Network {
@@ -3013,7 +3222,7 @@ type NetworkPeer struct {
 
 func (x *NetworkPeer) Reset() {
 	*x = NetworkPeer{}
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3234,7 @@ func (x *NetworkPeer) String() string {
 func (*NetworkPeer) ProtoMessage() {}
 
 func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[51]
+	mi := &file_api_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3247,7 @@ func (x *NetworkPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkPeer.ProtoReflect.Descriptor instead.
 func (*NetworkPeer) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{51}
+	return file_api_control_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NetworkPeer) GetNodeId() string {
@@ -3087,7 +3296,7 @@ type ListNetworksRequest struct {
 
 func (x *ListNetworksRequest) Reset() {
 	*x = ListNetworksRequest{}
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3099,7 +3308,7 @@ func (x *ListNetworksRequest) String() string {
 func (*ListNetworksRequest) ProtoMessage() {}
 
 func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[52]
+	mi := &file_api_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3112,7 +3321,7 @@ func (x *ListNetworksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksRequest.ProtoReflect.Descriptor instead.
 func (*ListNetworksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{52}
+	return file_api_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListNetworksRequest) GetConsistency() ReadConsistency {
@@ -3131,7 +3340,7 @@ type ListNetworksResponse struct {
 
 func (x *ListNetworksResponse) Reset() {
 	*x = ListNetworksResponse{}
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3352,7 @@ func (x *ListNetworksResponse) String() string {
 func (*ListNetworksResponse) ProtoMessage() {}
 
 func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[53]
+	mi := &file_api_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3365,7 @@ func (x *ListNetworksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListNetworksResponse.ProtoReflect.Descriptor instead.
 func (*ListNetworksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{53}
+	return file_api_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListNetworksResponse) GetNetworks() []*Network {
@@ -3175,7 +3384,7 @@ type RemoveNetworkRequest struct {
 
 func (x *RemoveNetworkRequest) Reset() {
 	*x = RemoveNetworkRequest{}
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3187,7 +3396,7 @@ func (x *RemoveNetworkRequest) String() string {
 func (*RemoveNetworkRequest) ProtoMessage() {}
 
 func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[54]
+	mi := &file_api_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3200,7 +3409,7 @@ func (x *RemoveNetworkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkRequest.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{54}
+	return file_api_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *RemoveNetworkRequest) GetNetwork() string {
@@ -3218,7 +3427,7 @@ type RemoveNetworkResponse struct {
 
 func (x *RemoveNetworkResponse) Reset() {
 	*x = RemoveNetworkResponse{}
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3230,7 +3439,7 @@ func (x *RemoveNetworkResponse) String() string {
 func (*RemoveNetworkResponse) ProtoMessage() {}
 
 func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[55]
+	mi := &file_api_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3243,7 +3452,7 @@ func (x *RemoveNetworkResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveNetworkResponse.ProtoReflect.Descriptor instead.
 func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{55}
+	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
 type RemoveServiceRequest struct {
@@ -3255,7 +3464,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3476,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[56]
+	mi := &file_api_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3489,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{56}
+	return file_api_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3298,7 +3507,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3310,7 +3519,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[57]
+	mi := &file_api_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3323,7 +3532,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{57}
+	return file_api_control_proto_rawDescGZIP(), []int{60}
 }
 
 type GetServiceRequest struct {
@@ -3336,7 +3545,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3348,7 +3557,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[58]
+	mi := &file_api_control_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3361,7 +3570,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{58}
+	return file_api_control_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3387,7 +3596,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3608,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3621,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3437,7 +3646,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3658,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3671,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3500,7 +3709,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3721,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3734,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3567,7 +3776,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3579,7 +3788,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3592,7 +3801,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3641,7 +3850,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3653,7 +3862,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3666,7 +3875,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3703,7 +3912,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3715,7 +3924,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3728,7 +3937,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3789,7 +3998,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3801,7 +4010,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3814,7 +4023,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -3846,7 +4055,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3858,7 +4067,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3871,7 +4080,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -3947,7 +4156,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +4168,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +4181,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -4091,7 +4300,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +4312,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +4325,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *EventChange) GetField() string {
@@ -4157,7 +4366,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4378,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4391,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -4217,7 +4426,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4229,7 +4438,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4242,7 +4451,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -4269,7 +4478,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4281,7 +4490,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4294,7 +4503,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4326,7 +4535,7 @@ type SlotProgress struct {
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4338,7 +4547,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4351,7 +4560,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{72}
+	return file_api_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4439,7 +4648,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4451,7 +4660,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4464,7 +4673,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{73}
+	return file_api_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4523,7 +4732,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4535,7 +4744,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4548,7 +4757,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{74}
+	return file_api_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4607,7 +4816,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\araft_id\x18\x04 \x01(\x04R\x06raftId\x12.\n" +
 	"\x06status\x18\x05 \x01(\x0e2\x16.jaco.api.MemberStatusR\x06status\x12.\n" +
 	"\bsuffrage\x18\x06 \x01(\x0e2\x12.jaco.api.SuffrageR\bsuffrage\x12\x16\n" +
-	"\x06leader\x18\a \x01(\bR\x06leader\"\xbc\x03\n" +
+	"\x06leader\x18\a \x01(\bR\x06leader\"\xa2\x04\n" +
 	"\x15ClusterStatusResponse\x12)\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x13.jaco.api.NodeStateR\x05state\x12\x1d\n" +
 	"\n" +
@@ -4622,7 +4831,18 @@ const file_api_control_proto_rawDesc = "" +
 	"\x0fbackup_schedule\x18\t \x01(\v2\x18.jaco.api.BackupScheduleR\x0ebackupSchedule\x127\n" +
 	"\vlast_backup\x18\n" +
 	" \x01(\v2\x16.jaco.api.BackupRecordR\n" +
-	"lastBackup\"2\n" +
+	"lastBackup\x12=\n" +
+	"\vca_rotation\x18\v \x01(\v2\x1c.jaco.api.CARotationProgressR\n" +
+	"caRotation\x12%\n" +
+	"\x0eca_fingerprint\x18\f \x01(\tR\rcaFingerprint\"\xd7\x01\n" +
+	"\x12CARotationProgress\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x14\n" +
+	"\x05nodes\x18\x02 \x01(\rR\x05nodes\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\rR\x04done\x12\x18\n" +
+	"\awaiting\x18\x04 \x03(\tR\awaiting\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12,\n" +
+	"\x12new_ca_fingerprint\x18\x06 \x01(\tR\x10newCaFingerprint\"2\n" +
 	"\x11UnlockNodeRequest\x12\x1d\n" +
 	"\n" +
 	"unlock_key\x18\x01 \x01(\tR\tunlockKey\"?\n" +
@@ -4633,7 +4853,13 @@ const file_api_control_proto_rawDesc = "" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x129\n" +
 	"\n" +
-	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xb0\x05\n" +
+	"expires_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"O\n" +
+	"\x0fRotateCARequest\x12\x1e\n" +
+	"\vca_cert_pem\x18\x01 \x01(\fR\tcaCertPem\x12\x1c\n" +
+	"\n" +
+	"ca_key_pem\x18\x02 \x01(\fR\bcaKeyPem\"L\n" +
+	"\x10RotateCAResponse\x128\n" +
+	"\bprogress\x18\x01 \x01(\v2\x1c.jaco.api.CARotationProgressR\bprogress\"\xb0\x05\n" +
 	"\x14UpdateClusterRequest\x12\x1f\n" +
 	"\bautolock\x18\x01 \x01(\bH\x00R\bautolock\x88\x01\x01\x12*\n" +
 	"\x11rotate_unlock_key\x18\x02 \x01(\bR\x0frotateUnlockKey\x12<\n" +
@@ -4910,9 +5136,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
 	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is\x12\xb8\x01\n" +
 	"\x0eDashboardLogin\x12\x1f.jaco.api.DashboardLoginRequest\x1a .jaco.api.DashboardLoginResponse\"c\xda\xf3\x18_\n" +
-	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xd4$\n" +
+	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xe9%\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x92\x01\n" +
+	"\bRotateCA\x12\x19.jaco.api.RotateCARequest\x1a\x1a.jaco.api.RotateCAResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
 	"\fGetUnlockKey\x12\x1d.jaco.api.GetUnlockKeyRequest\x1a\x1e.jaco.api.GetUnlockKeyResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
@@ -4988,7 +5216,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 76)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                   // 0: jaco.api.NodeState
 	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
@@ -5000,241 +5228,249 @@ var file_api_control_proto_goTypes = []any{
 	(*ClusterStatusRequest)(nil),     // 7: jaco.api.ClusterStatusRequest
 	(*Member)(nil),                   // 8: jaco.api.Member
 	(*ClusterStatusResponse)(nil),    // 9: jaco.api.ClusterStatusResponse
-	(*UnlockNodeRequest)(nil),        // 10: jaco.api.UnlockNodeRequest
-	(*UnlockNodeResponse)(nil),       // 11: jaco.api.UnlockNodeResponse
-	(*DashboardLoginRequest)(nil),    // 12: jaco.api.DashboardLoginRequest
-	(*DashboardLoginResponse)(nil),   // 13: jaco.api.DashboardLoginResponse
-	(*UpdateClusterRequest)(nil),     // 14: jaco.api.UpdateClusterRequest
-	(*BackupKeyChange)(nil),          // 15: jaco.api.BackupKeyChange
-	(*UpdateClusterResponse)(nil),    // 16: jaco.api.UpdateClusterResponse
-	(*GetUnlockKeyRequest)(nil),      // 17: jaco.api.GetUnlockKeyRequest
-	(*GetUnlockKeyResponse)(nil),     // 18: jaco.api.GetUnlockKeyResponse
-	(*ListNodesRequest)(nil),         // 19: jaco.api.ListNodesRequest
-	(*ListNodesResponse)(nil),        // 20: jaco.api.ListNodesResponse
-	(*ReplicaCount)(nil),             // 21: jaco.api.ReplicaCount
-	(*GetNodeRequest)(nil),           // 22: jaco.api.GetNodeRequest
-	(*GetNodeResponse)(nil),          // 23: jaco.api.GetNodeResponse
-	(*IssueJoinTokenRequest)(nil),    // 24: jaco.api.IssueJoinTokenRequest
-	(*IssueJoinTokenResponse)(nil),   // 25: jaco.api.IssueJoinTokenResponse
-	(*RemoveNodeRequest)(nil),        // 26: jaco.api.RemoveNodeRequest
-	(*RemoveNodeResponse)(nil),       // 27: jaco.api.RemoveNodeResponse
-	(*CreateServiceRequest)(nil),     // 28: jaco.api.CreateServiceRequest
-	(*CreateServiceResponse)(nil),    // 29: jaco.api.CreateServiceResponse
-	(*UpdateServiceRequest)(nil),     // 30: jaco.api.UpdateServiceRequest
-	(*UpdateServiceResponse)(nil),    // 31: jaco.api.UpdateServiceResponse
-	(*RebalanceServiceRequest)(nil),  // 32: jaco.api.RebalanceServiceRequest
-	(*RebalanceServiceResponse)(nil), // 33: jaco.api.RebalanceServiceResponse
-	(*CreateSecretRequest)(nil),      // 34: jaco.api.CreateSecretRequest
-	(*CreateSecretResponse)(nil),     // 35: jaco.api.CreateSecretResponse
-	(*GetSecretRequest)(nil),         // 36: jaco.api.GetSecretRequest
-	(*GetSecretResponse)(nil),        // 37: jaco.api.GetSecretResponse
-	(*ListSecretsRequest)(nil),       // 38: jaco.api.ListSecretsRequest
-	(*ListSecretsResponse)(nil),      // 39: jaco.api.ListSecretsResponse
-	(*RemoveSecretRequest)(nil),      // 40: jaco.api.RemoveSecretRequest
-	(*RemoveSecretResponse)(nil),     // 41: jaco.api.RemoveSecretResponse
-	(*CreateConfigRequest)(nil),      // 42: jaco.api.CreateConfigRequest
-	(*CreateConfigResponse)(nil),     // 43: jaco.api.CreateConfigResponse
-	(*GetConfigRequest)(nil),         // 44: jaco.api.GetConfigRequest
-	(*GetConfigResponse)(nil),        // 45: jaco.api.GetConfigResponse
-	(*ListConfigsRequest)(nil),       // 46: jaco.api.ListConfigsRequest
-	(*ListConfigsResponse)(nil),      // 47: jaco.api.ListConfigsResponse
-	(*RemoveConfigRequest)(nil),      // 48: jaco.api.RemoveConfigRequest
-	(*RemoveConfigResponse)(nil),     // 49: jaco.api.RemoveConfigResponse
-	(*CreateNetworkRequest)(nil),     // 50: jaco.api.CreateNetworkRequest
-	(*CreateNetworkResponse)(nil),    // 51: jaco.api.CreateNetworkResponse
-	(*GetNetworkRequest)(nil),        // 52: jaco.api.GetNetworkRequest
-	(*GetNetworkResponse)(nil),       // 53: jaco.api.GetNetworkResponse
-	(*NetworkPeer)(nil),              // 54: jaco.api.NetworkPeer
-	(*ListNetworksRequest)(nil),      // 55: jaco.api.ListNetworksRequest
-	(*ListNetworksResponse)(nil),     // 56: jaco.api.ListNetworksResponse
-	(*RemoveNetworkRequest)(nil),     // 57: jaco.api.RemoveNetworkRequest
-	(*RemoveNetworkResponse)(nil),    // 58: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),     // 59: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),    // 60: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),        // 61: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),       // 62: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),      // 63: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),     // 64: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),         // 65: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 66: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),        // 67: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),       // 68: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),       // 69: jaco.api.WatchEventsRequest
-	(*Event)(nil),                    // 70: jaco.api.Event
-	(*EventChange)(nil),              // 71: jaco.api.EventChange
-	(*EventsGap)(nil),                // 72: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),       // 73: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),      // 74: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),             // 75: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),      // 76: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),       // 77: jaco.api.ServiceLogsRequest
-	nil,                              // 78: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                    // 79: jaco.api.Suffrage
-	(*BackupSchedule)(nil),           // 80: jaco.api.BackupSchedule
-	(*BackupRecord)(nil),             // 81: jaco.api.BackupRecord
-	(*timestamppb.Timestamp)(nil),    // 82: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 83: google.protobuf.Duration
-	(*Node)(nil),                     // 84: jaco.api.Node
-	(NodeRole)(0),                    // 85: jaco.api.NodeRole
-	(*ServiceSpec)(nil),              // 86: jaco.api.ServiceSpec
-	(*Service)(nil),                  // 87: jaco.api.Service
-	(*FileSpec)(nil),                 // 88: jaco.api.FileSpec
-	(*Secret)(nil),                   // 89: jaco.api.Secret
-	(*Config)(nil),                   // 90: jaco.api.Config
-	(*NetworkSpec)(nil),              // 91: jaco.api.NetworkSpec
-	(*Network)(nil),                  // 92: jaco.api.Network
-	(*Task)(nil),                     // 93: jaco.api.Task
-	(NodeAvailability)(0),            // 94: jaco.api.NodeAvailability
-	(TaskState)(0),                   // 95: jaco.api.TaskState
-	(*LogsMessage)(nil),              // 96: jaco.api.LogsMessage
+	(*CARotationProgress)(nil),       // 10: jaco.api.CARotationProgress
+	(*UnlockNodeRequest)(nil),        // 11: jaco.api.UnlockNodeRequest
+	(*UnlockNodeResponse)(nil),       // 12: jaco.api.UnlockNodeResponse
+	(*DashboardLoginRequest)(nil),    // 13: jaco.api.DashboardLoginRequest
+	(*DashboardLoginResponse)(nil),   // 14: jaco.api.DashboardLoginResponse
+	(*RotateCARequest)(nil),          // 15: jaco.api.RotateCARequest
+	(*RotateCAResponse)(nil),         // 16: jaco.api.RotateCAResponse
+	(*UpdateClusterRequest)(nil),     // 17: jaco.api.UpdateClusterRequest
+	(*BackupKeyChange)(nil),          // 18: jaco.api.BackupKeyChange
+	(*UpdateClusterResponse)(nil),    // 19: jaco.api.UpdateClusterResponse
+	(*GetUnlockKeyRequest)(nil),      // 20: jaco.api.GetUnlockKeyRequest
+	(*GetUnlockKeyResponse)(nil),     // 21: jaco.api.GetUnlockKeyResponse
+	(*ListNodesRequest)(nil),         // 22: jaco.api.ListNodesRequest
+	(*ListNodesResponse)(nil),        // 23: jaco.api.ListNodesResponse
+	(*ReplicaCount)(nil),             // 24: jaco.api.ReplicaCount
+	(*GetNodeRequest)(nil),           // 25: jaco.api.GetNodeRequest
+	(*GetNodeResponse)(nil),          // 26: jaco.api.GetNodeResponse
+	(*IssueJoinTokenRequest)(nil),    // 27: jaco.api.IssueJoinTokenRequest
+	(*IssueJoinTokenResponse)(nil),   // 28: jaco.api.IssueJoinTokenResponse
+	(*RemoveNodeRequest)(nil),        // 29: jaco.api.RemoveNodeRequest
+	(*RemoveNodeResponse)(nil),       // 30: jaco.api.RemoveNodeResponse
+	(*CreateServiceRequest)(nil),     // 31: jaco.api.CreateServiceRequest
+	(*CreateServiceResponse)(nil),    // 32: jaco.api.CreateServiceResponse
+	(*UpdateServiceRequest)(nil),     // 33: jaco.api.UpdateServiceRequest
+	(*UpdateServiceResponse)(nil),    // 34: jaco.api.UpdateServiceResponse
+	(*RebalanceServiceRequest)(nil),  // 35: jaco.api.RebalanceServiceRequest
+	(*RebalanceServiceResponse)(nil), // 36: jaco.api.RebalanceServiceResponse
+	(*CreateSecretRequest)(nil),      // 37: jaco.api.CreateSecretRequest
+	(*CreateSecretResponse)(nil),     // 38: jaco.api.CreateSecretResponse
+	(*GetSecretRequest)(nil),         // 39: jaco.api.GetSecretRequest
+	(*GetSecretResponse)(nil),        // 40: jaco.api.GetSecretResponse
+	(*ListSecretsRequest)(nil),       // 41: jaco.api.ListSecretsRequest
+	(*ListSecretsResponse)(nil),      // 42: jaco.api.ListSecretsResponse
+	(*RemoveSecretRequest)(nil),      // 43: jaco.api.RemoveSecretRequest
+	(*RemoveSecretResponse)(nil),     // 44: jaco.api.RemoveSecretResponse
+	(*CreateConfigRequest)(nil),      // 45: jaco.api.CreateConfigRequest
+	(*CreateConfigResponse)(nil),     // 46: jaco.api.CreateConfigResponse
+	(*GetConfigRequest)(nil),         // 47: jaco.api.GetConfigRequest
+	(*GetConfigResponse)(nil),        // 48: jaco.api.GetConfigResponse
+	(*ListConfigsRequest)(nil),       // 49: jaco.api.ListConfigsRequest
+	(*ListConfigsResponse)(nil),      // 50: jaco.api.ListConfigsResponse
+	(*RemoveConfigRequest)(nil),      // 51: jaco.api.RemoveConfigRequest
+	(*RemoveConfigResponse)(nil),     // 52: jaco.api.RemoveConfigResponse
+	(*CreateNetworkRequest)(nil),     // 53: jaco.api.CreateNetworkRequest
+	(*CreateNetworkResponse)(nil),    // 54: jaco.api.CreateNetworkResponse
+	(*GetNetworkRequest)(nil),        // 55: jaco.api.GetNetworkRequest
+	(*GetNetworkResponse)(nil),       // 56: jaco.api.GetNetworkResponse
+	(*NetworkPeer)(nil),              // 57: jaco.api.NetworkPeer
+	(*ListNetworksRequest)(nil),      // 58: jaco.api.ListNetworksRequest
+	(*ListNetworksResponse)(nil),     // 59: jaco.api.ListNetworksResponse
+	(*RemoveNetworkRequest)(nil),     // 60: jaco.api.RemoveNetworkRequest
+	(*RemoveNetworkResponse)(nil),    // 61: jaco.api.RemoveNetworkResponse
+	(*RemoveServiceRequest)(nil),     // 62: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 63: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 64: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 65: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 66: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 67: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 68: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 69: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 70: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 71: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 72: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 73: jaco.api.Event
+	(*EventChange)(nil),              // 74: jaco.api.EventChange
+	(*EventsGap)(nil),                // 75: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 76: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 77: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 78: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 79: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 80: jaco.api.ServiceLogsRequest
+	nil,                              // 81: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 82: jaco.api.Suffrage
+	(*BackupSchedule)(nil),           // 83: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),             // 84: jaco.api.BackupRecord
+	(*timestamppb.Timestamp)(nil),    // 85: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 86: google.protobuf.Duration
+	(*Node)(nil),                     // 87: jaco.api.Node
+	(NodeRole)(0),                    // 88: jaco.api.NodeRole
+	(*ServiceSpec)(nil),              // 89: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 90: jaco.api.Service
+	(*FileSpec)(nil),                 // 91: jaco.api.FileSpec
+	(*Secret)(nil),                   // 92: jaco.api.Secret
+	(*Config)(nil),                   // 93: jaco.api.Config
+	(*NetworkSpec)(nil),              // 94: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 95: jaco.api.Network
+	(*Task)(nil),                     // 96: jaco.api.Task
+	(NodeAvailability)(0),            // 97: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 98: jaco.api.TaskState
+	(*LogsMessage)(nil),              // 99: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	79,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	82,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	80,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
-	81,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
-	0,   // 6: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	82,  // 7: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
-	83,  // 8: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
-	83,  // 9: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
-	83,  // 10: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
-	15,  // 11: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
-	83,  // 12: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
-	83,  // 13: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
-	80,  // 14: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
-	2,   // 15: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84,  // 16: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
-	21,  // 17: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 18: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	84,  // 19: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	85,  // 20: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	83,  // 21: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	82,  // 22: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	83,  // 23: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	86,  // 24: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	87,  // 25: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	86,  // 26: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	87,  // 27: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	87,  // 28: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	88,  // 29: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	89,  // 30: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 31: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 32: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
-	2,   // 33: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	89,  // 34: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	88,  // 35: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	90,  // 36: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 37: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 38: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
-	2,   // 39: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 40: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	91,  // 41: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	92,  // 42: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
-	2,   // 43: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 44: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
-	54,  // 45: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
-	2,   // 46: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 47: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,   // 48: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 49: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,   // 50: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 51: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	21,  // 52: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 53: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	93,  // 54: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	94,  // 55: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	78,  // 56: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	85,  // 57: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	83,  // 58: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	84,  // 59: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	82,  // 60: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	82,  // 61: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	71,  // 62: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	82,  // 63: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	70,  // 64: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	72,  // 65: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	95,  // 66: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	82,  // 67: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	95,  // 68: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	87,  // 69: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	75,  // 70: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	82,  // 71: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	82,  // 72: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,   // 73: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,   // 74: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,   // 75: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	10,  // 76: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	12,  // 77: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	14,  // 78: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	17,  // 79: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	19,  // 80: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	22,  // 81: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	24,  // 82: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	26,  // 83: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	67,  // 84: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	28,  // 85: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	30,  // 86: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	32,  // 87: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	59,  // 88: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	34,  // 89: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	40,  // 90: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	36,  // 91: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	38,  // 92: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	42,  // 93: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	48,  // 94: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	44,  // 95: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	46,  // 96: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	50,  // 97: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	57,  // 98: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	52,  // 99: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	55,  // 100: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	61,  // 101: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	63,  // 102: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	65,  // 103: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	74,  // 104: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	69,  // 105: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	77,  // 106: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,   // 107: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,   // 108: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,   // 109: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	11,  // 110: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	13,  // 111: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	16,  // 112: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	18,  // 113: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	20,  // 114: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	23,  // 115: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	25,  // 116: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	27,  // 117: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	68,  // 118: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	29,  // 119: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	31,  // 120: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	33,  // 121: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	60,  // 122: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	35,  // 123: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	41,  // 124: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	37,  // 125: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	39,  // 126: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	43,  // 127: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	49,  // 128: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	45,  // 129: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	47,  // 130: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	51,  // 131: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	58,  // 132: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	53,  // 133: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	56,  // 134: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	62,  // 135: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	64,  // 136: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	66,  // 137: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	76,  // 138: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	73,  // 139: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	96,  // 140: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	107, // [107:141] is the sub-list for method output_type
-	73,  // [73:107] is the sub-list for method input_type
-	73,  // [73:73] is the sub-list for extension type_name
-	73,  // [73:73] is the sub-list for extension extendee
-	0,   // [0:73] is the sub-list for field type_name
+	83,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	84,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
+	10,  // 6: jaco.api.ClusterStatusResponse.ca_rotation:type_name -> jaco.api.CARotationProgress
+	85,  // 7: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
+	0,   // 8: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
+	85,  // 9: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	10,  // 10: jaco.api.RotateCAResponse.progress:type_name -> jaco.api.CARotationProgress
+	86,  // 11: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
+	86,  // 12: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
+	86,  // 13: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
+	18,  // 14: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
+	86,  // 15: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
+	86,  // 16: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
+	83,  // 17: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	2,   // 18: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 19: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	24,  // 20: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 21: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	87,  // 22: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	88,  // 23: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	86,  // 24: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	85,  // 25: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	86,  // 26: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	89,  // 27: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	90,  // 28: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	89,  // 29: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	90,  // 30: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	90,  // 31: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	91,  // 32: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	92,  // 33: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 34: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 35: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	2,   // 36: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	92,  // 37: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	91,  // 38: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	93,  // 39: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 40: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 41: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	2,   // 42: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
+	93,  // 43: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	94,  // 44: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	95,  // 45: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	2,   // 46: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
+	95,  // 47: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	57,  // 48: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
+	2,   // 49: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	95,  // 50: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	2,   // 51: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 52: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 53: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	90,  // 54: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	24,  // 55: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 56: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	96,  // 57: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	97,  // 58: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	81,  // 59: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	88,  // 60: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	86,  // 61: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	87,  // 62: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	85,  // 63: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	85,  // 64: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	74,  // 65: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	85,  // 66: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	73,  // 67: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	75,  // 68: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	98,  // 69: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	85,  // 70: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	98,  // 71: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	90,  // 72: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	78,  // 73: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	85,  // 74: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	85,  // 75: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 76: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 77: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 78: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	11,  // 79: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	13,  // 80: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	17,  // 81: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	15,  // 82: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
+	20,  // 83: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	22,  // 84: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	25,  // 85: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	27,  // 86: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	29,  // 87: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	70,  // 88: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	31,  // 89: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	33,  // 90: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	35,  // 91: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	62,  // 92: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	37,  // 93: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	43,  // 94: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	39,  // 95: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	41,  // 96: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	45,  // 97: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	51,  // 98: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	47,  // 99: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	49,  // 100: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	53,  // 101: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	60,  // 102: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	55,  // 103: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	58,  // 104: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	64,  // 105: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	66,  // 106: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	68,  // 107: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	77,  // 108: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	72,  // 109: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	80,  // 110: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 111: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 112: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 113: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	12,  // 114: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	14,  // 115: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	19,  // 116: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	16,  // 117: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
+	21,  // 118: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	23,  // 119: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	26,  // 120: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	28,  // 121: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	30,  // 122: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	71,  // 123: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	32,  // 124: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	34,  // 125: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	36,  // 126: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	63,  // 127: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	38,  // 128: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	44,  // 129: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	40,  // 130: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	42,  // 131: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	46,  // 132: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	52,  // 133: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	48,  // 134: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	50,  // 135: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	54,  // 136: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	61,  // 137: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	56,  // 138: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	59,  // 139: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	65,  // 140: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	67,  // 141: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	69,  // 142: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	79,  // 143: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	76,  // 144: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	99,  // 145: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	111, // [111:146] is the sub-list for method output_type
+	76,  // [76:111] is the sub-list for method input_type
+	76,  // [76:76] is the sub-list for extension type_name
+	76,  // [76:76] is the sub-list for extension extendee
+	0,   // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -5245,15 +5481,15 @@ func file_api_control_proto_init() {
 	file_api_agent_proto_init()
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
-	file_api_control_proto_msgTypes[11].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[64].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[14].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[67].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   76,
+			NumMessages:   79,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

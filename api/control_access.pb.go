@@ -38,6 +38,11 @@ func init() {
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,
 		},
+		"/jaco.api.ControlService/RotateCA": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
 		"/jaco.api.ControlService/GetUnlockKey": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",

@@ -368,6 +368,7 @@ var NodeService_ServiceDesc = grpc.ServiceDesc{
 
 const (
 	ControlService_UpdateCluster_FullMethodName    = "/jaco.api.ControlService/UpdateCluster"
+	ControlService_RotateCA_FullMethodName         = "/jaco.api.ControlService/RotateCA"
 	ControlService_GetUnlockKey_FullMethodName     = "/jaco.api.ControlService/GetUnlockKey"
 	ControlService_ListNodes_FullMethodName        = "/jaco.api.ControlService/ListNodes"
 	ControlService_GetNode_FullMethodName          = "/jaco.api.ControlService/GetNode"
@@ -405,6 +406,8 @@ const (
 // Control is the operator API over the cluster state.
 type ControlServiceClient interface {
 	UpdateCluster(ctx context.Context, in *UpdateClusterRequest, opts ...grpc.CallOption) (*UpdateClusterResponse, error)
+	// RotateCA starts a CA rotation (docs/adr/0041).
+	RotateCA(ctx context.Context, in *RotateCARequest, opts ...grpc.CallOption) (*RotateCAResponse, error)
 	GetUnlockKey(ctx context.Context, in *GetUnlockKeyRequest, opts ...grpc.CallOption) (*GetUnlockKeyResponse, error)
 	ListNodes(ctx context.Context, in *ListNodesRequest, opts ...grpc.CallOption) (*ListNodesResponse, error)
 	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
@@ -455,6 +458,16 @@ func (c *controlServiceClient) UpdateCluster(ctx context.Context, in *UpdateClus
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateClusterResponse)
 	err := c.cc.Invoke(ctx, ControlService_UpdateCluster_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) RotateCA(ctx context.Context, in *RotateCARequest, opts ...grpc.CallOption) (*RotateCAResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RotateCAResponse)
+	err := c.cc.Invoke(ctx, ControlService_RotateCA_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -775,6 +788,8 @@ type ControlService_ServiceLogsClient = grpc.ServerStreamingClient[LogsMessage]
 // Control is the operator API over the cluster state.
 type ControlServiceServer interface {
 	UpdateCluster(context.Context, *UpdateClusterRequest) (*UpdateClusterResponse, error)
+	// RotateCA starts a CA rotation (docs/adr/0041).
+	RotateCA(context.Context, *RotateCARequest) (*RotateCAResponse, error)
 	GetUnlockKey(context.Context, *GetUnlockKeyRequest) (*GetUnlockKeyResponse, error)
 	ListNodes(context.Context, *ListNodesRequest) (*ListNodesResponse, error)
 	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
@@ -823,6 +838,9 @@ type UnimplementedControlServiceServer struct{}
 
 func (UnimplementedControlServiceServer) UpdateCluster(context.Context, *UpdateClusterRequest) (*UpdateClusterResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateCluster not implemented")
+}
+func (UnimplementedControlServiceServer) RotateCA(context.Context, *RotateCARequest) (*RotateCAResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RotateCA not implemented")
 }
 func (UnimplementedControlServiceServer) GetUnlockKey(context.Context, *GetUnlockKeyRequest) (*GetUnlockKeyResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetUnlockKey not implemented")
@@ -943,6 +961,24 @@ func _ControlService_UpdateCluster_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControlServiceServer).UpdateCluster(ctx, req.(*UpdateClusterRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_RotateCA_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RotateCARequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).RotateCA(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_RotateCA_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).RotateCA(ctx, req.(*RotateCARequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1440,6 +1476,10 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateCluster",
 			Handler:    _ControlService_UpdateCluster_Handler,
+		},
+		{
+			MethodName: "RotateCA",
+			Handler:    _ControlService_RotateCA_Handler,
 		},
 		{
 			MethodName: "GetUnlockKey",

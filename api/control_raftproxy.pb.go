@@ -37,6 +37,17 @@ func (p *raftProxyControlServiceServer) UpdateCluster(ctx context.Context, r *Up
 	return NewControlServiceClient(conn).UpdateCluster(ctx, r)
 }
 
+func (p *raftProxyControlServiceServer) RotateCA(ctx context.Context, r *RotateCARequest) (*RotateCAResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RotateCA(ctx, r)
+	}
+	return NewControlServiceClient(conn).RotateCA(ctx, r)
+}
+
 func (p *raftProxyControlServiceServer) GetUnlockKey(ctx context.Context, r *GetUnlockKeyRequest) (*GetUnlockKeyResponse, error) {
 	conn, ctx, err := p.router.Route(ctx)
 	if err != nil {

@@ -797,6 +797,64 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
+type CARotation_Phase int32
+
+const (
+	CARotation_PHASE_UNSPECIFIED CARotation_Phase = 0
+	// TRUST: nodes learn to trust the new CA beside the old one, which
+	// still signs (ca_cert_pem is the old CA, new_ca_* the new one).
+	CARotation_PHASE_TRUST CARotation_Phase = 1
+	// REISSUE: the new CA signs (ca_cert_pem), both are trusted, and
+	// every node's certificate is reissued under the new one.
+	CARotation_PHASE_REISSUE CARotation_Phase = 2
+	// DROP: nodes stop trusting the old CA; the rotation ends when every
+	// node trusts the new one alone.
+	CARotation_PHASE_DROP CARotation_Phase = 3
+)
+
+// Enum value maps for CARotation_Phase.
+var (
+	CARotation_Phase_name = map[int32]string{
+		0: "PHASE_UNSPECIFIED",
+		1: "PHASE_TRUST",
+		2: "PHASE_REISSUE",
+		3: "PHASE_DROP",
+	}
+	CARotation_Phase_value = map[string]int32{
+		"PHASE_UNSPECIFIED": 0,
+		"PHASE_TRUST":       1,
+		"PHASE_REISSUE":     2,
+		"PHASE_DROP":        3,
+	}
+)
+
+func (x CARotation_Phase) Enum() *CARotation_Phase {
+	p := new(CARotation_Phase)
+	*p = x
+	return p
+}
+
+func (x CARotation_Phase) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CARotation_Phase) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[14].Descriptor()
+}
+
+func (CARotation_Phase) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[14]
+}
+
+func (x CARotation_Phase) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CARotation_Phase.Descriptor instead.
+func (CARotation_Phase) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{4, 0}
+}
+
 // Meta is carried by every stored object.
 type Meta struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -911,7 +969,11 @@ type Cluster struct {
 	// lives only in raft state, sealed at rest; it is shown once, when made.
 	BackupKey []byte `protobuf:"bytes,13,opt,name=backup_key,json=backupKey,proto3" json:"backup_key,omitempty"`
 	// last_backup is what the newest scheduled backups did.
-	LastBackup    *BackupRecord `protobuf:"bytes,14,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
+	LastBackup *BackupRecord `protobuf:"bytes,14,opt,name=last_backup,json=lastBackup,proto3" json:"last_backup,omitempty"`
+	// ca_rotation is set while the cluster CA is being rotated
+	// (jaco cluster ca --rotate, docs/adr/0041); ca_cert_pem and ca_key_pem
+	// are the CA that signs now.
+	CaRotation    *CARotation `protobuf:"bytes,20,opt,name=ca_rotation,json=caRotation,proto3" json:"ca_rotation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1061,6 +1123,13 @@ func (x *Cluster) GetBackupKey() []byte {
 func (x *Cluster) GetLastBackup() *BackupRecord {
 	if x != nil {
 		return x.LastBackup
+	}
+	return nil
+}
+
+func (x *Cluster) GetCaRotation() *CARotation {
+	if x != nil {
+		return x.CaRotation
 	}
 	return nil
 }
@@ -1229,6 +1298,98 @@ func (x *BackupRecord) GetLastFailureNodeId() string {
 	return ""
 }
 
+// CARotation is a CA rotation under way (docs/adr/0041). It moves
+// through three phases; every node must reach a phase's goal before the
+// next begins.
+type CARotation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Phase CARotation_Phase       `protobuf:"varint,1,opt,name=phase,proto3,enum=jaco.api.CARotation_Phase" json:"phase,omitempty"`
+	// new_ca_cert_pem and new_ca_key_pem are the CA being rotated to,
+	// during TRUST.
+	NewCaCertPem []byte `protobuf:"bytes,2,opt,name=new_ca_cert_pem,json=newCaCertPem,proto3" json:"new_ca_cert_pem,omitempty"`
+	NewCaKeyPem  []byte `protobuf:"bytes,3,opt,name=new_ca_key_pem,json=newCaKeyPem,proto3" json:"new_ca_key_pem,omitempty"`
+	// old_ca_cert_pem is the CA rotated from, still trusted during REISSUE
+	// (and kept during DROP, for the record).
+	OldCaCertPem []byte                 `protobuf:"bytes,4,opt,name=old_ca_cert_pem,json=oldCaCertPem,proto3" json:"old_ca_cert_pem,omitempty"`
+	StartedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// external: the new CA was brought by the operator (--cert-file).
+	External      bool `protobuf:"varint,6,opt,name=external,proto3" json:"external,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CARotation) Reset() {
+	*x = CARotation{}
+	mi := &file_api_objects_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CARotation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CARotation) ProtoMessage() {}
+
+func (x *CARotation) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CARotation.ProtoReflect.Descriptor instead.
+func (*CARotation) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CARotation) GetPhase() CARotation_Phase {
+	if x != nil {
+		return x.Phase
+	}
+	return CARotation_PHASE_UNSPECIFIED
+}
+
+func (x *CARotation) GetNewCaCertPem() []byte {
+	if x != nil {
+		return x.NewCaCertPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetNewCaKeyPem() []byte {
+	if x != nil {
+		return x.NewCaKeyPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetOldCaCertPem() []byte {
+	if x != nil {
+		return x.OldCaCertPem
+	}
+	return nil
+}
+
+func (x *CARotation) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *CARotation) GetExternal() bool {
+	if x != nil {
+		return x.External
+	}
+	return false
+}
+
 // Network is an overlay network: replicas attached to it reach each other
 // from any node, by address and by service name (docs/adr/0026).
 type Network struct {
@@ -1242,7 +1403,7 @@ type Network struct {
 
 func (x *Network) Reset() {
 	*x = Network{}
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1254,7 +1415,7 @@ func (x *Network) String() string {
 func (*Network) ProtoMessage() {}
 
 func (x *Network) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[4]
+	mi := &file_api_objects_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1267,7 +1428,7 @@ func (x *Network) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Network.ProtoReflect.Descriptor instead.
 func (*Network) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{4}
+	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Network) GetId() string {
@@ -1314,7 +1475,7 @@ type NetworkSpec struct {
 
 func (x *NetworkSpec) Reset() {
 	*x = NetworkSpec{}
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1487,7 @@ func (x *NetworkSpec) String() string {
 func (*NetworkSpec) ProtoMessage() {}
 
 func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[5]
+	mi := &file_api_objects_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1500,7 @@ func (x *NetworkSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkSpec.ProtoReflect.Descriptor instead.
 func (*NetworkSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{5}
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *NetworkSpec) GetName() string {
@@ -1381,7 +1542,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1554,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[6]
+	mi := &file_api_objects_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1567,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *NodeStatus) GetState() NodeStatusState {
@@ -1441,7 +1602,7 @@ type Resources struct {
 
 func (x *Resources) Reset() {
 	*x = Resources{}
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1453,7 +1614,7 @@ func (x *Resources) String() string {
 func (*Resources) ProtoMessage() {}
 
 func (x *Resources) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[7]
+	mi := &file_api_objects_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1466,7 +1627,7 @@ func (x *Resources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resources.ProtoReflect.Descriptor instead.
 func (*Resources) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Resources) GetNanoCpus() int64 {
@@ -1507,7 +1668,7 @@ type NodeDescription struct {
 
 func (x *NodeDescription) Reset() {
 	*x = NodeDescription{}
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1680,7 @@ func (x *NodeDescription) String() string {
 func (*NodeDescription) ProtoMessage() {}
 
 func (x *NodeDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[8]
+	mi := &file_api_objects_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1693,7 @@ func (x *NodeDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDescription.ProtoReflect.Descriptor instead.
 func (*NodeDescription) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NodeDescription) GetHostname() string {
@@ -1604,7 +1765,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1616,7 +1777,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[9]
+	mi := &file_api_objects_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1629,7 +1790,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1683,7 +1844,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1856,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1869,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1754,7 +1915,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1927,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1940,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -1868,13 +2029,18 @@ type Node struct {
 	// overlay_blocks are this node's blocks of the networks its replicas
 	// attach to, one per network, written by the leader (docs/adr/0026).
 	OverlayBlocks []*OverlayBlock `protobuf:"bytes,13,rep,name=overlay_blocks,json=overlayBlocks,proto3" json:"overlay_blocks,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// trust_fingerprint is the fingerprint of the CA bundle the node last
+	// reported it trusts, and cert_ca_fingerprint of the CA its certificate
+	// was issued by: a CA rotation's progress (docs/adr/0041).
+	TrustFingerprint  string `protobuf:"bytes,40,opt,name=trust_fingerprint,json=trustFingerprint,proto3" json:"trust_fingerprint,omitempty"`
+	CertCaFingerprint string `protobuf:"bytes,41,opt,name=cert_ca_fingerprint,json=certCaFingerprint,proto3" json:"cert_ca_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2052,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2065,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Node) GetId() string {
@@ -1993,6 +2159,20 @@ func (x *Node) GetOverlayBlocks() []*OverlayBlock {
 	return nil
 }
 
+func (x *Node) GetTrustFingerprint() string {
+	if x != nil {
+		return x.TrustFingerprint
+	}
+	return ""
+}
+
+func (x *Node) GetCertCaFingerprint() string {
+	if x != nil {
+		return x.CertCaFingerprint
+	}
+	return ""
+}
+
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// source is a path on the node; target the path in the container.
@@ -2005,7 +2185,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2197,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2210,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Mount) GetSource() string {
@@ -2070,7 +2250,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2262,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2275,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -2140,7 +2320,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2332,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2345,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -2198,7 +2378,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2390,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2403,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2261,7 +2441,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2453,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2466,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2336,7 +2516,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2348,7 +2528,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2361,7 +2541,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2477,7 +2657,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +2669,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +2682,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2520,7 +2700,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2712,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2725,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2559,7 +2739,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2751,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2764,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2611,7 +2791,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2623,7 +2803,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2636,7 +2816,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2707,7 +2887,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2719,7 +2899,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2732,7 +2912,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -2951,7 +3131,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2963,7 +3143,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2976,7 +3156,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FileReference) GetName() string {
@@ -3036,7 +3216,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3048,7 +3228,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3061,7 +3241,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -3104,7 +3284,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3296,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3309,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Secret) GetId() string {
@@ -3165,7 +3345,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3177,7 +3357,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3190,7 +3370,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Config) GetId() string {
@@ -3227,7 +3407,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3239,7 +3419,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3252,7 +3432,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3299,7 +3479,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3311,7 +3491,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3324,7 +3504,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3383,7 +3563,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3395,7 +3575,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3408,7 +3588,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3453,7 +3633,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3465,7 +3645,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3478,7 +3658,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3520,7 +3700,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3532,7 +3712,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3545,7 +3725,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *Service) GetId() string {
@@ -3624,7 +3804,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3636,7 +3816,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3649,7 +3829,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -3711,7 +3891,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3903,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3916,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3772,7 +3952,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3784,7 +3964,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3797,7 +3977,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -3853,7 +4033,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3865,7 +4045,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3878,7 +4058,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -3934,7 +4114,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3946,7 +4126,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3959,7 +4139,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{37}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Task) GetId() string {
@@ -4082,7 +4262,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4094,7 +4274,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4107,7 +4287,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{38}
+	return file_api_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *JoinToken) GetId() string {
@@ -4162,7 +4342,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xda\x05\n" +
+	"updated_at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x91\x06\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1e\n" +
@@ -4186,7 +4366,9 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"backup_key\x18\r \x01(\fR\tbackupKey\x127\n" +
 	"\vlast_backup\x18\x0e \x01(\v2\x16.jaco.api.BackupRecordR\n" +
-	"lastBackup\"m\n" +
+	"lastBackup\x125\n" +
+	"\vca_rotation\x18\x14 \x01(\v2\x14.jaco.api.CARotationR\n" +
+	"caRotation\"m\n" +
 	"\x0eBackupSchedule\x125\n" +
 	"\binterval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\binterval\x12\x10\n" +
 	"\x03dir\x18\x02 \x01(\tR\x03dir\x12\x12\n" +
@@ -4198,7 +4380,22 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x14last_success_node_id\x18\x04 \x01(\tR\x11lastSuccessNodeId\x12B\n" +
 	"\x0flast_failure_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastFailureAt\x12!\n" +
 	"\flast_failure\x18\x06 \x01(\tR\vlastFailure\x12/\n" +
-	"\x14last_failure_node_id\x18\a \x01(\tR\x11lastFailureNodeId\"h\n" +
+	"\x14last_failure_node_id\x18\a \x01(\tR\x11lastFailureNodeId\"\xdc\x02\n" +
+	"\n" +
+	"CARotation\x120\n" +
+	"\x05phase\x18\x01 \x01(\x0e2\x1a.jaco.api.CARotation.PhaseR\x05phase\x12%\n" +
+	"\x0fnew_ca_cert_pem\x18\x02 \x01(\fR\fnewCaCertPem\x12#\n" +
+	"\x0enew_ca_key_pem\x18\x03 \x01(\fR\vnewCaKeyPem\x12%\n" +
+	"\x0fold_ca_cert_pem\x18\x04 \x01(\fR\foldCaCertPem\x129\n" +
+	"\n" +
+	"started_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x1a\n" +
+	"\bexternal\x18\x06 \x01(\bR\bexternal\"R\n" +
+	"\x05Phase\x12\x15\n" +
+	"\x11PHASE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vPHASE_TRUST\x10\x01\x12\x11\n" +
+	"\rPHASE_REISSUE\x10\x02\x12\x0e\n" +
+	"\n" +
+	"PHASE_DROP\x10\x03\"h\n" +
 	"\aNetwork\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4249,7 +4446,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
 	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
-	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xec\x04\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xc9\x05\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
@@ -4264,7 +4461,9 @@ const file_api_objects_proto_rawDesc = "" +
 	" \x01(\v2\x19.jaco.api.NodeDescriptionR\vdescription\x125\n" +
 	"\fdesired_role\x18\v \x01(\x0e2\x12.jaco.api.NodeRoleR\vdesiredRole\x12)\n" +
 	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x12=\n" +
-	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x1a9\n" +
+	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x12+\n" +
+	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
+	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
@@ -4544,8 +4743,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 14)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 15)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4561,153 +4760,158 @@ var file_api_objects_proto_goTypes = []any{
 	(UpdateState)(0),              // 11: jaco.api.UpdateState
 	(RebalanceState)(0),           // 12: jaco.api.RebalanceState
 	(TaskState)(0),                // 13: jaco.api.TaskState
-	(*Meta)(nil),                  // 14: jaco.api.Meta
-	(*Cluster)(nil),               // 15: jaco.api.Cluster
-	(*BackupSchedule)(nil),        // 16: jaco.api.BackupSchedule
-	(*BackupRecord)(nil),          // 17: jaco.api.BackupRecord
-	(*Network)(nil),               // 18: jaco.api.Network
-	(*NetworkSpec)(nil),           // 19: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 20: jaco.api.NodeStatus
-	(*Resources)(nil),             // 21: jaco.api.Resources
-	(*NodeDescription)(nil),       // 22: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 23: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 24: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 25: jaco.api.NodeDrain
-	(*Node)(nil),                  // 26: jaco.api.Node
-	(*Mount)(nil),                 // 27: jaco.api.Mount
-	(*PortConfig)(nil),            // 28: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 29: jaco.api.HookBundle
-	(*Placement)(nil),             // 30: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 31: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 32: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 33: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 34: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 35: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 36: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 37: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 38: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 39: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 40: jaco.api.Secret
-	(*Config)(nil),                // 41: jaco.api.Config
-	(*FileSpec)(nil),              // 42: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 43: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 44: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 45: jaco.api.NetworkAccess
-	(*Service)(nil),               // 46: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 47: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 48: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 49: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 50: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 51: jaco.api.Task
-	(*JoinToken)(nil),             // 52: jaco.api.JoinToken
-	nil,                           // 53: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 54: jaco.api.Node.LabelsEntry
-	nil,                           // 55: jaco.api.HookBundle.FilesEntry
-	nil,                           // 56: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 57: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 58: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
+	(CARotation_Phase)(0),         // 14: jaco.api.CARotation.Phase
+	(*Meta)(nil),                  // 15: jaco.api.Meta
+	(*Cluster)(nil),               // 16: jaco.api.Cluster
+	(*BackupSchedule)(nil),        // 17: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 18: jaco.api.BackupRecord
+	(*CARotation)(nil),            // 19: jaco.api.CARotation
+	(*Network)(nil),               // 20: jaco.api.Network
+	(*NetworkSpec)(nil),           // 21: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 22: jaco.api.NodeStatus
+	(*Resources)(nil),             // 23: jaco.api.Resources
+	(*NodeDescription)(nil),       // 24: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 25: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 26: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 27: jaco.api.NodeDrain
+	(*Node)(nil),                  // 28: jaco.api.Node
+	(*Mount)(nil),                 // 29: jaco.api.Mount
+	(*PortConfig)(nil),            // 30: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 31: jaco.api.HookBundle
+	(*Placement)(nil),             // 32: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 33: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 34: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 35: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 36: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 37: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 38: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 39: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 40: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 41: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 42: jaco.api.Secret
+	(*Config)(nil),                // 43: jaco.api.Config
+	(*FileSpec)(nil),              // 44: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 45: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 46: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 47: jaco.api.NetworkAccess
+	(*Service)(nil),               // 48: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 49: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 50: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 51: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 52: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 53: jaco.api.Task
+	(*JoinToken)(nil),             // 54: jaco.api.JoinToken
+	nil,                           // 55: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 56: jaco.api.Node.LabelsEntry
+	nil,                           // 57: jaco.api.HookBundle.FilesEntry
+	nil,                           // 58: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 59: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 60: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 61: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	58, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	58, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	59, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
-	59, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
-	16, // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
-	17, // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
-	59, // 7: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
-	58, // 8: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
-	58, // 9: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
-	14, // 10: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	19, // 11: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	53, // 12: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 13: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	58, // 14: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	21, // 15: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	23, // 16: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 17: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	59, // 18: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	58, // 19: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	14, // 20: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 21: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 22: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	54, // 23: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	20, // 24: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	22, // 25: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 26: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	25, // 27: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	24, // 28: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 29: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	55, // 30: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 31: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	59, // 32: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	59, // 33: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	33, // 34: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	35, // 35: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	36, // 36: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	34, // 37: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	59, // 38: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	59, // 39: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	59, // 40: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 41: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	29, // 42: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	21, // 43: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	21, // 44: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	27, // 45: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	28, // 46: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	30, // 47: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	31, // 48: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	32, // 49: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	59, // 50: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	59, // 51: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	45, // 52: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	43, // 53: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	43, // 54: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 55: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	38, // 56: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	38, // 57: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	56, // 58: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	39, // 59: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	14, // 60: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	42, // 61: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	14, // 62: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	42, // 63: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	57, // 64: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	59, // 65: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 66: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 67: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	59, // 68: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 69: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	58, // 70: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	58, // 71: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14, // 72: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	37, // 73: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	37, // 74: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	44, // 75: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	48, // 76: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	47, // 77: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 78: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	58, // 79: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	58, // 80: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 81: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	58, // 82: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	50, // 83: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	14, // 84: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 85: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	49, // 86: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	37, // 87: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	58, // 88: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	58, // 89: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	14, // 90: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 91: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	58, // 92: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	58, // 93: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	60, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	60, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	61, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	61, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	17, // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	18, // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	19, // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
+	61, // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	60, // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	60, // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	14, // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
+	60, // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	15, // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	21, // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	55, // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,  // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	60, // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	23, // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	25, // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,  // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	61, // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	60, // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	15, // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,  // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,  // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	56, // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	22, // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	24, // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,  // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	27, // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	26, // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,  // 32: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	57, // 33: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	7,  // 34: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	61, // 35: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	61, // 36: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	35, // 37: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	37, // 38: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	38, // 39: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	36, // 40: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	61, // 41: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	61, // 42: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	61, // 43: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,  // 44: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	31, // 45: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	23, // 46: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	23, // 47: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	29, // 48: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	30, // 49: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	32, // 50: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	33, // 51: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	34, // 52: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	61, // 53: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	61, // 54: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	47, // 55: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	45, // 56: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	45, // 57: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	8,  // 58: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	40, // 59: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	40, // 60: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	58, // 61: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	41, // 62: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	15, // 63: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	44, // 64: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	15, // 65: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	44, // 66: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	59, // 67: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	61, // 68: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	9,  // 69: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	10, // 70: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	61, // 71: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	11, // 72: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	60, // 73: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	60, // 74: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	15, // 75: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	39, // 76: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	39, // 77: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	46, // 78: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	50, // 79: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	49, // 80: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	12, // 81: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	60, // 82: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	60, // 83: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	13, // 84: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	60, // 85: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	52, // 86: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	15, // 87: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	13, // 88: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	51, // 89: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	39, // 90: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	60, // 91: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	60, // 92: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	15, // 93: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,  // 94: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	60, // 95: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	60, // 96: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	97, // [97:97] is the sub-list for method output_type
+	97, // [97:97] is the sub-list for method input_type
+	97, // [97:97] is the sub-list for extension type_name
+	97, // [97:97] is the sub-list for extension extendee
+	0,  // [0:97] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4715,7 +4919,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[18].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[19].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4726,8 +4930,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      14,
-			NumMessages:   44,
+			NumEnums:      15,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1110,9 +1110,15 @@ type RenewCertificateRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// csr_pem is the caller's new certificate request; the subject is the
 	// leader's to decide (the caller's node id, its current role).
-	CsrPem        []byte `protobuf:"bytes,1,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CsrPem []byte `protobuf:"bytes,1,opt,name=csr_pem,json=csrPem,proto3" json:"csr_pem,omitempty"`
+	// trust_fingerprint and cert_ca_fingerprint report the CA bundle the
+	// caller trusts and the CA its certificate was issued by
+	// (ca.BundleFingerprint, token.Fingerprint): a CA rotation waits on
+	// them (docs/adr/0041).
+	TrustFingerprint  string `protobuf:"bytes,40,opt,name=trust_fingerprint,json=trustFingerprint,proto3" json:"trust_fingerprint,omitempty"`
+	CertCaFingerprint string `protobuf:"bytes,41,opt,name=cert_ca_fingerprint,json=certCaFingerprint,proto3" json:"cert_ca_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RenewCertificateRequest) Reset() {
@@ -1152,11 +1158,27 @@ func (x *RenewCertificateRequest) GetCsrPem() []byte {
 	return nil
 }
 
+func (x *RenewCertificateRequest) GetTrustFingerprint() string {
+	if x != nil {
+		return x.TrustFingerprint
+	}
+	return ""
+}
+
+func (x *RenewCertificateRequest) GetCertCaFingerprint() string {
+	if x != nil {
+		return x.CertCaFingerprint
+	}
+	return ""
+}
+
 type RenewCertificateResponse struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	CertPem   []byte                 `protobuf:"bytes,1,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
-	CaCertPem []byte                 `protobuf:"bytes,2,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
-	Role      NodeRole               `protobuf:"varint,3,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	CertPem []byte                 `protobuf:"bytes,1,opt,name=cert_pem,json=certPem,proto3" json:"cert_pem,omitempty"`
+	// ca_cert_pem is the bundle of CAs the node is to trust, the one that
+	// signs now first (two during a CA rotation, docs/adr/0041).
+	CaCertPem []byte   `protobuf:"bytes,2,opt,name=ca_cert_pem,json=caCertPem,proto3" json:"ca_cert_pem,omitempty"`
+	Role      NodeRole `protobuf:"varint,3,opt,name=role,proto3,enum=jaco.api.NodeRole" json:"role,omitempty"`
 	// raft_id is the caller's raft member id, set while it is a manager.
 	RaftId uint64 `protobuf:"varint,4,opt,name=raft_id,json=raftId,proto3" json:"raft_id,omitempty"`
 	// members is the raft group, in every answer: a manager reaches it for
@@ -1401,9 +1423,11 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x17\n" +
 	"\acsr_pem\x18\x02 \x01(\fR\x06csrPem\x12\x19\n" +
 	"\bcert_pem\x18\x03 \x01(\fR\acertPem\x12\x14\n" +
-	"\x05proof\x18\x04 \x01(\fR\x05proof\"2\n" +
+	"\x05proof\x18\x04 \x01(\fR\x05proof\"\x8f\x01\n" +
 	"\x17RenewCertificateRequest\x12\x17\n" +
-	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\"\xc6\x01\n" +
+	"\acsr_pem\x18\x01 \x01(\fR\x06csrPem\x12+\n" +
+	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
+	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\"\xc6\x01\n" +
 	"\x18RenewCertificateResponse\x12\x19\n" +
 	"\bcert_pem\x18\x01 \x01(\fR\acertPem\x12\x1e\n" +
 	"\vca_cert_pem\x18\x02 \x01(\fR\tcaCertPem\x12&\n" +

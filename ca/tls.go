@@ -8,19 +8,20 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 )
 
-// ServerTLSConfig is the config of a node's listener. It presents the node
-// certificate followed by the CA certificate (so a client that knows only
+// ServerTLSConfig is the config of a node's listener; caPEM is the CA
+// bundle (bundle.go). It presents the node certificate followed by the CA
+// certificates (so a client that knows only
 // the CA fingerprint can verify it, see token.PinnedTLSConfig). It requests a
 // client certificate but does not require one, since operators come with a
 // token instead; a client certificate that is given must verify against the
 // CA. The caller reads the client's identity with IdentityFromCert from
 // tls.ConnectionState.VerifiedChains.
 func ServerTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	pool, caDER, err := caPool(caPEM)
+	pool, caDERs, err := caPool(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("server TLS config: %w", err)
 	}
-	pair, err := nodeKeyPair(certPEM, keyPEM, caDER)
+	pair, err := nodeKeyPair(certPEM, keyPEM, caDERs)
 	if err != nil {
 		return nil, fmt.Errorf("server TLS config: %w", err)
 	}
@@ -40,11 +41,11 @@ func ServerTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 // with). Note that gRPC fills an empty ServerName with the host of the dial
 // target, so a target given by host name must be one of the server's SANs.
 func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	pool, caDER, err := caPool(caPEM)
+	pool, caDERs, err := caPool(caPEM)
 	if err != nil {
 		return nil, fmt.Errorf("client TLS config: %w", err)
 	}
-	pair, err := nodeKeyPair(certPEM, keyPEM, caDER)
+	pair, err := nodeKeyPair(certPEM, keyPEM, caDERs)
 	if err != nil {
 		return nil, fmt.Errorf("client TLS config: %w", err)
 	}
@@ -61,24 +62,29 @@ func ClientTLSConfig(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 	}, nil
 }
 
-// caPool parses the CA certificate into a pool and returns its DER too.
-func caPool(caPEM []byte) (*x509.CertPool, []byte, error) {
-	caCert, err := parseCertPEM(caPEM)
+// caPool parses the CA bundle into a pool and returns its DER too.
+func caPool(caPEM []byte) (*x509.CertPool, [][]byte, error) {
+	certs, err := ParseBundle(caPEM)
 	if err != nil {
-		return nil, nil, fmt.Errorf("CA certificate: %w", err)
+		return nil, nil, err
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
-	return pool, caCert.Raw, nil
+	ders := make([][]byte, len(certs))
+	for i, c := range certs {
+		pool.AddCert(c)
+		ders[i] = c.Raw
+	}
+	return pool, ders, nil
 }
 
 // nodeKeyPair loads the node's certificate and key and appends the CA
-// certificate to the chain it presents.
-func nodeKeyPair(certPEM, keyPEM, caDER []byte) (tls.Certificate, error) {
+// certificates to the chain it presents: a client that pins any CA of the
+// bundle finds it there (during a CA rotation, docs/adr/0041).
+func nodeKeyPair(certPEM, keyPEM []byte, caDERs [][]byte) (tls.Certificate, error) {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("node certificate and key: %w", err)
 	}
-	pair.Certificate = append(pair.Certificate, caDER)
+	pair.Certificate = append(pair.Certificate, caDERs...)
 	return pair, nil
 }

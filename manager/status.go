@@ -2,6 +2,8 @@ package manager
 
 import (
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -46,4 +48,21 @@ func (m *Manager) Members() (members []*api.Member, leaderNodeID string) {
 		members = append(members, mem)
 	}
 	return members, leaderNodeID
+}
+
+// CAStatus is the progress of a CA rotation under way (nil when none
+// is), and the fingerprint of the CA that signs now, as this manager's
+// store has them (docs/adr/0041).
+func (m *Manager) CAStatus() (*api.CARotationProgress, string) {
+	var c *api.Cluster
+	var nodes []*api.Node
+	m.store.View(func(tx store.ReadTx) {
+		c = tx.ClusterShared()
+		nodes = tx.ListNodes()
+	})
+	if c == nil {
+		return nil, ""
+	}
+	fp, _ := token.Fingerprint(c.CaCertPem)
+	return carotation.Progress(c, nodes), fp
 }

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -118,12 +120,14 @@ func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, mem
 // checkJoinResponse makes sure the leader returned a certificate of the CA
 // the token named.
 func checkJoinResponse(resp *api.JoinResponse, wantFP string) error {
-	fp, err := token.Fingerprint(resp.CaCertPem)
+	cas, err := ca.ParseBundle(resp.CaCertPem)
 	if err != nil {
 		return fmt.Errorf("join response CA: %w", err)
 	}
-	if fp != wantFP {
-		return fmt.Errorf("join response CA %s is not the one the token names (%s)", fp, wantFP)
+	// During a CA rotation the bundle holds two CAs (docs/adr/0041);
+	// the token names one of them.
+	if !slices.ContainsFunc(cas, func(c *x509.Certificate) bool { return token.FingerprintDER(c.Raw) == wantFP }) {
+		return fmt.Errorf("join response CA %s is not the one the token names (%s)", token.FingerprintDER(cas[0].Raw), wantFP)
 	}
 	id, err := certIdentity(resp.CertPem)
 	if err != nil {

@@ -14,6 +14,7 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -61,6 +62,9 @@ type Node struct {
 	// clientCert the certificate it presents, read at each handshake.
 	clientTLSCache atomic.Pointer[tls.Config]
 	clientCert     atomic.Pointer[tls.Certificate]
+	// trustPool is the CAs this node trusts now (ca.pem), read by every
+	// handshake this node dials.
+	trustPool atomic.Pointer[x509.CertPool]
 	// clusterID is the cluster of this node's certificate ("" before init).
 	clusterID atomic.Value
 	// kek is the unlock key this node's files are sealed with while
@@ -303,6 +307,13 @@ func (n *Node) reloadTLS() error {
 		return err
 	}
 	n.tls.Store(cfg)
+	if caPEM, _, _, err := ca.LoadNodeFiles(n.cfg.nodeDir()); err == nil {
+		pool, err := ca.TrustPool(caPEM)
+		if err != nil {
+			return fmt.Errorf("node CA bundle: %w", err)
+		}
+		n.trustPool.Store(pool)
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/ca/token"
 )
 
 // clientTLS returns the mutual-TLS config this node dials other nodes
@@ -40,6 +42,15 @@ func (n *Node) clientTLS() (*tls.Config, error) {
 			return nil, err
 		}
 		return n.clientCert.Load(), nil
+	}
+	// And it verifies the server against the CAs trusted now, which a CA
+	// rotation changes under connections opened before (docs/adr/0041).
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		pool := n.trustPool.Load()
+		if pool == nil {
+			return errors.New("this node trusts no CA yet")
+		}
+		return token.VerifyServer(cs, pool, cs.ServerName)
 	}
 	n.clientTLSCache.Store(cfg)
 	return cfg, nil

@@ -73,11 +73,24 @@ func (n *Node) checkCert(ctx context.Context) error {
 			return err
 		}
 	}
-	resp, err := n.callRenew(ctx, csrPEM)
+	report := caReport(caPEM, certPEM)
+	resp, err := n.callRenew(ctx, csrPEM, report)
 	if err != nil {
 		return err
 	}
 	n.rememberManagers(resp.Members)
+	if !bytes.Equal(resp.CaCertPem, caPEM) {
+		// A CA rotation moved on (carotation.go): trust what the cluster
+		// trusts now, and report it at once.
+		if err := n.installTrust(resp.CaCertPem, caPEM); err != nil {
+			return err
+		}
+		caPEM = resp.CaCertPem
+		defer n.kickCertLoop()
+	}
+	if !issuedBySigner(certPEM, caPEM) {
+		due = true // another CA signs now: reissue under it
+	}
 	// A manager that moved is not asked at its old address any more, and
 	// a failed connection there would go on redialling it.
 	n.renewConns.Keep(n.renewTargets())
@@ -85,11 +98,12 @@ func (n *Node) checkCert(ctx context.Context) error {
 		return nil
 	}
 	if len(resp.CertPem) == 0 {
-		// The role changed: now ask for the certificate that goes with it.
+		// The role changed, or the signing CA: now ask for the
+		// certificate that goes with it.
 		if keyPEM, csrPEM, err = ca.NewNodeKey(id.NodeID); err != nil {
 			return err
 		}
-		if resp, err = n.callRenew(ctx, csrPEM); err != nil {
+		if resp, err = n.callRenew(ctx, csrPEM, report); err != nil {
 			return err
 		}
 	}
@@ -97,7 +111,11 @@ func (n *Node) checkCert(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return n.installCert(ctx, resp, keyPEM, newID, notAfter)
+	if err := n.installCert(ctx, resp, keyPEM, newID, notAfter); err != nil {
+		return err
+	}
+	n.kickCertLoop() // report the new certificate's CA at once
+	return nil
 }
 
 func roleName(r api.NodeRole) string {
@@ -247,7 +265,7 @@ func (n *Node) renewTargets() []string {
 
 // callRenew calls RenewCertificate on the managers in turn until one
 // answers. node_removed (the node is not in the cluster) is final.
-func (n *Node) callRenew(ctx context.Context, csrPEM []byte) (*api.RenewCertificateResponse, error) {
+func (n *Node) callRenew(ctx context.Context, csrPEM []byte, report *api.RenewCertificateRequest) (*api.RenewCertificateResponse, error) {
 	addrs := n.renewTargets()
 	if len(addrs) == 0 {
 		return nil, errors.New("no manager address known")
@@ -260,7 +278,8 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte) (*api.RenewCertific
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, renewCallTimeout)
-		resp, err := api.NewMembershipServiceClient(conn).RenewCertificate(cctx, &api.RenewCertificateRequest{CsrPem: csrPEM})
+		resp, err := api.NewMembershipServiceClient(conn).RenewCertificate(cctx, &api.RenewCertificateRequest{
+			CsrPem: csrPEM, TrustFingerprint: report.GetTrustFingerprint(), CertCaFingerprint: report.GetCertCaFingerprint()})
 		cancel()
 		if err == nil {
 			return resp, nil
@@ -290,7 +309,7 @@ const removalGrace = 30 * time.Second
 func (n *Node) afterRaftRemoval(ctx context.Context) error {
 	deadline := time.Now().Add(removalGrace)
 	for time.Now().Before(deadline) {
-		resp, err := n.callRenew(ctx, nil)
+		resp, err := n.callRenew(ctx, nil, nil)
 		switch {
 		case errors.Is(err, errRenewRefused):
 			return ErrRemoved

@@ -54,6 +54,7 @@ func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest
 	resp.Members, resp.LeaderNodeId = m.Members()
 	resp.QuorumLost = m.QuorumLost()
 	resp.RaftTerm = m.RaftTerm()
+	resp.CaRotation, resp.CaFingerprint = m.CAStatus()
 	if c := m.Cluster(); c != nil {
 		resp.BackupSchedule, resp.LastBackup = c.BackupSchedule, c.LastBackup
 	}

@@ -194,3 +194,14 @@ func Sentence(err error) string {
 	}
 	return err.Error()
 }
+
+// CA rotation (docs/adr/0041).
+const (
+	// CAInvalid refuses a CA an operator brings to a rotation (`jaco
+	// cluster ca --rotate --cert-file --key-file`): not a CA certificate,
+	// not valid now, or a key that does not belong to it. Nothing changed.
+	CAInvalid = "ca_invalid"
+	// CARotationInProgress refuses a rotation while another one runs;
+	// `jaco cluster status` shows how far it got.
+	CARotationInProgress = "ca_rotation_in_progress"
+)

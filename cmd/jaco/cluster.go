@@ -16,7 +16,7 @@ import (
 
 func clusterCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "cluster", Short: "Create and inspect the cluster"}
-	cmd.AddCommand(clusterInitCmd(g), clusterStatusCmd(g), clusterUpdateCmd(g), unlockKeyCmd(g))
+	cmd.AddCommand(clusterInitCmd(g), clusterStatusCmd(g), clusterUpdateCmd(g), unlockKeyCmd(g), clusterCACmd(g))
 	return cmd
 }
 
@@ -64,6 +64,10 @@ type statusView struct {
 	Members    []memberView `json:"members"`
 	// FailedUnlockAttempts counts wrong unlock keys since jacod started.
 	FailedUnlockAttempts uint32 `json:"failed_unlock_attempts"`
+	// CAFingerprint is the CA that signs now; CARotation a rotation's
+	// progress, nil when none is under way (docs/adr/0041).
+	CAFingerprint string        `json:"ca_fingerprint,omitempty"`
+	CARotation    *rotationView `json:"ca_rotation,omitempty"`
 	// Backups is the scheduled backups' setting and outcome (absent: never set).
 	Backups *backupView `json:"backups,omitempty"`
 }
@@ -120,6 +124,8 @@ func toStatusView(resp *api.ClusterStatusResponse) statusView {
 		Members:    []memberView{},
 
 		FailedUnlockAttempts: resp.FailedUnlockAttempts,
+		CAFingerprint:        resp.CaFingerprint,
+		CARotation:           toRotationView(resp.CaRotation),
 		Backups:              toBackupView(resp),
 	}
 	members := slices.Clone(resp.Members)
@@ -156,6 +162,9 @@ func printStatus(cmd *cobra.Command, v statusView) error {
 	fmt.Fprintf(out, "Cluster ID:  %s\nNode ID:     %s\nLeader:      %s\nRaft term:   %d (it rises at every election)\n", v.ClusterID, v.NodeID, leader, v.RaftTerm)
 	if v.QuorumLost {
 		fmt.Fprintln(out, "Quorum:      LOST (quorum_lost): this manager cannot reach a majority; writes through it fail")
+	}
+	if v.CARotation != nil {
+		fmt.Fprintf(out, "CA rotation: %s\n", rotationLine(v.CARotation))
 	}
 	fmt.Fprintln(out, "Members:")
 	rows := make([][]string, 0, len(v.Members))

@@ -2,6 +2,7 @@ package events
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -149,6 +150,16 @@ func describeCluster(ev *api.Event, old, c *api.Cluster) {
 	change(ev, "max_replicas_per_service", strconv.FormatUint(old.GetMaxReplicasPerService(), 10),
 		strconv.FormatUint(c.GetMaxReplicasPerService(), 10))
 	change(ev, "max_services", strconv.FormatUint(old.GetMaxServices(), 10), strconv.FormatUint(c.GetMaxServices(), 10))
+	change(ev, "ca_rotation", rotationPhase(old), rotationPhase(c))
+}
+
+// rotationPhase is the phase of c's CA rotation in a word (docs/adr/0041),
+// "none" when none is under way.
+func rotationPhase(c *api.Cluster) string {
+	if c.GetCaRotation() == nil {
+		return "none"
+	}
+	return strings.ToLower(strings.TrimPrefix(c.GetCaRotation().GetPhase().String(), "PHASE_"))
 }
 
 // change records field as changed when from and to differ.

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,20 @@ func BenchmarkTakeTaskUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Append(FromStore(store.Event{Kind: store.EventUpdate, Object: now, Old: old, Index: 1}, l.Now()))
+	}
+}
+
+// TestClusterEventNamesTheCARotationPhase: a CA rotation's phase changes
+// are in the cluster's events; its keys never are.
+func TestClusterEventNamesTheCARotationPhase(t *testing.T) {
+	old := &api.Cluster{Id: "c1", CaKeyPem: []byte("old key")}
+	now := &api.Cluster{Id: "c1", CaKeyPem: []byte("old key"),
+		CaRotation: &api.CARotation{Phase: api.CARotation_PHASE_TRUST, NewCaKeyPem: []byte("new key")}}
+	ev := FromStore(store.Event{Kind: store.EventUpdate, Object: now, Old: old}, t0)
+	if got := changesOf(ev); got != "ca_rotation none→trust;" {
+		t.Fatalf("rotation start as %q, want ca_rotation none→trust", got)
+	}
+	if s := fmt.Sprint(ev); strings.Contains(s, "key") {
+		t.Fatalf("the event carries a key: %s", s)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -94,6 +95,6 @@ func (s *Server) readdress(ctx context.Context, cluster *api.Cluster, node *api.
 			return nil, apierror.ToStatus(fmt.Errorf("record the address of %s: %w", node.Hostname, err))
 		}
 	}
-	return &api.JoinResponse{ClusterId: cluster.Id, NodeId: node.Id, Role: node.Role, CaCertPem: cluster.CaCertPem,
+	return &api.JoinResponse{ClusterId: cluster.Id, NodeId: node.Id, Role: node.Role, CaCertPem: carotation.Bundle(cluster),
 		RaftId: node.RaftId, Members: s.raft.Members()}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -22,6 +23,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -53,6 +55,9 @@ type Server struct {
 	// certTTL is the lifetime of the certificates it signs (0: the CA's
 	// default, 90 days).
 	certTTL time.Duration
+	// caCheckedAt is when a poll that reported nothing new last checked
+	// whether a CA rotation can move on (renew.go), in Unix nanoseconds.
+	caCheckedAt atomic.Int64
 }
 
 // Option configures a Server.
@@ -135,7 +140,7 @@ func (s *Server) admit(ctx context.Context, cluster *api.Cluster, j *joiner,
 	commit func(ctx context.Context, record func(tx *store.Tx) error) error, msg string) (*api.JoinResponse, error) {
 	resp := &api.JoinResponse{
 		ClusterId: cluster.Id, NodeId: j.nodeID, Role: j.role,
-		CaCertPem: cluster.CaCertPem, CertPem: j.certPEM,
+		CaCertPem: carotation.Bundle(cluster), CertPem: j.certPEM,
 	}
 	if j.role == api.NodeRole_NODE_ROLE_MANAGER {
 		raftID, err := s.newRaftID()

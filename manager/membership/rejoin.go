@@ -11,6 +11,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
+	"github.com/jaco-project/jaco/manager/carotation"
 	"github.com/jaco-project/jaco/manager/jointoken"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -37,7 +38,9 @@ func (s *Server) Rejoin(ctx context.Context, req *api.RejoinRequest) (*api.JoinR
 	if err != nil {
 		return nil, err
 	}
-	id, err := ca.VerifyRejoin(cluster.CaCertPem, req.CertPem, req.CsrPem, req.Proof)
+	// During a CA rotation a certificate of either CA is the cluster's
+	// (docs/adr/0041).
+	id, err := ca.VerifyRejoin(carotation.Bundle(cluster), req.CertPem, req.CsrPem, req.Proof)
 	if err != nil {
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "%v", err)
 	}
@@ -78,7 +81,7 @@ func (s *Server) Rejoin(ctx context.Context, req *api.RejoinRequest) (*api.JoinR
 	}
 	s.log.Info("node rejoined with a fresh certificate", "hostname", node.Hostname, "node_id", node.Id)
 	return &api.JoinResponse{ClusterId: cluster.Id, NodeId: node.Id, Role: api.NodeRole_NODE_ROLE_WORKER,
-		CaCertPem: cluster.CaCertPem, CertPem: certPEM, Members: s.raft.Members()}, nil
+		CaCertPem: carotation.Bundle(cluster), CertPem: certPEM, Members: s.raft.Members()}, nil
 }
 
 // removedError refuses a node the cluster no longer holds: its id stays
