@@ -395,11 +395,6 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // Stop stops serving, stops the manager and releases the data dir.
-// handOverTimeout bounds a stopping leader's hand-over: a transfer takes
-// a round trip or two, and one that has not taken within an election
-// timeout (raft then abandons it) is not worth waiting for.
-const handOverTimeout = time.Second
-
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
 		if n.loopCancel != nil {
@@ -413,13 +408,7 @@ func (n *Node) Stop() error {
 		}
 		n.initMu.Lock()
 		defer n.initMu.Unlock()
-		// A leader hands over first: writes move at once, and the other
-		// agents' sessions end here instead of holding the graceful stop.
-		if m := n.mgr.Load(); m != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), handOverTimeout)
-			m.HandOver(ctx)
-			cancel()
-		}
+		n.handOver()
 		// The agent next: its session streams to this node's own server
 		// would hold the graceful stop up to its deadline.
 		n.stopAgent()
