@@ -1,7 +1,7 @@
-// Package schedule states the bounds of a scheduled-backup setting, for
+// Package backupschedule states the bounds of a scheduled-backup setting, for
 // the leader that checks them and the CLI that shows them, which links no
 // leader code (docs/adr/0037-scheduled-backups.md).
-package schedule
+package backupschedule
 
 import "time"
 
