@@ -27,7 +27,8 @@ const (
 // shown `unknown: partitioned`, with no second copy anywhere, until the
 // partition grace has passed; then it is replaced, and stopped once the
 // worker is back. A worker cut off from everyone is down, and its
-// replica is replaced after the (shorter) down grace. Both times are
+// replica is replaced after the (shorter) down grace; so is a partitioned
+// worker's once its monitors stop hearing it too. The times are
 // measured from the moment the network broke (JACO_DAYTWO_OUT: written
 // there as JSON for docs/bench/day-two.md).
 func TestMonitorsTellAPartitionFromADeath(t *testing.T) {
@@ -193,8 +194,35 @@ func TestMonitorsTellAPartitionFromADeath(t *testing.T) {
 		t.Fatalf("w2's replica replaced %s after it was marked down, before the %s down grace", got.DownReplaced-got.DownNoticed, testDownGrace)
 	}
 	eventually(t, 30*time.Second, func() error { return running("w2") })
-	t.Logf("partition: noticed after %s, replaced after %s (grace %s); death: noticed after %s, replaced after %s (down grace %s)",
-		got.PartitionNoticed, got.PartitionReplaced, testPartitionGrace, got.DownNoticed, got.DownReplaced, testDownGrace)
+	// A partition, then silence: w3 cut off from the manager (its
+	// monitors, w1 and the manager, w2 being down, tell it partitioned),
+	// then from w1 too. The leader, asking again, marks it down, and its
+	// replica goes after the down grace, not the partition grace.
+	w3Replica := replicaOn("w3")
+	w3.host.partition(t, m.host)
+	eventually(t, 15*time.Second, func() error { return nodesIn(m.jaco("status", "--format", "json"), "partitioned", "w3") })
+	marked := time.Now()
+	w3.host.partition(t, m.host, w1.host)
+	eventually(t, 15*time.Second, func() error { return nodesIn(m.jaco("status", "--format", "json"), "down", "w3") })
+	eventually(t, testPartitionGrace+20*time.Second, func() error {
+		rs, err := live()
+		if err != nil {
+			return err
+		}
+		if r, ok := find(rs, w3Replica.ID); ok {
+			return fmt.Errorf("w3's replica still holds its slot (%s)", r.State)
+		}
+		return nil
+	})
+	if since := time.Since(marked); since >= testPartitionGrace {
+		t.Fatalf("w3, partitioned then silent, had its replica replaced %s after it was marked partitioned: the partition grace, not the down grace", since)
+	}
+	got.SilentReplaced = time.Since(marked)
+	eventually(t, 30*time.Second, func() error { return running("w3") })
+
+	t.Logf("partition: noticed after %s, replaced after %s (grace %s); death: noticed after %s, replaced after %s (down grace %s); "+
+		"partitioned then silent: replaced %s after it was marked partitioned",
+		got.PartitionNoticed, got.PartitionReplaced, testPartitionGrace, got.DownNoticed, got.DownReplaced, testDownGrace, got.SilentReplaced)
 	got.write(t)
 }
 
@@ -205,6 +233,9 @@ type measurements struct {
 	PartitionReplaced time.Duration `json:"partition_replaced_ns"`
 	DownNoticed       time.Duration `json:"down_noticed_ns"`
 	DownReplaced      time.Duration `json:"down_replaced_ns"`
+	// SilentReplaced: a partitioned worker that its monitors stop hearing,
+	// from its being marked partitioned to its replica's replacement.
+	SilentReplaced time.Duration `json:"silent_replaced_ns"`
 }
 
 func (m measurements) write(t *testing.T) {

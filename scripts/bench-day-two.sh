@@ -6,7 +6,9 @@
 # Runs integration/TestMonitorsTellAPartitionFromADeath (four jacod
 # processes in network namespaces, hook-bundle replicas; partition grace
 # 8 s, down grace 2 s, heartbeat period 500 ms) -rounds times and writes
-# the medians and the worst round to docs/bench/day-two/results.{md,jsonl}.
+# the medians and the worst round to docs/bench/day-two/results.{md,jsonl};
+# also the time a partitioned worker that its monitors stop hearing takes
+# to be replaced, from its being marked partitioned.
 #
 #   sudo scripts/bench-day-two.sh               # 5 rounds (about 4 min)
 #   sudo scripts/bench-day-two.sh -rounds 2
@@ -53,5 +55,6 @@ row() { # label field
 	row "partitioned worker: its replica replaced" partition_replaced_ns
 	row "dead worker: marked down" down_noticed_ns
 	row "dead worker: its replica replaced" down_replaced_ns
+	row "partitioned, then unheard by its monitors: replaced, from being marked partitioned" silent_replaced_ns
 } >"$out/results.md"
 cat "$out/results.md"

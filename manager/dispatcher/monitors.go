@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/placement"
+	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Monitors (docs/adr/0042). Every agent heartbeats to a few other nodes
@@ -206,4 +208,72 @@ func (s *Server) judge(ctx context.Context, node string, monitors []*api.Monitor
 	}
 	down.message += "; its monitors (" + strings.Join(asked, ", ") + ") did not hear it either"
 	return down
+}
+
+// rejudge asks the monitors of every PARTITIONED node again, each
+// heartbeat period, until the node opens a session: a node its monitors
+// stop hearing too has died, or is cut off from them as well, and is
+// marked DOWN, so that its replicas are replaced after the down grace
+// rather than the partition grace.
+func (s *Server) rejudge(t *term) {
+	tick := time.NewTicker(s.cfg.period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var ids []string
+		s.st.View(func(tx store.ReadTx) {
+			for _, n := range tx.ListNodes() {
+				if n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+					ids = append(ids, n.GetId())
+				}
+			}
+		})
+		if len(ids) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		monitors := map[string][]*api.MonitorPeer{}
+		for _, id := range ids {
+			if t.sessions[id] != nil {
+				continue // back: the session wrote READY
+			}
+			if monitors[id] = t.monitors.sent[id]; monitors[id] == nil {
+				monitors[id] = t.monitors.pick(id)
+			}
+		}
+		names := maps.Clone(t.monitors.names)
+		s.mu.Unlock()
+
+		verdicts := make(map[string]verdict, len(monitors))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for id, peers := range monitors {
+			wg.Go(func() {
+				v := s.judge(t.ctx, id, peers, names)
+				mu.Lock()
+				verdicts[id] = v
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		changes := map[string]nodeChange{}
+		now := s.cfg.now()
+		s.mu.Lock()
+		for id, v := range verdicts {
+			if v.state == api.NodeStatusState_NODE_STATUS_STATE_DOWN && t.sessions[id] == nil {
+				changes[id] = nodeChange{state: v.state, message: "partitioned, then no longer heard: " + v.message, at: now}
+			}
+		}
+		if len(changes) > 0 {
+			t.nodes.add(changes)
+		}
+		s.mu.Unlock()
+		if len(changes) > 0 {
+			s.cfg.log.Info("partitioned nodes no longer heard by their monitors: down", "nodes", len(changes))
+		}
+	}
 }

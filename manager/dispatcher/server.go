@@ -214,6 +214,7 @@ func (s *Server) Run(ctx context.Context) {
 	}, endpointEvent)
 	wg.Go(func() { s.watchEndpoints(t, endpointEvents) })
 	wg.Go(func() { s.sweep(t) })
+	wg.Go(func() { s.rejudge(t) })
 	s.cfg.log.Info("dispatcher started", "heartbeat_period", s.cfg.period, "grace", s.grace())
 
 	<-ctx.Done()
