@@ -27,15 +27,14 @@ func (o *Orchestrator) rebalanceOnJoin(ctx context.Context) {
 			if !ok {
 				return
 			}
-			hosts := []string{}
-			if e.Kind != store.EventReset {
-				hosts = append(hosts, placement.Hostname(e.Object.(*api.Node)))
-			}
-			if !takeBurst(events, func(e store.Event) {
-				if e.Kind != store.EventReset {
+			var hosts []string
+			note := func(e store.Event) {
+				if e.Kind != store.EventReset { // a reset names no node
 					hosts = append(hosts, placement.Hostname(e.Object.(*api.Node)))
 				}
-			}) {
+			}
+			note(e)
+			if !takeBurst(events, note) {
 				return
 			}
 			if len(hosts) > 0 {
