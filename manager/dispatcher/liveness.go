@@ -1,9 +1,7 @@
 package dispatcher
 
 import (
-	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -52,37 +50,27 @@ func (s *Server) expire(t *term) {
 		s.mu.Unlock()
 		return
 	}
-	monitors := make([][]*api.MonitorPeer, len(ids))
-	names := maps.Clone(t.monitors.names)
-	for i, id := range ids {
+	ask := make(map[string][]monitorAsk, len(ids))
+	for _, id := range ids {
 		if sess := t.sessions[id]; sess != nil {
 			sess.end(reason.Error(codes.NotFound, reason.NotFound,
 				"session %q expired: heartbeat missed for %s; open a new session", sess.id, s.grace()))
 			delete(t.sessions, id)
 		}
-		monitors[i] = t.monitors.sent[id]
-		if monitors[i] == nil {
-			monitors[i] = t.monitors.pick(id)
-		}
+		ask[id] = t.monitors.asked(id)
 	}
 	s.mu.Unlock()
-
-	verdicts := make([]verdict, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { verdicts[i] = s.judge(t.ctx, id, monitors[i], names) })
-	}
-	wg.Wait()
+	verdicts := s.judgeAll(t.ctx, ask)
 
 	s.mu.Lock()
 	changes := make(map[string]nodeChange, len(ids))
 	partitioned := 0
-	for i, id := range ids {
+	for _, id := range ids {
 		if t.sessions[id] != nil {
 			continue // back meanwhile
 		}
-		changes[id] = nodeChange{state: verdicts[i].state, message: verdicts[i].message, at: now}
-		if verdicts[i].state == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+		changes[id] = nodeChange{state: verdicts[id].state, message: verdicts[id].message, at: now}
+		if verdicts[id].state == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
 			partitioned++
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/placement"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // Monitors (docs/adr/0042). Every agent heartbeats to a few other nodes
@@ -55,17 +53,25 @@ type monitorRing struct {
 	// sent holds the monitors each node's session was last sent: the
 	// ones asked when it is lost.
 	sent map[string][]*api.MonitorPeer
+	// partitioned holds the nodes the store shows PARTITIONED, whose
+	// monitors rejudge asks again.
+	partitioned map[string]bool
 }
 
 func newMonitorRing() *monitorRing {
 	return &monitorRing{byNode: map[string]monitorCandidate{}, domain: map[string]string{},
-		names: map[string]string{}, sent: map[string][]*api.MonitorPeer{}}
+		names: map[string]string{}, sent: map[string][]*api.MonitorPeer{}, partitioned: map[string]bool{}}
 }
 
 // set records n; it reports whether the ring changed.
 func (r *monitorRing) set(n *api.Node) bool {
 	r.domain[n.GetId()] = n.GetLabels()[FailureDomainLabel]
 	r.names[n.GetId()] = placement.Hostname(n)
+	if n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
+		r.partitioned[n.GetId()] = true
+	} else {
+		delete(r.partitioned, n.GetId())
+	}
 	c, was := r.byNode[n.GetId()]
 	ok := n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_READY && n.GetAddress() != ""
 	now := monitorCandidate{peer: &api.MonitorPeer{NodeId: n.GetId(), Address: n.GetAddress()},
@@ -88,6 +94,7 @@ func (r *monitorRing) remove(id string) {
 	delete(r.domain, id)
 	delete(r.names, id)
 	delete(r.sent, id)
+	delete(r.partitioned, id)
 	if _, ok := r.byNode[id]; ok {
 		delete(r.byNode, id)
 		r.ring = nil
@@ -96,6 +103,7 @@ func (r *monitorRing) remove(id string) {
 
 func (r *monitorRing) reset(nodes []*api.Node) {
 	r.byNode, r.domain, r.names, r.ring = map[string]monitorCandidate{}, map[string]string{}, map[string]string{}, nil
+	r.partitioned = map[string]bool{}
 	for _, n := range nodes {
 		r.set(n)
 	}
@@ -111,10 +119,7 @@ func (r *monitorRing) pick(node string) []*api.MonitorPeer {
 			r.ring = append(r.ring, c)
 		}
 		slices.SortFunc(r.ring, func(a, b monitorCandidate) int {
-			if a.manager != b.manager {
-				return boolCompare(a.manager, b.manager)
-			}
-			return strings.Compare(a.peer.GetNodeId(), b.peer.GetNodeId())
+			return cmp.Or(cmp.Compare(boolInt(a.manager), boolInt(b.manager)), strings.Compare(a.peer.GetNodeId(), b.peer.GetNodeId()))
 		})
 	}
 	n := len(r.ring)
@@ -151,7 +156,26 @@ func boolInt(b bool) int {
 	return 0
 }
 
-func boolCompare(a, b bool) int { return cmp.Compare(boolInt(a), boolInt(b)) }
+// monitorAsk is a monitor to ask about a lost node, with its hostname for
+// the verdict's message.
+type monitorAsk struct {
+	peer *api.MonitorPeer
+	name string
+}
+
+// asked is who to ask about lost node id: the monitors its session was
+// last sent, or those it would be sent now when it had none this term.
+func (r *monitorRing) asked(id string) []monitorAsk {
+	peers := r.sent[id]
+	if peers == nil {
+		peers = r.pick(id)
+	}
+	out := make([]monitorAsk, len(peers))
+	for i, p := range peers {
+		out[i] = monitorAsk{p, r.names[p.GetNodeId()]}
+	}
+	return out
+}
 
 // NodeDialer opens a mutual-TLS connection to another node.
 type NodeDialer func(addr string) (*grpc.ClientConn, error)
@@ -168,7 +192,7 @@ type verdict struct {
 
 // judge asks node's monitors whether they heard it within two heartbeat
 // periods, each within one period: one that did makes it PARTITIONED.
-func (s *Server) judge(ctx context.Context, node string, monitors []*api.MonitorPeer, names map[string]string) verdict {
+func (s *Server) judge(ctx context.Context, node string, monitors []monitorAsk) verdict {
 	down := verdict{api.NodeStatusState_NODE_STATUS_STATE_DOWN, "heartbeat missed for " + s.grace().String()}
 	if s.cfg.dialNode == nil || len(monitors) == 0 {
 		return down
@@ -176,38 +200,53 @@ func (s *Server) judge(ctx context.Context, node string, monitors []*api.Monitor
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.period)
 	defer cancel()
 	type answer struct {
-		peer *api.MonitorPeer
-		ago  time.Duration
-		ok   bool
+		ago time.Duration
+		ok  bool
 	}
 	answers := make([]answer, len(monitors))
 	var wg sync.WaitGroup
 	for i, m := range monitors {
 		wg.Go(func() {
-			answers[i].peer = m
-			conn, err := s.cfg.dialNode(m.GetAddress())
+			conn, err := s.cfg.dialNode(m.peer.GetAddress())
 			if err != nil {
 				return
 			}
 			defer conn.Close()
 			resp, err := api.NewMonitorServiceClient(conn).LastHeard(ctx, &api.LastHeardRequest{NodeId: node})
 			if err == nil && resp.GetHeard() {
-				answers[i].ago, answers[i].ok = resp.GetAgo().AsDuration(), true
+				answers[i] = answer{resp.GetAgo().AsDuration(), true}
 			}
 		})
 	}
 	wg.Wait()
 	var asked []string
-	for _, a := range answers {
-		asked = append(asked, names[a.peer.GetNodeId()])
+	for i, a := range answers {
+		asked = append(asked, monitors[i].name)
 		if a.ok && a.ago <= 2*s.cfg.period {
 			return verdict{api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED, fmt.Sprintf(
 				"partitioned: no heartbeat to the managers for %s, but its monitor %s heard it %s ago",
-				s.grace(), names[a.peer.GetNodeId()], a.ago.Round(time.Millisecond))}
+				s.grace(), monitors[i].name, a.ago.Round(time.Millisecond))}
 		}
 	}
 	down.message += "; its monitors (" + strings.Join(asked, ", ") + ") did not hear it either"
 	return down
+}
+
+// judgeAll judges the nodes of ask at once, each by its monitors.
+func (s *Server) judgeAll(ctx context.Context, ask map[string][]monitorAsk) map[string]verdict {
+	verdicts := make(map[string]verdict, len(ask))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for id, monitors := range ask {
+		wg.Go(func() {
+			v := s.judge(ctx, id, monitors)
+			mu.Lock()
+			verdicts[id] = v
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return verdicts
 }
 
 // rejudge asks the monitors of every PARTITIONED node again, each
@@ -224,42 +263,18 @@ func (s *Server) rejudge(t *term) {
 			return
 		case <-tick.C:
 		}
-		var ids []string
-		s.st.View(func(tx store.ReadTx) {
-			for _, n := range tx.ListNodes() {
-				if n.GetStatus().GetState() == api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED {
-					ids = append(ids, n.GetId())
-				}
+		s.mu.Lock()
+		ask := map[string][]monitorAsk{}
+		for id := range t.monitors.partitioned {
+			if t.sessions[id] == nil { // with a session, it is READY again
+				ask[id] = t.monitors.asked(id)
 			}
-		})
-		if len(ids) == 0 {
+		}
+		s.mu.Unlock()
+		if len(ask) == 0 {
 			continue
 		}
-		s.mu.Lock()
-		monitors := map[string][]*api.MonitorPeer{}
-		for _, id := range ids {
-			if t.sessions[id] != nil {
-				continue // back: the session wrote READY
-			}
-			if monitors[id] = t.monitors.sent[id]; monitors[id] == nil {
-				monitors[id] = t.monitors.pick(id)
-			}
-		}
-		names := maps.Clone(t.monitors.names)
-		s.mu.Unlock()
-
-		verdicts := make(map[string]verdict, len(monitors))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for id, peers := range monitors {
-			wg.Go(func() {
-				v := s.judge(t.ctx, id, peers, names)
-				mu.Lock()
-				verdicts[id] = v
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
+		verdicts := s.judgeAll(t.ctx, ask)
 		changes := map[string]nodeChange{}
 		now := s.cfg.now()
 		s.mu.Lock()

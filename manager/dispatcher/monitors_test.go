@@ -99,16 +99,16 @@ func TestJudgeAsksTheMonitors(t *testing.T) {
 		return grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	}))
 	names := map[string]string{"a": "w2", "b": "w3", "c": "w4"}
-	peer := func(id, a string) *api.MonitorPeer { return &api.MonitorPeer{NodeId: id, Address: a} }
-	v := s.judge(context.Background(), "w1", []*api.MonitorPeer{peer("b", never), peer("a", recent)}, names)
+	peer := func(id, a string) monitorAsk { return monitorAsk{&api.MonitorPeer{NodeId: id, Address: a}, names[id]} }
+	v := s.judge(context.Background(), "w1", []monitorAsk{peer("b", never), peer("a", recent)})
 	if v.state != api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED || !strings.Contains(v.message, "its monitor w2 heard it 300ms ago") {
 		t.Fatalf("heard 300ms ago: %+v, want partitioned naming w2", v)
 	}
-	v = s.judge(context.Background(), "w1", []*api.MonitorPeer{peer("b", never), peer("c", stale), peer("a", "127.0.0.1:1")}, names)
+	v = s.judge(context.Background(), "w1", []monitorAsk{peer("b", never), peer("c", stale), peer("a", "127.0.0.1:1")})
 	if v.state != api.NodeStatusState_NODE_STATUS_STATE_DOWN || !strings.Contains(v.message, "(w3, w4, w2) did not hear it") {
 		t.Fatalf("heard by none lately: %+v, want down naming the monitors asked", v)
 	}
-	if v := New(nil).judge(context.Background(), "w1", nil, names); v.state != api.NodeStatusState_NODE_STATUS_STATE_DOWN {
+	if v := New(nil).judge(context.Background(), "w1", nil); v.state != api.NodeStatusState_NODE_STATUS_STATE_DOWN {
 		t.Fatalf("no monitors: %+v, want down", v)
 	}
 }

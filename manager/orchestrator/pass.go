@@ -98,11 +98,15 @@ func (p *pass) lost(t *api.Task) bool {
 	return lost
 }
 
+// nodeGraces is how long the replicas of a DOWN or PARTITIONED node keep
+// their slots before they are replaced (docs/adr/0042).
+type nodeGraces struct{ down, partition time.Duration }
+
 // graces are the cluster's, read once per pass.
 func (p *pass) graces() nodeGraces {
 	if p.grace == nil {
-		g := graceOf(p.tx.Cluster())
-		p.grace = &g
+		c := p.tx.Cluster()
+		p.grace = &nodeGraces{down: api.DownGraceOf(c), partition: api.PartitionGraceOf(c)}
 	}
 	return *p.grace
 }
