@@ -189,7 +189,7 @@ func (p *pass) movedSince(occupied []*group, since time.Time) uint32 {
 // overloaded lists the replicas to move for an even spread, from the
 // most crowded nodes first.
 func (p *pass) overloaded(svc *api.Service, occupied []*group) []victim {
-	fits := p.eligible(svc.GetSpec())
+	fits := eligibleFor(svc.GetSpec())
 	byNode := map[string][]victim{}
 	for _, g := range occupied {
 		o := g.occupant()
@@ -244,18 +244,13 @@ func (p *pass) overloaded(svc *api.Service, occupied []*group) []victim {
 	return out
 }
 
-// eligible reports whether a node may take svc's replicas: as the
+// eligibleFor reports whether a node may take the replicas of spec: as the
 // scheduler's filters read it, resources aside (a move the scheduler
 // cannot place is given up).
-func (p *pass) eligible(spec *api.ServiceSpec) func(*api.Node) bool {
-	matches := placement.Matcher(spec.GetPlacement())
-	runtime := "containerd"
-	if spec.GetBundle() != nil {
-		runtime = "hooks"
-	}
+func eligibleFor(spec *api.ServiceSpec) func(*api.Node) bool {
+	fits, runtime := placement.Matcher(spec.GetPlacement()), placement.RuntimeOf(spec)
 	return func(n *api.Node) bool {
-		return placement.Available(n) && !n.GetDescription().GetIsolationUnavailable() &&
-			slices.Contains(n.GetDescription().GetRuntimes(), runtime) && matches(n)
+		return eligible(fits, n) && !n.GetDescription().GetIsolationUnavailable() && placement.SupportsRuntime(n, runtime)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
@@ -131,7 +132,7 @@ func placementStore(b *testing.B, replicas, nodes int) (*store.Store, *api.Servi
 	for i := range nodes {
 		n := readyNode(fmt.Sprintf("node-%06d", i), "zone", fmt.Sprintf("zone-%d", i%3))
 		n.Description.Resources = &api.Resources{NanoCpus: 64e9, MemoryBytes: 256 * gib}
-		n.Description.Runtimes = []string{RuntimeContainerd, RuntimeHooks}
+		n.Description.Runtimes = []string{placement.RuntimeContainerd, placement.RuntimeHooks}
 		objs = append(objs, n)
 	}
 	spec := benchSpec("svc")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
@@ -21,7 +22,7 @@ func TestFilters(t *testing.T) {
 	down := readyNode("bad")
 	down.Status.State = api.NodeStatusState_NODE_STATUS_STATE_DOWN
 	hooksOnly := readyNode("bad")
-	hooksOnly.Description.Runtimes = []string{RuntimeHooks}
+	hooksOnly.Description.Runtimes = []string{placement.RuntimeHooks}
 	small := readyNode("bad")
 	small.Description.Resources.MemoryBytes = gib / 2
 	fewCPU := readyNode("bad")
@@ -79,7 +80,7 @@ func TestFilters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			good := readyNode("good")
-			good.Description.Runtimes = []string{RuntimeContainerd, RuntimeHooks}
+			good.Description.Runtimes = []string{placement.RuntimeContainerd, placement.RuntimeHooks}
 			good.Description.Overlay = &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820, Kind: "userspace"}
 			task := pendingTasks(tc.spec, 1)
 			got := decideOnce(t, testIndex(tc.bad, good, task[0]))

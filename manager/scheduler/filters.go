@@ -2,17 +2,10 @@ package scheduler
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/placement"
-)
-
-// Runtime names as nodes report them in description.runtimes.
-const (
-	RuntimeContainerd = "containerd"
-	RuntimeHooks      = "hooks"
 )
 
 // resources is a reservation or a capacity.
@@ -80,12 +73,7 @@ func newNeeds(serviceID string, spec *api.ServiceSpec) (*needs, error) {
 		ports:       publishedPorts(spec),
 		networked:   len(api.TaskNetworks(spec)) > 0,
 	}
-	switch {
-	case spec.GetBundle() != nil:
-		p.runtime = RuntimeHooks
-	case spec.GetImage() != "":
-		p.runtime = RuntimeContainerd
-	}
+	p.runtime = placement.RuntimeOf(spec)
 	return p, nil
 }
 
@@ -138,7 +126,7 @@ func (p *needs) check(ni *nodeInfo) exclusion {
 	if !placement.PinAllows(p.pin, n) {
 		return exPin
 	}
-	if !supportsRuntime(n, p.runtime) {
+	if !placement.SupportsRuntime(n, p.runtime) {
 		return exRuntime
 	}
 	for _, c := range p.constraints {
@@ -158,7 +146,7 @@ func (p *needs) checkRoom(ni *nodeInfo) exclusion {
 	if p.need.mem > 0 && ni.reserved.mem+p.need.mem > ni.capacity.mem {
 		return exMemory
 	}
-	if p.runtime == RuntimeContainerd && ni.containerSlots > 0 && ni.containers >= ni.containerSlots {
+	if p.runtime == placement.RuntimeContainerd && ni.containerSlots > 0 && ni.containers >= ni.containerSlots {
 		return exContainerSlots
 	}
 	if len(p.ports) == 0 {
@@ -177,14 +165,6 @@ func (p *needs) checkRoom(ni *nodeInfo) exclusion {
 func hasOverlay(n *api.Node) bool {
 	o := n.GetDescription().GetOverlay()
 	return o != nil && !o.GetUnavailable()
-}
-
-// supportsRuntime: a node that reports no runtimes has not told us what it
-// runs (an agent that predates the field, a simulated node) and is taken
-// to run both; one that reports some runs only those.
-func supportsRuntime(n *api.Node, runtime string) bool {
-	rts := n.GetDescription().GetRuntimes()
-	return len(rts) == 0 || runtime == "" || slices.Contains(rts, runtime)
 }
 
 // exclusionCounts tallies, per filter, the nodes it turned down.
