@@ -221,8 +221,6 @@ type rejection struct{ reason, message string }
 
 func (e *rejection) Error() string { return e.message }
 
-// controller makes the replica's controller with the runtime its spec
-// needs.
 // runtimeFor names the runtime that runs spec's replicas.
 func runtimeFor(spec *api.ServiceSpec) (string, error) {
 	switch {
@@ -236,6 +234,8 @@ func runtimeFor(spec *api.ServiceSpec) (string, error) {
 	return "", &rejection{ReasonInvalidSpec, "spec has neither an image nor a bundle"}
 }
 
+// controller makes the replica's controller with the runtime its spec
+// needs.
 func (r *taskRunner) controller() (exec.Controller, error) {
 	if err := validTaskID(r.id); err != nil {
 		return nil, &rejection{ReasonInvalidSpec, err.Error()}

@@ -192,13 +192,10 @@ func serviceOf(tx store.ReadTx, s *api.Service, hostnames map[string]string, pen
 				out.Running++
 			}
 		}
+		host := cmp.Or(hostnames[t.GetNodeId()], t.GetNodeId()) // the id: a node removed under its replica
 		if state == api.TaskState_TASK_STATE_PENDING {
-			*pending = append(*pending, Pending{Service: out.Name, Replica: api.ReplicaName(t, cmp.Or(hostnames[t.GetNodeId()], t.GetNodeId())),
+			*pending = append(*pending, Pending{Service: out.Name, Replica: api.ReplicaName(t, host),
 				Reason: t.GetStatus().GetReason(), Message: t.GetStatus().GetMessage()})
-		}
-		host := hostnames[t.GetNodeId()]
-		if t.GetNodeId() != "" && host == "" {
-			host = t.GetNodeId() // a node removed under its replica
 		}
 		if counts[host] == nil {
 			counts[host] = map[string]int{}

@@ -2,7 +2,6 @@ package events
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -159,7 +158,7 @@ func rotationPhase(c *api.Cluster) string {
 	if c.GetCaRotation() == nil {
 		return "none"
 	}
-	return strings.ToLower(strings.TrimPrefix(c.GetCaRotation().GetPhase().String(), "PHASE_"))
+	return enumword.Of(c.GetCaRotation().GetPhase())
 }
 
 // change records field as changed when from and to differ.
