@@ -58,7 +58,9 @@ func (m *Manager) CAStatus() (*api.CARotationProgress, string) {
 	var nodes []*api.Node
 	m.store.View(func(tx store.ReadTx) {
 		c = tx.ClusterShared()
-		nodes = tx.ListNodes()
+		if c.GetCaRotation() != nil { // the progress counts nodes only then
+			nodes = tx.ListNodes()
+		}
 	})
 	if c == nil {
 		return nil, ""

@@ -3,12 +3,13 @@ package controlapi
 import (
 	"bytes"
 	"context"
-	"errors"
+
 	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/apierror"
@@ -40,7 +41,7 @@ func (s *Server) RotateCA(ctx context.Context, req *api.RotateCARequest) (*api.R
 		}
 		if c.CaRotation != nil {
 			return reason.Error(codes.FailedPrecondition, reason.CARotationInProgress,
-				"a CA rotation is already under way (%s): 'jaco cluster status' shows how far it got", carotation.Progress(c, tx.ListNodes()).Phase)
+				"a CA rotation is already under way (%s): 'jaco cluster status' shows how far it got", enumword.Of(c.CaRotation.GetPhase()))
 		}
 		newCert, newKey := certPEM, keyPEM
 		if !external {
@@ -52,10 +53,7 @@ func (s *Server) RotateCA(ctx context.Context, req *api.RotateCARequest) (*api.R
 			return reason.Error(codes.InvalidArgument, reason.CAInvalid, "that is the cluster's CA already")
 		}
 		if err := carotation.Begin(c, newCert, newKey, external, time.Now()); err != nil {
-			if errors.Is(err, carotation.ErrInProgress) {
-				return reason.Error(codes.FailedPrecondition, reason.CARotationInProgress, "%v", err)
-			}
-			return err
+			return err // ErrInProgress was refused above
 		}
 		resp = &api.RotateCAResponse{Progress: carotation.Progress(c, tx.ListNodes())}
 		return tx.Update(c)

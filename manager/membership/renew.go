@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 
 	"google.golang.org/grpc/codes"
 
@@ -89,7 +88,9 @@ const caProgressAttempts = 5
 // so the rotation moves on within one poll of the last node's report, or
 // of the removal of a node it waited for.
 func (s *Server) recordCAProgress(ctx context.Context, cluster *api.Cluster, node *api.Node, req *api.RenewCertificateRequest) error {
-	changed := carotation.Record(proto.CloneOf(node), req.TrustFingerprint, req.CertCaFingerprint)
+	// node is this call's own copy (store reads clone): marking it only
+	// tells whether anything changed.
+	changed := carotation.Record(node, req.TrustFingerprint, req.CertCaFingerprint)
 	if !changed && (cluster.CaRotation == nil || !s.caCheckDue()) {
 		return nil
 	}
