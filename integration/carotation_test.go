@@ -147,7 +147,16 @@ func TestCARotationUnderLoad(t *testing.T) {
 	sessions := strings.Count(w.log(), "dispatcher session ended")
 
 	load := startWriteLoad(t, ms)
-	time.Sleep(time.Second) // writes flowing before the rotation starts
+	// Writes flowing through every manager before the rotation starts.
+	waitWrites := func(atLeast int64) {
+		eventually(t, 10*time.Second, func() error {
+			if n := load.ok.Load(); n < atLeast {
+				return fmt.Errorf("%d writes acknowledged, want %d", n, atLeast)
+			}
+			return nil
+		})
+	}
+	waitWrites(int64(3 * len(ms)))
 	start := time.Now()
 	r := wantOK(t, ms[1].jaco("cluster", "ca", "--rotate", "-d"))
 	newFP := regexp.MustCompile(`new CA ([0-9a-f]{64})`).FindStringSubmatch(r.stdout)
@@ -172,7 +181,7 @@ func TestCARotationUnderLoad(t *testing.T) {
 		return nil
 	})
 	took := time.Since(start)
-	time.Sleep(time.Second) // writes flowing after it too
+	waitWrites(load.ok.Load() + int64(3*len(ms))) // and after it too
 	ok, failed, firstErr := load.end()
 	t.Logf("rotation of 4 nodes took %v; progress seen: %q; %d writes during it", took.Round(10*time.Millisecond), seen, ok)
 	if failed != 0 || ok == 0 {
