@@ -59,3 +59,16 @@ func (n *Node) certExpiredError(notAfter time.Time, manager bool) error {
 func certExpiredStatus(err error) error {
 	return reason.Error(codes.FailedPrecondition, reason.CertificateExpired, "%v", err)
 }
+
+// certExpiredRefusal is the refusal of a call on a node whose certificate
+// expired (the status carrying certificate_expired), or nil. An
+// uninitialized node reads no file.
+func (n *Node) certExpiredRefusal() error {
+	if !n.initialized() {
+		return nil
+	}
+	if notAfter, expired := n.certExpiredAt(); expired {
+		return certExpiredStatus(n.certExpiredError(notAfter, n.Manager() != nil))
+	}
+	return nil
+}

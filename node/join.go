@@ -32,9 +32,8 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if req.Rejoin {
 		return n.rejoinCluster(ctx, req)
 	}
-	if notAfter, expired := n.certExpiredAt(); expired && n.initialized() {
-		// The one join this node needs keeps its data dir: say which.
-		return nil, certExpiredStatus(n.certExpiredError(notAfter, n.Manager() != nil))
+	if err := n.certExpiredRefusal(); err != nil {
+		return nil, err // the one join this node needs keeps its data dir: it says which
 	}
 	if n.initialized() {
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of a cluster")

@@ -188,8 +188,8 @@ type agentService struct {
 func (s agentService) running() (*agent.Agent, error) {
 	a := s.n.agent.Load()
 	if a == nil {
-		if notAfter, expired := s.n.certExpiredAt(); expired && s.n.initialized() {
-			return nil, certExpiredStatus(s.n.certExpiredError(notAfter, s.n.Manager() != nil))
+		if err := s.n.certExpiredRefusal(); err != nil {
+			return nil, err
 		}
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
 	}

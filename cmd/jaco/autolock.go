@@ -51,7 +51,7 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if req.Autolock == nil && req.MaxReplicasPerService == nil && req.MaxServices == nil && req.RebalanceOnJoin == nil &&
-				req.PartitionGrace == nil && req.DownGrace == nil && !backups.any(req) {
+				req.PartitionGrace == nil && req.DownGrace == nil && !asksBackups(req) {
 				return errors.New("nothing to change: give --autolock=true|false, --max-replicas-per-service N, --max-services N, " +
 					"--rebalance-on-join=true|false, --partition-grace D, --down-grace D or --backup-interval D")
 			}
@@ -77,7 +77,7 @@ func clusterUpdateCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(out, "Partition grace: %s; down grace: %s.\n",
 						resp.GetPartitionGrace().AsDuration(), resp.GetDownGrace().AsDuration())
 				}
-				if backups.any(req) {
+				if asksBackups(req) {
 					backups.print(out, resp, quiet)
 				}
 				return nil

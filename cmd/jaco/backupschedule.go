@@ -16,12 +16,11 @@ import (
 // backupFlags are cluster update's scheduled-backup settings
 // (docs/adr/0037-scheduled-backups.md).
 type backupFlags struct {
-	interval        time.Duration
-	dir             string
-	keep            uint32
-	keyStdin        bool
-	rotate          bool
-	intervalChanged bool
+	interval time.Duration
+	dir      string
+	keep     uint32
+	keyStdin bool
+	rotate   bool
 }
 
 func (f *backupFlags) register(cmd *cobra.Command) {
@@ -39,7 +38,6 @@ func (f *backupFlags) register(cmd *cobra.Command) {
 func (f *backupFlags) apply(cmd *cobra.Command, req *api.UpdateClusterRequest) error {
 	fl := cmd.Flags()
 	if fl.Changed("backup-interval") {
-		f.intervalChanged = true
 		req.BackupInterval = durationpb.New(f.interval)
 	}
 	if fl.Changed("backup-dir") {
@@ -61,7 +59,8 @@ func (f *backupFlags) apply(cmd *cobra.Command, req *api.UpdateClusterRequest) e
 	return nil
 }
 
-func (f *backupFlags) any(req *api.UpdateClusterRequest) bool {
+// asksBackups: req changes a scheduled-backup setting.
+func asksBackups(req *api.UpdateClusterRequest) bool {
 	return req.BackupInterval != nil || req.BackupDir != nil || req.BackupKeep != nil || req.BackupKey != nil
 }
 
