@@ -5,7 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/internal/metrics"
 )
@@ -45,12 +44,16 @@ type replicaStates struct{ a *Agent }
 
 func (c replicaStates) Describe(ch chan<- *prometheus.Desc) { ch <- replicasDesc }
 
+// Collect counts the replicas by state without copying them, as every
+// scrape does.
 func (c replicaStates) Collect(ch chan<- prometheus.Metric) {
-	counts := map[api.TaskState]int{}
-	for _, t := range c.a.Replicas() {
-		counts[t.GetStatus().GetState()]++
+	c.a.mu.Lock()
+	w := c.a.worker
+	c.a.mu.Unlock()
+	if w == nil {
+		return
 	}
-	for state, n := range counts {
+	for state, n := range w.states() {
 		ch <- prometheus.MustNewConstMetric(replicasDesc, prometheus.GaugeValue, float64(n), enumword.Of(state))
 	}
 }

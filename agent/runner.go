@@ -157,6 +157,16 @@ func (r *taskRunner) view() *api.Task {
 	return t
 }
 
+// viewState is the state view shows, without copying the task.
+func (r *taskRunner) viewState() api.TaskState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.status != nil {
+		return r.status.GetState()
+	}
+	return r.task.GetStatus().GetState()
+}
+
 func (r *taskRunner) snapshot() *api.Task {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -127,6 +127,17 @@ func (w *worker) forget(r *taskRunner) {
 func (w *worker) wait() { w.wg.Wait() }
 
 // replicas are the tasks of every runner, by service and slot.
+// states counts the replicas by the state replicas would show them in.
+func (w *worker) states() map[api.TaskState]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[api.TaskState]int{}
+	for _, r := range w.runners {
+		out[r.viewState()]++
+	}
+	return out
+}
+
 func (w *worker) replicas() []*api.Task {
 	w.mu.Lock()
 	out := make([]*api.Task, 0, len(w.runners))
