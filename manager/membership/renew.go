@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
