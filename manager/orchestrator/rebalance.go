@@ -63,8 +63,19 @@ func (p *pass) rebalance(svc *api.Service, occupied []*group) error {
 	if rollout.Rolling(st) || rollout.Paused(st) {
 		return nil // its status is the update's to write this pass
 	}
+	// The scheduler counts a replica against its node until it has
+	// stopped: planning while one stops would count nodes otherwise than
+	// the scheduler places, and a move could land on the wrong node. The
+	// replica's end brings the next pass.
+	wait := stopping(occupied)
 	rb := proto.CloneOf(svc.GetRebalance())
-	victims := p.overloaded(svc, occupied)
+	if wait && rb.State == api.RebalanceState_REBALANCE_STATE_REQUESTED {
+		return nil
+	}
+	var victims []victim
+	if !wait {
+		victims = p.overloaded(svc, occupied)
+	}
 	if rb.State == api.RebalanceState_REBALANCE_STATE_REQUESTED {
 		rb.State, rb.Total, rb.Started, rb.Moved = api.RebalanceState_REBALANCE_STATE_MOVING, uint32(len(victims)), 0, 0
 	}
@@ -78,7 +89,7 @@ func (p *pass) rebalance(svc *api.Service, occupied []*group) error {
 		next = lastStable.Add(pol.Delay)
 	}
 	switch {
-	case unplaced || budget <= 0 || len(victims) == 0:
+	case wait || unplaced || budget <= 0 || len(victims) == 0:
 	case p.now.Before(next):
 		p.wakeAt(svc.GetId(), next)
 	default:
@@ -90,7 +101,7 @@ func (p *pass) rebalance(svc *api.Service, occupied []*group) error {
 			inFlight++
 		}
 	}
-	if inFlight == 0 && (len(victims) == 0 || rb.Started >= rb.Total) {
+	if inFlight == 0 && (rb.Started >= rb.Total || !wait && len(victims) == 0) {
 		rb.State, rb.CompletedAt = api.RebalanceState_REBALANCE_STATE_COMPLETED, timestamppb.New(p.now)
 	}
 	rb.Message = rebalanceMessage(rb)
@@ -167,6 +178,18 @@ func (p *pass) settleMoves(svc *api.Service, occupied []*group, pol rollout.Poli
 		}
 	}
 	return inFlight, unplaced, lastStable, nil
+}
+
+// stopping: a replica of the slots was told to stop and has not ended.
+func stopping(occupied []*group) bool {
+	for _, g := range occupied {
+		for _, t := range g.tasks {
+			if t.GetDesiredState() == api.TaskState_TASK_STATE_SHUTDOWN && !terminal(state(t)) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // movedSince counts the successors started since the rebalance was asked

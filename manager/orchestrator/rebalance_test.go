@@ -181,8 +181,10 @@ func TestRebalanceParallelismAndDelay(t *testing.T) {
 	if mv := h.moves("web"); len(mv) != 1 {
 		t.Fatalf("%d moves begun, want 1 (parallelism 1)", len(mv))
 	}
-	h.report(h.moves("web")[0].Id, "n2", sRunning, 0)
+	first := h.moves("web")[0]
+	h.report(first.Id, "n2", sRunning, 0)
 	h.step()
+	h.report(h.task(first.Replaces).Id, "", sShutdown, 0) // the replica it took over from stopped, as its agent says
 	h.clock.Advance(time.Second) // stable now: the delay runs from here
 	h.step()
 	if mv := h.moves("web"); len(mv) != 1 {
@@ -266,5 +268,30 @@ func TestRebalanceOnJoinOffAsksNothing(t *testing.T) {
 	h.o.requestRebalances(context.Background(), slog.Default(), []string{"n3"})
 	if rb := h.service("web").GetRebalance(); rb.GetState() != api.RebalanceState_REBALANCE_STATE_REQUESTED {
 		t.Fatalf("rebalance = %v, want requested", rb)
+	}
+}
+
+// A replica still stopping counts against its node for the scheduler: the
+// rebalance plans nothing until it has ended, so it counts as the
+// scheduler places.
+func TestRebalanceWaitsForStoppingReplicas(t *testing.T) {
+	h := newHarness(t)
+	piled(t, h, startFirst(), "n1", "n1", "n2")
+	stopped := h.liveTasks("web")[2] // on n2
+	h.update(func(tx *store.Tx) error {
+		task := tx.GetTask(stopped.Id)
+		task.DesiredState = sShutdown
+		return tx.Update(task)
+	})
+	h.step() // refills its slot with a pending replica
+	h.requestRebalance("web")
+	h.step()
+	if rb := h.service("web").GetRebalance(); rb.GetState() != api.RebalanceState_REBALANCE_STATE_REQUESTED || len(h.moves("web")) != 0 {
+		t.Fatalf("rebalance = %v with %d moves while a replica stops, want it to wait", rb, len(h.moves("web")))
+	}
+	h.report(stopped.Id, "", sShutdown, 0)
+	h.step()
+	if rb := h.service("web").GetRebalance(); rb.GetState() == api.RebalanceState_REBALANCE_STATE_REQUESTED {
+		t.Fatalf("rebalance = %v after the replica stopped, want it planned", rb)
 	}
 }
