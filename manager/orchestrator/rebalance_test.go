@@ -185,7 +185,7 @@ func TestRebalanceParallelismAndDelay(t *testing.T) {
 	h.report(first.Id, "n2", sRunning, 0)
 	h.step()
 	h.report(h.task(first.Replaces).Id, "", sShutdown, 0) // the replica it took over from stopped, as its agent says
-	h.clock.Advance(time.Second) // stable now: the delay runs from here
+	h.clock.Advance(time.Second)                          // stable now: the delay runs from here
 	h.step()
 	if mv := h.moves("web"); len(mv) != 1 {
 		t.Fatalf("%d moves, want the second to wait for the delay", len(mv))
