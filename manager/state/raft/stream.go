@@ -59,6 +59,12 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 	if err != nil {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v", err)
 	}
+	if m.From == 0 || m.From == s.node.RaftID() {
+		// raft answers a heartbeat from itself with a message to itself,
+		// and panics sending it (FuzzStepEncoded found it): no peer's
+		// message comes from this member, or from no member.
+		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "raft message from member %x refused: not a peer of member %x", m.From, s.node.RaftID())
+	}
 	// A manager's certificate speaks for its own raft member only: any
 	// manager could otherwise vote or append in another member's name.
 	// The daemon's interceptor always names the caller; a Service used
