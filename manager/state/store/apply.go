@@ -239,6 +239,16 @@ func (b *batch) undo(done []step) {
 	}
 }
 
+// hasUniqueSecondary tells whether t has a unique index besides its id.
+func hasUniqueSecondary(t *memdb.TableSchema) bool {
+	for _, ix := range t.Indexes {
+		if ix.Unique && ix.Name != indexID {
+			return true
+		}
+	}
+	return false
+}
+
 // checkUnique refuses obj when another object of table t holds one of its
 // unique index values.
 func checkUnique(txn *memdb.Txn, t *memdb.TableSchema, obj Object) error {

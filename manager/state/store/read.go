@@ -85,15 +85,15 @@ type ReadTx interface {
 // readTx implements ReadTx over a memdb transaction.
 type readTx struct {
 	txn *memdb.Txn
-	// staged is set in a Tx: the action it checked last is written into
-	// txn only when something reads after it (see Tx.record).
-	staged *staged
+	// pending is set in a Tx: the actions it checked are written into
+	// txn only when something reads after them (see pending).
+	pending *pending
 }
 
 // view is the transaction to read, holding every action recorded so far.
 func (r readTx) view() *memdb.Txn {
-	if r.staged != nil {
-		r.staged.write()
+	if r.pending != nil {
+		r.pending.write()
 	}
 	return r.txn
 }
