@@ -116,17 +116,25 @@ func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, mem
 	return raft.BootstrapJoin(n.cfg.raftDir(), sealer, clusterID, self, members)
 }
 
+// bundleNamed checks that the CA bundle bundlePEM holds the CA whose
+// fingerprint a token names (fp). During a CA rotation a bundle holds two
+// CAs, in either order, and a token names one of them (docs/adr/0041).
+func bundleNamed(bundlePEM []byte, fp string) error {
+	cas, err := ca.ParseBundle(bundlePEM)
+	if err != nil {
+		return fmt.Errorf("CA bundle: %w", err)
+	}
+	if !slices.ContainsFunc(cas, func(c *x509.Certificate) bool { return token.FingerprintDER(c.Raw) == fp }) {
+		return fmt.Errorf("CA %s is not the one the token names (%s)", token.FingerprintDER(cas[0].Raw), fp)
+	}
+	return nil
+}
+
 // checkJoinResponse makes sure the leader returned a certificate of the CA
 // the token named.
 func checkJoinResponse(resp *api.JoinResponse, wantFP string) error {
-	cas, err := ca.ParseBundle(resp.CaCertPem)
-	if err != nil {
-		return fmt.Errorf("join response CA: %w", err)
-	}
-	// During a CA rotation the bundle holds two CAs (docs/adr/0041);
-	// the token names one of them.
-	if !slices.ContainsFunc(cas, func(c *x509.Certificate) bool { return token.FingerprintDER(c.Raw) == wantFP }) {
-		return fmt.Errorf("join response CA %s is not the one the token names (%s)", token.FingerprintDER(cas[0].Raw), wantFP)
+	if err := bundleNamed(resp.CaCertPem, wantFP); err != nil {
+		return fmt.Errorf("join response: %w", err)
 	}
 	id, err := certIdentity(resp.CertPem)
 	if err != nil {

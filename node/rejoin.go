@@ -42,8 +42,8 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 	if err != nil {
 		return nil, internalError(err)
 	}
-	if fp, err := token.Fingerprint(caPEM); err != nil || fp != tok.CAFingerprint {
-		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "the token names another cluster's CA than this node's")
+	if err := bundleNamed(caPEM, tok.CAFingerprint); err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "the token names another cluster's CA than this node's: %v", err)
 	}
 	old, err := certIdentity(oldCertPEM)
 	if err != nil {
