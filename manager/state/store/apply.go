@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
+	"github.com/jaco-project/jaco/manager/state/cowdb"
 
 	"github.com/jaco-project/jaco/api"
 )
@@ -22,7 +22,7 @@ func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
 // calls it for every committed normal entry, in log order, on every
 // manager, and publishes each Ready's entries before it answers their
 // proposers; it is the only writer of the store's content. Held batches
-// share one memdb transaction, so the index nodes a run of small writes
+// share one writable version, so the tree nodes a run of small writes
 // goes through are copied once per Ready rather than once per entry
 // (issue 15: that copying was most of what a follower allocated). The
 // objects of req become the stored ones: the caller must not use req
@@ -41,7 +41,7 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 	defer s.mu.Unlock()
 	s.heldIndex = index
 	if s.held == nil {
-		s.held = s.db.Txn(true)
+		s.held = s.db.Load().Write()
 	}
 	b := batch{txn: s.held, index: index}
 	done := make([]step, 0, len(req.GetActions()))
@@ -86,7 +86,7 @@ func (s *Store) publishHeld() {
 	if s.held == nil {
 		return
 	}
-	s.held.Commit()
+	s.db.Store(s.held.Commit())
 	s.held = nil
 	s.applied.Store(s.heldIndex)
 	s.publish(s.heldEvents...)
@@ -94,8 +94,8 @@ func (s *Store) publishHeld() {
 	s.heldEvents = s.heldEvents[:0]
 }
 
-// batch checks and writes the actions of one request in a memdb write
-// transaction.
+// batch checks and writes the actions of one request in a writable
+// version of the database.
 //
 // ApplyHeld runs it with the entry's index; Update runs it with index 0 on
 // a throwaway transaction to check each action as it is recorded and to
@@ -103,7 +103,7 @@ func (s *Store) publishHeld() {
 // their action carries (0 for a create), so a later action of the same Tx
 // on the same object carries that version again.
 type batch struct {
-	txn   *memdb.Txn
+	txn   *cowdb.Version
 	index uint64
 	// base is, for each object written by this batch, the version it had
 	// before the batch (0 when the batch created it). Later actions of the
@@ -115,7 +115,7 @@ type batch struct {
 // step is one action checked against the batch's transaction: what
 // writing it takes.
 type step struct {
-	t    *memdb.TableSchema
+	t    *table
 	kind api.StoreAction_Kind
 	obj  Object
 	// old is the stored object an update or delete replaces, base the
@@ -139,13 +139,10 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 	}
 	id := obj.GetId()
 	if id == "" {
-		return step{}, fmt.Errorf("%s %s with empty id: %w", verb(a.GetKind()), t.Name, ErrInvalid)
+		return step{}, fmt.Errorf("%s %s with empty id: %w", verb(a.GetKind()), t.name, ErrInvalid)
 	}
 	s := step{t: t, kind: a.GetKind(), obj: obj}
-	raw, err := b.txn.First(t.Name, indexID, id)
-	if err != nil {
-		return step{}, fmt.Errorf("%s: %w", s.what(), err)
-	}
+	raw := b.txn.Get(t.name, id)
 	switch s.kind {
 	case api.StoreAction_KIND_CREATE:
 		if raw != nil {
@@ -156,7 +153,7 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 			return step{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
 		}
 		s.old = raw.(Object)
-		s.base = b.version(t.Name, s.old)
+		s.base = b.version(t.name, s.old)
 		if got := obj.GetMeta().GetVersion(); got != s.base {
 			return step{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
 				s.what(), ErrVersionConflict, got, s.base)
@@ -175,7 +172,7 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 // what names the step in errors; built only for them, as most steps
 // succeed.
 func (s step) what() string {
-	return fmt.Sprintf("%s %s %s", verb(s.kind), s.t.Name, s.obj.GetId())
+	return fmt.Sprintf("%s %s %s", verb(s.kind), s.t.name, s.obj.GetId())
 }
 
 // version is the version actions of this batch must carry for stored.
@@ -193,8 +190,8 @@ func (b *batch) version(table string, stored Object) uint64 {
 // (the version it carries, the stored created_at) Apply sets again.
 func (b *batch) do(s step) (Event, error) {
 	if s.kind == api.StoreAction_KIND_DELETE {
-		if err := b.txn.Delete(s.t.Name, s.old); err != nil {
-			return Event{}, fmt.Errorf("%s: %w", s.what(), err)
+		if b.txn.Delete(s.t.name, s.old.GetId()) == nil {
+			return Event{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
 		}
 		return Event{Kind: EventDelete, Object: s.old, Index: b.index}, nil
 	}
@@ -208,13 +205,11 @@ func (b *batch) do(s step) (Event, error) {
 		meta.CreatedAt = s.old.GetMeta().GetCreatedAt()
 		ev.Kind, ev.Old = EventUpdate, s.old
 	}
-	if err := b.txn.Insert(s.t.Name, s.obj); err != nil {
-		return Event{}, fmt.Errorf("%s: %w", s.what(), err)
-	}
+	b.txn.Insert(s.t.name, s.obj)
 	if b.base == nil {
 		b.base = map[string]uint64{}
 	}
-	b.base[s.t.Name+"/"+s.obj.GetId()] = s.base
+	b.base[s.t.name+"/"+s.obj.GetId()] = s.base
 	return ev, nil
 }
 
@@ -226,43 +221,27 @@ func (b *batch) do(s step) (Event, error) {
 func (b *batch) undo(done []step) {
 	for i := len(done) - 1; i >= 0; i-- {
 		s := done[i]
-		var err error
 		if s.kind == api.StoreAction_KIND_CREATE {
-			err = b.txn.Delete(s.t.Name, s.obj)
+			b.txn.Delete(s.t.name, s.obj.GetId())
 		} else {
-			err = b.txn.Insert(s.t.Name, s.old)
-		}
-		if err != nil {
-			// Both act on an object this batch just wrote or removed.
-			panic(fmt.Sprintf("store: take back %s: %v", s.what(), err))
+			b.txn.Insert(s.t.name, s.old)
 		}
 	}
-}
-
-// hasUniqueSecondary tells whether t has a unique index besides its id.
-func hasUniqueSecondary(t *memdb.TableSchema) bool {
-	for _, ix := range t.Indexes {
-		if ix.Unique && ix.Name != indexID {
-			return true
-		}
-	}
-	return false
 }
 
 // checkUnique refuses obj when another object of table t holds one of its
 // unique index values.
-func checkUnique(txn *memdb.Txn, t *memdb.TableSchema, obj Object) error {
-	for _, ix := range t.Indexes {
-		if !ix.Unique || ix.Name == indexID {
+func checkUnique(v *cowdb.Version, t *table, obj Object) error {
+	for _, ix := range t.indexes {
+		if !ix.unique {
 			continue
 		}
-		value := ix.Indexer.(valuer).value(obj)
-		holder, err := txn.First(t.Name, ix.Name, value)
-		if err != nil {
-			return err
+		key, ok := ix.key(obj)
+		if !ok {
+			continue
 		}
-		if holder != nil && holder.(Object).GetId() != obj.GetId() {
-			return fmt.Errorf("%s %v held by %s: %w", ix.Name, value, holder.(Object).GetId(), ErrExists)
+		if holder, _ := v.First(t.name, ix.name, key).(Object); holder != nil && holder.GetId() != obj.GetId() {
+			return fmt.Errorf("%s %s held by %s: %w", ix.name, key, holder.GetId(), ErrExists)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 // Package store keeps a manager's copy of the cluster state: clusters,
 // nodes, services, tasks, join tokens, networks, secrets and configs in an
-// in-memory go-memdb database, with indexed reads, watches and snapshots.
+// in-memory copy-on-write database (manager/state/cowdb), with indexed
+// reads, watches and snapshots.
 // Secrets are held whole, data included, like everything else here; what
 // leaves the process is decided at the API edge (controlapi strips the
 // data, the dispatcher sends it only to nodes whose tasks reference it).

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"fmt"
-
-	"github.com/hashicorp/go-memdb"
+	"github.com/jaco-project/jaco/manager/state/cowdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
@@ -82,16 +80,16 @@ type ReadTx interface {
 	ListTasksByServiceShallow(serviceID string) []*api.Task
 }
 
-// readTx implements ReadTx over a memdb transaction.
+// readTx implements ReadTx over a version of the database.
 type readTx struct {
-	txn *memdb.Txn
+	txn *cowdb.Version
 	// pending is set in a Tx: the actions it checked are written into
 	// txn only when something reads after them (see pending).
 	pending *pending
 }
 
 // view is the transaction to read, holding every action recorded so far.
-func (r readTx) view() *memdb.Txn {
+func (r readTx) view() *cowdb.Version {
 	if r.pending != nil {
 		r.pending.write()
 	}
@@ -102,7 +100,7 @@ func (r readTx) GetCluster(id string) *api.Cluster {
 	return first[*api.Cluster](r.view(), tableCluster, indexID, id)
 }
 func (r readTx) ListClusters() []*api.Cluster {
-	return list[*api.Cluster](r.view(), tableCluster, indexID)
+	return list[*api.Cluster](r.view(), tableCluster, indexID, "")
 }
 func (r readTx) Cluster() *api.Cluster {
 	if c := r.ClusterShared(); c != nil {
@@ -112,7 +110,7 @@ func (r readTx) Cluster() *api.Cluster {
 }
 
 func (r readTx) ClusterShared() *api.Cluster {
-	if cs := listShared[*api.Cluster](r.view(), tableCluster, indexID); len(cs) > 0 {
+	if cs := listShared[*api.Cluster](r.view(), tableCluster, indexID, ""); len(cs) > 0 {
 		return cs[0]
 	}
 	return nil
@@ -125,10 +123,10 @@ func (r readTx) FindNodeByHostname(hostname string) *api.Node {
 	return first[*api.Node](r.view(), tableNode, indexHostname, hostname)
 }
 func (r readTx) FindNodeByRaftID(raftID uint64) *api.Node {
-	return first[*api.Node](r.view(), tableNode, indexRaftID, raftID)
+	return first[*api.Node](r.view(), tableNode, indexRaftID, uintKey(raftID))
 }
 func (r readTx) ListNodes() []*api.Node {
-	return list[*api.Node](r.view(), tableNode, indexID)
+	return list[*api.Node](r.view(), tableNode, indexID, "")
 }
 
 func (r readTx) GetService(id string) *api.Service {
@@ -138,14 +136,14 @@ func (r readTx) FindServiceByName(name string) *api.Service {
 	return first[*api.Service](r.view(), tableService, indexName, name)
 }
 func (r readTx) ListServices() []*api.Service {
-	return list[*api.Service](r.view(), tableService, indexID)
+	return list[*api.Service](r.view(), tableService, indexID, "")
 }
 
 func (r readTx) GetTask(id string) *api.Task {
 	return first[*api.Task](r.view(), tableTask, indexID, id)
 }
 func (r readTx) ListTasks() []*api.Task {
-	return list[*api.Task](r.view(), tableTask, indexID)
+	return list[*api.Task](r.view(), tableTask, indexID, "")
 }
 func (r readTx) ListTasksByService(serviceID string) []*api.Task {
 	return list[*api.Task](r.view(), tableTask, indexServiceID, serviceID)
@@ -158,7 +156,7 @@ func (r readTx) GetJoinToken(id string) *api.JoinToken {
 	return first[*api.JoinToken](r.view(), tableJoinToken, indexID, id)
 }
 func (r readTx) ListJoinTokens() []*api.JoinToken {
-	return list[*api.JoinToken](r.view(), tableJoinToken, indexID)
+	return list[*api.JoinToken](r.view(), tableJoinToken, indexID, "")
 }
 
 func (r readTx) GetNetwork(id string) *api.Network {
@@ -168,7 +166,7 @@ func (r readTx) FindNetworkByName(name string) *api.Network {
 	return first[*api.Network](r.view(), tableNetwork, indexName, name)
 }
 func (r readTx) ListNetworks() []*api.Network {
-	return list[*api.Network](r.view(), tableNetwork, indexID)
+	return list[*api.Network](r.view(), tableNetwork, indexID, "")
 }
 
 func (r readTx) GetSecret(id string) *api.Secret {
@@ -178,7 +176,7 @@ func (r readTx) FindSecretByName(name string) *api.Secret {
 	return first[*api.Secret](r.view(), tableSecret, indexName, name)
 }
 func (r readTx) ListSecrets() []*api.Secret {
-	return list[*api.Secret](r.view(), tableSecret, indexID)
+	return list[*api.Secret](r.view(), tableSecret, indexID, "")
 }
 
 func (r readTx) GetConfig(id string) *api.Config {
@@ -188,17 +186,17 @@ func (r readTx) FindConfigByName(name string) *api.Config {
 	return first[*api.Config](r.view(), tableConfig, indexName, name)
 }
 func (r readTx) ListConfigs() []*api.Config {
-	return list[*api.Config](r.view(), tableConfig, indexID)
+	return list[*api.Config](r.view(), tableConfig, indexID, "")
 }
 
 func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {
 	switch {
 	case serviceID != "":
-		eachShared(r.view(), tableTask, indexServiceID, []any{serviceID}, fn)
+		eachShared(r.view(), tableTask, indexServiceID, serviceID, fn)
 	case nodeID != "":
-		eachShared(r.view(), tableTask, indexNodeID, []any{nodeID}, fn)
+		eachShared(r.view(), tableTask, indexNodeID, nodeID, fn)
 	default:
-		eachShared(r.view(), tableTask, indexID, nil, fn)
+		eachShared(r.view(), tableTask, indexID, "", fn)
 	}
 }
 
@@ -211,57 +209,55 @@ func (r readTx) ListTasksByServiceShallow(serviceID string) []*api.Task {
 }
 
 func (r readTx) ScanNodes(after string, fn func(*api.Node) bool) {
-	scan(r.view(), tableNode, indexID, nil, after, nil, fn)
+	scan(r.view(), tableNode, indexID, "", after, nil, fn)
 }
 func (r readTx) ScanServices(after string, fn func(*api.Service) bool) {
-	scan(r.view(), tableService, indexID, nil, after, nil, fn)
+	scan(r.view(), tableService, indexID, "", after, nil, fn)
 }
 func (r readTx) ScanTasks(after, serviceID, nodeID string, fn func(*api.Task) bool) {
 	onNode := func(t *api.Task) bool { return nodeID == "" || t.GetNodeId() == nodeID }
 	switch {
 	case serviceID != "":
-		scan(r.view(), tableTask, indexServiceID, []any{serviceID}, after, onNode, fn)
+		scan(r.view(), tableTask, indexServiceID, serviceID, after, onNode, fn)
 	case nodeID != "":
-		scan(r.view(), tableTask, indexNodeID, []any{nodeID}, after, nil, fn)
+		scan(r.view(), tableTask, indexNodeID, nodeID, after, nil, fn)
 	default:
-		scan(r.view(), tableTask, indexID, nil, after, nil, fn)
+		scan(r.view(), tableTask, indexID, "", after, nil, fn)
 	}
 }
 
 // scan calls fn with clones of the objects of table after the id after,
 // in id order, that keep (when set) accepts, until fn returns false.
-// Without args it seeks to after on the id index. With args it walks the
-// objects matching them on a non-unique index, whose entries go-memdb
-// keys by value then id, so they come in id order too; the ones up to
-// after are skipped uncloned.
-func scan[T Object](txn *memdb.Txn, table, index string, args []any, after string, keep, fn func(T) bool) {
-	var it memdb.ResultIterator
-	var err error
-	if args == nil {
-		it, err = txn.LowerBound(table, index, after)
-	} else {
-		it, err = txn.Get(table, index, args...)
-	}
-	if err != nil {
-		panic(fmt.Sprintf("store: scan %s by %s: %v", table, index, err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
+// With an index other than id it walks the objects whose key in it is
+// key, which come in id order too.
+func scan[T Object](v *cowdb.Version, table, index, key, after string, keep, fn func(T) bool) {
+	each(v, table, index, key, after, func(raw any) bool {
 		obj := raw.(T)
-		if obj.GetId() <= after || (keep != nil && !keep(obj)) {
-			continue
+		if keep != nil && !keep(obj) {
+			return true
 		}
-		if !fn(proto.Clone(obj).(T)) {
-			return
-		}
-	}
+		return fn(proto.Clone(obj).(T))
+	})
 }
 
-// first returns a clone of the first object of table matching arg on index,
-// or nil. The queries are fixed by this file, so a memdb error is a bug here.
-func first[T Object](txn *memdb.Txn, table, index string, arg any) T {
-	raw, err := txn.First(table, index, arg)
-	if err != nil {
-		panic(fmt.Sprintf("store: query %s by %s: %v", table, index, err))
+// each walks table in id order, all of it for the id index, else the
+// objects whose key in index is key, from after the id after.
+func each(v *cowdb.Version, table, index, key, after string, fn func(any) bool) {
+	if index == indexID {
+		v.All(table, after, fn)
+		return
+	}
+	v.Each(table, index, key, after, fn)
+}
+
+// first returns a clone of the first object of table whose key in index
+// is key (its id for the id index), or nil.
+func first[T Object](v *cowdb.Version, table, index, key string) T {
+	var raw any
+	if index == indexID {
+		raw = v.Get(table, key)
+	} else {
+		raw = v.First(table, index, key)
 	}
 	if raw == nil {
 		var none T
@@ -270,10 +266,10 @@ func first[T Object](txn *memdb.Txn, table, index string, arg any) T {
 	return proto.Clone(raw.(T)).(T)
 }
 
-// list returns clones of the objects of table matching args on index, all of
-// them when args is empty.
-func list[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
-	out := listShared[T](txn, table, index, args...)
+// list returns clones of the objects of table whose key in index is key,
+// all of them for the id index.
+func list[T Object](v *cowdb.Version, table, index, key string) []T {
+	out := listShared[T](v, table, index, key)
 	for i, o := range out {
 		out[i] = proto.Clone(o).(T)
 	}
@@ -284,25 +280,17 @@ func list[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
 // which nobody may change (a write stores a clone; see Tx). It is for
 // readers that only encode what they read, such as a snapshot of a large
 // store, where cloning would double the work and the memory.
-func listShared[T Object](txn *memdb.Txn, table, index string, args ...any) []T {
+func listShared[T Object](v *cowdb.Version, table, index, key string) []T {
 	var out []T
-	eachShared(txn, table, index, args, func(o T) bool {
+	eachShared(v, table, index, key, func(o T) bool {
 		out = append(out, o)
 		return true
 	})
 	return out
 }
 
-// eachShared calls fn with the stored objects matching args on index (all
-// of them when args is empty) until fn returns false; see listShared.
-func eachShared[T Object](txn *memdb.Txn, table, index string, args []any, fn func(T) bool) {
-	it, err := txn.Get(table, index, args...)
-	if err != nil {
-		panic(fmt.Sprintf("store: query %s by %s: %v", table, index, err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		if !fn(raw.(T)) {
-			return
-		}
-	}
+// eachShared calls fn with the stored objects whose key in index is key
+// (all of them for the id index) until fn returns false; see listShared.
+func eachShared[T Object](v *cowdb.Version, table, index, key string, fn func(T) bool) {
+	each(v, table, index, key, "", func(raw any) bool { return fn(raw.(T)) })
 }

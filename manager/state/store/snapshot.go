@@ -4,17 +4,17 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/cowdb"
 )
 
 // Save returns a copy of the whole content, from one consistent view, each
 // list ordered by id so equal stores marshal (deterministically) to equal
 // bytes.
 func (s *Store) Save() *api.StoreSnapshot {
-	return save(s.db.Txn(false))
+	return save(s.db.Load())
 }
 
 // Freeze is Save in two steps: the call fixes the content as it is now
@@ -24,7 +24,7 @@ func (s *Store) Save() *api.StoreSnapshot {
 // The snapshot it returns shares the stored objects: encode it, do not
 // change it.
 func (s *Store) Freeze() func() *api.StoreSnapshot {
-	txn := s.db.Txn(false)
+	txn := s.db.Load()
 	return func() *api.StoreSnapshot { return saveShared(txn) }
 }
 
@@ -32,28 +32,28 @@ func (s *Store) Freeze() func() *api.StoreSnapshot {
 // the state at, read as one: no Apply or Restore falls between them.
 func (s *Store) SaveWithIndex() (*api.StoreSnapshot, uint64) {
 	s.mu.Lock()
-	txn := s.db.Txn(false)
+	txn := s.db.Load()
 	index := s.applied.Load()
 	s.mu.Unlock()
 	return save(txn), index
 }
 
 // save is a copy of everything txn sees, for callers that may change it.
-func save(txn *memdb.Txn) *api.StoreSnapshot {
+func save(txn *cowdb.Version) *api.StoreSnapshot {
 	return proto.CloneOf(saveShared(txn))
 }
 
 // saveShared is everything txn sees, the stored objects themselves.
-func saveShared(txn *memdb.Txn) *api.StoreSnapshot {
+func saveShared(txn *cowdb.Version) *api.StoreSnapshot {
 	return &api.StoreSnapshot{
-		Clusters:   listShared[*api.Cluster](txn, tableCluster, indexID),
-		Nodes:      listShared[*api.Node](txn, tableNode, indexID),
-		Services:   listShared[*api.Service](txn, tableService, indexID),
-		Tasks:      listShared[*api.Task](txn, tableTask, indexID),
-		JoinTokens: listShared[*api.JoinToken](txn, tableJoinToken, indexID),
-		Networks:   listShared[*api.Network](txn, tableNetwork, indexID),
-		Secrets:    listShared[*api.Secret](txn, tableSecret, indexID),
-		Configs:    listShared[*api.Config](txn, tableConfig, indexID),
+		Clusters:   listShared[*api.Cluster](txn, tableCluster, indexID, ""),
+		Nodes:      listShared[*api.Node](txn, tableNode, indexID, ""),
+		Services:   listShared[*api.Service](txn, tableService, indexID, ""),
+		Tasks:      listShared[*api.Task](txn, tableTask, indexID, ""),
+		JoinTokens: listShared[*api.JoinToken](txn, tableJoinToken, indexID, ""),
+		Networks:   listShared[*api.Network](txn, tableNetwork, indexID, ""),
+		Secrets:    listShared[*api.Secret](txn, tableSecret, indexID, ""),
+		Configs:    listShared[*api.Config](txn, tableConfig, indexID, ""),
 	}
 }
 
@@ -78,7 +78,7 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 	for _, t := range snap.GetTasks() {
 		s.specs.Share(t)
 	}
-	txn := s.db.Txn(true)
+	txn := s.db.Load().Write()
 	err := errors.Join(
 		restore(txn, snap.GetClusters()),
 		restore(txn, snap.GetNodes()),
@@ -90,43 +90,34 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 		restore(txn, snap.GetConfigs()),
 	)
 	if err != nil {
-		txn.Abort()
 		return fmt.Errorf("restore snapshot at %d: %w", index, err)
 	}
-	txn.Commit()
+	s.db.Store(txn.Commit())
 	s.applied.Store(index)
 	s.publish(Event{Kind: EventReset, Index: index})
 	return nil
 }
 
 // restore replaces the content of T's table with objs.
-func restore[T Object](txn *memdb.Txn, objs []T) error {
+func restore[T Object](txn *cowdb.Version, objs []T) error {
 	var none T
 	t, err := tableOf(none)
 	if err != nil {
 		return err
 	}
-	if _, err := txn.DeleteAll(t.Name, indexID); err != nil {
-		return fmt.Errorf("clear %s: %w", t.Name, err)
-	}
+	txn.Clear(t.name)
 	for _, obj := range objs {
 		id := obj.GetId()
 		if id == "" {
-			return fmt.Errorf("%s with empty id: %w", t.Name, ErrInvalid)
+			return fmt.Errorf("%s with empty id: %w", t.name, ErrInvalid)
 		}
-		dup, err := txn.First(t.Name, indexID, id)
-		if err != nil {
-			return fmt.Errorf("%s %s: %w", t.Name, id, err)
-		}
-		if dup != nil {
-			return fmt.Errorf("%s %s twice: %w", t.Name, id, ErrExists)
+		if txn.Get(t.name, id) != nil {
+			return fmt.Errorf("%s %s twice: %w", t.name, id, ErrExists)
 		}
 		if err := checkUnique(txn, t, obj); err != nil {
-			return fmt.Errorf("%s %s: %w", t.Name, id, err)
+			return fmt.Errorf("%s %s: %w", t.name, id, err)
 		}
-		if err := txn.Insert(t.Name, obj); err != nil {
-			return fmt.Errorf("%s %s: %w", t.Name, id, err)
-		}
+		txn.Insert(t.name, obj)
 	}
 	return nil
 }

@@ -1,20 +1,20 @@
 package store
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/docker/go-events"
-	"github.com/hashicorp/go-memdb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/cowdb"
 )
 
 // Store is the replicated object store of a manager. See the package
 // documentation for its contract.
 type Store struct {
-	db *memdb.MemDB
+	// db is the latest published version of the content.
+	db atomic.Pointer[cowdb.Version]
 	// mu serializes Apply and Restore with the start of watches, so a
 	// watcher begins between two batches, never inside one.
 	mu      sync.Mutex
@@ -25,7 +25,7 @@ type Store struct {
 	// held is the transaction of the batches ApplyHeld applied since the
 	// last Publish (nil when none), heldEvents their events and heldIndex
 	// the last one's index. Guarded by mu.
-	held       *memdb.Txn
+	held       *cowdb.Version
 	heldEvents []Event
 	heldIndex  uint64
 
@@ -43,24 +43,14 @@ type Store struct {
 // New returns an empty store whose Update proposes through p (which may be
 // nil until SetProposer). Close releases it.
 func New(p Proposer) *Store {
-	db, err := memdb.NewMemDB(schema())
-	if err != nil {
-		panic(fmt.Sprintf("store: schema: %v", err)) // the schema is fixed
-	}
-	return &Store{
-		// A snapshot of the new database is the database itself, without
-		// memdb's watch channels, which nothing here uses (watchers get
-		// events from the broadcaster). Tracking them cost every write
-		// transaction a set of its changed tree nodes and, past 8 192 of
-		// them, a walk of the whole tree at commit
-		// (BenchmarkApplyBatchLargeStore: 20-26 µs a task before, 17-20
-		// after).
-		db:        db.Snapshot(),
+	s := &Store{
 		specs:     api.NewSpecs(),
 		proposer:  p,
 		broadcast: events.NewBroadcaster(),
 		done:      make(chan struct{}),
 	}
+	s.db.Store(cowdb.New(schema))
+	return s
 }
 
 // SetProposer sets the proposer Update hands its actions to.
@@ -79,7 +69,7 @@ func (s *Store) getProposer() Proposer {
 // View calls fn with a read view of the latest applied state. The view does
 // not change while fn runs, and never shows part of a batch.
 func (s *Store) View(fn func(tx ReadTx)) {
-	fn(readTx{txn: s.db.Txn(false)})
+	fn(readTx{txn: s.db.Load()})
 }
 
 // AppliedIndex is the index of the last entry given to Apply (refused or

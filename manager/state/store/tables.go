@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/hashicorp/go-memdb"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/manager/state/cowdb"
 )
 
 // Object is a stored object: *api.Cluster, *api.Node, *api.Service,
@@ -31,7 +31,7 @@ const (
 	tableSecret    = "secret"
 	tableConfig    = "config"
 
-	indexID        = "id"
+	indexID        = "id" // every table's order, not a secondary index
 	indexHostname  = "hostname"
 	indexRaftID    = "raft_id"
 	indexName      = "name"
@@ -39,25 +39,44 @@ const (
 	indexNodeID    = "node_id"
 )
 
-// tables maps each stored message type to its memdb table schema. Every
-// table has the unique "id" index; empty secondary values are not indexed.
-var tables = map[protoreflect.FullName]*memdb.TableSchema{
-	fullName[*api.Cluster]():   newTable(tableCluster),
-	fullName[*api.JoinToken](): newTable(tableJoinToken),
-	fullName[*api.Node](): newTable(tableNode,
-		newIndex(indexHostname, true, stringIndex[*api.Node]((*api.Node).GetHostname)),
-		newIndex(indexRaftID, false, uintIndex[*api.Node]((*api.Node).GetRaftId))),
-	fullName[*api.Service](): newTable(tableService,
-		newIndex(indexName, true, stringIndex[*api.Service](func(s *api.Service) string { return s.GetSpec().GetName() }))),
-	fullName[*api.Network](): newTable(tableNetwork,
-		newIndex(indexName, true, stringIndex[*api.Network](func(n *api.Network) string { return n.GetSpec().GetName() }))),
-	fullName[*api.Secret](): newTable(tableSecret,
-		newIndex(indexName, true, stringIndex[*api.Secret](func(s *api.Secret) string { return s.GetSpec().GetName() }))),
-	fullName[*api.Config](): newTable(tableConfig,
-		newIndex(indexName, true, stringIndex[*api.Config](func(c *api.Config) string { return c.GetSpec().GetName() }))),
-	fullName[*api.Task](): newTable(tableTask,
-		newIndex(indexServiceID, false, stringIndex[*api.Task]((*api.Task).GetServiceId)),
-		newIndex(indexNodeID, false, stringIndex[*api.Task]((*api.Task).GetNodeId))),
+// table is a stored type's table: its name and secondary indexes.
+type table struct {
+	name    string
+	indexes []index
+}
+
+// index is a secondary index: a unique one refuses a second object with
+// the same key (checkUnique, before any write).
+type index struct {
+	name   string
+	unique bool
+	key    func(Object) (string, bool)
+}
+
+// tables maps each stored message type to its table. Every table is
+// ordered by id; empty secondary values are not indexed.
+var tables = map[protoreflect.FullName]*table{
+	fullName[*api.Cluster]():   {name: tableCluster},
+	fullName[*api.JoinToken](): {name: tableJoinToken},
+	fullName[*api.Node](): {name: tableNode, indexes: []index{
+		{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
+		{indexRaftID, false, func(o Object) (string, bool) {
+			v := o.(*api.Node).GetRaftId()
+			return uintKey(v), v != 0
+		}},
+	}},
+	fullName[*api.Service](): {name: tableService, indexes: []index{
+		{indexName, true, stringKey(func(s *api.Service) string { return s.GetSpec().GetName() })}}},
+	fullName[*api.Network](): {name: tableNetwork, indexes: []index{
+		{indexName, true, stringKey(func(n *api.Network) string { return n.GetSpec().GetName() })}}},
+	fullName[*api.Secret](): {name: tableSecret, indexes: []index{
+		{indexName, true, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}}},
+	fullName[*api.Config](): {name: tableConfig, indexes: []index{
+		{indexName, true, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}}},
+	fullName[*api.Task](): {name: tableTask, indexes: []index{
+		{indexServiceID, false, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
+		{indexNodeID, false, stringKey(func(t *api.Task) string { return t.GetNodeId() })},
+	}},
 }
 
 func fullName[T proto.Message]() protoreflect.FullName {
@@ -65,30 +84,34 @@ func fullName[T proto.Message]() protoreflect.FullName {
 	return zero.ProtoReflect().Descriptor().FullName()
 }
 
-func newTable(name string, secondary ...*memdb.IndexSchema) *memdb.TableSchema {
-	t := &memdb.TableSchema{Name: name, Indexes: map[string]*memdb.IndexSchema{
-		indexID: {Name: indexID, Unique: true, Indexer: stringIndex[Object](Object.GetId)},
-	}}
-	for _, ix := range secondary {
-		t.Indexes[ix.Name] = ix
+// stringKey indexes a string field; the empty string is not indexed.
+func stringKey[T Object](field func(T) string) func(Object) (string, bool) {
+	return func(o Object) (string, bool) {
+		v := field(o.(T))
+		return v, v != ""
 	}
-	return t
 }
 
-func newIndex(name string, unique bool, indexer memdb.Indexer) *memdb.IndexSchema {
-	return &memdb.IndexSchema{Name: name, Unique: unique, AllowMissing: true, Indexer: indexer}
+// uintKey is the key of a uint64 index value.
+func uintKey(v uint64) string {
+	return string(binary.BigEndian.AppendUint64(nil, v))
 }
 
-func schema() *memdb.DBSchema {
-	s := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
+// schema is the database schema of the tables.
+var schema = func() *cowdb.Schema {
+	s := &cowdb.Schema{ID: func(o any) string { return o.(Object).GetId() }}
 	for _, t := range tables {
-		s.Tables[t.Name] = t
+		ct := cowdb.Table{Name: t.name}
+		for _, ix := range t.indexes {
+			ct.Indexes = append(ct.Indexes, cowdb.Index{Name: ix.name, Key: func(o any) (string, bool) { return ix.key(o.(Object)) }})
+		}
+		s.Tables = append(s.Tables, ct)
 	}
 	return s
-}
+}()
 
 // tableOf returns the table that keeps obj's type.
-func tableOf(obj Object) (*memdb.TableSchema, error) {
+func tableOf(obj Object) (*table, error) {
 	t, ok := tables[obj.ProtoReflect().Descriptor().FullName()]
 	if !ok {
 		return nil, fmt.Errorf("%T is not stored: %w", obj, ErrInvalid)
@@ -96,54 +119,14 @@ func tableOf(obj Object) (*memdb.TableSchema, error) {
 	return t, nil
 }
 
-// valuer gives the query argument an indexer derives from an object, so a
-// write can look for another object holding the same unique value.
-type valuer interface {
-	value(obj any) any
-}
-
-// stringIndex indexes a string field, NUL-terminated so a lookup of "a"
-// never matches "ab". The empty string is not indexed.
-type stringIndex[T any] func(T) string
-
-func (f stringIndex[T]) value(obj any) any { return f(obj.(T)) }
-
-func (f stringIndex[T]) FromObject(obj any) (bool, []byte, error) {
-	v := f(obj.(T))
-	return v != "", append([]byte(v), 0), nil
-}
-
-func (f stringIndex[T]) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("want one argument, got %d", len(args))
+// hasUniqueSecondary tells whether t has a unique index besides its id.
+func (t *table) hasUniqueSecondary() bool {
+	for _, ix := range t.indexes {
+		if ix.unique {
+			return true
+		}
 	}
-	v, ok := args[0].(string)
-	if !ok {
-		return nil, fmt.Errorf("want a string, got %T", args[0])
-	}
-	return append([]byte(v), 0), nil
-}
-
-// uintIndex indexes a uint64 field, big-endian so the order is numeric.
-// Zero is not indexed.
-type uintIndex[T any] func(T) uint64
-
-func (f uintIndex[T]) value(obj any) any { return f(obj.(T)) }
-
-func (f uintIndex[T]) FromObject(obj any) (bool, []byte, error) {
-	v := f(obj.(T))
-	return v != 0, binary.BigEndian.AppendUint64(nil, v), nil
-}
-
-func (f uintIndex[T]) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("want one argument, got %d", len(args))
-	}
-	v, ok := args[0].(uint64)
-	if !ok {
-		return nil, fmt.Errorf("want a uint64, got %T", args[0])
-	}
-	return binary.BigEndian.AppendUint64(nil, v), nil
+	return false
 }
 
 // target returns the object an action is about, nil when it has none.

@@ -38,7 +38,7 @@ type Tx struct {
 // the transaction (readTx.view) or a check needs the transaction to hold
 // them. A Tx that records many actions and reads nothing after them (the
 // scheduler's 500 assignments, the orchestrator's creations) then writes
-// none into memdb's indexes: writing them cost as much as applying them
+// none into the database's indexes: writing them cost as much as applying them
 // (issue 15: a fifth of the CPU of BenchmarkPlacement).
 type pending struct {
 	batch *batch
@@ -73,11 +73,11 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 		return p.batch.check(a) // refused
 	}
 	t, err := tableOf(obj)
-	if err != nil || hasUniqueSecondary(t) {
+	if err != nil || t.hasUniqueSecondary() {
 		p.write()
 		return p.batch.check(a)
 	}
-	i, ok := p.last[t.Name+"/"+obj.GetId()]
+	i, ok := p.last[t.name+"/"+obj.GetId()]
 	if !ok {
 		return p.batch.check(a)
 	}
@@ -111,7 +111,7 @@ func (p *pending) add(s step) {
 	if p.last == nil {
 		p.last = map[string]int{}
 	}
-	p.last[s.t.Name+"/"+s.obj.GetId()] = len(p.steps)
+	p.last[s.t.name+"/"+s.obj.GetId()] = len(p.steps)
 	p.steps = append(p.steps, s)
 }
 
@@ -163,14 +163,12 @@ func (tx *Tx) record(kind api.StoreAction_Kind, obj Object) error {
 // ErrVersionConflict when another write got in first: read again and
 // retry). The store changes only through Apply, never here.
 func (s *Store) Update(ctx context.Context, fn func(tx *Tx) error) error {
-	// A write transaction on a snapshot of the database gives fn its own
-	// writes to read without holding the writer lock Apply needs. It is
-	// always discarded.
-	txn := s.db.Snapshot().Txn(true)
+	// A writable copy of the latest version gives fn its own writes to
+	// read, apart from Apply's. It is never committed.
+	txn := s.db.Load().Write()
 	tx := &Tx{batch: batch{txn: txn}, now: timestamppb.Now()}
 	tx.readTx = readTx{txn: txn, pending: &pending{batch: &tx.batch}}
 	err := fn(tx)
-	txn.Abort()
 	if err != nil || len(tx.actions) == 0 {
 		return err
 	}

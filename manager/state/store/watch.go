@@ -98,7 +98,7 @@ func (s *Store) Watch(ctx context.Context, filters ...Filter) <-chan Event {
 // that state: none is missed and none is already in the view.
 func (s *Store) ViewAndWatch(ctx context.Context, fn func(tx ReadTx), filters ...Filter) <-chan Event {
 	s.mu.Lock()
-	view := readTx{txn: s.db.Txn(false)}
+	view := readTx{txn: s.db.Load()}
 	out := s.watch(ctx, filters)
 	s.mu.Unlock()
 	fn(view)

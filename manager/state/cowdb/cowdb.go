@@ -1,0 +1,229 @@
+// Package cowdb is an in-memory database of tables of objects, each
+// ordered by id, with secondary indexes, whose versions share structure:
+// a write copies only the B-tree nodes it changes (copy on write).
+//
+// Contract:
+//   - A Version is a set of tables. A committed Version (Commit's result,
+//     or New's) never changes: any number of goroutines read it at once,
+//     and each may take a writable copy of it (Write) while others read.
+//   - A writable Version belongs to one goroutine until Commit, which
+//     makes it read-only. Discarding it instead costs nothing.
+//   - An index maps a string key (Index.Key) to the ids of the objects
+//     holding it, in id order; an object whose key is absent (Key's false)
+//     is not in that index. Unique indexes are not enforced here: the
+//     caller checks (First) before it writes.
+//   - A secondary index holds keys and ids, not objects: an update that
+//     keeps an object's key writes nothing to that index, and a read
+//     through it looks each object up by id.
+//   - Unknown table or index names are the caller's bug: they panic.
+//
+// The store (manager/state/store) keeps its content in it: docs/design.md
+// §7, and ADR 0044 for why not go-memdb (its radix trees cost about 1 KB
+// a task and a channel per tree node, and every update rewrote every
+// index).
+package cowdb
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/btree"
+)
+
+// degree of the B-trees: nodes of up to 31 items, so that copying one on
+// a write stays small.
+const degree = 16
+
+// Index is a secondary index of a table.
+type Index struct {
+	Name string
+	// Key is obj's key in the index; false leaves obj out of it.
+	Key func(obj any) (string, bool)
+}
+
+// Table describes one table: its name and secondary indexes. Every table
+// is ordered by its objects' ids (Schema.ID).
+type Table struct {
+	Name    string
+	Indexes []Index
+}
+
+// Schema is the set of tables and how to read an object's id.
+type Schema struct {
+	Tables []Table
+	ID     func(obj any) string
+}
+
+// entry is an object in its table's id order.
+type entry struct {
+	id  string
+	obj any
+}
+
+// ref is an object's place in a secondary index: its key, then its id.
+type ref struct {
+	key, id string
+}
+
+func entryLess(a, b entry) bool { return a.id < b.id }
+
+func refLess(a, b ref) bool {
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return a.id < b.id
+}
+
+// trees are one table's content: the objects by id and each secondary
+// index, in Table.Indexes order. Once a version holding them is
+// committed they never change, and every version copied from it shares
+// them until it writes to the table.
+type trees struct {
+	byID      *btree.BTreeG[entry]
+	secondary []*btree.BTreeG[ref]
+	// mu serializes the copies taken of these trees: btree's Clone
+	// changes the tree it copies (its copy-on-write context), which
+	// readers never look at but two Clones at once would race on.
+	mu sync.Mutex
+}
+
+// table is one table of a Version.
+type table struct {
+	schema *Table
+	index  map[string]int // secondary index name → position
+	// trees is shared with the Version it was copied from until the
+	// first write (owned false), which copies them.
+	trees *trees
+	owned bool
+}
+
+// Version is one state of the database. See the package contract.
+type Version struct {
+	schema   *Schema
+	tables   map[string]*table
+	writable bool
+}
+
+// New returns an empty committed version of schema.
+func New(schema *Schema) *Version {
+	v := &Version{schema: schema, tables: make(map[string]*table, len(schema.Tables))}
+	for i := range schema.Tables {
+		t := &schema.Tables[i]
+		tb := &table{schema: t, index: map[string]int{}, owned: true, trees: emptyTrees(t)}
+		for j, ix := range t.Indexes {
+			tb.index[ix.Name] = j
+		}
+		v.tables[t.Name] = tb
+	}
+	return v
+}
+
+func emptyTrees(t *Table) *trees {
+	tr := &trees{byID: btree.NewG(degree, entryLess)}
+	for range t.Indexes {
+		tr.secondary = append(tr.secondary, btree.NewG(degree, refLess))
+	}
+	return tr
+}
+
+// Write returns a writable copy of v, which must be committed. Its trees
+// are copied lazily, table by table, on the first write to each.
+func (v *Version) Write() *Version {
+	if v.writable {
+		panic("cowdb: a copy of a version still being written")
+	}
+	w := &Version{schema: v.schema, tables: make(map[string]*table, len(v.tables)), writable: true}
+	for name, tb := range v.tables {
+		w.tables[name] = &table{schema: tb.schema, index: tb.index, trees: tb.trees}
+	}
+	return w
+}
+
+// Commit makes a writable version read-only and returns it.
+func (v *Version) Commit() *Version {
+	v.mustWrite()
+	v.writable = false
+	return v
+}
+
+func (v *Version) mustWrite() {
+	if !v.writable {
+		panic("cowdb: write to a committed version")
+	}
+}
+
+// table returns the named table, or panics.
+func (v *Version) table(name string) *table {
+	tb, ok := v.tables[name]
+	if !ok {
+		panic(fmt.Sprintf("cowdb: no table %q", name))
+	}
+	return tb
+}
+
+// own makes tb's trees this version's own before a write.
+func (v *Version) own(tb *table) *trees {
+	if tb.owned {
+		return tb.trees
+	}
+	shared := tb.trees
+	shared.mu.Lock()
+	own := &trees{byID: shared.byID.Clone()}
+	for _, s := range shared.secondary {
+		own.secondary = append(own.secondary, s.Clone())
+	}
+	shared.mu.Unlock()
+	tb.trees, tb.owned = own, true
+	return own
+}
+
+// Insert stores obj in table, replacing the object with its id, if any,
+// and returns the replaced one (nil when none).
+func (v *Version) Insert(tableName string, obj any) any {
+	v.mustWrite()
+	tb := v.table(tableName)
+	tr := v.own(tb)
+	id := v.schema.ID(obj)
+	old, had := tr.byID.ReplaceOrInsert(entry{id: id, obj: obj})
+	for i, ix := range tb.schema.Indexes {
+		key, ok := ix.Key(obj)
+		if had {
+			oldKey, oldOK := ix.Key(old.obj)
+			if oldOK == ok && oldKey == key {
+				continue // the index already says so
+			}
+			if oldOK {
+				tr.secondary[i].Delete(ref{key: oldKey, id: id})
+			}
+		}
+		if ok {
+			tr.secondary[i].ReplaceOrInsert(ref{key: key, id: id})
+		}
+	}
+	return old.obj
+}
+
+// Delete removes the object with id from table and returns it (nil when
+// there was none).
+func (v *Version) Delete(tableName, id string) any {
+	v.mustWrite()
+	tb := v.table(tableName)
+	tr := v.own(tb)
+	old, had := tr.byID.Delete(entry{id: id})
+	if !had {
+		return nil
+	}
+	for i, ix := range tb.schema.Indexes {
+		if key, ok := ix.Key(old.obj); ok {
+			tr.secondary[i].Delete(ref{key: key, id: id})
+		}
+	}
+	return old.obj
+}
+
+// Clear removes every object of table.
+func (v *Version) Clear(tableName string) {
+	v.mustWrite()
+	tb := v.table(tableName)
+	tb.trees, tb.owned = emptyTrees(tb.schema), true
+}

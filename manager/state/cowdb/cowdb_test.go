@@ -1,0 +1,171 @@
+package cowdb
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// obj is a test object: an id, a group (a non-unique index) and a name
+// (an index that leaves out the empty name).
+type obj struct{ id, group, name string }
+
+var schema = &Schema{
+	ID: func(o any) string { return o.(*obj).id },
+	Tables: []Table{{Name: "t", Indexes: []Index{
+		{Name: "group", Key: func(o any) (string, bool) { return o.(*obj).group, true }},
+		{Name: "name", Key: func(o any) (string, bool) { n := o.(*obj).name; return n, n != "" }},
+	}}},
+}
+
+// model is what a version must hold.
+type model map[string]obj
+
+// check compares v with m through every read.
+func check(t *testing.T, v *Version, m model) {
+	t.Helper()
+	ids := slices.Sorted(maps.Keys(m))
+	var got []string
+	v.All("t", "", func(o any) bool { got = append(got, o.(*obj).id); return true })
+	if !slices.Equal(got, ids) {
+		t.Fatalf("All = %v, want %v", got, ids)
+	}
+	if v.Len("t") != len(m) {
+		t.Fatalf("Len = %d, want %d", v.Len("t"), len(m))
+	}
+	for _, id := range ids {
+		if o, _ := v.Get("t", id).(*obj); o == nil || *o != m[id] {
+			t.Fatalf("Get(%s) = %v, want %v", id, o, m[id])
+		}
+	}
+	for _, g := range []string{"g0", "g1", "g2"} {
+		var want, got []string
+		for _, id := range ids {
+			if m[id].group == g {
+				want = append(want, id)
+			}
+		}
+		v.Each("t", "group", g, "", func(o any) bool { got = append(got, o.(*obj).id); return true })
+		if !slices.Equal(got, want) {
+			t.Fatalf("Each(group %s) = %v, want %v", g, got, want)
+		}
+		if len(want) > 1 { // from after the first
+			got = got[:0]
+			v.Each("t", "group", g, want[0], func(o any) bool { got = append(got, o.(*obj).id); return true })
+			if !slices.Equal(got, want[1:]) {
+				t.Fatalf("Each(group %s after %s) = %v, want %v", g, want[0], got, want[1:])
+			}
+		}
+	}
+	var named int
+	v.Each("t", "name", "", "", func(any) bool { named++; return true })
+	if named != 0 {
+		t.Fatalf("%d objects indexed under an empty name", named)
+	}
+	for _, id := range ids {
+		if n := m[id].name; n != "" {
+			if o := v.First("t", "name", n); o == nil || o.(*obj).name != n {
+				t.Fatalf("First(name %s) = %v", n, o)
+			}
+		}
+	}
+}
+
+// Random writes on copies of copies: each committed version keeps what
+// it held when committed, whatever its copies do afterwards, and every
+// index agrees with the objects.
+func TestVersionsKeepTheirContent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	type kept struct {
+		v *Version
+		m model
+	}
+	history := []kept{{New(schema), model{}}}
+	for range 300 {
+		base := history[rng.IntN(len(history))]
+		w := base.v.Write()
+		m := maps.Clone(base.m)
+		for range rng.IntN(40) + 1 {
+			id := fmt.Sprintf("o%03d", rng.IntN(200))
+			switch rng.IntN(5) {
+			case 0:
+				old := w.Delete("t", id)
+				if _, had := m[id]; had != (old != nil) {
+					t.Fatalf("Delete(%s) returned %v, model had it: %v", id, old, had)
+				}
+				delete(m, id)
+			default:
+				o := obj{id: id, group: fmt.Sprintf("g%d", rng.IntN(3))}
+				if rng.IntN(2) == 0 {
+					o.name = fmt.Sprintf("n%d", rng.IntN(400))
+				}
+				w.Insert("t", &o)
+				m[id] = o
+			}
+		}
+		if rng.IntN(50) == 0 {
+			w.Clear("t")
+			m = model{}
+		}
+		check(t, w, m) // reads of a writable version see its writes
+		history = append(history, kept{w.Commit(), m})
+	}
+	for _, k := range history {
+		check(t, k.v, k.m)
+	}
+}
+
+// Readers of a committed version run while other goroutines copy it and
+// write their copies (go test -race checks the sharing).
+func TestConcurrentCopiesAndReads(t *testing.T) {
+	base := New(schema).Write()
+	m := model{}
+	for i := range 2000 {
+		o := obj{id: fmt.Sprintf("o%04d", i), group: fmt.Sprintf("g%d", i%3)}
+		base.Insert("t", &o)
+		m[o.id] = o
+	}
+	v := base.Commit()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				w := v.Write()
+				for j := range 20 {
+					w.Insert("t", &obj{id: fmt.Sprintf("o%04d", (g*1000+i*20+j)%2000), group: "g9"})
+				}
+				w.Commit()
+			}
+		})
+		wg.Go(func() {
+			for range 5 {
+				check(t, v, m)
+			}
+		})
+	}
+	wg.Wait()
+	check(t, v, m)
+}
+
+func TestMisuse(t *testing.T) {
+	v := New(schema)
+	for name, f := range map[string]func(){
+		"write to a committed version":    func() { v.Insert("t", &obj{id: "a"}) },
+		"copy of a version being written": func() { v.Write().Write() },
+		"unknown table":                   func() { v.Get("nope", "a") },
+		"unknown index":                   func() { v.First("t", "nope", "a") },
+		"commit of a committed version":   func() { v.Commit() },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}

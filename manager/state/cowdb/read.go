@@ -1,0 +1,60 @@
+package cowdb
+
+import "fmt"
+
+// Get returns the object with id in table, nil when there is none.
+func (v *Version) Get(tableName, id string) any {
+	e, _ := v.table(tableName).trees.byID.Get(entry{id: id})
+	return e.obj
+}
+
+// First returns the first object, in id order, whose key in index is key,
+// nil when there is none.
+func (v *Version) First(tableName, index, key string) any {
+	var found any
+	v.Each(tableName, index, key, "", func(obj any) bool {
+		found = obj
+		return false
+	})
+	return found
+}
+
+// Each calls fn with the objects whose key in index is key, in id order,
+// from the first id after after ("" for all), until fn returns false.
+func (v *Version) Each(tableName, index, key, after string, fn func(obj any) bool) {
+	tb := v.table(tableName)
+	i, ok := tb.index[index]
+	if !ok {
+		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
+	}
+	tr := tb.trees
+	tr.secondary[i].AscendGreaterOrEqual(ref{key: key, id: after}, func(r ref) bool {
+		if r.key != key {
+			return false
+		}
+		if r.id == after {
+			return true
+		}
+		e, ok := tr.byID.Get(entry{id: r.id})
+		if !ok {
+			panic(fmt.Sprintf("cowdb: index %q of table %q names a missing id %q", index, tableName, r.id))
+		}
+		return fn(e.obj)
+	})
+}
+
+// All calls fn with every object of table, in id order, from the first id
+// after after ("" for all), until fn returns false.
+func (v *Version) All(tableName, after string, fn func(obj any) bool) {
+	v.table(tableName).trees.byID.AscendGreaterOrEqual(entry{id: after}, func(e entry) bool {
+		if e.id == after {
+			return true
+		}
+		return fn(e.obj)
+	})
+}
+
+// Len is the number of objects in table.
+func (v *Version) Len(tableName string) int {
+	return v.table(tableName).trees.byID.Len()
+}
