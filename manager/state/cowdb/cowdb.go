@@ -12,15 +12,14 @@
 //     holding it, in id order; an object whose key is absent (Key's false)
 //     is not in that index. Unique indexes are not enforced here: the
 //     caller checks (First) before it writes.
-//   - A secondary index holds keys and ids, not objects: an update that
-//     keeps an object's key writes nothing to that index, and a read
-//     through it looks each object up by id.
+//   - A secondary index holds each object under its key and id, so a read
+//     through it walks that index alone; an update replaces the object
+//     there, moving it only when its key changed.
 //   - Unknown table or index names are the caller's bug: they panic.
 //
 // The store (manager/state/store) keeps its content in it: docs/design.md
 // §7, and ADR 0044 for why not go-memdb (its radix trees cost about 1 KB
-// a task and a channel per tree node, and every update rewrote every
-// index).
+// a task and a channel per tree node).
 package cowdb
 
 import (
@@ -60,9 +59,11 @@ type entry struct {
 	obj any
 }
 
-// ref is an object's place in a secondary index: its key, then its id.
+// ref is an object's place in a secondary index, ordered by its key,
+// then its id.
 type ref struct {
 	key, id string
+	obj     any
 }
 
 func entryLess(a, b entry) bool { return a.id < b.id }
@@ -188,16 +189,12 @@ func (v *Version) Insert(tableName string, obj any) any {
 	for i, ix := range tb.schema.Indexes {
 		key, ok := ix.Key(obj)
 		if had {
-			oldKey, oldOK := ix.Key(old.obj)
-			if oldOK == ok && oldKey == key {
-				continue // the index already says so
-			}
-			if oldOK {
+			if oldKey, oldOK := ix.Key(old.obj); oldOK && (!ok || oldKey != key) {
 				tr.secondary[i].Delete(ref{key: oldKey, id: id})
 			}
 		}
 		if ok {
-			tr.secondary[i].ReplaceOrInsert(ref{key: key, id: id})
+			tr.secondary[i].ReplaceOrInsert(ref{key: key, id: id, obj: obj})
 		}
 	}
 	return old.obj

@@ -27,19 +27,14 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	tr := tb.trees
-	tr.secondary[i].AscendGreaterOrEqual(ref{key: key, id: after}, func(r ref) bool {
+	tb.trees.secondary[i].AscendGreaterOrEqual(ref{key: key, id: after}, func(r ref) bool {
 		if r.key != key {
 			return false
 		}
 		if r.id == after {
 			return true
 		}
-		e, ok := tr.byID.Get(entry{id: r.id})
-		if !ok {
-			panic(fmt.Sprintf("cowdb: index %q of table %q names a missing id %q", index, tableName, r.id))
-		}
-		return fn(e.obj)
+		return fn(r.obj)
 	})
 }
 
