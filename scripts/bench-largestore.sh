@@ -8,15 +8,24 @@
 #   3. kill -9 and restart: the time to serve and to lead, and the RSS;
 #   4. a worker running 100 replicas of a hook bundle: its RSS and the
 #      memory of each replica's shim;
-#   5. in the same run, the in-process references: BenchmarkCreate (the
+#   5. one manager and NODES worker nodes simulated by `jaco-bench nodes`
+#      (each its own certificate and mTLS connections, the agent's session,
+#      no replica run): the time until they are READY, the manager's RSS
+#      per node; `service create -d --replicas N` placed on them and
+#      reported RUNNING: the time until all run and the daemon is idle,
+#      its RSS, live heap and goroutines, the simulator's RSS; then kill
+#      -9 and restart with the nodes coming back: the time to serve, to
+#      lead and until every node is in session again, and the RSS;
+#   6. in the same run, the in-process references: BenchmarkCreate (the
 #      orchestrator's creations through raft beside bare creates) and
 #      BenchmarkPlacement at 100 000 replicas over 1 000 nodes.
 # Builds jaco into a scratch dir removed at exit, with every daemon it
 # started (and their replicas). Writes $BENCH_OUT/raw.txt.
 #
-#   scripts/bench-largestore.sh                         # 100 000 replicas (about 4 min)
-#   REPLICAS=20000 BENCH_OUT=/tmp/ls scripts/bench-largestore.sh
-#   JACO_REV=6f7a3bc REFS=no scripts/bench-largestore.sh  # daemons of a commit, no step 5
+#   scripts/bench-largestore.sh                         # 100 000 replicas, 5 000 nodes
+#   REPLICAS=20000 NODES=500 BENCH_OUT=/tmp/ls scripts/bench-largestore.sh
+#   NODES=0 scripts/bench-largestore.sh                 # no step 5
+#   JACO_REV=6f7a3bc REFS=no scripts/bench-largestore.sh  # daemons of a commit, no step 6
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -25,6 +34,7 @@ ensure_pkgs git gcc libc6-dev ca-certificates curl procps
 ensure_go
 
 replicas=${REPLICAS:-100000}
+nodes=${NODES:-5000}
 out=${BENCH_OUT:-docs/bench/largestore}
 bench_workdir jaco-bench-large
 mkdir -p "$out"
@@ -60,16 +70,17 @@ rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
-# wait_idle PID START: waits until the process used under 5 % of a core
-# over two seconds running, and prints how long it took from START (ns
-# since the epoch), the two quiet seconds left out.
+# wait_idle PID START [FLOOR]: waits until the process used under 5 % of
+# a core (above FLOOR %, its steady use: 0 unless given) over two seconds
+# running, and prints how long it took from START (ns since the epoch),
+# the two quiet seconds left out.
 wait_idle() {
-	local p=$1 start=$2 quiet=0 a b
+	local p=$1 start=$2 floor=${3:-0} quiet=0 a b
 	a=$(ticks "$p")
 	for _ in $(seq 1 1200); do
 		sleep 1
 		b=$(ticks "$p")
-		if ((b - a < 5)); then
+		if ((b - a < 5 + floor)); then
 			quiet=$((quiet + 1))
 			if ((quiet == 2)); then
 				echo $(($(date +%s%N) - start - 2000000000))
@@ -104,7 +115,7 @@ timed() {
 }
 
 {
-	echo "# bench-largestore: $replicas replicas, $(date -u +%FT%TZ), jaco $rev"
+	echo "# bench-largestore: $replicas replicas, $nodes simulated nodes, $(date -u +%FT%TZ), jaco $rev"
 	echo "# machine: $(nproc) cores, $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB, load $(cut -d' ' -f1-3 /proc/loadavg)"
 } >"$raw"
 
@@ -188,12 +199,18 @@ nshims=$(wc -w <<<"$shims")
 	echo "agent: $nshims hook shims, PSS $(mib "$shim_pss") MiB in all ($((shim_pss / (nshims > 0 ? nshims : 1))) kB each)"
 } | tee -a "$raw"
 stop_daemons
+daemons=()
+
+if ((nodes > 0)); then
+	source scripts/lib/largestore-nodes.sh
+	simulated_nodes
+fi
 
 if [[ ${REFS:-yes} == no ]]; then
 	log "wrote $raw"
 	exit 0
 fi
-log "5. in-process references"
+log "6. in-process references"
 {
 	echo "# go test -bench, same run"
 	go test -run XXX -bench 'BenchmarkCreate/replicas=100000$' -benchtime 1x ./manager/orchestrator | grep Benchmark

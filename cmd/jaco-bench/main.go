@@ -6,7 +6,9 @@
 // go to docs/bench/cluster/ (see docs/bench/cluster.md). `jaco-bench
 // containers` measures create → running of replicas under containerd
 // instead (containers.go, scripts/bench-containers.sh,
-// docs/bench/containers.md).
+// docs/bench/containers.md). `jaco-bench nodes` simulates worker nodes
+// against a real jacod, for the large-store measurement (nodes.go,
+// scripts/bench-largestore.sh).
 //
 // Every server it starts is its own process group with SIGKILL as parent
 // death signal, and is stopped when the run ends or is interrupted. Every
@@ -75,6 +77,9 @@ func run() error {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "containers" {
 		return runContainers(os.Args[2:])
+	}
+	if len(os.Args) > 1 && os.Args[1] == "nodes" {
+		return runNodes(os.Args[2:])
 	}
 	var (
 		e          env
