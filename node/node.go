@@ -344,6 +344,12 @@ func (n *Node) listen() error {
 	)
 	n.tcpSrv = grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(base)),
+		// Every node keeps connections to a manager open (its session,
+		// its role check): at 32 KiB, gRPC's default read buffer was a
+		// third of what a manager held for each node (issue 15, point 7;
+		// docs/bench/largestore.md). Frames larger than the buffer are
+		// read past it, so raft's large appends do not take more reads.
+		grpc.ReadBufferSize(tcpReadBuffer),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
 		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(n.tcpIdentity))...),
 	)
@@ -352,6 +358,9 @@ func (n *Node) listen() error {
 	}
 	return nil
 }
+
+// tcpReadBuffer is the read buffer of each connection to the TCP server.
+const tcpReadBuffer = 8 << 10
 
 func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
