@@ -73,6 +73,9 @@ type ReadTx interface {
 	// stores a new one). It is for readers of many tasks that change none,
 	// where cloning them would be most of the work.
 	EachTask(serviceID, nodeID string, fn func(*api.Task) bool)
+	// EachNode is EachTask for nodes: the stored nodes themselves, in id
+	// order, until fn returns false.
+	EachNode(fn func(*api.Node) bool)
 	// ListTasksByServiceShallow is ListTasksByService with shallow copies
 	// (api.Task.Shallow): the caller may set a task's fields, or replace
 	// the messages it points to, but never change those messages, which
@@ -198,6 +201,10 @@ func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {
 	default:
 		eachShared(r.view(), tableTask, indexID, "", fn)
 	}
+}
+
+func (r readTx) EachNode(fn func(*api.Node) bool) {
+	eachShared(r.view(), tableNode, indexID, "", fn)
 }
 
 func (r readTx) ListTasksByServiceShallow(serviceID string) []*api.Task {

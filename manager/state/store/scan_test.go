@@ -93,3 +93,36 @@ func TestScanHandsOutClones(t *testing.T) {
 		}
 	})
 }
+
+// EachNode hands out the stored nodes themselves, in id order, and stops
+// when fn says so.
+func TestEachNodeShared(t *testing.T) {
+	s := newStore(t)
+	var actions []*api.StoreAction
+	for _, id := range []string{"n2", "n10", "n1"} {
+		actions = append(actions, act(t, api.StoreAction_KIND_CREATE, node(id, "h-"+id, 0, 1)))
+	}
+	if err := s.Apply(1, req(actions...)); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(r ReadTx) {
+		var ids []string
+		r.EachNode(func(n *api.Node) bool {
+			ids = append(ids, n.GetId())
+			if r.GetNode(n.GetId()) == n {
+				t.Error("GetNode returned the stored node, not a copy")
+			}
+			return len(ids) < 2
+		})
+		if !slices.Equal(ids, []string{"n1", "n10"}) {
+			t.Errorf("EachNode visited %v, want n1, n10 then stop", ids)
+		}
+		var shared *api.Node
+		r.EachNode(func(n *api.Node) bool { shared = n; return false })
+		var again *api.Node
+		r.EachNode(func(n *api.Node) bool { again = n; return false })
+		if shared != again {
+			t.Error("EachNode hands out copies, not the stored node")
+		}
+	})
+}
