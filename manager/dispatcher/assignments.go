@@ -1,7 +1,6 @@
 package dispatcher
 
 import (
-	"context"
 	"time"
 
 	"google.golang.org/grpc"
@@ -12,47 +11,51 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store"
 )
 
-// onNode matches task events about nodeID's tasks, including a task moved
-// away from it.
-func onNode(nodeID string) store.Filter {
-	return func(e store.Event) bool {
-		if t, ok := e.Object.(*api.Task); ok && t.NodeId == nodeID {
-			return true
-		}
-		old, ok := e.Old.(*api.Task)
-		return ok && old.NodeId == nodeID
-	}
-}
-
 // Assignments implements api.DispatcherServiceServer: a COMPLETE message,
-// then INCREMENTAL ones, changes gathered over the batch window.
+// then INCREMENTAL ones, changes gathered over the batch window. The
+// node's task events come from the term's hub (taskHub).
 func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStreamingServer[api.AssignmentsMessage]) error {
 	t, sess, err := s.session(stream.Context(), req.GetSessionId())
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(stream.Context())
-	defer cancel() // ends the watch
 	set := newAssignmentSet(sess.nodeID)
 	var tasks []*api.Task
 	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
+	feed, index := t.tasks.subscribe(s.st, sess.nodeID, read)
+	defer feed.cancel()
 	sendComplete := func() error {
 		return send(stream, s.st, api.AssignmentsMessage_TYPE_COMPLETE, set.complete(tasks), nil)
 	}
-	events := s.st.ViewAndWatch(ctx, read, store.ObjectType[*api.Task](), onNode(sess.nodeID))
 	if err := sendComplete(); err != nil {
 		return err
 	}
 
-	// take applies one event to the set; a reset (the store was restored)
-	// starts over with a COMPLETE message.
-	take := func(e store.Event) error {
-		if e.Kind == store.EventReset {
-			s.st.View(read)
-			return sendComplete()
+	// takeQueued applies the feed's events that the last view does not
+	// hold to the set, and tells whether any changed it; a reset (the
+	// store was restored) starts over with a COMPLETE message.
+	takeQueued := func() (changed bool, err error) {
+		events, ended := feed.take()
+		for _, e := range events {
+			if e.Kind == store.EventReset {
+				// Always taken: a restore may keep the index it
+				// replaced, and a COMPLETE message too many is harmless.
+				s.st.ViewWithIndex(func(tx store.ReadTx, i uint64) { read(tx); index = i })
+				if err := sendComplete(); err != nil {
+					return false, err
+				}
+				continue
+			}
+			if e.Index <= index {
+				continue // in the view already
+			}
+			set.observe(e.Object.(*api.Task), e.Kind == store.EventDelete)
+			changed = true
 		}
-		set.observe(e.Object.(*api.Task), e.Kind == store.EventDelete)
-		return nil
+		if ended {
+			return false, errNoLeader()
+		}
+		return changed, nil
 	}
 	// A change after a quiet spell goes at once; while changes keep
 	// coming, at most one message per batch window.
@@ -62,17 +65,12 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	waiting := false // timer runs: changes are being gathered
 	for {
 		select {
-		case e, ok := <-events:
-			if !ok { // the call ended, or the store closed
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				return errNoLeader()
-			}
-			if err := take(e); err != nil {
+		case <-feed.ready:
+			changed, err := takeQueued()
+			if err != nil {
 				return err
 			}
-			if !waiting && e.Kind != store.EventReset {
+			if changed && !waiting {
 				waiting = true
 				timer.Reset(pacer.Delay())
 			}
@@ -80,19 +78,8 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			waiting = false
 			// What is queued already (the rest of the commit that woke
 			// an idle stream) goes in this message.
-		drain:
-			for {
-				select {
-				case e, ok := <-events:
-					if !ok { // the loop's next turn returns
-						break drain
-					}
-					if err := take(e); err != nil {
-						return err
-					}
-				default:
-					break drain
-				}
+			if _, err := takeQueued(); err != nil {
+				return err
 			}
 			updated, removed := set.changes()
 			if len(updated)+len(removed) == 0 {
@@ -106,6 +93,8 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 			return sess.err
 		case <-t.ctx.Done():
 			return errNoLeader()
+		case <-stream.Context().Done():
+			return stream.Context().Err()
 		}
 	}
 }

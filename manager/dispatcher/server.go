@@ -113,6 +113,8 @@ type term struct {
 
 	nodes    *batcher[nodeChange]
 	statuses *batcher[statusChange]
+	// tasks routes task events to the nodes' Assignments streams.
+	tasks *taskHub
 }
 
 // errNoLeader is every call's answer outside Run.
@@ -185,7 +187,10 @@ func (s *Server) Run(ctx context.Context) {
 		endpoints: newEndpointTable(),
 		nodes:     newBatcher(s.cfg.batchWindow, laterNodeChange, s.writeNodes, nil),
 		statuses:  newBatcher(s.cfg.batchWindow, furtherStatus, s.writeStatuses, settles),
+		tasks:     newTaskHub(),
 	}
+	// The hub watches before any stream subscribes (see taskHub.run).
+	taskEvents := s.st.Watch(ctx, store.ObjectType[*api.Task]())
 	s.mu.Lock()
 	if s.term != nil {
 		s.mu.Unlock()
@@ -198,6 +203,7 @@ func (s *Server) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { t.nodes.run(ctx) })
 	wg.Go(func() { t.statuses.run(ctx) })
+	wg.Go(func() { t.tasks.run(taskEvents) })
 	nodeEvents := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -72,6 +72,17 @@ func (s *Store) View(fn func(tx ReadTx)) {
 	fn(readTx{txn: s.db.Load()})
 }
 
+// ViewWithIndex is View with the AppliedIndex of the state fn reads, read
+// as one: the view holds every batch up to index and none after it, so a
+// watcher that got the events of later batches elsewhere (events carry
+// their index) can tell which of them the view already holds.
+func (s *Store) ViewWithIndex(fn func(tx ReadTx, index uint64)) {
+	s.mu.Lock()
+	v, index := s.db.Load(), s.applied.Load()
+	s.mu.Unlock()
+	fn(readTx{txn: v}, index)
+}
+
 // AppliedIndex is the index of the last entry given to Apply (refused or
 // not) or to Restore.
 func (s *Store) AppliedIndex() uint64 {
