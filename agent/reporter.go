@@ -2,12 +2,11 @@ package agent
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/statusq"
 )
 
 // reporter holds the replica statuses not yet accepted by a dispatcher.
@@ -16,7 +15,7 @@ import (
 // latest status is sent.
 type reporter struct {
 	mu      sync.Mutex
-	pending map[string]*api.TaskStatus
+	pending statusq.Pending
 	// notify wakes the sender of the current session (capacity 1).
 	notify chan struct{}
 	// urgent cuts the sender's wait between batches short (capacity 1).
@@ -24,7 +23,7 @@ type reporter struct {
 }
 
 func newReporter() *reporter {
-	return &reporter{pending: map[string]*api.TaskStatus{},
+	return &reporter{pending: statusq.Pending{},
 		notify: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
@@ -63,23 +62,14 @@ func (r *reporter) wake() {
 func (r *reporter) batch() []*api.TaskStatusUpdate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	updates := make([]*api.TaskStatusUpdate, 0, len(r.pending))
-	for id, st := range r.pending {
-		updates = append(updates, &api.TaskStatusUpdate{TaskId: id, Status: st})
-	}
-	slices.SortFunc(updates, func(a, b *api.TaskStatusUpdate) int { return strings.Compare(a.TaskId, b.TaskId) })
-	return updates
+	return r.pending.Batch()
 }
 
 // accepted forgets the sent statuses that have not been replaced since.
 func (r *reporter) accepted(sent []*api.TaskStatusUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, u := range sent {
-		if r.pending[u.TaskId] == u.Status {
-			delete(r.pending, u.TaskId)
-		}
-	}
+	r.pending.Accepted(sent)
 }
 
 // run sends pending statuses with send until ctx ends or send fails (the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/backoff"
 )
 
 // errSessionClosed is a session stream the dispatcher ended.
@@ -49,18 +49,7 @@ func (a *Agent) runSessions(ctx context.Context) {
 // ReconnectMax, with up to 50% jitter so that nodes cut off together do
 // not come back together. It returns false when ctx ends first.
 func (c *Config) pause(ctx context.Context, n int) bool {
-	d := c.ReconnectMin << min(n, 20)
-	if d <= 0 || d > c.ReconnectMax {
-		d = c.ReconnectMax
-	}
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Sleep(ctx, backoff.Delay(c.ReconnectMin, c.ReconnectMax, n))
 }
 
 // nextManager returns the manager to try and moves the rotation on.

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/statusq"
 )
 
 // simReplicas is what a simulated node runs: the state it holds for each
@@ -18,13 +17,13 @@ import (
 type simReplicas struct {
 	mu      sync.Mutex
 	state   map[string]api.TaskState
-	pending map[string]*api.TaskStatus
+	pending statusq.Pending
 	// wake is signalled when something is pending (capacity 1).
 	wake chan struct{}
 }
 
 func newSimReplicas() *simReplicas {
-	return &simReplicas{state: map[string]api.TaskState{}, pending: map[string]*api.TaskStatus{},
+	return &simReplicas{state: map[string]api.TaskState{}, pending: statusq.Pending{},
 		wake: make(chan struct{}, 1)}
 }
 
@@ -116,21 +115,12 @@ func simStatus(s api.TaskState) *api.TaskStatus {
 func (r *simReplicas) batch() []*api.TaskStatusUpdate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	updates := make([]*api.TaskStatusUpdate, 0, len(r.pending))
-	for id, st := range r.pending {
-		updates = append(updates, &api.TaskStatusUpdate{TaskId: id, Status: st})
-	}
-	slices.SortFunc(updates, func(a, b *api.TaskStatusUpdate) int { return strings.Compare(a.TaskId, b.TaskId) })
-	return updates
+	return r.pending.Batch()
 }
 
 // accepted forgets the sent statuses not replaced since.
 func (r *simReplicas) accepted(sent []*api.TaskStatusUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, u := range sent {
-		if r.pending[u.TaskId] == u.Status {
-			delete(r.pending, u.TaskId)
-		}
-	}
+	r.pending.Accepted(sent)
 }

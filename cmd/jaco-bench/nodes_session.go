@@ -11,12 +11,13 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/backoff"
 )
 
 // simNode is one simulated worker: the agent's dispatcher session
@@ -53,7 +54,7 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 func (n *simNode) dial() (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(n.sim.o.manager,
 		grpc.WithTransportCredentials(credentials.NewTLS(n.ident.tls.Clone())),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
 		}, MinConnectTimeout: 5 * time.Second}))
 	if err != nil {
@@ -96,19 +97,7 @@ func (n *simNode) run(ctx context.Context) {
 // pause is the agent's backoff between sessions: exponential from
 // reconnectMin to reconnectMax, with up to 50 % jitter.
 func (n *simNode) pause(ctx context.Context, failures int) bool {
-	o := n.sim.o
-	d := o.reconnectMin << min(failures, 20)
-	if d <= 0 || d > o.reconnectMax {
-		d = o.reconnectMax
-	}
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Sleep(ctx, backoff.Delay(n.sim.o.reconnectMin, n.sim.o.reconnectMax, failures))
 }
 
 // roleLoop asks the manager for the node's role every roleCheck, as
