@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/backoff"
 	"github.com/jaco-project/jaco/internal/linearcheck"
 )
 
@@ -66,14 +67,7 @@ func (w *worker) pause(ctx context.Context, failed bool) bool {
 	if hi > lo {
 		d += time.Duration(w.rng.Int64N(int64(hi - lo)))
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return backoff.Sleep(ctx, d)
 }
 
 // loop runs op until ctx ends, pausing between operations and while the
