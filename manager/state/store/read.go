@@ -41,6 +41,8 @@ type ReadTx interface {
 
 	GetJoinToken(id string) *api.JoinToken
 	ListJoinTokens() []*api.JoinToken
+	// FindJoinTokenByHash is the token whose hash is hash, nil when none.
+	FindJoinTokenByHash(hash []byte) *api.JoinToken
 
 	GetNetwork(id string) *api.Network
 	FindNetworkByName(name string) *api.Network
@@ -157,6 +159,12 @@ func (r readTx) ListTasksByNode(nodeID string) []*api.Task {
 
 func (r readTx) GetJoinToken(id string) *api.JoinToken {
 	return first[*api.JoinToken](r.view(), tableJoinToken, indexID, id)
+}
+func (r readTx) FindJoinTokenByHash(hash []byte) *api.JoinToken {
+	if len(hash) == 0 {
+		return nil
+	}
+	return first[*api.JoinToken](r.view(), tableJoinToken, indexHash, string(hash))
 }
 func (r readTx) ListJoinTokens() []*api.JoinToken {
 	return list[*api.JoinToken](r.view(), tableJoinToken, indexID, "")

@@ -126,3 +126,27 @@ func TestEachNodeShared(t *testing.T) {
 		}
 	})
 }
+
+// A join token is found by its hash, and only by the whole of it.
+func TestFindJoinTokenByHash(t *testing.T) {
+	s := newStore(t)
+	var actions []*api.StoreAction
+	for _, id := range []string{"j1", "j2", "j3"} {
+		actions = append(actions, act(t, api.StoreAction_KIND_CREATE,
+			&api.JoinToken{Id: id, Hash: []byte("hash-" + id), Meta: meta(0, 1, 1)}))
+	}
+	actions = append(actions, act(t, api.StoreAction_KIND_CREATE, &api.JoinToken{Id: "nohash", Meta: meta(0, 1, 1)}))
+	if err := s.Apply(1, req(actions...)); err != nil {
+		t.Fatal(err)
+	}
+	s.View(func(r ReadTx) {
+		if got := r.FindJoinTokenByHash([]byte("hash-j2")); got.GetId() != "j2" {
+			t.Errorf("by j2's hash: %v", got)
+		}
+		for _, h := range []string{"hash-j", "hash-j22", ""} {
+			if got := r.FindJoinTokenByHash([]byte(h)); got != nil {
+				t.Errorf("by hash %q: %v, want none", h, got)
+			}
+		}
+	})
+}

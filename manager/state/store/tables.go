@@ -37,6 +37,7 @@ const (
 	indexName      = "name"
 	indexServiceID = "service_id"
 	indexNodeID    = "node_id"
+	indexHash      = "hash"
 )
 
 // table is a stored type's table: its name and secondary indexes.
@@ -57,7 +58,8 @@ type index struct {
 // ordered by id; empty secondary values are not indexed.
 var tables = map[protoreflect.FullName]*table{
 	fullName[*api.Cluster]():   {name: tableCluster},
-	fullName[*api.JoinToken](): {name: tableJoinToken},
+	fullName[*api.JoinToken](): {name: tableJoinToken, indexes: []index{
+		{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })}}},
 	fullName[*api.Node](): {name: tableNode, indexes: []index{
 		{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
 		{indexRaftID, false, func(o Object) (string, bool) {
