@@ -57,7 +57,7 @@ type index struct {
 // tables maps each stored message type to its table. Every table is
 // ordered by id; empty secondary values are not indexed.
 var tables = map[protoreflect.FullName]*table{
-	fullName[*api.Cluster]():   {name: tableCluster},
+	fullName[*api.Cluster](): {name: tableCluster},
 	fullName[*api.JoinToken](): {name: tableJoinToken, indexes: []index{
 		{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })}}},
 	fullName[*api.Node](): {name: tableNode, indexes: []index{
