@@ -24,21 +24,30 @@ var schema = &Schema{
 // model is what a version must hold.
 type model map[string]obj
 
-// check compares v with m through every read.
+// check compares v with m through every read and fails t on the first
+// difference; it must run on t's goroutine.
 func check(t *testing.T, v *Version, m model) {
 	t.Helper()
+	if err := differs(v, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// differs returns the first difference between v and m found through
+// every read, nil when there is none.
+func differs(v *Version, m model) error {
 	ids := slices.Sorted(maps.Keys(m))
 	var got []string
 	v.All("t", "", func(o any) bool { got = append(got, o.(*obj).id); return true })
 	if !slices.Equal(got, ids) {
-		t.Fatalf("All = %v, want %v", got, ids)
+		return fmt.Errorf("All = %v, want %v", got, ids)
 	}
 	if v.Len("t") != len(m) {
-		t.Fatalf("Len = %d, want %d", v.Len("t"), len(m))
+		return fmt.Errorf("Len = %d, want %d", v.Len("t"), len(m))
 	}
 	for _, id := range ids {
 		if o, _ := v.Get("t", id).(*obj); o == nil || *o != m[id] {
-			t.Fatalf("Get(%s) = %v, want %v", id, o, m[id])
+			return fmt.Errorf("Get(%s) = %v, want %v", id, o, m[id])
 		}
 	}
 	for _, g := range []string{"g0", "g1", "g2"} {
@@ -50,28 +59,29 @@ func check(t *testing.T, v *Version, m model) {
 		}
 		v.Each("t", "group", g, "", func(o any) bool { got = append(got, o.(*obj).id); return true })
 		if !slices.Equal(got, want) {
-			t.Fatalf("Each(group %s) = %v, want %v", g, got, want)
+			return fmt.Errorf("Each(group %s) = %v, want %v", g, got, want)
 		}
 		if len(want) > 1 { // from after the first
 			got = got[:0]
 			v.Each("t", "group", g, want[0], func(o any) bool { got = append(got, o.(*obj).id); return true })
 			if !slices.Equal(got, want[1:]) {
-				t.Fatalf("Each(group %s after %s) = %v, want %v", g, want[0], got, want[1:])
+				return fmt.Errorf("Each(group %s after %s) = %v, want %v", g, want[0], got, want[1:])
 			}
 		}
 	}
 	var named int
 	v.Each("t", "name", "", "", func(any) bool { named++; return true })
 	if named != 0 {
-		t.Fatalf("%d objects indexed under an empty name", named)
+		return fmt.Errorf("%d objects indexed under an empty name", named)
 	}
 	for _, id := range ids {
 		if n := m[id].name; n != "" {
 			if o := v.First("t", "name", n); o == nil || o.(*obj).name != n {
-				t.Fatalf("First(name %s) = %v", n, o)
+				return fmt.Errorf("First(name %s) = %v", n, o)
 			}
 		}
 	}
+	return nil
 }
 
 // Random writes on copies of copies: each committed version keeps what
@@ -142,7 +152,10 @@ func TestConcurrentCopiesAndReads(t *testing.T) {
 		})
 		wg.Go(func() {
 			for range 5 {
-				check(t, v, m)
+				if err := differs(v, m); err != nil {
+					t.Error(err) // not Fatal: this is not the test's goroutine
+					return
+				}
 			}
 		})
 	}
