@@ -57,7 +57,10 @@ func TestTaskHubFeedsMissNothing(t *testing.T) {
 		known map[string]bool
 	}
 	var subs []*sub
-	for range 8 {
+	for i := range 8 {
+		// Spread the subscriptions over the writes: each waits until
+		// another eighth of them has applied.
+		waitApplied(t, st, uint64(i*writes/8))
 		s := &sub{known: map[string]bool{}}
 		s.feed, s.index = hub.subscribe(st, "n1", func(tx store.ReadTx) {
 			for _, tk := range tx.ListTasksByNode("n1") {
@@ -65,7 +68,6 @@ func TestTaskHubFeedsMissNothing(t *testing.T) {
 			}
 		})
 		subs = append(subs, s)
-		time.Sleep(time.Millisecond) // spread the subscriptions over the writes
 	}
 	<-wrote
 	// A last write on n1 tells each feed's reader it has seen the end.
@@ -118,5 +120,17 @@ func TestTaskHubFeedsMissNothing(t *testing.T) {
 	f, _ := hub.subscribe(st, "n1", func(store.ReadTx) {})
 	if _, ended := f.take(); !ended {
 		t.Error("a feed of an ended hub is not ended")
+	}
+}
+
+// waitApplied waits until st has applied index, for at most 5 s.
+func waitApplied(t *testing.T, st *store.Store, index uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for st.AppliedIndex() < index {
+		if time.Now().After(deadline) {
+			t.Fatalf("applied index %d after 5s, want %d", st.AppliedIndex(), index)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
