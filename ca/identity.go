@@ -20,6 +20,15 @@ type NodeIdentity struct {
 	ClusterID string
 }
 
+// IdentityFromPEM is IdentityFromCert of the first certificate of certPEM.
+func IdentityFromPEM(certPEM []byte) (NodeIdentity, error) {
+	cert, err := parseCertPEM(certPEM)
+	if err != nil {
+		return NodeIdentity{}, fmt.Errorf("node certificate: %w", err)
+	}
+	return IdentityFromCert(cert)
+}
+
 // IdentityFromCert reads the identity from a node certificate. It does not
 // verify the certificate; call it on a chain the TLS layer has verified. It
 // fails when CN, OU or O is missing or ambiguous, or the OU is not a role.

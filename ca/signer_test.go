@@ -244,6 +244,13 @@ func TestIdentityFromCert(t *testing.T) {
 	if _, err := IdentityFromCert(nil); err == nil {
 		t.Error("IdentityFromCert accepted nil")
 	}
+	eightPEM, _ := c.issue(t, "node-8", RoleWorker)
+	if id, err := IdentityFromPEM(eightPEM); err != nil || id.NodeID != "node-8" {
+		t.Errorf("IdentityFromPEM = %+v, %v; want node-8", id, err)
+	}
+	if _, err := IdentityFromPEM([]byte("no PEM here")); err == nil {
+		t.Error("IdentityFromPEM accepted no PEM block")
+	}
 	good, _ := c.issue(t, "node-7", RoleWorker)
 	for name, mutate := range map[string]func(*x509.Certificate){
 		"no CN":    func(c *x509.Certificate) { c.Subject.CommonName = "" },

@@ -62,7 +62,7 @@ func (n *Node) reissueExpiredCert(cluster *api.Cluster) error {
 	if err != nil {
 		return err
 	}
-	id, err := certIdentity(certPEM)
+	id, err := ca.IdentityFromPEM(certPEM)
 	if err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func checkJoinResponse(resp *api.JoinResponse, wantFP string) error {
 	if err := bundleNamed(resp.CaCertPem, wantFP); err != nil {
 		return fmt.Errorf("join response: %w", err)
 	}
-	id, err := certIdentity(resp.CertPem)
+	id, err := ca.IdentityFromPEM(resp.CertPem)
 	if err != nil {
 		return fmt.Errorf("join response: %w", err)
 	}

@@ -241,7 +241,7 @@ func (n *Node) isWorker() bool {
 	if err != nil {
 		return false
 	}
-	id, err := certIdentity(certPEM)
+	id, err := ca.IdentityFromPEM(certPEM)
 	return err == nil && id.Role == ca.RoleWorker
 }
 

@@ -45,7 +45,7 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 	if err := bundleNamed(caPEM, tok.CAFingerprint); err != nil {
 		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "the token names another cluster's CA than this node's: %v", err)
 	}
-	old, err := certIdentity(oldCertPEM)
+	old, err := ca.IdentityFromPEM(oldCertPEM)
 	if err != nil {
 		return nil, internalError(err)
 	}

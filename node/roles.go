@@ -55,7 +55,7 @@ func (n *Node) checkCert(ctx context.Context) error {
 	if err != nil {
 		return nil // a node without certificate files has nothing to renew
 	}
-	id, err := certIdentity(certPEM)
+	id, err := ca.IdentityFromPEM(certPEM)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func checkRenewal(resp *api.RenewCertificateResponse, caPEM []byte, old ca.NodeI
 	if !bytes.Equal(bytes.TrimSpace(resp.CaCertPem), bytes.TrimSpace(caPEM)) {
 		return ca.NodeIdentity{}, errors.New("renewal: the answer names another CA")
 	}
-	id, err := certIdentity(resp.CertPem)
+	id, err := ca.IdentityFromPEM(resp.CertPem)
 	if err != nil {
 		return ca.NodeIdentity{}, fmt.Errorf("renewal: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"time"
@@ -27,7 +26,7 @@ func (n *Node) serverTLS() (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node certificate: %w", err)
 	}
-	id, err := certIdentity(certPEM)
+	id, err := ca.IdentityFromPEM(certPEM)
 	if err != nil {
 		return nil, err
 	}
@@ -58,16 +57,4 @@ func ephemeralTLS() (*tls.Config, error) {
 		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}},
 		NextProtos:   []string{"h2"},
 	}, nil
-}
-
-func certIdentity(certPEM []byte) (ca.NodeIdentity, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return ca.NodeIdentity{}, fmt.Errorf("node certificate: no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return ca.NodeIdentity{}, fmt.Errorf("node certificate: %w", err)
-	}
-	return ca.IdentityFromCert(cert)
 }

@@ -38,7 +38,7 @@ func (n *Node) startAgent() error {
 	if err != nil {
 		return fmt.Errorf("agent: node certificate: %w", err)
 	}
-	id, err := certIdentity(certPEM)
+	id, err := ca.IdentityFromPEM(certPEM)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

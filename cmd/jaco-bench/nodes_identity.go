@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -127,17 +125,9 @@ func (j *joiner) join(ctx context.Context, name, addr, tokText string) (*api.Joi
 
 // loadIdentity builds the node's TLS config from its files.
 func loadIdentity(caPEM, certPEM, keyPEM []byte) (*simIdentity, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		return nil, errors.New("node certificate: no PEM block")
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	who, err := ca.IdentityFromPEM(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("node certificate: %w", err)
-	}
-	who, err := ca.IdentityFromCert(cert)
-	if err != nil {
-		return nil, fmt.Errorf("node certificate: %w", err)
+		return nil, err
 	}
 	cfg, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
 	if err != nil {
