@@ -2,20 +2,20 @@ package agent
 
 import "github.com/jaco-project/jaco/api"
 
-// completeParts joins the parts of a COMPLETE set the dispatcher sent in
+// CompleteParts joins the parts of a COMPLETE set the dispatcher sent in
 // several messages (each but the last with more set), so the worker drops
 // what the set lacks only once it has the whole set: applied part by part,
 // each part would remove the replicas of the others. One per assignments
 // stream: a set cut short by the stream's end goes with it, and the next
 // stream starts with a whole set again.
-type completeParts struct {
+type CompleteParts struct {
 	set *api.AssignmentsMessage
 }
 
-// add takes the next message of the stream and returns the message to
+// Add takes the next message of the stream and returns the message to
 // apply: m itself, a whole COMPLETE set once its last part came, or nil
 // while a set is still coming.
-func (c *completeParts) add(m *api.AssignmentsMessage) *api.AssignmentsMessage {
+func (c *CompleteParts) Add(m *api.AssignmentsMessage) *api.AssignmentsMessage {
 	if m.GetType() != api.AssignmentsMessage_TYPE_COMPLETE {
 		return m
 	}

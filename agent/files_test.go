@@ -190,15 +190,15 @@ func TestRestartedAgentWaitsForFiles(t *testing.T) {
 
 // The parts of a COMPLETE set bring their secrets and configs together.
 func TestCompletePartsJoinFiles(t *testing.T) {
-	var c completeParts
+	var c CompleteParts
 	first := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE, More: true,
 		Updated: []*api.Task{secretTask("t1")}, Secrets: []*api.Secret{testSecret}}
 	last := &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE,
 		Updated: []*api.Task{secretTask("t2")}, Configs: []*api.Config{testConfig1}}
-	if m := c.add(first); m != nil {
+	if m := c.Add(first); m != nil {
 		t.Fatalf("applied a part: %v", m)
 	}
-	m := c.add(last)
+	m := c.Add(last)
 	if len(m.GetUpdated()) != 2 || len(m.GetSecrets()) != 1 || len(m.GetConfigs()) != 1 {
 		t.Fatalf("whole set %v", m)
 	}

@@ -170,13 +170,13 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 		if err != nil {
 			return fmt.Errorf("open assignments: %w", err)
 		}
-		var parts completeParts
+		var parts CompleteParts
 		for {
 			m, err := as.Recv()
 			if err != nil {
 				return streamEnd("assignments", err)
 			}
-			if m = parts.add(m); m != nil {
+			if m = parts.Add(m); m != nil {
 				a.worker.apply(m)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/jaco-project/jaco/agent"
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/backoff"
@@ -176,13 +177,13 @@ func (n *simNode) session(ctx context.Context) (established bool, err error) {
 		if err != nil {
 			return fmt.Errorf("open assignments: %w", err)
 		}
-		var set *api.AssignmentsMessage
+		var parts agent.CompleteParts
 		for {
 			m, err := as.Recv()
 			if err != nil {
 				return endOf("assignments", err)
 			}
-			if m, set = joinParts(m, set); m != nil {
+			if m = parts.Add(m); m != nil {
 				n.sim.running.Add(n.replicas.apply(m))
 			}
 		}
@@ -248,27 +249,6 @@ func periodOf(d *durationpb.Duration) time.Duration {
 		return p
 	}
 	return 5 * time.Second
-}
-
-// joinParts joins the parts of a COMPLETE set sent in several messages
-// (agent/assignments.go): it returns the message to apply, or nil while a
-// set is still coming, and the set so far.
-func joinParts(m, set *api.AssignmentsMessage) (apply, rest *api.AssignmentsMessage) {
-	if m.GetType() != api.AssignmentsMessage_TYPE_COMPLETE {
-		return m, set
-	}
-	if set == nil {
-		if !m.GetMore() {
-			return m, nil
-		}
-		set = &api.AssignmentsMessage{Type: api.AssignmentsMessage_TYPE_COMPLETE}
-	}
-	set.Updated = append(set.Updated, m.GetUpdated()...)
-	set.Removed = append(set.Removed, m.GetRemoved()...)
-	if m.GetMore() {
-		return nil, set
-	}
-	return set, nil
 }
 
 // endOf names why a stream from the dispatcher ended.
