@@ -126,7 +126,6 @@ func (w *worker) forget(r *taskRunner) {
 // wait returns when every runner has returned (after ctx ends).
 func (w *worker) wait() { w.wg.Wait() }
 
-// replicas are the tasks of every runner, by service and slot.
 // states counts the replicas by the state replicas would show them in.
 func (w *worker) states() map[api.TaskState]int {
 	w.mu.Lock()
@@ -138,6 +137,7 @@ func (w *worker) states() map[api.TaskState]int {
 	return out
 }
 
+// replicas are the tasks of every runner, by service and slot.
 func (w *worker) replicas() []*api.Task {
 	w.mu.Lock()
 	out := make([]*api.Task, 0, len(w.runners))

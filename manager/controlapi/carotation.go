@@ -3,7 +3,6 @@ package controlapi
 import (
 	"bytes"
 	"context"
-
 	"time"
 
 	"google.golang.org/grpc/codes"
