@@ -24,6 +24,7 @@ package cowdb
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/google/btree"
@@ -101,20 +102,29 @@ type table struct {
 // Version is one state of the database. See the package contract.
 type Version struct {
 	schema   *Schema
-	tables   map[string]*table
+	layout   *layout
+	tables   []table // in Schema.Tables order
 	writable bool
+}
+
+// layout is where each table of a schema is, by name: shared by every
+// version of one database.
+type layout struct {
+	tables map[string]int
 }
 
 // New returns an empty committed version of schema.
 func New(schema *Schema) *Version {
-	v := &Version{schema: schema, tables: make(map[string]*table, len(schema.Tables))}
+	l := &layout{tables: map[string]int{}}
+	v := &Version{schema: schema, layout: l, tables: make([]table, len(schema.Tables))}
 	for i := range schema.Tables {
 		t := &schema.Tables[i]
-		tb := &table{schema: t, index: map[string]int{}, owned: true, trees: emptyTrees(t)}
+		l.tables[t.Name] = i
+		index := map[string]int{}
 		for j, ix := range t.Indexes {
-			tb.index[ix.Name] = j
+			index[ix.Name] = j
 		}
-		v.tables[t.Name] = tb
+		v.tables[i] = table{schema: t, index: index, owned: true, trees: emptyTrees(t)}
 	}
 	return v
 }
@@ -133,9 +143,10 @@ func (v *Version) Write() *Version {
 	if v.writable {
 		panic("cowdb: a copy of a version still being written")
 	}
-	w := &Version{schema: v.schema, tables: make(map[string]*table, len(v.tables)), writable: true}
-	for name, tb := range v.tables {
-		w.tables[name] = &table{schema: tb.schema, index: tb.index, trees: tb.trees}
+	// Every Update takes one: a slice of tables costs one allocation.
+	w := &Version{schema: v.schema, layout: v.layout, tables: slices.Clone(v.tables), writable: true}
+	for i := range w.tables {
+		w.tables[i].owned = false
 	}
 	return w
 }
@@ -155,11 +166,11 @@ func (v *Version) mustWrite() {
 
 // table returns the named table, or panics.
 func (v *Version) table(name string) *table {
-	tb, ok := v.tables[name]
+	i, ok := v.layout.tables[name]
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no table %q", name))
 	}
-	return tb
+	return &v.tables[i]
 }
 
 // own makes tb's trees this version's own before a write.
