@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // Paths of the binaries under test, built once by TestMain.
@@ -128,19 +130,5 @@ func checkNoRace(t testing.TB, what, output string) {
 	}
 }
 
-// eventually calls cond until it returns nil or timeout passes, then fails
-// the test with the last error cond returned.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v; last: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// eventually waits on cond (waitfor.Eventually).
+var eventually = waitfor.Eventually

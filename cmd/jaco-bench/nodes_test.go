@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/node"
 )
 
@@ -40,7 +41,7 @@ func TestSimulatedNodesJoinRunAndReturn(t *testing.T) {
 	o := simOpts{manager: mgr, socket: datadir.Dir(dir).Socket(), count: simulatedNodes,
 		state: filepath.Join(t.TempDir(), "nodes"), cpus: 8e9, memory: 16 << 30, roleCheck: time.Second}
 	first := startSimulator(t, o)
-	waitUntil(t, 20*time.Second, func() error { return nodesReady(ctx, cl, simulatedNodes) })
+	waitfor.Eventually(t, 20*time.Second, func() error { return nodesReady(ctx, cl, simulatedNodes) })
 	ids := first.sim.nodeIDs()
 	if len(ids) != simulatedNodes {
 		t.Fatalf("the simulator runs %d nodes, want %d", len(ids), simulatedNodes)
@@ -54,7 +55,7 @@ func TestSimulatedNodesJoinRunAndReturn(t *testing.T) {
 	if err != nil {
 		t.Fatalf("create service: %v", err)
 	}
-	waitUntil(t, 20*time.Second, func() error { return serviceRunning(ctx, cl, "sim", replicas, ids) })
+	waitfor.Eventually(t, 20*time.Second, func() error { return serviceRunning(ctx, cl, "sim", replicas, ids) })
 	if got := first.sim.running.Load(); got != replicas {
 		t.Errorf("the simulator counts %d replicas running, want %d", got, replicas)
 	}
@@ -62,16 +63,16 @@ func TestSimulatedNodesJoinRunAndReturn(t *testing.T) {
 	// Gone: with a 300 ms heartbeat period, the manager marks the nodes
 	// down within a second or so.
 	first.stop()
-	waitUntil(t, 20*time.Second, func() error { return nodesDown(ctx, cl) })
+	waitfor.Eventually(t, 20*time.Second, func() error { return nodesDown(ctx, cl) })
 
 	o.socket = "" // no join token: the nodes must not join again
 	second := startSimulator(t, o)
-	waitUntil(t, 20*time.Second, func() error { return nodesReady(ctx, cl, simulatedNodes) })
+	waitfor.Eventually(t, 20*time.Second, func() error { return nodesReady(ctx, cl, simulatedNodes) })
 	if again := second.sim.nodeIDs(); !maps.Equal(again, ids) {
 		t.Errorf("the second run's nodes %v, want the first's %v", again, ids)
 	}
-	waitUntil(t, 20*time.Second, func() error { return serviceRunning(ctx, cl, "sim", replicas, ids) })
-	waitUntil(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error { return serviceRunning(ctx, cl, "sim", replicas, ids) })
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if got := second.sim.running.Load(); got != replicas {
 			return fmt.Errorf("the second run counts %d replicas running, want %d adopted", got, replicas)
 		}
@@ -125,23 +126,6 @@ func startSimulator(t *testing.T, o simOpts) *runningSim {
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-// waitUntil retries cond until it holds or timeout passes, then fails with
-// what it last said.
-func waitUntil(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // simStates counts the simulated nodes by state.
