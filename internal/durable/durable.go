@@ -14,6 +14,10 @@ import (
 // after name) and syncs it. It returns the temporary path whenever the file
 // was created, also on error, so the caller can remove it.
 func WriteTemp(dir, name string, data []byte, mode os.FileMode) (string, error) {
+	return writeTemp(dir, name, mode, data)
+}
+
+func writeTemp(dir, name string, mode os.FileMode, parts ...[]byte) (string, error) {
 	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
@@ -23,9 +27,12 @@ func WriteTemp(dir, name string, data []byte, mode os.FileMode) (string, error) 
 		f.Close()
 		return tmp, fmt.Errorf("chmod %s: %w", tmp, err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return tmp, fmt.Errorf("write %s: %w", tmp, err)
+	w := &flushingWriter{f: f}
+	for _, p := range parts {
+		if err := w.write(p); err != nil {
+			f.Close()
+			return tmp, fmt.Errorf("write %s: %w", tmp, err)
+		}
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
@@ -39,8 +46,15 @@ func WriteTemp(dir, name string, data []byte, mode os.FileMode) (string, error) 
 
 // WriteFile replaces path with data (mode), atomically and durably.
 func WriteFile(path string, data []byte, mode os.FileMode) error {
+	return WriteFileParts(path, mode, data)
+}
+
+// WriteFileParts is WriteFile of the parts' concatenation, written part
+// after part, so a large file framed by small headers needs no copy that
+// joins them.
+func WriteFileParts(path string, mode os.FileMode, parts ...[]byte) error {
 	dir := filepath.Dir(path)
-	tmp, err := WriteTemp(dir, filepath.Base(path), data, mode)
+	tmp, err := writeTemp(dir, filepath.Base(path), mode, parts...)
 	if tmp != "" {
 		defer os.Remove(tmp) // a no-op once renamed
 	}

@@ -1,6 +1,7 @@
 package durable
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,5 +29,31 @@ func TestWriteFileReplacesWholeAndLeavesNoTemporaries(t *testing.T) {
 	}
 	if err := WriteFile(filepath.Join(dir, "missing", "x"), nil, 0o600); err == nil {
 		t.Fatal("write into a missing directory succeeded")
+	}
+}
+
+// TestWriteFilePartsJoinsPartsAcrossFlushSteps: parts of any size, large
+// ones spanning several flush steps, make exactly their concatenation.
+func TestWriteFilePartsJoinsPartsAcrossFlushSteps(t *testing.T) {
+	var parts [][]byte
+	var want []byte
+	for i, n := range []int{3, flushStep - 1, 2, 2*flushStep + 5, 0, 7} {
+		p := make([]byte, n)
+		for j := range p {
+			p[j] = byte(i*31 + j)
+		}
+		parts = append(parts, p)
+		want = append(want, p...)
+	}
+	path := filepath.Join(t.TempDir(), "big")
+	if err := WriteFileParts(path, 0o600, parts...); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read back %d bytes, want the %d written in parts", len(got), len(want))
 	}
 }

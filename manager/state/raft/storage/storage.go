@@ -227,13 +227,8 @@ func (s *Storage) RecordSnapshot(m raftpb.SnapshotMetadata) error {
 // SaveSnapshot or another WriteSnapshotFile. Until RecordSnapshot the file
 // is not used: Open takes only snapshots the WAL records.
 func (s *Storage) WriteSnapshotFile(sn raftpb.Snapshot) error {
-	if err := s.snapshotter.SaveSnap(sealSnapshot(s.sealer, sn)); err != nil {
+	if err := writeSnapFile(s.snapDir, sealSnapshot(s.sealer, sn)); err != nil {
 		return fmt.Errorf("save snapshot in %s: %w", s.snapDir, err)
-	}
-	// etcd creates snapshot files 0666 less the umask; keep them as
-	// private as the WAL.
-	if err := os.Chmod(filepath.Join(s.snapDir, snapFileName(sn.Metadata)), 0o600); err != nil {
-		return fmt.Errorf("restrict snapshot file: %w", err)
 	}
 	return nil
 }
