@@ -67,12 +67,7 @@ type Node struct {
 	// of the entries applied since it: a snapshot is due only once the log
 	// behind it outweighs it (snapshot.go).
 	snapshotBytes, logBytes int
-	// snapshotSlack, drawn in [0, 0.5) after each snapshot, is how much
-	// more than the snapshot the log must weigh before the next is due,
-	// so members do not snapshot a large state at the same entry
-	// (snapshot.go).
-	snapshotSlack float64
-	wasLeader     bool
+	wasLeader               bool
 	// term is raft's term as of the last Ready; leaderTerm the term this
 	// member leads in, 0 when it does not.
 	term, leaderTerm uint64

@@ -3,7 +3,6 @@ package raft
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -91,20 +90,10 @@ const weighedSnapshotBytes = 1 << 20
 // and weighedSnapshotBytes makes one due however few its entries: big
 // batches (500 tasks each) otherwise grew the log, held in memory and
 // replayed at restart, to 64 MB in 400 entries with no snapshot at all.
-// A restart thus replays at most about one and a half snapshots' worth of
-// log, or 1 MiB (docs/adr/0030).
-//
-// The log's weight is compared with the snapshot's grown by snapshotSlack,
-// drawn anew by each member after each snapshot. Without it every member
-// applies the same entries and finds a snapshot due at the same one, and
-// all encode and write a large state at once: no quorum is left that is
-// not busy snapshotting, so every write waits (on this 2-core test
-// machine, three members snapshotting 49 MB at once stalled writes for
-// over a second). Staggered, a leader and one follower that are not
-// snapshotting commit on (docs/adr/0045).
+// A restart thus replays at most about a snapshot's worth of log, or
+// 1 MiB (docs/adr/0030).
 func (n *Node) snapshotDue() bool {
-	weight := max(n.snapshotBytes, weighedSnapshotBytes)
-	if n.logBytes >= weight+int(float64(weight)*n.snapshotSlack) {
+	if n.logBytes >= max(n.snapshotBytes, weighedSnapshotBytes) {
 		return true
 	}
 	if n.applied.Load()-n.snapshotIndex < n.cfg.SnapshotInterval {
@@ -134,7 +123,6 @@ func (n *Node) snapshotDone(res snapshotResult) error {
 	}
 	n.snapshotIndex = m.Index
 	n.snapshotBytes = len(res.data)
-	n.snapshotSlack = rand.Float64() / 2
 	n.metrics.snapshotDuration.Observe(time.Since(job.started).Seconds())
 	n.metrics.snapshotBytes.Set(float64(len(res.data)))
 	n.logBytes -= job.logBytes // what was applied while it was written stays counted

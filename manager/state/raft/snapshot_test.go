@@ -87,31 +87,25 @@ func TestWritesGoOnWhileASnapshotIsWritten(t *testing.T) {
 
 // TestSnapshotDue: every SnapshotInterval entries while snapshots are
 // small; once large, not before the log since the last outweighs it; and
-// whenever the log outweighs both the snapshot and 1 MiB, grown by the
-// member's slack.
+// whenever the log outweighs both the snapshot and 1 MiB.
 func TestSnapshotDue(t *testing.T) {
 	for _, tc := range []struct {
 		name                    string
 		applied, snapIndex      uint64
 		snapshotBytes, logBytes int
-		slack                   float64
 		want                    bool
 	}{
-		{"interval not reached", 109, 100, 0, 1<<20 - 1, 0, false},
-		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, 0, true},
-		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, 0, false},
-		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, 0, false},
-		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, 0, true},
-		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, 0, true},
-		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, 0, true},
-		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, 0, false},
-		{"log as heavy, slack not made up", 50_000, 100, 100 << 20, 100 << 20, 0.25, false},
-		{"log heavier by the slack", 50_000, 100, 100 << 20, 125 << 20, 0.25, true},
-		{"log past 1 MiB by the slack, small snapshot", 105, 100, 1 << 10, 3 << 19, 0.5, true},
-		{"log past 1 MiB, not by the slack, small snapshot", 105, 100, 1 << 10, 1 << 20, 0.5, false},
+		{"interval not reached", 109, 100, 0, 1<<20 - 1, false},
+		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true},
+		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false},
+		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false},
+		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true},
+		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true},
+		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true},
+		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false},
 	} {
 		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
-			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes, snapshotSlack: tc.slack}
+			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes}
 		n.applied.Store(tc.applied)
 		if got := n.snapshotDue(); got != tc.want {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
