@@ -27,9 +27,8 @@ func writeTemp(dir, name string, mode os.FileMode, parts ...[]byte) (string, err
 		f.Close()
 		return tmp, fmt.Errorf("chmod %s: %w", tmp, err)
 	}
-	w := &flushingWriter{f: f}
 	for _, p := range parts {
-		if err := w.write(p); err != nil {
+		if _, err := f.Write(p); err != nil {
 			f.Close()
 			return tmp, fmt.Errorf("write %s: %w", tmp, err)
 		}

@@ -32,12 +32,12 @@ func TestWriteFileReplacesWholeAndLeavesNoTemporaries(t *testing.T) {
 	}
 }
 
-// TestWriteFilePartsJoinsPartsAcrossFlushSteps: parts of any size, large
-// ones spanning several flush steps, make exactly their concatenation.
-func TestWriteFilePartsJoinsPartsAcrossFlushSteps(t *testing.T) {
+// TestWriteFilePartsJoinsParts: parts of any size, empty ones too, make
+// exactly their concatenation.
+func TestWriteFilePartsJoinsParts(t *testing.T) {
 	var parts [][]byte
 	var want []byte
-	for i, n := range []int{3, flushStep - 1, 2, 2*flushStep + 5, 0, 7} {
+	for i, n := range []int{3, 1<<20 - 1, 2, 2<<20 + 5, 0, 7} {
 		p := make([]byte, n)
 		for j := range p {
 			p[j] = byte(i*31 + j)

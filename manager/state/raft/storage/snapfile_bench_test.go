@@ -17,13 +17,12 @@ import (
 // Storage, as the Ready loop does while a snapshot is written off it:
 //
 //   - etcd-snapshotter: the snapshot sealed, then written by etcd's
-//     snapshotter (one write of the whole file, then fsync), which is how
-//     WriteSnapshotFile wrote it before docs/adr/0045;
-//   - storage: WriteSnapshotFile, which seals and writes it flushed step
-//     by step.
+//     snapshotter, as WriteSnapshotFile did before docs/adr/0045;
+//   - storage: WriteSnapshotFile.
 //
 // ns/op is one snapshot's write; wal-p50/p99/max-µs are the WAL saves that
-// ran during the iterations.
+// ran during the iterations (docs/bench/cluster.md, "Snapshots beside the
+// WAL").
 func BenchmarkSnapshotBesideWAL(b *testing.B) {
 	b.Run("etcd-snapshotter", func(b *testing.B) {
 		benchSnapshotBesideWAL(b, func(s *Storage, sn raftpb.Snapshot) error {
