@@ -1,7 +1,9 @@
 // Package storage keeps a raft member's log and snapshots on disk.
 //
-// It wraps etcd's WAL (storage/wal) and snapshotter (etcdserver/api/snap)
-// and seals what they would otherwise write in clear: the Data of every
+// It wraps etcd's WAL (storage/wal) and snapshotter (etcdserver/api/snap),
+// though it writes snapshot files itself, in the snapshotter's format
+// (snapfile.go, docs/adr/0045), and seals what they would otherwise write
+// in clear: the Data of every
 // entry and of every snapshot passes through an encryption.Sealer, bound to
 // its index and term. Hard state, entry types, indexes and terms stay in
 // clear; they carry no cluster secret and etcd's WAL needs them to find and
@@ -11,8 +13,9 @@
 //   - Save fsyncs before it returns (etcd's WAL syncs when a batch carries
 //     entries or a changed hard state), so the Ready loop may send messages
 //     and apply entries afterwards.
-//   - A snapshot file is written and synced before its WAL record, so the
-//     WAL never points at a snapshot that is not there.
+//   - A snapshot file is written, synced and renamed into place, its
+//     directory synced, before its WAL record, so the WAL never points at
+//     a snapshot that is not there or is torn.
 //   - A new log is created in a temporary directory and renamed into place
 //     with its first entries already in it: the data directory holds either
 //     no raft state or a complete bootstrap.
