@@ -47,8 +47,15 @@ type Config struct {
 	// Dir is the agent's state directory: agent.db, replicas/<task id>/,
 	// logs/<task id>.log.
 	Dir string
-	// Dial connects to a manager's address (mutual TLS, made by the node).
+	// Dial connects to a node's address (mutual TLS, made by the node).
 	Dial func(ctx context.Context, addr string) (*grpc.ClientConn, error)
+	// ManagerConn, when set, is the connection to a manager's address
+	// that sessions use, shared with the node's own calls to that manager
+	// (its role check), so the agent does not close it: a node then keeps
+	// one connection to its manager, not two, and a manager holds one
+	// per node (issue 15, point 7). When nil, each session dials its own
+	// and closes it.
+	ManagerConn func(addr string) (*grpc.ClientConn, error)
 	// Managers are the addresses to try first; the list the dispatcher
 	// last sent, kept in the db, is tried before them after a restart.
 	Managers []string

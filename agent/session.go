@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/backoff"
@@ -88,17 +89,39 @@ func (a *Agent) setManagers(addrs []string) {
 	}
 }
 
+// managerConn is the connection a session to addr uses, and what to do
+// with it when the session ends: nothing to a shared one.
+func (a *Agent) managerConn(ctx context.Context, addr string) (*grpc.ClientConn, func(), error) {
+	if a.cfg.ManagerConn != nil {
+		conn, err := a.cfg.ManagerConn(addr)
+		return conn, func() {}, err
+	}
+	conn, err := a.cfg.Dial(ctx, addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return conn, func() { conn.Close() }, nil
+}
+
+// Managers are the managers' addresses the agent holds sessions with, in
+// the order it tries them.
+func (a *Agent) Managers() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.managers)
+}
+
 // session runs one session through the manager at addr until it breaks
 // or ctx ends. established says whether the dispatcher opened it.
 func (a *Agent) session(ctx context.Context, addr string) (established bool, err error) {
 	if addr == "" {
 		return false, errors.New("no manager address known")
 	}
-	conn, err := a.cfg.Dial(ctx, addr)
+	conn, release, err := a.managerConn(ctx, addr)
 	if err != nil {
 		return false, fmt.Errorf("dial manager %s: %w", addr, err)
 	}
-	defer conn.Close()
+	defer release()
 	client := api.NewDispatcherServiceClient(conn)
 
 	ctx, cancel := context.WithCancel(ctx) // ends the streams on every return

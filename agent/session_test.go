@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 )
 
 func TestStaleSessionOpensNewOne(t *testing.T) {
@@ -175,5 +177,42 @@ func storeTasks(t *testing.T, dir string, tasks ...*api.Task) {
 	}
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSharedManagerConnOutlivesSessions: with ManagerConn, every session
+// runs over the connection the node shares with its own calls, and the
+// agent never closes it, neither when a session breaks nor when it
+// stops; it does not dial a manager of its own.
+func TestSharedManagerConnOutlivesSessions(t *testing.T) {
+	d := newFakeDispatcher(t)
+	conn, err := dialInsecure(context.Background(), d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	var asked atomic.Int32
+	cfg := testConfig(t.TempDir(), []string{d.addr}, newFakeRuntime(exec.RuntimeContainerd))
+	cfg.Dial = func(context.Context, string) (*grpc.ClientConn, error) {
+		t.Error("the agent dialled a manager of its own")
+		return nil, errors.New("no dialling here")
+	}
+	cfg.ManagerConn = func(addr string) (*grpc.ClientConn, error) {
+		if addr != d.addr {
+			t.Errorf("asked for %s, want %s", addr, d.addr)
+		}
+		asked.Add(1)
+		return conn, nil
+	}
+	r := startAgent(t, cfg)
+	waitFor(t, "a session", d.sessionsReach(1))
+	d.loseLeader()
+	waitFor(t, "a second session", d.sessionsReach(2))
+	r.stop(t)
+	if n := asked.Load(); n < 2 {
+		t.Errorf("ManagerConn asked %d times, want once per session (2)", n)
+	}
+	if s := conn.GetState(); s == connectivity.Shutdown {
+		t.Fatal("the agent closed the shared connection")
 	}
 }

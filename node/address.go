@@ -81,7 +81,7 @@ func (n *Node) checkAddress(ctx context.Context, asked *string) error {
 func (n *Node) callUpdateAddress(ctx context.Context) (*api.UpdateAddressResponse, error) {
 	var errs []error
 	for _, addr := range n.renewTargets() {
-		conn, err := n.renewConns.Get(addr)
+		conn, err := n.managerConns.Get(addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

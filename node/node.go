@@ -98,10 +98,11 @@ type Node struct {
 	// dashboardSrv serves the dashboard; nil when Config.DashboardAddr
 	// is empty (dashboard.go).
 	dashboardSrv *dashboard.Server
-	// renewConns are the connections the role and certificate loop asks
-	// managers on; they carry this node's identity of when they were
-	// opened, so they are closed when its role changes.
-	renewConns *connpool.Pool
+	// managerConns are the connections to managers that the role and
+	// certificate loop asks on and the agent's sessions run over, one per
+	// manager; they carry this node's identity of when they were opened,
+	// so they are closed when its role changes.
+	managerConns *connpool.Pool
 
 	// The role and certificate loop (roles.go) runs under loopCtx; Stop
 	// ends it before anything else, since it takes initMu.
@@ -144,7 +145,7 @@ func New(cfg Config) (_ *Node, err error) {
 	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1), monitors: monitor.NewTable(nil),
 		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1),
 		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
-	n.renewConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
+	n.managerConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -439,7 +440,7 @@ func (n *Node) Stop() error {
 		if m := n.mgr.Load(); m != nil {
 			n.stopErr = m.Stop()
 		}
-		n.renewConns.CloseAll()
+		n.managerConns.CloseAll()
 		if n.metricsSrv != nil {
 			n.metricsSrv.Stop()
 		}

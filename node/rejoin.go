@@ -99,6 +99,6 @@ func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := n.reloadTLS(); err != nil {
 		return err
 	}
-	n.renewConns.CloseAll()
+	n.managerConns.CloseAll()
 	return n.startAgent()
 }

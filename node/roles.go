@@ -92,8 +92,13 @@ func (n *Node) checkCert(ctx context.Context) error {
 		due = true // another CA signs now: reissue under it
 	}
 	// A manager that moved is not asked at its old address any more, and
-	// a failed connection there would go on redialling it.
-	n.renewConns.Keep(n.renewTargets())
+	// a failed connection there would go on redialling it; those the
+	// agent's sessions use now stay.
+	keep := n.renewTargets()
+	if a := n.agent.Load(); a != nil {
+		keep = append(keep, a.Managers()...)
+	}
+	n.managerConns.Keep(keep)
 	if roleName(resp.Role) == id.Role && !due {
 		return nil
 	}
@@ -156,7 +161,7 @@ func (n *Node) installCert(ctx context.Context, resp *api.RenewCertificateRespon
 		// they were opened with: a demoted node must not keep a manager's.
 		// Open new ones. (The manager's own forwarding connections go with
 		// it.)
-		defer n.renewConns.CloseAll()
+		defer n.managerConns.CloseAll()
 	}
 	switch {
 	case id.Role == ca.RoleManager && m == nil:
@@ -272,7 +277,7 @@ func (n *Node) callRenew(ctx context.Context, csrPEM []byte, report *api.RenewCe
 	}
 	var errs []error
 	for _, addr := range addrs {
-		conn, err := n.renewConns.Get(addr)
+		conn, err := n.managerConns.Get(addr)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -66,8 +66,9 @@ func (n *Node) startAgent() error {
 		Dial: func(_ context.Context, addr string) (*grpc.ClientConn, error) {
 			return n.dialPeer(addr)
 		},
-		Managers: managers,
-		Runtimes: runtimes,
+		ManagerConn: n.managerConns.Get,
+		Managers:    managers,
+		Runtimes:    runtimes,
 		Description: func() *api.NodeDescription {
 			d := describeMachine()
 			d.Overlay = ov.describe()

@@ -9,10 +9,11 @@
 #   4. a worker running 100 replicas of a hook bundle: its RSS and the
 #      memory of each replica's shim;
 #   5. one manager and NODES worker nodes simulated by `jaco-bench nodes`
-#      (each its own certificate and mTLS connections, the agent's session,
-#      no replica run): the time until they are READY, the manager's RSS
-#      per node; `service create -d --replicas N` placed on them and
-#      reported RUNNING: the time until all run and the daemon is idle,
+#      (each its own certificate and one mTLS connection for the agent's
+#      session and the role check, no replica run): the time until they
+#      are READY, the manager's RSS per node; `service create -d
+#      --replicas N` placed on them and reported RUNNING: the time until
+#      all run and the daemon is idle,
 #      its RSS, live heap and goroutines, the simulator's RSS; then kill
 #      -9 and restart with the nodes coming back: the time to serve, to
 #      lead and until every node is in session again, and the RSS;

@@ -86,7 +86,7 @@ func runNodes(args []string) error {
 	fs.StringVar(&o.prefix, "prefix", "sim", "node names are PREFIX-00001 and on")
 	cpus := fs.Int("cpus", 64, "CPUs each node describes")
 	memGiB := fs.Int64("memory-gib", 256, "memory each node describes, GiB")
-	fs.DurationVar(&o.roleCheck, "role-check", 2*time.Second, "each node's role check (an empty RenewCertificate on its own connection), as jacod's --role-check-interval; 0 off")
+	fs.DurationVar(&o.roleCheck, "role-check", 2*time.Second, "each node's role check (an empty RenewCertificate on its session's connection), as jacod's --role-check-interval; 0 off")
 	fs.DurationVar(&o.report, "report", 10*time.Second, "how often to log the counts")
 	if err := fs.Parse(args); err != nil {
 		return err

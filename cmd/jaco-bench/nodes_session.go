@@ -28,9 +28,9 @@ type simNode struct {
 	name  string
 	id    string
 	ident *simIdentity
-	// conn is the node's connection to the manager for its sessions;
-	// roleConn the one for its role checks (jacod keeps them apart too).
-	conn, roleConn *grpc.ClientConn
+	// conn is the node's connection to the manager, for its sessions and
+	// its role checks (jacod shares it too).
+	conn *grpc.ClientConn
 	// replicas is what the node runs, by task id (run's goroutines only).
 	replicas *simReplicas
 }
@@ -40,12 +40,6 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 	var err error
 	if n.conn, err = n.dial(); err != nil {
 		return nil, err
-	}
-	if s.o.roleCheck > 0 {
-		if n.roleConn, err = n.dial(); err != nil {
-			_ = n.conn.Close()
-			return nil, err
-		}
 	}
 	return n, nil
 }
@@ -65,12 +59,9 @@ func (n *simNode) dial() (*grpc.ClientConn, error) {
 }
 
 // run keeps a session open until ctx ends, and checks the node's role
-// meanwhile; it closes the connections when it returns.
+// meanwhile; it closes the connection when it returns.
 func (n *simNode) run(ctx context.Context) {
 	defer n.conn.Close()
-	if n.roleConn != nil {
-		defer n.roleConn.Close()
-	}
 	done := make(chan struct{})
 	defer func() { <-done }()
 	go func() {
@@ -104,10 +95,10 @@ func (n *simNode) pause(ctx context.Context, failures int) bool {
 // roleLoop asks the manager for the node's role every roleCheck, as
 // jacod's certificate loop does (an empty RenewCertificate).
 func (n *simNode) roleLoop(ctx context.Context) {
-	if n.roleConn == nil {
+	if n.sim.o.roleCheck <= 0 {
 		return
 	}
-	c := api.NewMembershipServiceClient(n.roleConn)
+	c := api.NewMembershipServiceClient(n.conn)
 	// Spread the nodes over the interval.
 	wait := rand.N(n.sim.o.roleCheck)
 	for {
