@@ -81,6 +81,12 @@ func run() error {
 	if len(os.Args) > 1 && os.Args[1] == "nodes" {
 		return runNodes(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "conns" {
+		return runConns(os.Args[2:])
+	}
+	if len(os.Args) > 1 && os.Args[1] == "conns-client" {
+		return runConnsClient(os.Args[2:])
+	}
 	var (
 		e          env
 		out        string

@@ -6,7 +6,7 @@ package main
 // node is what the manager sees of a worker: its own key and certificate
 // from a token join, its own mutual-TLS connection to the dispatcher with
 // the agent's session, heartbeats, assignments and status reports, and the
-// node's role check on a second connection. Nothing runs: an assigned
+// node's role check on the same connection. Nothing runs: an assigned
 // replica is reported RUNNING at once, one told to stop is reported shut
 // down.
 

@@ -138,4 +138,8 @@ simulated_nodes() {
 	stop_daemons
 	daemons=()
 	unset JACO_DATA_DIR
+	# The floor under the manager's memory per node, in the same run: a
+	# bare gRPC server holding as many mTLS connections, each with two
+	# open streams, on jacod's transport settings.
+	"$bin/jaco-bench" conns -count "$nodes" 2>>"$work/conns.log" | tee -a "$raw"
 }

@@ -1,0 +1,239 @@
+package main
+
+// `jaco-bench conns` measures what a bare gRPC server holds for each
+// node's connection, as the floor under a manager's memory per node
+// (issue 15, point 7; docs/bench/largestore.md): a server with nothing
+// behind it but gRPC's health service, on the transport jacod's TCP
+// server uses (TLS 1.3 with client certificates, 8 KiB read buffers),
+// and COUNT client connections from a child process, each holding two
+// server streams open as a node's session and assignments streams do.
+// The server's growth in live heap, goroutines and RSS, divided by COUNT,
+// is what any manager keeping one such connection per node pays at
+// least, before it stores or does anything for the node.
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/jaco-project/jaco/ca"
+)
+
+// connsStreams is how many server streams each connection holds open: a
+// node's dispatcher session and its assignments.
+const connsStreams = 2
+
+// connsReadBuffer is the read buffer of each server connection, as
+// jacod's TCP server sets it (node.tcpReadBuffer).
+const connsReadBuffer = 8 << 10
+
+// connsFloor is what the server grew by, per connection.
+type connsFloor struct {
+	count                    int
+	liveKB, rssKB            float64
+	goroutines               float64
+	liveBefore, liveAfterMiB float64
+}
+
+func (f connsFloor) String() string {
+	return fmt.Sprintf("conns: %d mTLS connections with %d server streams each: server heap in use %.0f -> %.0f MiB; "+
+		"a connection: %.1f kB heap in use, %.1f kB RSS, %.1f goroutines",
+		f.count, connsStreams, f.liveBefore, f.liveAfterMiB, f.liveKB, f.rssKB, f.goroutines)
+}
+
+func runConns(args []string) error {
+	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
+	count := fs.Int("count", 1000, "client connections")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+		return fmt.Errorf("conns: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "jaco-bench-conns-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	f, err := measureConns(context.Background(), []string{self, "conns-client"}, dir, *count)
+	if err != nil {
+		return err
+	}
+	fmt.Println(f)
+	return nil
+}
+
+// measureConns serves on loopback, has a child process (client: the
+// command that runs runConnsClient) open count connections, and reports
+// the server's growth per connection.
+func measureConns(ctx context.Context, client []string, dir string, count int) (connsFloor, error) {
+	serverTLS, err := connsIdentities(dir)
+	if err != nil {
+		return connsFloor{}, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return connsFloor{}, err
+	}
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)), grpc.ReadBufferSize(connsReadBuffer))
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	go func() { _ = srv.Serve(lis) }()
+	defer srv.Stop()
+
+	before := serverUse()
+	args := append(client[1:len(client):len(client)], "-addr", lis.Addr().String(), "-count", strconv.Itoa(count), "-dir", dir)
+	child := exec.CommandContext(ctx, client[0], args...)
+	child.Stderr = os.Stderr
+	stdin, err := child.StdinPipe()
+	if err != nil {
+		return connsFloor{}, err
+	}
+	stdout, err := child.StdoutPipe()
+	if err != nil {
+		return connsFloor{}, err
+	}
+	if err := child.Start(); err != nil {
+		return connsFloor{}, fmt.Errorf("start the clients: %w", err)
+	}
+	defer func() {
+		stdin.Close() // the child exits when its stdin closes
+		_ = child.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		return connsFloor{}, fmt.Errorf("the clients did not get ready: %q, %v", line, err)
+	}
+	after := serverUse()
+	n := float64(count)
+	return connsFloor{
+		count:        count,
+		liveKB:       (after.live - before.live) / 1024 / n,
+		rssKB:        (after.rss - before.rss) / 1024 / n,
+		goroutines:   (after.goroutines - before.goroutines) / n,
+		liveBefore:   before.live / (1 << 20),
+		liveAfterMiB: after.live / (1 << 20),
+	}, nil
+}
+
+// use is what this process holds: its heap in use after a collection
+// (HeapInuse, as scripts/bench-largestore.sh reads jacod's), its
+// goroutines (their stacks are in RSS, not in the heap) and its RSS.
+type use struct{ live, rss, goroutines float64 }
+
+func serverUse() use {
+	debug.FreeOSMemory() // collects first
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return use{live: float64(ms.HeapInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
+}
+
+// rssBytes is this process's resident set size, from /proc.
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for l := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// connsIdentities makes a CA, the server's certificate and the clients'
+// one (all clients present the same; the TLS state is the same size) in
+// dir, and returns the server's TLS config.
+func connsIdentities(dir string) (*tls.Config, error) {
+	caPEM, caKey, err := ca.NewRootCA("conns")
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ca.NewSigner(caPEM, caKey)
+	if err != nil {
+		return nil, err
+	}
+	srvCert, srvKey, err := signer.Issue("server", ca.RoleManager, "conns", time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	cliCert, cliKey, err := signer.Issue("client", ca.RoleWorker, "conns", time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	if err := ca.SaveNodeFiles(dir, caPEM, cliCert, cliKey); err != nil {
+		return nil, err
+	}
+	return ca.ServerTLSConfig(caPEM, srvCert, srvKey)
+}
+
+// runConnsClient is the child of measureConns: it opens count
+// connections, each with connsStreams health watches, says "ready" and
+// holds them until its stdin closes.
+func runConnsClient(args []string) error {
+	fs := flag.NewFlagSet("conns-client", flag.ContinueOnError)
+	addr := fs.String("addr", "", "the server")
+	count := fs.Int("count", 0, "connections")
+	dir := fs.String("dir", "", "where the client's certificate is")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := raiseFileLimit(slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		return err
+	}
+	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(filepath.Clean(*dir))
+	if err != nil {
+		return err
+	}
+	clientTLS, err := ca.ClientTLSConfig(caPEM, certPEM, keyPEM)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range *count {
+		conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		for range connsStreams {
+			w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				return fmt.Errorf("connection %d: %w", i, err)
+			}
+			if _, err := w.Recv(); err != nil {
+				return fmt.Errorf("connection %d: %w", i, err)
+			}
+		}
+	}
+	fmt.Println("ready")
+	if _, err := io.Copy(io.Discard, os.Stdin); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"os"
+	"testing"
+)
+
+// connsClientEnv makes this test binary the client process of
+// TestConnsFloorCountsEachConnection (TestConnsClientProcess).
+const connsClientEnv = "JACO_BENCH_CONNS_CLIENT"
+
+// TestConnsFloorCountsEachConnection: the floor measured for 20
+// connections is the server's growth for each: at least gRPC's reader,
+// writer and keepalive goroutines and one handler per open stream (five),
+// and some heap; RSS grows too.
+func TestConnsFloorCountsEachConnection(t *testing.T) {
+	t.Setenv(connsClientEnv, "1")
+	client := []string{os.Args[0], "-test.run=^TestConnsClientProcess$", "--"}
+	f, err := measureConns(context.Background(), client, t.TempDir(), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.goroutines < 3+connsStreams-0.5 || f.goroutines > 3+connsStreams+1 {
+		t.Errorf("%.1f goroutines a connection, want %d (three of gRPC's, one per stream)", f.goroutines, 3+connsStreams)
+	}
+	if f.liveKB < 1 || f.liveKB > 1024 {
+		t.Errorf("%.1f kB of heap a connection, want a few tens", f.liveKB)
+	}
+	t.Log(f)
+}
+
+// TestConnsClientProcess is the client process of the test above, not a
+// test of its own: run without connsClientEnv it returns at once.
+func TestConnsClientProcess(t *testing.T) {
+	if os.Getenv(connsClientEnv) == "" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	if err := runConnsClient(args); err != nil {
+		t.Fatal(err)
+	}
+	os.Exit(0)
+}
