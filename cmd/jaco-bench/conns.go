@@ -7,7 +7,7 @@ package main
 // server uses (TLS 1.3 with client certificates, 8 KiB read buffers),
 // and COUNT client connections from a child process, each holding two
 // server streams open as a node's session and assignments streams do.
-// The server's growth in live heap, goroutines and RSS, divided by COUNT,
+// The server's growth in heap in use, goroutines and RSS, divided by COUNT,
 // is what any manager keeping one such connection per node pays at
 // least, before it stores or does anything for the node.
 
@@ -46,18 +46,18 @@ const connsStreams = 2
 // jacod's TCP server sets it (node.tcpReadBuffer).
 const connsReadBuffer = 8 << 10
 
-// connsFloor is what the server grew by, per connection.
+// connsFloor is what the server grew by, per connection, and its heap in
+// use before and after.
 type connsFloor struct {
-	count                    int
-	liveKB, rssKB            float64
-	goroutines               float64
-	liveBefore, liveAfterMiB float64
+	count                       int
+	heapKB, rssKB, goroutines   float64
+	heapBeforeMiB, heapAfterMiB float64
 }
 
 func (f connsFloor) String() string {
 	return fmt.Sprintf("conns: %d mTLS connections with %d server streams each: server heap in use %.0f -> %.0f MiB; "+
 		"a connection: %.1f kB heap in use, %.1f kB RSS, %.1f goroutines",
-		f.count, connsStreams, f.liveBefore, f.liveAfterMiB, f.liveKB, f.rssKB, f.goroutines)
+		f.count, connsStreams, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.rssKB, f.goroutines)
 }
 
 func runConns(args []string) error {
@@ -129,25 +129,25 @@ func measureConns(ctx context.Context, client []string, dir string, count int) (
 	after := serverUse()
 	n := float64(count)
 	return connsFloor{
-		count:        count,
-		liveKB:       (after.live - before.live) / 1024 / n,
-		rssKB:        (after.rss - before.rss) / 1024 / n,
-		goroutines:   (after.goroutines - before.goroutines) / n,
-		liveBefore:   before.live / (1 << 20),
-		liveAfterMiB: after.live / (1 << 20),
+		count:         count,
+		heapKB:        (after.heap - before.heap) / 1024 / n,
+		rssKB:         (after.rss - before.rss) / 1024 / n,
+		goroutines:    (after.goroutines - before.goroutines) / n,
+		heapBeforeMiB: before.heap / (1 << 20),
+		heapAfterMiB:  after.heap / (1 << 20),
 	}, nil
 }
 
 // use is what this process holds: its heap in use after a collection
 // (HeapInuse, as scripts/bench-largestore.sh reads jacod's), its
 // goroutines (their stacks are in RSS, not in the heap) and its RSS.
-type use struct{ live, rss, goroutines float64 }
+type use struct{ heap, rss, goroutines float64 }
 
 func serverUse() use {
 	debug.FreeOSMemory() // collects first
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return use{live: float64(ms.HeapInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
+	return use{heap: float64(ms.HeapInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
 }
 
 // rssBytes is this process's resident set size, from /proc.

@@ -24,8 +24,8 @@ func TestConnsFloorCountsEachConnection(t *testing.T) {
 	if f.goroutines < 3+connsStreams-0.5 || f.goroutines > 3+connsStreams+1 {
 		t.Errorf("%.1f goroutines a connection, want %d (three of gRPC's, one per stream)", f.goroutines, 3+connsStreams)
 	}
-	if f.liveKB < 1 || f.liveKB > 1024 {
-		t.Errorf("%.1f kB of heap a connection, want a few tens", f.liveKB)
+	if f.heapKB < 1 || f.heapKB > 1024 {
+		t.Errorf("%.1f kB of heap a connection, want a few tens", f.heapKB)
 	}
 	t.Log(f)
 }
