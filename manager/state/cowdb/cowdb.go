@@ -101,25 +101,20 @@ type table struct {
 
 // Version is one state of the database. See the package contract.
 type Version struct {
-	schema   *Schema
-	layout   *layout
+	schema *Schema
+	// layout is where each table is in tables, by name: one map shared
+	// by every version of a database.
+	layout   map[string]int
 	tables   []table // in Schema.Tables order
 	writable bool
 }
 
-// layout is where each table of a schema is, by name: shared by every
-// version of one database.
-type layout struct {
-	tables map[string]int
-}
-
 // New returns an empty committed version of schema.
 func New(schema *Schema) *Version {
-	l := &layout{tables: map[string]int{}}
-	v := &Version{schema: schema, layout: l, tables: make([]table, len(schema.Tables))}
+	v := &Version{schema: schema, layout: map[string]int{}, tables: make([]table, len(schema.Tables))}
 	for i := range schema.Tables {
 		t := &schema.Tables[i]
-		l.tables[t.Name] = i
+		v.layout[t.Name] = i
 		index := map[string]int{}
 		for j, ix := range t.Indexes {
 			index[ix.Name] = j
@@ -166,7 +161,7 @@ func (v *Version) mustWrite() {
 
 // table returns the named table, or panics.
 func (v *Version) table(name string) *table {
-	i, ok := v.layout.tables[name]
+	i, ok := v.layout[name]
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no table %q", name))
 	}
