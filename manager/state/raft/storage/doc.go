@@ -3,11 +3,10 @@
 // It wraps etcd's WAL (storage/wal) and snapshotter (etcdserver/api/snap),
 // though it writes snapshot files itself, in the snapshotter's format
 // (snapfile.go, docs/adr/0045), and seals what they would otherwise write
-// in clear: the Data of every
-// entry and of every snapshot passes through an encryption.Sealer, bound to
-// its index and term. Hard state, entry types, indexes and terms stay in
-// clear; they carry no cluster secret and etcd's WAL needs them to find and
-// verify records.
+// in clear: the Data of every entry and of every snapshot passes through
+// an encryption.Sealer, bound to its index and term. Hard state, entry
+// types, indexes and terms stay in clear; they carry no cluster secret and
+// etcd's WAL needs them to find and verify records.
 //
 // Durability rules:
 //   - Save fsyncs before it returns (etcd's WAL syncs when a batch carries

@@ -21,8 +21,8 @@ import (
 //   - storage: WriteSnapshotFile.
 //
 // ns/op is one snapshot's write; wal-p50/p99/max-µs are the WAL saves that
-// ran during the iterations (docs/bench/cluster.md, "Snapshots beside the
-// WAL").
+// ran during the iterations (docs/bench/cluster.md, "Snapshots of a large
+// store").
 func BenchmarkSnapshotBesideWAL(b *testing.B) {
 	b.Run("etcd-snapshotter", func(b *testing.B) {
 		benchSnapshotBesideWAL(b, func(s *Storage, sn raftpb.Snapshot) error {

@@ -13,8 +13,8 @@ import (
 
 // TestSnapFileIsEtcdsFormat: writeSnapFile writes exactly the file etcd's
 // snapshotter writes for the same snapshot, so the snapshotter that loads
-// snapshots at Open reads it, for small data and for data spanning many
-// flush steps; the file is private to its owner.
+// snapshots at Open reads it, for small data and for megabytes; the file
+// is private to its owner and alone in its directory (no temporary left).
 func TestSnapFileIsEtcdsFormat(t *testing.T) {
 	for _, size := range []int{1, 300, 3<<20 + 17} {
 		data := make([]byte, size)
