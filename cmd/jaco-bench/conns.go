@@ -15,7 +15,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -232,8 +231,6 @@ func runConnsClient(args []string) error {
 		}
 	}
 	fmt.Println("ready")
-	if _, err := io.Copy(io.Discard, os.Stdin); err != nil && !errors.Is(err, os.ErrClosed) {
-		return err
-	}
-	return nil
+	_, err = io.Copy(io.Discard, os.Stdin) // until the parent closes it
+	return err
 }
