@@ -16,6 +16,20 @@ type heldOutcome struct {
 	err error
 }
 
+// applyCommitted applies a Ready's committed entries in log order, then
+// publishes them. It runs on the Ready loop or, while the loop persists,
+// on a goroutine the loop waits for (overlapApply); either way nothing
+// else touches the applier's state meanwhile.
+func (n *Node) applyCommitted(ents []raftpb.Entry) error {
+	for _, e := range ents {
+		if err := n.applyEntry(e); err != nil {
+			return err
+		}
+	}
+	n.publishApplied()
+	return nil
+}
+
 // applyEntry applies one committed entry. Errors returned here are fatal
 // to the member (an entry it cannot decode); a store's rejection of a batch
 // is a normal outcome handed to the proposer, after publishApplied.

@@ -15,7 +15,9 @@
 //     member list, store batches to the store (Applier.ApplyHeld); then
 //     has the store publish them (Applier.Publish, one commit for the
 //     Ready), moves the applied index, and wakes the proposer of each
-//     entry with the result ApplyHeld returned;
+//     entry with the result ApplyHeld returned. Plain writes already
+//     committed are applied on a goroutine during steps 2 and 3 instead,
+//     the loop waiting for it before step 5 (overlapApply);
 //  5. starts a snapshot when one is due, written off the loop
 //     (snapshot.go), and compacts the in-memory log behind the last one,
 //     keeping LogEntriesForSlowFollowers;
