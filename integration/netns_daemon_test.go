@@ -6,7 +6,6 @@ package integration
 // they expect, and its log.
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -133,9 +132,13 @@ func (d *nsDaemon) start(t testing.TB) {
 			t.Fatalf("jacod %s listens on %s, asked for %s", d.name, addr, d.addr())
 		}
 	case <-d.exited:
-		t.Fatalf("jacod %s exited before serving: %v\n%s", d.name, d.waitErr, d.log())
+		// Its output first, the reason last and on a line of its own: a
+		// reason heading the whole log reads as one more log dump.
+		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, tailLines(d.logSince(), startTailLines))
+		t.Fatalf("jacod %s exited before serving (start %d): %v", d.name, d.starts, d.waitErr)
 	case <-time.After(startTimeout):
-		t.Fatalf("jacod %s did not log %q within %v\n%s", d.name, "jacod serving", startTimeout, d.log())
+		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, tailLines(d.logSince(), startTailLines))
+		t.Fatalf("jacod %s did not log %q within %v of start %d", d.name, "jacod serving", startTimeout, d.starts)
 	}
 	// The signals the tests send go to this pid: it must be jacod itself
 	// (nsenter exec'd it), in the host's namespace.
@@ -279,7 +282,7 @@ func (d *nsDaemon) stop(t testing.TB) {
 	if !d.running() {
 		if !d.ended {
 			d.ended = true // report it once
-			t.Errorf("jacod %s exited by itself (%v); see its log", d.name, d.waitErr)
+			t.Errorf("jacod %s exited by itself (%v) before the test stopped it; its last output:\n%s", d.name, d.waitErr, tailLines(d.logSince(), startTailLines))
 		}
 		return
 	}
@@ -294,7 +297,7 @@ func (d *nsDaemon) stop(t testing.TB) {
 	select {
 	case <-d.exited:
 		if d.waitErr != nil && !allowed {
-			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, d.waitErr)
+			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, tailLines(d.logSince(), startTailLines))
 		}
 	case <-time.After(stopTimeout):
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
@@ -354,22 +357,40 @@ func (d *nsDaemon) log() string {
 
 // logTailLines bounds what a failed test prints of each daemon's log: a
 // seven-manager test would otherwise print tens of thousands of lines.
-const logTailLines = 150
+// startTailLines bounds the output quoted with a start or stop failure.
+const (
+	logTailLines   = 150
+	startTailLines = 40
+)
 
+// tailLines returns the last n lines of s, saying how many it left out.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = append([]string{fmt.Sprintf("(... %d earlier lines)", len(lines)-n)}, lines[len(lines)-n:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// dumpLogOnFailure prints the tail of the daemon's log when t has failed.
+// The dump is framed so that a failure reported between two dumps (by a
+// later cleanup) stands out; the whole log is also written under
+// $JACO_TEST_ARTIFACTS when set, which CI keeps.
 func (d *nsDaemon) dumpLogOnFailure(t testing.TB) {
 	if !t.Failed() {
 		return
 	}
-	var lines []string
-	sc := bufio.NewScanner(strings.NewReader(d.log()))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
+	log := d.log()
+	saved := ""
+	if dir := os.Getenv(artifactsEnv); dir != "" {
+		dir = filepath.Join(dir, "daemon-logs", strings.ReplaceAll(t.Name(), "/", "_"))
+		path := filepath.Join(dir, d.name+".log")
+		if err := os.MkdirAll(dir, 0o755); err == nil && os.WriteFile(path, []byte(log), 0o644) == nil {
+			saved = ", whole log in " + path
+		}
 	}
-	if len(lines) > logTailLines {
-		lines = append([]string{fmt.Sprintf("(... %d earlier lines)", len(lines)-logTailLines)}, lines[len(lines)-logTailLines:]...)
-	}
-	t.Logf("jacod %s (%s, %s, data dir %s) log:\n%s", d.name, d.host.ns, d.addr(), d.dir, strings.Join(lines, "\n"))
+	t.Logf("----- begin jacod %s log (%s, %s, data dir %s%s); the test's failure is reported above, not in here -----\n%s\n----- end jacod %s log -----",
+		d.name, d.host.ns, d.addr(), d.dir, saved, tailLines(log, logTailLines), d.name)
 }
 
 // logSince returns what the daemon logged since its latest start.
