@@ -15,8 +15,8 @@
 #      --replicas N` placed on them and reported RUNNING: the time until
 #      all run and the daemon is idle, its RSS, live heap and goroutines,
 #      the simulator's RSS; then kill -9 and restart with the nodes
-#      coming back: the time to serve, to lead and until every node is in
-#      session again, and the RSS; and the floor, `jaco-bench conns`:
+#      coming back (RESTARTS times, 3 unless set): the time to serve, to
+#      lead and until every node is in session again, and the RSS; and the floor, `jaco-bench conns`:
 #      what a bare gRPC server holds for as many mTLS connections with
 #      two open streams each;
 #   6. in the same run, the in-process references: BenchmarkCreate (the
@@ -38,6 +38,7 @@ ensure_go
 
 replicas=${REPLICAS:-100000}
 nodes=${NODES:-5000}
+restarts=${RESTARTS:-3}
 out=${BENCH_OUT:-docs/bench/largestore}
 bench_workdir jaco-bench-large
 mkdir -p "$out"

@@ -1,10 +1,10 @@
 # shellcheck shell=bash
 # Step 5 of scripts/bench-largestore.sh, which sources this file and its
 # helpers (start_jacod, rss_kb, wait_idle, log_at, secs, mib, wait_for)
-# and sets bin, work, raw, replicas, nodes, debug and the bundle in
+# and sets bin, work, raw, replicas, nodes, restarts, debug and the bundle in
 # $work/bundle: $replicas replicas over $nodes worker nodes simulated by
 # `jaco-bench nodes` against one real manager, then the manager's kill -9
-# and restart while the nodes stay. On loopback only.
+# and restart while the nodes stay, $restarts times. On loopback only.
 
 # goroutines PORT: the goroutine count the debug endpoint on PORT shows,
 # or "?" when the daemon serves none.
@@ -63,7 +63,7 @@ wait_count() {
 
 simulated_nodes() {
 	log "5. $replicas replicas over $nodes simulated nodes"
-	local s=$work/s sdebug=() spid simpid start joined settle served led back
+	local s=$work/s sdebug=() spid simpid start joined settle
 	if ((${#debug[@]})); then
 		sdebug=(--debug-addr 127.0.0.1:27431)
 	fi
@@ -111,11 +111,31 @@ simulated_nodes() {
 		curl -s -o "$out/nodes-heap.pb.gz" "http://127.0.0.1:27431/debug/pprof/heap?gc=1"
 	fi
 
-	log "5. kill -9 and restart with $nodes nodes"
+	local i
+	for i in $(seq 1 "$restarts"); do
+		restart_with_nodes "$i"
+	done
+	kill -TERM "$simpid" 2>/dev/null || true
+	wait_for 30 sh -c "! kill -0 $simpid"
+	stop_daemons
+	daemons=()
+	unset JACO_DATA_DIR
+	# The floor under the manager's memory per node, in the same run: a
+	# bare gRPC server holding as many mTLS connections, each with two
+	# open streams, on jacod's transport settings.
+	"$bin/jaco-bench" conns -count "$nodes" 2>>"$work/conns.log" | tee -a "$raw"
+}
+
+# restart_with_nodes I: kill -9 the manager (spid) while the simulated
+# nodes stay, restart it, and record when it served, led, and had every
+# node in session again (restart I of $restarts: one restart's time says
+# little about the next).
+restart_with_nodes() {
+	local i=$1 sim_lines start served led back settle
+	log "5. kill -9 and restart with $nodes nodes ($i of $restarts)"
 	kill -9 -- "-$spid"
 	wait_for 10 sh -c "! kill -0 $spid"
-	mv "$s.log" "$s.first.log"
-	local sim_lines
+	mv "$s.log" "$s.before-restart-$i.log"
 	sim_lines=$(wc -l <"$work/nodes.log")
 	start=$(date +%s%N)
 	start_jacod s "$s" 27430 "${sdebug[@]}"
@@ -129,17 +149,8 @@ simulated_nodes() {
 	back=$(log_at "$work/nodes.after.log" "every node in session")
 	settle=$(wait_idle "$spid" "$start" "$steady")
 	{
-		echo "nodes restart: serving after $(secs $((served - start))) s, leading after $(secs $((led - start))) s, every node in session again after $(secs $((back - start))) s"
-		echo "nodes restart: idle again after $(secs "$settle") s; then $(ready_count) nodes READY, $(running_count) replicas running; manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431) MiB, $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
-		echo "nodes restart: from $(find "$s/raft/snap" -name '*.snap' | wc -l) snapshot file(s) and $(find "$s/raft/wal" -name '*.wal' | wc -l) WAL file(s); $(grep -c 'nodes missed their heartbeats' "$s.log" || true) missed-heartbeat sweep(s) in the restarted manager's log"
+		echo "nodes restart $i: serving after $(secs $((served - start))) s, leading after $(secs $((led - start))) s, every node in session again after $(secs $((back - start))) s"
+		echo "nodes restart $i: idle again after $(secs "$settle") s; then $(ready_count) nodes READY, $(running_count) replicas running; manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431) MiB, $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
+		echo "nodes restart $i: from $(find "$s/raft/snap" -name '*.snap' | wc -l) snapshot file(s) and $(find "$s/raft/wal" -name '*.wal' | wc -l) WAL file(s); $(grep -c 'nodes missed their heartbeats' "$s.log" || true) missed-heartbeat sweep(s) in the restarted manager's log"
 	} | tee -a "$raw"
-	kill -TERM "$simpid" 2>/dev/null || true
-	wait_for 30 sh -c "! kill -0 $simpid"
-	stop_daemons
-	daemons=()
-	unset JACO_DATA_DIR
-	# The floor under the manager's memory per node, in the same run: a
-	# bare gRPC server holding as many mTLS connections, each with two
-	# open streams, on jacod's transport settings.
-	"$bin/jaco-bench" conns -count "$nodes" 2>>"$work/conns.log" | tee -a "$raw"
 }
