@@ -67,7 +67,9 @@
 //
 // At the start of Run every known node that is not DOWN gets a full grace
 // period to open a session here, so nodes that were READY under the
-// previous leader are not marked DOWN merely because leadership moved.
+// previous leader are not marked DOWN merely because leadership moved;
+// and 10 ms more for each such node (two minutes at most), the time a new
+// leader takes to open thousands of sessions at once (docs/adr/0047).
 //
 // Writes are batched: node status changes and replica status reports from
 // all nodes are coalesced over a short window and committed in few

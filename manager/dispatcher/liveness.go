@@ -10,16 +10,44 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 )
 
-// trackAll gives every node not yet DOWN or PARTITIONED a full grace
-// period to open a session. Called with s.mu held.
-func (s *Server) trackAll(t *term, nodes []*api.Node) {
-	deadline := s.cfg.now().Add(s.grace())
+// trackAll gives every node not yet DOWN or PARTITIONED, and not in a
+// session here, a grace period to open one: startGrace for as many, which
+// it returns with their number. Called with s.mu held.
+func (s *Server) trackAll(t *term, nodes []*api.Node) (int, time.Duration) {
+	var ids []string
 	for _, n := range nodes {
 		if st := n.GetStatus().GetState(); st != api.NodeStatusState_NODE_STATUS_STATE_DOWN &&
 			st != api.NodeStatusState_NODE_STATUS_STATE_PARTITIONED && t.sessions[n.Id] == nil {
-			t.expiry.touch(n.Id, deadline)
+			ids = append(ids, n.Id)
 		}
 	}
+	grace := s.startGrace(len(ids))
+	deadline := s.cfg.now().Add(grace)
+	for _, id := range ids {
+		t.expiry.touch(id, deadline)
+	}
+	return len(ids), grace
+}
+
+// Nodes coming back to a new leader all at once (docs/adr/0047).
+const (
+	// returnPerNode is the time a new leader allows for each node that
+	// must open a session, on top of the grace: 100 sessions a second.
+	returnPerNode = 10 * time.Millisecond
+	// maxReturnAllowance caps that allowance: a node that failed with the
+	// old leader is marked DOWN at most this much later than the grace.
+	maxReturnAllowance = 2 * time.Minute
+)
+
+// startGrace is how long n nodes that must all open a session here get
+// before the silent ones are marked DOWN: the grace, plus returnPerNode
+// for each. A manager restarted with 5 000 nodes spends its first seconds
+// opening the store and its handshakes with all of them; within the bare
+// 15 s only 833 had a session, the other 4 167 were marked DOWN and their
+// replicas replaced, and the replacements kept it too busy for the rest
+// (docs/bench/largestore.md, "Restarts with 5 000 nodes").
+func (s *Server) startGrace(n int) time.Duration {
+	return s.grace() + min(time.Duration(n)*returnPerNode, maxReturnAllowance)
 }
 
 // sweep marks nodes DOWN when their deadline passes, and refreshes the

@@ -204,11 +204,13 @@ func (s *Server) Run(ctx context.Context) {
 	wg.Go(func() { t.nodes.run(ctx) })
 	wg.Go(func() { t.statuses.run(ctx) })
 	wg.Go(func() { t.tasks.run(taskEvents) })
+	var returning int
+	var startGrace time.Duration
 	nodeEvents := s.st.ViewAndWatch(ctx, func(tx store.ReadTx) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		nodes := tx.ListNodes()
-		s.trackAll(t, nodes)
+		returning, startGrace = s.trackAll(t, nodes)
 		t.peers.reset(nodes)
 		t.monitors.reset(nodes)
 	}, store.ObjectType[*api.Node]())
@@ -221,7 +223,8 @@ func (s *Server) Run(ctx context.Context) {
 	wg.Go(func() { s.watchEndpoints(t, endpointEvents) })
 	wg.Go(func() { s.sweep(t) })
 	wg.Go(func() { s.rejudge(t) })
-	s.cfg.log.Info("dispatcher started", "heartbeat_period", s.cfg.period, "grace", s.grace())
+	s.cfg.log.Info("dispatcher started", "heartbeat_period", s.cfg.period, "grace", s.grace(),
+		"nodes_to_return", returning, "their_grace", startGrace)
 
 	<-ctx.Done()
 	s.mu.Lock()

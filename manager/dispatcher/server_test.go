@@ -116,8 +116,9 @@ func TestMissedHeartbeatsMarkNodeDown(t *testing.T) {
 
 func TestRunStartGivesEveryNodeGrace(t *testing.T) {
 	// READY under the previous leader, or never seen: all get a full grace
-	// period; the ones already DOWN are left alone. Many nodes expire at
-	// once: their DOWN writes share proposals.
+	// period and 10 ms more for each of them (15 s + 300 × 10 ms); the
+	// ones already DOWN are left alone. Many nodes expire at once: their
+	// DOWN writes share proposals.
 	const many = 300
 	var nodes []*api.Node
 	for i := range many {
@@ -140,12 +141,13 @@ func TestRunStartGivesEveryNodeGrace(t *testing.T) {
 	if _, err := c.Heartbeat(h.ctxFor("n000"), &api.HeartbeatRequest{SessionId: sid}); err != nil {
 		t.Fatal(err)
 	}
+	h.clock.Advance(3900 * time.Millisecond) // past the bare grace, within the allowance
 	h.sweep()
 	if st, _ := h.nodeState("n001"); st != api.NodeStatusState_NODE_STATUS_STATE_READY {
-		t.Fatalf("node marked %v before its grace period", st)
+		t.Fatalf("node marked %v 17.9 s after the leader started, within 15 s + 300 × 10 ms", st)
 	}
 	before := h.prop.Proposals()
-	h.clock.Advance(2 * time.Second)
+	h.clock.Advance(200 * time.Millisecond)
 	h.eventually("silent nodes DOWN", func() (bool, string) {
 		for _, n := range nodes[1:] {
 			if st, _ := h.nodeState(n.Id); st != api.NodeStatusState_NODE_STATUS_STATE_DOWN {
@@ -162,6 +164,23 @@ func TestRunStartGivesEveryNodeGrace(t *testing.T) {
 	}
 	if _, m := h.nodeState("down"); m != "old" {
 		t.Errorf("node already DOWN was rewritten: %q", m)
+	}
+}
+
+func TestStartGraceGrowsWithTheNodesToReturn(t *testing.T) {
+	s := New(nil)
+	for _, tc := range []struct {
+		nodes int
+		want  time.Duration
+	}{
+		{0, 15 * time.Second},
+		{1, 15*time.Second + 10*time.Millisecond},
+		{5000, 65 * time.Second},
+		{1_000_000, 15*time.Second + 2*time.Minute}, // capped
+	} {
+		if got := s.startGrace(tc.nodes); got != tc.want {
+			t.Errorf("startGrace(%d) = %v, want %v", tc.nodes, got, tc.want)
+		}
 	}
 }
 
