@@ -32,5 +32,7 @@
 // retracts an entry, and a later leader may commit it.
 //
 // On restart the store is rebuilt from the newest snapshot plus the
-// committed entries after it, replayed through the same apply path.
+// committed entries after it, replayed through the same apply path: while
+// the member opens (New), before it serves, up to the first conf change
+// after the snapshot; from there on through the Ready loop.
 package raft

@@ -179,6 +179,10 @@ func New(cfg Config) (*Node, error) {
 		disk.Close()
 		return nil, fmt.Errorf("load entries: %w", err)
 	}
+	if err := n.replayCommitted(st.Entries, st.HardState.Commit); err != nil {
+		disk.Close()
+		return nil, err
+	}
 	n.rn = raft.RestartNode(&raft.Config{
 		ID:                        n.raftID,
 		ElectionTick:              cfg.ElectionTick,
