@@ -31,13 +31,13 @@ func (n *Node) applyCommitted(ents []raftpb.Entry) error {
 }
 
 // replayCommitted applies, while the member opens, the entries its log
-// holds as committed past the snapshot, up to the first conf change: raft
-// hands those to the Ready loop only (RestartNode learns the applied index
-// from Config.Applied). Done here, before the node serves, the replay does
-// not compete with every node reconnecting at once; through the Ready
-// loop it took 2.3 s of CPU among 5 000 TLS handshakes, and the restarted
-// manager led 8 to 14 s after its start (docs/bench/largestore.md,
-// "Restarts with 5 000 nodes").
+// holds as committed past the snapshot, up to the first conf change (raft
+// must apply that one itself); raft, restarted from Config.Applied, hands
+// the Ready loop only the rest. Done here, before the node serves, the
+// replay does not compete with every node reconnecting at once; through
+// the Ready loop it took 2.3 s of CPU among 5 000 TLS handshakes, and the
+// restarted manager led 8 to 14 s after its start
+// (docs/bench/largestore.md, "Restarts with 5 000 nodes").
 func (n *Node) replayCommitted(ents []raftpb.Entry, commit uint64) error {
 	next := n.applied.Load() + 1
 	var replay []raftpb.Entry
