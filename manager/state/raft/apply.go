@@ -39,19 +39,24 @@ func (n *Node) applyCommitted(ents []raftpb.Entry) error {
 // restarted manager led 8 to 14 s after its start
 // (docs/bench/largestore.md, "Restarts with 5 000 nodes").
 func (n *Node) replayCommitted(ents []raftpb.Entry, commit uint64) error {
-	next := n.applied.Load() + 1
-	var replay []raftpb.Entry
-	for _, e := range ents {
-		if e.Index < next {
-			continue
-		}
-		if e.Index != next || e.Index > commit || e.Type != raftpb.EntryNormal {
-			break
-		}
-		replay = append(replay, e)
-		next++
+	// ents follow the snapshot with no gap: the in-memory log took them.
+	committed := 0
+	for committed < len(ents) && ents[committed].Index <= commit {
+		committed++
 	}
-	return n.applyCommitted(replay)
+	return n.applyCommitted(ents[:plainWrites(ents[:committed])])
+}
+
+// plainWrites is how many of ents, from the first, are plain writes: no
+// conf change, which raft must apply itself, and whose peers and voters
+// what runs beside the apply must already see.
+func plainWrites(ents []raftpb.Entry) int {
+	for i, e := range ents {
+		if e.Type != raftpb.EntryNormal {
+			return i
+		}
+	}
+	return len(ents)
 }
 
 // applyEntry applies one committed entry. Errors returned here are fatal

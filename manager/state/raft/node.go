@@ -376,15 +376,8 @@ func (n *Node) handleReady(rd raft.Ready) error {
 // voters the messages sent meanwhile must already see; and only when rd
 // waits on an fsync, the thing worth overlapping.
 func overlapApply(rd raft.Ready) bool {
-	if !rd.MustSync || len(rd.CommittedEntries) == 0 || !raft.IsEmptySnap(rd.Snapshot) {
-		return false
-	}
-	for _, e := range rd.CommittedEntries {
-		if e.Type != raftpb.EntryNormal {
-			return false
-		}
-	}
-	return true
+	return rd.MustSync && len(rd.CommittedEntries) > 0 && raft.IsEmptySnap(rd.Snapshot) &&
+		plainWrites(rd.CommittedEntries) == len(rd.CommittedEntries)
 }
 
 // persist writes rd's snapshot, hard state and entries to disk, then to
