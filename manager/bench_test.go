@@ -175,22 +175,32 @@ func openTestManager(b testing.TB) (*Manager, *encryption.Sealer, string) {
 	}}})
 	// A short tick only shortens the first election; a lone member sends
 	// no heartbeats, so it costs the Ready loop next to nothing.
-	m, err := Open(dir, sealer, nil, WithLogger(slog.New(slog.DiscardHandler)),
-		WithTickInterval(10*time.Millisecond), coreOnly())
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := openLeading(b, dir, sealer, WithTickInterval(10*time.Millisecond), coreOnly())
 	b.Cleanup(func() {
 		if err := m.Stop(); err != nil {
 			b.Errorf("stop manager: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return m, sealer, filepath.Dir(dir)
+}
+
+// openLeading opens the manager whose raft state is in dir, logging
+// nowhere, and waits until it leads with everything committed before
+// applied (WaitReady). A manager that does not lead within a minute is
+// stopped and tb fails.
+func openLeading(tb testing.TB, dir string, sealer *encryption.Sealer, opts ...Option) *Manager {
+	tb.Helper()
+	m, err := Open(dir, sealer, nil, append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := m.WaitReady(ctx); err != nil {
-		b.Fatalf("wait until the lone manager leads: %v", err)
+		_ = m.Stop()
+		tb.Fatalf("wait until the manager leads: %v", err)
 	}
-	return m, sealer, filepath.Dir(dir)
+	return m
 }
 
 // coreOnly leaves the subsystems that turn services into replicas out of

@@ -1,13 +1,13 @@
 package manager
 
 import (
-	"context"
-	"log/slog"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/state/raftstoretest"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -35,15 +35,7 @@ func BenchmarkRestart(b *testing.B) {
 	}}})
 	open := func() (*Manager, time.Duration) {
 		start := time.Now()
-		m, err := Open(dir, sealer, nil, WithLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := m.WaitReady(ctx); err != nil {
-			b.Fatalf("wait until the manager leads: %v", err)
-		}
+		m := openLeading(b, dir, sealer)
 		return m, time.Since(start)
 	}
 	m, _ := open()
@@ -75,8 +67,7 @@ func BenchmarkRestart(b *testing.B) {
 // reason by the scheduler, so the store is what a restart will load.
 func waitPending(b *testing.B, m *Manager, n int) {
 	b.Helper()
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	waitfor.Eventually(b, 5*time.Minute, func() error {
 		pending := 0
 		m.store.View(func(tx store.ReadTx) {
 			for _, t := range tx.ListTasks() {
@@ -85,12 +76,9 @@ func waitPending(b *testing.B, m *Manager, n int) {
 				}
 			}
 		})
-		if pending == n {
-			return
+		if pending != n {
+			return fmt.Errorf("%d of %d tasks pending with a reason", pending, n)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d tasks pending with a reason after 5 minutes", pending, n)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 }
