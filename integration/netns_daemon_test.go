@@ -134,10 +134,10 @@ func (d *nsDaemon) start(t testing.TB) {
 	case <-d.exited:
 		// Its output first, the reason last and on a line of its own: a
 		// reason heading the whole log reads as one more log dump.
-		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, tailLines(d.logSince(), startTailLines))
+		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, d.lastOutput())
 		t.Fatalf("jacod %s exited before serving (start %d): %v", d.name, d.starts, d.waitErr)
 	case <-time.After(startTimeout):
-		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, tailLines(d.logSince(), startTailLines))
+		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, d.lastOutput())
 		t.Fatalf("jacod %s did not log %q within %v of start %d", d.name, "jacod serving", startTimeout, d.starts)
 	}
 	// The signals the tests send go to this pid: it must be jacod itself
@@ -282,7 +282,7 @@ func (d *nsDaemon) stop(t testing.TB) {
 	if !d.running() {
 		if !d.ended {
 			d.ended = true // report it once
-			t.Errorf("jacod %s exited by itself (%v) before the test stopped it; its last output:\n%s", d.name, d.waitErr, tailLines(d.logSince(), startTailLines))
+			t.Errorf("jacod %s exited by itself (%v) before the test stopped it; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
 		}
 		return
 	}
@@ -297,7 +297,7 @@ func (d *nsDaemon) stop(t testing.TB) {
 	select {
 	case <-d.exited:
 		if d.waitErr != nil && !allowed {
-			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, tailLines(d.logSince(), startTailLines))
+			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
 		}
 	case <-time.After(stopTimeout):
 		_ = d.cmd.Process.Signal(syscall.SIGKILL)
@@ -371,6 +371,10 @@ func tailLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// lastOutput is the end of what the daemon logged since its latest
+// start, quoted with a start or stop failure.
+func (d *nsDaemon) lastOutput() string { return tailLines(d.logSince(), startTailLines) }
 
 // dumpLogOnFailure prints the tail of the daemon's log when t has failed.
 // The dump is framed so that a failure reported between two dumps (by a
