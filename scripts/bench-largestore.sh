@@ -16,9 +16,9 @@
 #      all run and the daemon is idle, its RSS, live heap and goroutines,
 #      the simulator's RSS; then kill -9 and restart with the nodes
 #      coming back (RESTARTS times, 3 unless set): the time to serve, to
-#      lead and until every node is in session again, and the RSS; and the floor, `jaco-bench conns`:
-#      what a bare gRPC server holds for as many mTLS connections with
-#      two open streams each;
+#      lead and until every node is in session again, and the RSS; and
+#      the floor, `jaco-bench conns`: what a bare gRPC server holds for as
+#      many mTLS connections with two open streams each;
 #   6. in the same run, the in-process references: BenchmarkCreate (the
 #      orchestrator's creations through raft beside bare creates) and
 #      BenchmarkPlacement at 100 000 replicas over 1 000 nodes.

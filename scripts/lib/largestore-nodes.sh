@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Step 5 of scripts/bench-largestore.sh, which sources this file and its
 # helpers (start_jacod, rss_kb, wait_idle, log_at, secs, mib, wait_for)
-# and sets bin, work, raw, replicas, nodes, restarts, debug and the bundle in
-# $work/bundle: $replicas replicas over $nodes worker nodes simulated by
+# and sets bin, work, raw, replicas, nodes, restarts, debug and the bundle
+# in $work/bundle: $replicas replicas over $nodes worker nodes simulated by
 # `jaco-bench nodes` against one real manager, then the manager's kill -9
 # and restart while the nodes stay, $restarts times. On loopback only.
 
