@@ -29,6 +29,7 @@
 #   REPLICAS=20000 NODES=500 BENCH_OUT=/tmp/ls scripts/bench-largestore.sh
 #   NODES=0 scripts/bench-largestore.sh                 # no step 5
 #   JACO_REV=6f7a3bc REFS=no scripts/bench-largestore.sh  # daemons of a commit, no step 6
+#   KEEP_STATE=/tmp/s scripts/bench-largestore.sh       # step 5's manager, killed, copied there
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh

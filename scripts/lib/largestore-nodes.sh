@@ -136,6 +136,12 @@ restart_with_nodes() {
 	kill -9 -- "-$spid"
 	wait_for 10 sh -c "! kill -0 $spid"
 	mv "$s.log" "$s.before-restart-$i.log"
+	if [[ -n ${KEEP_STATE:-} && $i == 1 ]]; then
+		# The killed manager's data dir, to reopen offline (without
+		# the nodes) while working on the restart.
+		rm -rf "$KEEP_STATE"
+		cp -a "$s" "$KEEP_STATE"
+	fi
 	sim_lines=$(wc -l <"$work/nodes.log")
 	start=$(date +%s%N)
 	start_jacod s "$s" 27430 "${sdebug[@]}"
