@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestIngressEndpoints(t *testing.T) {
 	nodes := []*api.Node{readyNode("n1", "i=198.19.0.0/26"), readyNode("n2", "a=10.0.0.64/26", "i=198.19.0.64/26")}
 	tasks := []*api.Task{replicaTask("t1", "web", "n2", "a=10.0.0.66", "i=198.19.0.66")}
 	tab := newEndpointTable()
-	tab.reset(nets, services, tasks, nodes)
+	tab.reset(nets, services, slices.Values(tasks), nodes)
 
 	networks, eps := tab.view(tab.versions(nodes[0]))
 	if got, want := endpointsSeen(networks, eps), "i | i/web  [t1@n2=198.19.0.66];"; got != want {

@@ -1,6 +1,7 @@
 package dispatcher
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -57,7 +58,7 @@ func newEndpointTable() *endpointTable {
 }
 
 // reset replaces the whole table (the start of a term, a store restore).
-func (e *endpointTable) reset(networks []*api.Network, services []*api.Service, tasks []*api.Task, nodes []*api.Node) {
+func (e *endpointTable) reset(networks []*api.Network, services []*api.Service, tasks iter.Seq[*api.Task], nodes []*api.Node) {
 	last := e.last
 	*e = *newEndpointTable()
 	e.last = last
@@ -67,7 +68,7 @@ func (e *endpointTable) reset(networks []*api.Network, services []*api.Service, 
 	for _, s := range services {
 		e.setService(s)
 	}
-	for _, t := range tasks {
+	for t := range tasks {
 		e.setTask(t)
 	}
 	for _, n := range nodes {

@@ -2,6 +2,7 @@ package dispatcher
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -88,7 +89,7 @@ func TestEndpointTable(t *testing.T) {
 		starting, stopping,
 	}
 	tab := newEndpointTable()
-	tab.reset(nets, services, tasks, nodes)
+	tab.reset(nets, services, slices.Values(tasks), nodes)
 
 	for _, tc := range []struct {
 		node, want string

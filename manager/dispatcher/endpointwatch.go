@@ -27,7 +27,7 @@ func endpointEvent(e store.Event) bool {
 // readEndpoints fills the table from a view of the store. Called with
 // Server.mu held.
 func readEndpoints(t *term, tx store.ReadTx) {
-	t.endpoints.reset(tx.ListNetworks(), tx.ListServices(), tx.ListTasks(), tx.ListNodes())
+	t.endpoints.reset(tx.ListNetworks(), tx.ListServices(), store.AllTasks(tx), tx.ListNodes())
 }
 
 // maxEndpointDrain bounds the events taken in one go: enough to fold a

@@ -2,6 +2,7 @@ package netalloc
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
@@ -63,7 +64,7 @@ func TestPlanIngress(t *testing.T) {
 			map[string]string{"n4": "i=198.19.0.64/26"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			changed, short := plan(nets, nodes(), tc.tasks, tc.services)
+			changed, short := plan(nets, nodes(), slices.Values(tc.tasks), tc.services)
 			got := map[string]string{}
 			for _, n := range changed {
 				got[n.Id] = blocksOf(n)

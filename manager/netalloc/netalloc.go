@@ -98,7 +98,7 @@ func (a *Allocator) pass(ctx context.Context) error {
 	var short []shortage
 	err := a.st.UpdateRetrying(ctx, 5, func(tx *store.Tx) error {
 		var changed []*api.Node
-		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), tx.ListTasks(), tx.ListServices())
+		changed, short = plan(tx.ListNetworks(), tx.ListNodes(), store.AllTasks(tx), tx.ListServices())
 		for _, n := range changed {
 			if err := tx.Update(n); err != nil {
 				return err

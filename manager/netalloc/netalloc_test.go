@@ -3,6 +3,7 @@ package netalloc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestPlan(t *testing.T) {
 			map[string]string{"n1": "b=198.18.5.0/26", "n2": "b=198.18.5.64/26", "n3": "b=198.18.5.128/26"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			changed, short := plan(nets, tc.nodes, tc.tasks, nil)
+			changed, short := plan(nets, tc.nodes, slices.Values(tc.tasks), nil)
 			got := map[string]string{}
 			for _, n := range changed {
 				got[n.Id] = blocksOf(n)

@@ -1,6 +1,7 @@
 package netalloc
 
 import (
+	"iter"
 	"net/netip"
 	"slices"
 
@@ -24,7 +25,7 @@ type shortage struct {
 // ingress network while any service publishes an ingress port. Blocks are
 // only added or dropped, never moved, so a running replica keeps its
 // address.
-func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task, services []*api.Service) ([]*api.Node, []shortage) {
+func plan(networks []*api.Network, nodes []*api.Node, tasks iter.Seq[*api.Task], services []*api.Service) ([]*api.Node, []shortage) {
 	byName := make(map[string]*api.Network, len(networks))
 	byID := make(map[string]*api.Network, len(networks))
 	for _, n := range networks {
@@ -33,7 +34,7 @@ func plan(networks []*api.Network, nodes []*api.Node, tasks []*api.Task, service
 	}
 	// needs[node][network id]
 	needs := map[string]map[string]bool{}
-	for _, t := range tasks {
+	for t := range tasks {
 		if t.GetNodeId() == "" {
 			continue
 		}
