@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
@@ -109,6 +111,35 @@ func TestSnapshotDue(t *testing.T) {
 		n.applied.Store(tc.applied)
 		if got := n.snapshotDue(); got != tc.want {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestKeptFrom: behind a snapshot the log keeps its newest entries up to
+// a byte bound, so a few big batches do not hold the heap as 500 small
+// writes would.
+func TestKeptFrom(t *testing.T) {
+	ents := func(sizes ...int) []raftpb.Entry {
+		out := make([]raftpb.Entry, len(sizes))
+		for i, n := range sizes {
+			out[i] = raftpb.Entry{Index: uint64(11 + i), Data: make([]byte, n)}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		ents []raftpb.Entry
+		want uint64
+	}{
+		{"all fit", ents(10, 10, 10), 10},
+		{"exactly the bound", ents(40, 30, 30), 10},
+		{"the oldest goes", ents(41, 30, 30), 11},
+		{"only the newest fit", ents(50, 50, 60, 40), 12},
+		{"the newest alone is too big", ents(10, 101), 12},
+		{"nothing to keep", nil, 10},
+	} {
+		if got := keptFrom(10, tc.ents, 100); got != tc.want {
+			t.Errorf("%s: compact to %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
