@@ -20,7 +20,7 @@
 //     the loop waiting for it before step 5 (overlapApply);
 //  5. starts a snapshot when one is due, written off the loop
 //     (snapshot.go), and compacts the in-memory log behind the last one,
-//     keeping LogEntriesForSlowFollowers;
+//     keeping LogEntriesForSlowFollowers, at most keptLogBytes of them;
 //  6. calls Advance.
 //
 // A write (Propose) registers a wait, proposes, and returns when its entry
