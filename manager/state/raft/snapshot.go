@@ -145,14 +145,16 @@ const keptLogBytes = 8 << 20
 // compactBehind compacts the in-memory log behind a snapshot at index,
 // keeping what keptFrom allows.
 func (n *Node) compactBehind(index uint64) error {
-	if index <= n.cfg.LogEntriesForSlowFollowers {
-		return nil
-	}
 	first, err := n.mem.FirstIndex()
 	if err != nil {
 		return fmt.Errorf("compact raft log: %w", err)
 	}
-	lo := max(index-n.cfg.LogEntriesForSlowFollowers, first-1)
+	// The byte bound holds from the log's start too: a young cluster's
+	// first snapshots come before 500 entries, some of them big batches.
+	lo := first - 1
+	if index > n.cfg.LogEntriesForSlowFollowers {
+		lo = max(lo, index-n.cfg.LogEntriesForSlowFollowers)
+	}
 	if lo >= index {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/jaco-project/jaco/api"
@@ -140,6 +141,37 @@ func TestKeptFrom(t *testing.T) {
 	} {
 		if got := keptFrom(10, tc.ents, 100); got != tc.want {
 			t.Errorf("%s: compact to %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCompactBehindBoundsBytes: behind a snapshot the in-memory log keeps
+// no more than keptLogBytes, also while the snapshot's index is below
+// LogEntriesForSlowFollowers (a young cluster creating a big service);
+// small entries are all kept.
+func TestCompactBehindBoundsBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		size      int
+		wantFirst uint64
+	}{
+		// Ten 2 MiB entries: the newest four fit in 8 MiB.
+		{"big entries", 2 << 20, 7},
+		{"small entries", 100, 1},
+	} {
+		n := &Node{cfg: Config{LogEntriesForSlowFollowers: 500}, mem: raft.NewMemoryStorage()}
+		var ents []raftpb.Entry
+		for i := uint64(1); i <= 10; i++ {
+			ents = append(ents, raftpb.Entry{Index: i, Term: 1, Data: make([]byte, tc.size)})
+		}
+		if err := n.mem.Append(ents); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.compactBehind(10); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if first, _ := n.mem.FirstIndex(); first != tc.wantFirst {
+			t.Errorf("%s: log starts at %d after compaction, want %d", tc.name, first, tc.wantFirst)
 		}
 	}
 }
