@@ -70,7 +70,7 @@ func waitPending(b *testing.B, m *Manager, n int) {
 	waitfor.Eventually(b, 5*time.Minute, func() error {
 		pending := 0
 		m.store.View(func(tx store.ReadTx) {
-			for _, t := range tx.ListTasks() {
+			for t := range store.AllTasks(tx) {
 				if t.GetStatus().GetReason() != "" {
 					pending++
 				}
