@@ -71,10 +71,6 @@ start_jacod() {
 	wait_for 30 test -S "$dir/jaco.sock"
 }
 
-rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
-pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-
 # wait_idle PID START [FLOOR]: waits until the process used under 5 % of
 # a core (above FLOOR %, its steady use: 0 unless given) over two seconds
 # running, and prints how long it took from START (ns since the epoch),
@@ -98,17 +94,6 @@ wait_idle() {
 	done
 	log "the daemon did not go idle within 20 minutes"
 	return 1
-}
-
-secs() { awk -v ns="$1" 'BEGIN {printf "%.2f", ns / 1e9}'; }
-mib() { awk -v kb="$1" 'BEGIN {printf "%.0f", kb / 1024}'; }
-
-# log_at FILE MSG: the time (ns since the epoch) of the first log line
-# holding MSG.
-log_at() {
-	local t
-	t=$(grep -m1 "$2" "$1" | sed -E 's/^time=([^ ]+) .*/\1/')
-	date -d "$t" +%s%N
 }
 
 # timed CMD...: runs a jaco command, prints "seconds lines exit".

@@ -42,17 +42,15 @@ for i in $(seq 1 "$rounds"); do
 		start=$(date +%s%N)
 		setsid "$work/bin-$r/jacod" --data-dir "$work/s" --listen-addr 127.0.0.1:27440 \
 			--node-name reopen --overlay=false >"$work/s.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 1 3000); do
-			grep -q "leader subsystems started" "$work/s.log" && break
-			sleep 0.01
-		done
-		led=$(($(date +%s%N) - start))
+		bench_pid=$! # bench_cleanup stops it if this script is interrupted
+		wait_for 120 grep -q "leader subsystems started" "$work/s.log"
+		led=$(($(log_at "$work/s.log" "leader subsystems started") - start))
 		sleep "$(awk -v s="$seconds" -v ns="$led" 'BEGIN {r = s - ns / 1e9; printf "%.2f", (r > 0 ? r : 0)}')"
-		ticks=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-		rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
-		kill -9 "$pid"
-		wait "$pid" 2>/dev/null || true
-		echo "reopen $r round $i: leading after $(awk -v ns="$led" 'BEGIN {printf "%.2f", ns / 1e9}') s; CPU in its first ${seconds} s $((ticks * 10)) ms; RSS then $((rss / 1024)) MiB" | tee -a "$out/raw.txt"
+		cpu=$(($(ticks "$bench_pid") * 10))
+		rss=$(rss_kb "$bench_pid")
+		kill -9 "$bench_pid"
+		wait "$bench_pid" 2>/dev/null || true
+		bench_pid=
+		echo "reopen $r round $i: leading after $(secs "$led") s; CPU in its first ${seconds} s $cpu ms; RSS then $(mib "$rss") MiB" | tee -a "$out/raw.txt"
 	done
 done

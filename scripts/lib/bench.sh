@@ -41,3 +41,19 @@ bench_build() {
 	log "building jaco-bench"
 	go build -o "$work/bin/" ./cmd/jaco-bench
 }
+
+# A process's memory (kB) and CPU (clock ticks, user and system) from /proc.
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
+pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+secs() { awk -v ns="$1" 'BEGIN {printf "%.2f", ns / 1e9}'; }
+mib() { awk -v kb="$1" 'BEGIN {printf "%.0f", kb / 1024}'; }
+
+# log_at FILE MSG: the time (ns since the epoch) of the first line of a
+# jacod log holding MSG.
+log_at() {
+	local t
+	t=$(grep -m1 "$2" "$1" | sed -E 's/^time=([^ ]+) .*/\1/')
+	date -d "$t" +%s%N
+}
