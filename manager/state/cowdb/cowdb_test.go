@@ -99,7 +99,7 @@ func TestVersionsKeepTheirContent(t *testing.T) {
 		w := base.v.Write()
 		m := maps.Clone(base.m)
 		for range rng.IntN(40) + 1 {
-			id := fmt.Sprintf("o%03d", rng.IntN(200))
+			id := testID(rng.IntN(200))
 			switch rng.IntN(5) {
 			case 0:
 				old := w.Delete("t", id)
@@ -110,7 +110,7 @@ func TestVersionsKeepTheirContent(t *testing.T) {
 			default:
 				o := obj{id: id, group: fmt.Sprintf("g%d", rng.IntN(3))}
 				if rng.IntN(2) == 0 {
-					o.name = fmt.Sprintf("n%d", rng.IntN(400))
+					o.name = testID(rng.IntN(400))
 				}
 				w.Insert("t", &o)
 				m[id] = o
@@ -125,6 +125,41 @@ func TestVersionsKeepTheirContent(t *testing.T) {
 	}
 	for _, k := range history {
 		check(t, k.v, k.m)
+	}
+}
+
+// testID is short for even n and, for odd n, longer than the 8 bytes
+// prefix reads, with those 8 bytes shared: both ways of comparing run.
+func testID(n int) string {
+	if n%2 == 0 {
+		return fmt.Sprintf("o%03d", n)
+	}
+	return fmt.Sprintf("sharedpfx-%03d", n)
+}
+
+// prefix orders any two strings as they order, or ties.
+func TestPrefixOrdersAsStrings(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	alphabet := []byte{0, 1, 'a', 'b', 0xff}
+	random := func() string {
+		b := make([]byte, rng.IntN(12))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	for range 100_000 {
+		a, b := random(), random()
+		pa, pb := prefix(a), prefix(b)
+		if (pa < pb && a >= b) || (pa > pb && a <= b) {
+			t.Fatalf("prefix(%q) = %x, prefix(%q) = %x: not in the strings' order", a, pa, b, pb)
+		}
+		if entryLess(newEntry(a, nil), newEntry(b, nil)) != (a < b) {
+			t.Fatalf("entryLess(%q, %q) != (%q < %q)", a, b, a, b)
+		}
+		if refLess(newRef(a, b, nil), newRef(b, a, nil)) != (a < b || (a == b && b < a)) {
+			t.Fatalf("refLess(%q/%q, %q/%q) wrong", a, b, b, a)
+		}
 	}
 }
 

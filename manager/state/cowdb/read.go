@@ -4,7 +4,7 @@ import "fmt"
 
 // Get returns the object with id in table, nil when there is none.
 func (v *Version) Get(tableName, id string) any {
-	e, _ := v.table(tableName).trees.byID.Get(entry{id: id})
+	e, _ := v.table(tableName).trees.byID.Get(newEntry(id, nil))
 	return e.obj
 }
 
@@ -27,7 +27,7 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	tb.trees.secondary[i].AscendGreaterOrEqual(ref{key: key, id: after}, func(r ref) bool {
+	tb.trees.secondary[i].AscendGreaterOrEqual(newRef(key, after, nil), func(r ref) bool {
 		if r.key != key {
 			return false
 		}
@@ -41,7 +41,7 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 // All calls fn with every object of table, in id order, from the first id
 // after after ("" for all), until fn returns false.
 func (v *Version) All(tableName, after string, fn func(obj any) bool) {
-	v.table(tableName).trees.byID.AscendGreaterOrEqual(entry{id: after}, func(e entry) bool {
+	v.table(tableName).trees.byID.AscendGreaterOrEqual(newEntry(after, nil), func(e entry) bool {
 		if e.id == after {
 			return true
 		}

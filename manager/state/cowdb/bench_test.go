@@ -1,0 +1,60 @@
+package cowdb
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// tokenSchema is a table shaped like the store's join tokens: random
+// hex ids and one secondary index on a random hash.
+var tokenSchema = &Schema{
+	ID: func(o any) string { return o.(*obj).id },
+	Tables: []Table{{Name: "t", Indexes: []Index{
+		{Name: "hash", Key: func(o any) (string, bool) { return o.(*obj).name, true }},
+	}}},
+}
+
+func randomHex(r *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return hex.EncodeToString(b)
+}
+
+// BenchmarkInsertBatches inserts objects with random ids and index keys
+// into a large table, a batch of them per version, as the store applies
+// a Ready's worth of small writes (issue 15: most of a follower's CPU
+// under a write load went there). ns/op is one object's insert.
+func BenchmarkInsertBatches(b *testing.B) {
+	for _, size := range []int{1_000, 300_000} {
+		for _, batch := range []int{1, 32} {
+			b.Run(fmt.Sprintf("size=%d/batch=%d", size, batch), func(b *testing.B) {
+				r := rand.New(rand.NewPCG(1, 2))
+				v := New(tokenSchema).Write()
+				for range size {
+					v.Insert("t", &obj{id: randomHex(r, 12), name: randomHex(r, 32)})
+				}
+				v = v.Commit()
+				objs := make([]*obj, b.N)
+				for i := range objs {
+					objs[i] = &obj{id: randomHex(r, 12), name: randomHex(r, 32)}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += batch {
+					w := v.Write()
+					for _, o := range objs[i:min(i+batch, b.N)] {
+						if w.Get("t", o.id) != nil {
+							b.Fatal("id taken")
+						}
+						w.Insert("t", o)
+					}
+					v = w.Commit()
+				}
+			})
+		}
+	}
+}
