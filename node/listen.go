@@ -1,0 +1,133 @@
+package node
+
+// The daemon's two gRPC servers: the private unix socket and the TCP
+// listener, their options, and the services registered on both.
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/latebind"
+	"github.com/jaco-project/jaco/manager"
+)
+
+func (n *Node) listen() error {
+	unixLis, err := listenPrivateSocket(n.cfg.socketPath())
+	if err != nil {
+		return err
+	}
+	n.unixLis = unixLis
+	tcpLis, err := net.Listen("tcp", n.cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", n.cfg.ListenAddr, err)
+	}
+	n.tcpLis = tcpLis
+	n.advertise = n.cfg.advertiseAddr(tcpLis.Addr())
+
+	base := &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return n.tls.Load(), nil
+		},
+	}
+	unary, stream := n.grpcInterceptors()
+	n.unixSrv = grpc.NewServer(
+		grpc.Creds(insecure.NewCredentials()),
+		grpc.NumStreamWorkers(streamWorkers),
+		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(localIdentity))...),
+		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(localIdentity))...),
+	)
+	n.tcpSrv = grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(base)),
+		// Every node keeps connections to a manager open (its session,
+		// its role check): at 32 KiB, gRPC's default read buffer was a
+		// third of what a manager held for each node (issue 15, point 7;
+		// docs/bench/largestore.md). Frames larger than the buffer are
+		// read past it, so raft's large appends do not take more reads.
+		grpc.ReadBufferSize(tcpReadBuffer),
+		grpc.NumStreamWorkers(streamWorkers),
+		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
+		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(n.tcpIdentity))...),
+	)
+	for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
+		n.register(srv)
+	}
+	return nil
+}
+
+// streamWorkers is how many goroutines each gRPC server keeps to run
+// calls on, where it would start one a call. A call's stack outgrows a
+// new goroutine's on its way to the handler, and copying it cost the
+// leader 7 % of its CPU at 8 000 writes/s (issue 15, point 1); a worker
+// keeps the stack it grew. Calls beyond the workers, and long streams
+// (sessions, watches) holding them, still get a goroutine of their own.
+const streamWorkers = 64
+
+// tcpReadBuffer is the read buffer of each connection to the TCP server.
+const tcpReadBuffer = 8 << 10
+
+func (n *Node) register(srv *grpc.Server) {
+	api.RegisterClusterServiceServer(srv, &clusterService{n: n})
+	api.RegisterNodeServiceServer(srv, nodeService{n: n})
+	api.RegisterAgentServiceServer(srv, agentService{n: n})
+	api.RegisterMonitorServiceServer(srv, monitorService{n: n})
+	api.RegisterFormationServiceServer(srv, formationService{n: n})
+	healthpb.RegisterHealthServer(srv, healthService{n: n})
+	for _, desc := range manager.ServiceDescs {
+		latebind.Register(srv, desc, func() (any, error) { return n.managerService(desc.ServiceName) })
+	}
+}
+
+// listenPrivateSocket binds a unix socket that only the owner can use
+// from its first moment: it is bound in a fresh 0700 directory, made 0600,
+// and only then renamed into place (chmod after binding in place would
+// leave a window whatever the umask).
+func listenPrivateSocket(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".sock-")
+	if err != nil {
+		return nil, fmt.Errorf("create socket dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, filepath.Base(path))
+	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", tmp, err)
+	}
+	// The listener would unlink its bind path on Close; that path is gone
+	// after the rename, and the data dir lock makes the real one ours.
+	lis.SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("chmod %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("install socket %s: %w", path, err)
+	}
+	return lis, nil
+}
+
+// gracefulStop lets in-flight calls finish for up to grace, then cuts them.
+func gracefulStop(srv *grpc.Server, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		srv.GracefulStop()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		srv.Stop()
+		<-done
+	}
+}
