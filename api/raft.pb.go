@@ -614,7 +614,8 @@ func (x *WALMetadata) GetJoinPeers() []*RaftMember {
 type ProcessRaftMessageRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// messages are raftpb.Messages in their gogo encoding, stepped in order:
-	// what queued up for one peer travels in one call.
+	// what queued up for one peer travels in one call, or in one message of
+	// a RaftMessages stream.
 	Messages      [][]byte `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1437,10 +1438,12 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x14UpdateAddressRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\"G\n" +
 	"\x15UpdateAddressResponse\x12.\n" +
-	"\amembers\x18\x01 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\xf8\x03\n" +
+	"\amembers\x18\x01 \x03(\v2\x14.jaco.api.RaftMemberR\amembers2\x9c\x05\n" +
 	"\vRaftService\x12\xa5\x01\n" +
 	"\x12ProcessRaftMessage\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\"D\xda\xf3\x18@\n" +
-	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster\x12\xa4\x01\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster\x12\xa1\x01\n" +
+	"\fRaftMessages\x12#.jaco.api.ProcessRaftMessageRequest\x1a$.jaco.api.ProcessRaftMessageResponse\"D\xda\xf3\x18@\n" +
+	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster(\x01\x12\xa4\x01\n" +
 	"\x11StreamRaftMessage\x12\".jaco.api.StreamRaftMessageRequest\x1a#.jaco.api.StreamRaftMessageResponse\"D\xda\xf3\x18@\n" +
 	"\x01\x05\x1a;raft traffic is accepted only from managers of this cluster(\x01\x12\x99\x01\n" +
 	"\x0eResolveAddress\x12\x1f.jaco.api.ResolveAddressRequest\x1a .jaco.api.ResolveAddressResponse\"D\xda\xf3\x18@\n" +
@@ -1529,21 +1532,23 @@ var file_api_raft_proto_depIdxs = []int32{
 	4,  // 25: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
 	4,  // 26: jaco.api.UpdateAddressResponse.members:type_name -> jaco.api.RaftMember
 	7,  // 27: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 28: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 29: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 30: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 31: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
-	16, // 32: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	18, // 33: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
-	8,  // 34: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 35: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 36: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 37: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	14, // 38: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
-	17, // 39: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	19, // 40: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
-	34, // [34:41] is the sub-list for method output_type
-	27, // [27:34] is the sub-list for method input_type
+	7,  // 28: jaco.api.RaftService.RaftMessages:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 29: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 30: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 31: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 32: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
+	16, // 33: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	18, // 34: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
+	8,  // 35: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	8,  // 36: jaco.api.RaftService.RaftMessages:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 37: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 38: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 39: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	14, // 40: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
+	17, // 41: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	19, // 42: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
+	35, // [35:43] is the sub-list for method output_type
+	27, // [27:35] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
 	27, // [27:27] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name

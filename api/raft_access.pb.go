@@ -15,6 +15,10 @@ func init() {
 			Allow:   []access.Caller{access.Manager},
 			Refusal: "raft traffic is accepted only from managers of this cluster",
 		},
+		"/jaco.api.RaftService/RaftMessages": {
+			Allow:   []access.Caller{access.Manager},
+			Refusal: "raft traffic is accepted only from managers of this cluster",
+		},
 		"/jaco.api.RaftService/StreamRaftMessage": {
 			Allow:   []access.Caller{access.Manager},
 			Refusal: "raft traffic is accepted only from managers of this cluster",

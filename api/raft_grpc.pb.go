@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	RaftService_ProcessRaftMessage_FullMethodName = "/jaco.api.RaftService/ProcessRaftMessage"
+	RaftService_RaftMessages_FullMethodName       = "/jaco.api.RaftService/RaftMessages"
 	RaftService_StreamRaftMessage_FullMethodName  = "/jaco.api.RaftService/StreamRaftMessage"
 	RaftService_ResolveAddress_FullMethodName     = "/jaco.api.RaftService/ResolveAddress"
 )
@@ -34,6 +35,10 @@ const (
 // as no manager any more (a demoted node, until its certificate expires).
 type RaftServiceClient interface {
 	ProcessRaftMessage(ctx context.Context, in *ProcessRaftMessageRequest, opts ...grpc.CallOption) (*ProcessRaftMessageResponse, error)
+	// RaftMessages is a member's long-lived stream of raft messages to one
+	// peer, opened by the sender: each request is stepped in order as it
+	// arrives, and the first refusal ends the stream with its reason.
+	RaftMessages(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ProcessRaftMessageRequest, ProcessRaftMessageResponse], error)
 	StreamRaftMessage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse], error)
 	ResolveAddress(ctx context.Context, in *ResolveAddressRequest, opts ...grpc.CallOption) (*ResolveAddressResponse, error)
 }
@@ -56,9 +61,22 @@ func (c *raftServiceClient) ProcessRaftMessage(ctx context.Context, in *ProcessR
 	return out, nil
 }
 
+func (c *raftServiceClient) RaftMessages(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[ProcessRaftMessageRequest, ProcessRaftMessageResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RaftService_ServiceDesc.Streams[0], RaftService_RaftMessages_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ProcessRaftMessageRequest, ProcessRaftMessageResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RaftService_RaftMessagesClient = grpc.ClientStreamingClient[ProcessRaftMessageRequest, ProcessRaftMessageResponse]
+
 func (c *raftServiceClient) StreamRaftMessage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[StreamRaftMessageRequest, StreamRaftMessageResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &RaftService_ServiceDesc.Streams[0], RaftService_StreamRaftMessage_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &RaftService_ServiceDesc.Streams[1], RaftService_StreamRaftMessage_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +107,10 @@ func (c *raftServiceClient) ResolveAddress(ctx context.Context, in *ResolveAddre
 // as no manager any more (a demoted node, until its certificate expires).
 type RaftServiceServer interface {
 	ProcessRaftMessage(context.Context, *ProcessRaftMessageRequest) (*ProcessRaftMessageResponse, error)
+	// RaftMessages is a member's long-lived stream of raft messages to one
+	// peer, opened by the sender: each request is stepped in order as it
+	// arrives, and the first refusal ends the stream with its reason.
+	RaftMessages(grpc.ClientStreamingServer[ProcessRaftMessageRequest, ProcessRaftMessageResponse]) error
 	StreamRaftMessage(grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]) error
 	ResolveAddress(context.Context, *ResolveAddressRequest) (*ResolveAddressResponse, error)
 	mustEmbedUnimplementedRaftServiceServer()
@@ -103,6 +125,9 @@ type UnimplementedRaftServiceServer struct{}
 
 func (UnimplementedRaftServiceServer) ProcessRaftMessage(context.Context, *ProcessRaftMessageRequest) (*ProcessRaftMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ProcessRaftMessage not implemented")
+}
+func (UnimplementedRaftServiceServer) RaftMessages(grpc.ClientStreamingServer[ProcessRaftMessageRequest, ProcessRaftMessageResponse]) error {
+	return status.Error(codes.Unimplemented, "method RaftMessages not implemented")
 }
 func (UnimplementedRaftServiceServer) StreamRaftMessage(grpc.ClientStreamingServer[StreamRaftMessageRequest, StreamRaftMessageResponse]) error {
 	return status.Error(codes.Unimplemented, "method StreamRaftMessage not implemented")
@@ -149,6 +174,13 @@ func _RaftService_ProcessRaftMessage_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RaftService_RaftMessages_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RaftServiceServer).RaftMessages(&grpc.GenericServerStream[ProcessRaftMessageRequest, ProcessRaftMessageResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RaftService_RaftMessagesServer = grpc.ClientStreamingServer[ProcessRaftMessageRequest, ProcessRaftMessageResponse]
+
 func _RaftService_StreamRaftMessage_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(RaftServiceServer).StreamRaftMessage(&grpc.GenericServerStream[StreamRaftMessageRequest, StreamRaftMessageResponse]{ServerStream: stream})
 }
@@ -191,6 +223,11 @@ var RaftService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "RaftMessages",
+			Handler:       _RaftService_RaftMessages_Handler,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "StreamRaftMessage",
 			Handler:       _RaftService_StreamRaftMessage_Handler,

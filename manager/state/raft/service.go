@@ -2,6 +2,9 @@ package raft
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 
 	"google.golang.org/grpc/codes"
 
@@ -29,6 +32,27 @@ func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMe
 		}
 	}
 	return &api.ProcessRaftMessageResponse{}, nil
+}
+
+// RaftMessages steps the messages of a peer's stream in order as they
+// arrive, and ends the stream with the first refusal (stepEncoded's
+// reasons), which the sender reads as it would a refused call.
+func (s *Service) RaftMessages(stream api.RaftService_RaftMessagesServer) error {
+	ctx := stream.Context()
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return stream.SendAndClose(&api.ProcessRaftMessageResponse{})
+		}
+		if err != nil {
+			return fmt.Errorf("receive raft messages: %w", err)
+		}
+		for _, m := range req.Messages {
+			if err := s.stepEncoded(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // ResolveAddress answers with the address this member knows for a raft id.

@@ -26,7 +26,8 @@ type fakeServer struct {
 	mu       sync.Mutex
 	msgs     []raftpb.Message
 	streamed int // messages that came over StreamRaftMessage
-	attempts int // calls of either kind, refused or not
+	attempts int // calls, and batches on a RaftMessages stream, refused or not
+	streams  int // RaftMessages streams opened
 	resolves int // ResolveAddress calls
 	addrs    map[uint64]string
 	// block, when set, holds every call until it is closed.
@@ -76,6 +77,29 @@ func (s *fakeServer) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaf
 	return &api.ProcessRaftMessageResponse{}, nil
 }
 
+func (s *fakeServer) RaftMessages(stream api.RaftService_RaftMessagesServer) error {
+	s.mu.Lock()
+	s.streams++
+	s.mu.Unlock()
+	for {
+		req, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return stream.SendAndClose(&api.ProcessRaftMessageResponse{})
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.hold(stream.Context()); err != nil {
+			return err
+		}
+		for _, m := range req.Messages {
+			if err := s.record(m, false); err != nil {
+				return err
+			}
+		}
+	}
+}
+
 func (s *fakeServer) StreamRaftMessage(stream api.RaftService_StreamRaftMessageServer) error {
 	var buf []byte
 	for {
@@ -114,6 +138,12 @@ func (s *fakeServer) received() []raftpb.Message {
 	return append([]raftpb.Message(nil), s.msgs...)
 }
 
+func (s *fakeServer) streamsOpened() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams
+}
+
 func (s *fakeServer) counts() (attempts, streamed, resolves int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,13 +152,13 @@ func (s *fakeServer) counts() (attempts, streamed, resolves int) {
 
 // serve serves s on addr ("127.0.0.1:0" for any port) until the test
 // ends or the returned stop is called; it returns the address.
-func serve(t *testing.T, addr string, s api.RaftServiceServer) (string, func()) {
+func serve(t *testing.T, addr string, s api.RaftServiceServer, opts ...grpc.ServerOption) (string, func()) {
 	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer()
+	srv := grpc.NewServer(opts...)
 	api.RegisterRaftServiceServer(srv, s)
 	done := make(chan struct{})
 	go func() {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -9,7 +10,9 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
@@ -42,6 +45,13 @@ type peer struct {
 	// held is a message gather took from the queue that could not join the
 	// batch it was building; it leads the next one. Owned by run.
 	held *raftpb.Message
+	// stream is the open RaftMessages stream, nil until a batch needs
+	// one and after it failed. Owned by run.
+	stream *msgStream
+	// unary: the peer does not serve RaftMessages (a manager of an
+	// earlier version, during an upgrade); each batch is a
+	// ProcessRaftMessage call. Owned by run.
+	unary bool
 }
 
 func newPeer(t *Transport, id uint64, addr string, conn *grpc.ClientConn) *peer {
@@ -140,6 +150,7 @@ func (p *peer) watch() {
 
 func (p *peer) run() {
 	defer close(p.done)
+	defer p.closeStream()
 	for {
 		var m raftpb.Message
 		if p.held != nil {
@@ -148,6 +159,18 @@ func (p *peer) run() {
 			select {
 			case <-p.ctx.Done():
 				return
+			case <-p.streamEnded():
+				s := p.stream
+				p.closeStream()
+				switch {
+				case s.conn != p.connection():
+					// The end of a connection setConn replaced.
+				case p.noteUnserved(s.err):
+					// What it carried is lost; raft resends.
+				default:
+					p.failed(nil, s.err)
+				}
+				continue
 			case m = <-p.queue:
 			}
 		}
@@ -201,27 +224,63 @@ func (p *peer) gather(first raftpb.Message) batch {
 	return b
 }
 
+// streamEnded is closed when the open stream ended by itself (the peer
+// refused a message, or the connection broke); nil when none is open.
+func (p *peer) streamEnded() <-chan struct{} {
+	if p.stream == nil {
+		return nil
+	}
+	return p.stream.ended
+}
+
+func (p *peer) closeStream() {
+	if p.stream != nil {
+		p.stream.close()
+		p.stream = nil
+	}
+}
+
 // deliver sends b and reports the outcome to raft.
 func (p *peer) deliver(b batch) {
 	err := p.send(b)
+	if err == nil {
+		p.delivered(b)
+		return
+	}
+	p.failed(b.msgs, err)
+}
+
+// delivered reports b sent: its snapshots finished, the peer reachable.
+func (p *peer) delivered(b batch) {
+	for _, m := range b.msgs {
+		if m.Type == raftpb.MsgSnap {
+			p.t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFinish)
+			p.log.Info("raft snapshot sent", "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
+		}
+	}
+	if p.unreachable {
+		p.unreachable = false
+		p.log.Info("raft peer reachable again")
+	}
+}
+
+// failed reports msgs not delivered, and the peer unreachable, for err:
+// a send's failure, or the end of the stream (msgs nil: what it carried
+// is lost without knowing which, as raft allows).
+func (p *peer) failed(msgs []raftpb.Message, err error) {
 	switch {
-	case err == nil:
-		for _, m := range b.msgs {
-			if m.Type == raftpb.MsgSnap {
-				p.t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFinish)
-				p.log.Info("raft snapshot sent", "index", m.Snapshot.Metadata.Index, "bytes", len(m.Snapshot.Data))
-			}
-		}
-		if p.unreachable {
-			p.unreachable = false
-			p.log.Info("raft peer reachable again")
-		}
 	case p.ctx.Err() != nil:
 		// Removed or stopping: nobody needs the outcome.
 	case reason.Of(err) == reason.NodeRemoved:
 		p.t.memberRemoved(p.id)
 	default:
-		for _, m := range b.msgs {
+		if err == nil {
+			err = errors.New("the peer ended the raft message stream")
+		}
+		if len(msgs) == 0 {
+			p.t.cfg.Raft.ReportUnreachable(p.id)
+		}
+		for _, m := range msgs {
 			p.t.reportFailure(m)
 			if m.Type == raftpb.MsgSnap {
 				p.log.Warn("raft snapshot not delivered", "index", m.Snapshot.Metadata.Index, "err", err)
@@ -232,7 +291,7 @@ func (p *peer) deliver(b batch) {
 			p.unreachable = true
 			p.log.Warn("raft peer unreachable", "address", p.address(), "err", err)
 		} else {
-			p.log.Debug("raft messages not delivered", "count", len(b.msgs), "dropped_queued", dropped, "err", err)
+			p.log.Debug("raft messages not delivered", "count", len(msgs), "dropped_queued", dropped, "err", err)
 		}
 	}
 }
@@ -257,21 +316,75 @@ func (p *peer) dropQueued() int {
 	return n
 }
 
-// send delivers b in one call, or streamed when it is one large message.
+// send puts b on the peer's message stream, opening one when none is
+// open on the peer's connection, or streams it in chunks when it is one
+// large message.
 func (p *peer) send(b batch) error {
-	client := api.NewRaftServiceClient(p.connection())
+	conn := p.connection()
 	cfg := &p.t.cfg
 	first := b.msgs[0]
 	if b.size > cfg.MaxUnarySize {
+		client := api.NewRaftServiceClient(conn)
 		if err := sendStream(p.ctx, client, b.encoded[0], cfg.ChunkSize, cfg.SendTimeout); err != nil {
 			return fmt.Errorf("stream raft %s (%d bytes) to %s: %w", first.Type, b.size, hexID(first.To), err)
 		}
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(p.ctx, cfg.SendTimeout)
-	defer cancel()
-	if _, err := client.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: b.encoded}); err != nil {
+	req := &api.ProcessRaftMessageRequest{Messages: b.encoded}
+	err := p.sendOnStream(conn, req)
+	if p.noteUnserved(err) {
+		err = p.sendUnary(conn, req)
+	}
+	if err != nil {
 		return fmt.Errorf("send %d raft messages (first %s) to %s: %w", len(b.msgs), first.Type, hexID(first.To), err)
 	}
 	return nil
+}
+
+// sendOnStream sends req on the open stream, opening one on conn first
+// when there is none on it; a stream that fails is closed.
+func (p *peer) sendOnStream(conn *grpc.ClientConn, req *api.ProcessRaftMessageRequest) error {
+	if p.unary {
+		return errUnserved
+	}
+	if p.stream != nil && p.stream.conn != conn {
+		p.closeStream() // the peer moved (setConn)
+	}
+	if p.stream == nil {
+		s, err := openMsgStream(p.ctx, conn, p.t.cfg.SendTimeout)
+		if err != nil {
+			return err
+		}
+		p.stream = s
+	}
+	if err := p.stream.send(req); err != nil {
+		p.closeStream()
+		return err
+	}
+	return nil
+}
+
+// errUnserved: the peer does not serve RaftMessages.
+var errUnserved = errors.New("RaftMessages not served")
+
+// noteUnserved reports whether err says the peer does not serve
+// RaftMessages, and from then on sends it calls instead.
+func (p *peer) noteUnserved(err error) bool {
+	if errors.Is(err, errUnserved) {
+		return true
+	}
+	if status.Code(err) != codes.Unimplemented {
+		return false
+	}
+	p.unary = true
+	p.log.Info("raft peer does not serve RaftMessages; sending it a call a batch")
+	return true
+}
+
+// sendUnary sends req in one ProcessRaftMessage call.
+func (p *peer) sendUnary(conn *grpc.ClientConn, req *api.ProcessRaftMessageRequest) error {
+	ctx, cancel := context.WithTimeout(p.ctx, p.t.cfg.SendTimeout)
+	defer cancel()
+	_, err := api.NewRaftServiceClient(conn).ProcessRaftMessage(ctx, req)
+	return err
 }
