@@ -39,10 +39,11 @@ type Config struct {
 	// QueueSize is the per-peer send queue, in messages; when it is full
 	// further messages are dropped and the peer reported unreachable.
 	QueueSize int
-	// SendTimeout bounds one unary send, and each chunk of a stream.
+	// SendTimeout bounds one batch's send (and a stream's opening), and
+	// each chunk of a large message.
 	SendTimeout time.Duration
-	// MaxUnarySize is the largest encoded message sent with
-	// ProcessRaftMessage; larger ones go over StreamRaftMessage.
+	// MaxUnarySize is the largest encoded message sent in a batch, and
+	// the most a batch holds; larger ones go over StreamRaftMessage.
 	MaxUnarySize int
 	// ChunkSize is the size of one StreamRaftMessage chunk.
 	ChunkSize int

@@ -15,8 +15,14 @@
 //     messages to a peer arrive in the order raft produced them (raft
 //     tolerates loss, but reordering appends wastes round trips). Peers do
 //     not wait for one another.
-//   - Every send is bounded by SendTimeout. A failed send is reported with
-//     ReportUnreachable, and the messages queued behind it are dropped
+//   - One stream per peer. What is queued goes out as one batch after
+//     another on a long-lived RaftMessages stream, without waiting for an
+//     answer each (docs/adr/0048); the receiver steps each batch in order
+//     and ends the stream with its first refusal. A peer that does not
+//     serve the stream (an earlier version) gets one ProcessRaftMessage
+//     call a batch.
+//   - Every send is bounded by SendTimeout. A failed send, or the end of
+//     the stream, is reported with ReportUnreachable, and the messages queued behind it are dropped
 //     rather than each waiting out its own timeout against a peer just
 //     found unreachable (raft resends what matters). A snapshot (MsgSnap)
 //     is also reported with ReportSnapshot, SnapshotFinish or
@@ -24,7 +30,7 @@
 //     hears the outcome.
 //   - Large messages are streamed. A message whose encoding exceeds
 //     MaxUnarySize (in practice a snapshot) goes over StreamRaftMessage in
-//     ChunkSize pieces instead of ProcessRaftMessage, staying under gRPC's
+//     ChunkSize pieces instead of in a batch, staying under gRPC's
 //     4 MiB per-message limit without raising it for every call. For a
 //     stream, SendTimeout bounds each chunk rather than the whole transfer,
 //     so a big snapshot on a slow link finishes while a stalled one fails.
