@@ -42,12 +42,14 @@ type Manager struct {
 	raft      *raft.Node
 	voters    *rolemanager.VoterReconciler
 	transport *transport.Transport
-	leader    *leaderRunner
-	services  map[string]any
-	collector metrics.Collectors
-	admission api.AdmissionServiceServer
-	log       *slog.Logger
-	dial      Dialer
+	// raftService serves the other managers' raft messages.
+	raftService *raft.Service
+	leader      *leaderRunner
+	services    map[string]any
+	collector   metrics.Collectors
+	admission   api.AdmissionServiceServer
+	log         *slog.Logger
+	dial        Dialer
 	// forward holds the connections calls are forwarded to the leader on.
 	forward          *connpool.Pool
 	quorumLossWindow time.Duration
@@ -158,6 +160,12 @@ func (m *Manager) HandOver(ctx context.Context) {
 	}
 }
 
+// EndRaftStreams ends the other managers' raft message streams into this
+// one, and refuses new ones: a stopping daemon calls it before its
+// servers' graceful stop, which would wait for the streams (their senders
+// keep them open for good; docs/adr/0048).
+func (m *Manager) EndRaftStreams() { m.raftService.EndStreams() }
+
 // Stop stops the leader subsystems, the raft member and its transport,
 // closes the connections to the leader and the store's watches.
 func (m *Manager) Stop() error {
@@ -169,6 +177,7 @@ func (m *Manager) Stop() error {
 	<-m.pacingDone
 	m.recorder.Stop()
 	m.events.Close() // ends the event streams
+	m.raftService.EndStreams()
 	err := m.raft.Stop()
 	m.transport.Stop()
 	m.forward.CloseAll()

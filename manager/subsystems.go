@@ -48,9 +48,10 @@ func (m *Manager) assemble(o options) []Subsystem {
 	backups := backup.NewServer(m.raft, st)
 	router := proxy.NewLeaderRouter(m)
 	m.admission = api.NewRaftProxyAdmissionServiceServer(admissionService{members: members}, router)
+	m.raftService = raft.NewService(m.raft)
 	m.services = map[string]any{
 		api.ControlService_ServiceDesc.ServiceName:    api.NewRaftProxyControlServiceServer(control, router),
-		api.RaftService_ServiceDesc.ServiceName:       raft.NewService(m.raft),
+		api.RaftService_ServiceDesc.ServiceName:       m.raftService,
 		api.MembershipService_ServiceDesc.ServiceName: api.NewRaftProxyMembershipServiceServer(members, router),
 		api.DispatcherService_ServiceDesc.ServiceName: api.NewRaftProxyDispatcherServiceServer(disp, router),
 		api.BackupService_ServiceDesc.ServiceName:     backup.NameLostLeader(api.NewRaftProxyBackupServiceServer(backups, router), m.forwardedLeader, log.With("component", "backup")),

@@ -13,10 +13,13 @@ const handOverTimeout = time.Second
 // handOver makes a stopping manager that leads give leadership away
 // first: writes move to the new leader at once, and the other agents'
 // dispatcher sessions end here instead of holding the graceful stop.
+// Then it ends the other managers' raft message streams into this one,
+// which would hold it too.
 func (n *Node) handOver() {
 	if m := n.mgr.Load(); m != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), handOverTimeout)
 		defer cancel()
 		m.HandOver(ctx)
+		m.EndRaftStreams()
 	}
 }

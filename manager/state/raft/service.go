@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 
@@ -19,10 +20,19 @@ import (
 type Service struct {
 	api.UnimplementedRaftServiceServer
 	node *Node
+	// ending is closed by EndStreams.
+	ending  chan struct{}
+	endOnce sync.Once
 }
 
 // NewService returns the Raft service of n.
-func NewService(n *Node) *Service { return &Service{node: n} }
+func NewService(n *Node) *Service { return &Service{node: n, ending: make(chan struct{})} }
+
+// EndStreams ends the peers' RaftMessages streams into this member, and
+// refuses new ones, as unavailable. A stopping daemon calls it before its
+// server's graceful stop, which would otherwise wait for the streams: the
+// peers keep them open for good.
+func (s *Service) EndStreams() { s.endOnce.Do(func() { close(s.ending) }) }
 
 // ProcessRaftMessage steps one raft message (raftpb encoding) into the member.
 func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
@@ -38,6 +48,26 @@ func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMe
 // arrive, and ends the stream with the first refusal (stepEncoded's
 // reasons), which the sender reads as it would a refused call.
 func (s *Service) RaftMessages(stream api.RaftService_RaftMessagesServer) error {
+	stopping := reason.Error(codes.Unavailable, reason.Unavailable, "raft member %x is stopping", s.node.RaftID())
+	select {
+	case <-s.ending:
+		return stopping
+	default:
+	}
+	received := make(chan error, 1)
+	go func() { received <- s.receive(stream) }()
+	select {
+	case err := <-received:
+		return err
+	case <-s.ending:
+		// Returning ends the stream, and with it the receiving
+		// goroutine, blocked in Recv or not.
+		return stopping
+	}
+}
+
+// receive steps the batches of stream until it ends or one is refused.
+func (s *Service) receive(stream api.RaftService_RaftMessagesServer) error {
 	ctx := stream.Context()
 	for {
 		req, err := stream.Recv()

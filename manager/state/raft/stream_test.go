@@ -53,6 +53,14 @@ func (s *sentMessages) to(id uint64) []raftpb.Message {
 // sends, and a client of its service.
 func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
 	t.Helper()
+	n, sent, c, _ := serveRaftService(t)
+	return n, sent, c
+}
+
+// serveRaftService is serveRaft that also returns the service served and
+// its server.
+func serveRaftService(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient, served) {
+	t.Helper()
 	h := newHarness(t)
 	sent := &sentMessages{}
 	n, err := New(Config{
@@ -78,7 +86,8 @@ func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	api.RegisterRaftServiceServer(srv, NewService(n))
+	svc := NewService(n)
+	api.RegisterRaftServiceServer(srv, svc)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -86,7 +95,13 @@ func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return n, sent, api.NewRaftServiceClient(conn)
+	return n, sent, api.NewRaftServiceClient(conn), served{svc, srv}
+}
+
+// served is a Service and the server serving it.
+type served struct {
+	svc *Service
+	srv *grpc.Server
 }
 
 // streamChunks sends b over StreamRaftMessage in chunks of size.
