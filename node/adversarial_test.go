@@ -119,6 +119,13 @@ func TestWorkerCertificateGetsNoManagerCall(t *testing.T) {
 			_, err := api.NewRaftServiceClient(conn).ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{})
 			return err
 		}},
+		{"Raft.RaftMessages", func() error {
+			s, err := api.NewRaftServiceClient(conn).RaftMessages(ctx)
+			if err != nil {
+				return err
+			}
+			return s.RecvMsg(new(api.ProcessRaftMessageResponse))
+		}},
 		{"Raft.ResolveAddress", func() error {
 			_, err := api.NewRaftServiceClient(conn).ResolveAddress(ctx, &api.ResolveAddressRequest{RaftId: 1})
 			return err
