@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/agent/exec/hooks"
 )
 
 // Deadlines of a daemon's lifecycle. Generous because -race binaries on a
@@ -163,6 +165,11 @@ func (d *daemon) restart() {
 
 func (d *daemon) cleanup() {
 	d.stop()
+	// Replicas of hook bundles outlive their jacod, as they must across a
+	// restart; the test's end is theirs too.
+	if n := hooks.StopShimsUnder(d.dir, 5*time.Second); n > 0 {
+		d.t.Logf("jacod %s: stopped %d hook shims it left running", d.name, n)
+	}
 	// The report itself is in the log, which dumpLogOnFailure prints.
 	if strings.Contains(d.log(), raceReport) {
 		d.t.Errorf("jacod %s reported a data race", d.name)

@@ -18,11 +18,12 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/jaco-project/jaco/agent/exec/hooks"
 )
 
 // updateConfig is one policy measured.
@@ -115,7 +116,8 @@ func measureUpdates(ctx context.Context, o updatesOpts) error {
 	}
 	// Whatever happens, no shim or replica started under work outlives
 	// the run (replicas outlive jacod by design).
-	defer killShimsUnder(o.work)
+	// jacod's replicas and the floor's.
+	defer hooks.StopShimsUnder(o.work, 5*time.Second)
 	run := &updatesRun{Env: updatesEnv(o), Opts: map[string]any{
 		"replicas": o.replicas, "rounds": o.rounds, "configs": updateConfigs,
 		"launch": updateLaunch, "completion": "GetService polled every 20 ms until update_status COMPLETED, then ListTasks until every replica is new and RUNNING",
@@ -186,66 +188,4 @@ func updatesEnv(o updatesOpts) map[string]string {
 		}
 	}
 	return env
-}
-
-// killShimsUnder ends every hook shim whose replica directory is under
-// root (jacod's replicas and the floor's), and so its launch: SIGTERM is
-// the shim's "kill the group", then SIGKILL for good measure.
-func killShimsUnder(root string) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return
-	}
-	pids := shimPidsUnder(abs)
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for time.Now().Before(deadline) && pidAlive(pid) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if pidAlive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
-
-// shimPidsUnder lists the processes whose command line is
-// "... hook-shim DIR" with DIR under root.
-func shimPidsUnder(root string) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range ents {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 3 && args[1] == "hook-shim" && strings.HasPrefix(args[2], root+"/") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// pidAlive: the process exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return false
-	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
 }

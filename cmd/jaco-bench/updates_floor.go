@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jaco-project/jaco/agent/exec/hooks"
 )
 
 // updateLaunch is the replicas' launch hook, jaco's and the floor's.
@@ -152,13 +154,13 @@ func (f *shimFloor) stop(ctx context.Context, pid int) error {
 		next  syscall.Signal
 	}{{10 * time.Second, syscall.SIGTERM}, {5 * time.Second, syscall.SIGKILL}} {
 		deadline := time.Now().Add(rung.grace)
-		for pidAlive(pid) && time.Now().Before(deadline) {
+		for hooks.PIDAlive(pid) && time.Now().Before(deadline) {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			time.Sleep(floorPoll)
 		}
-		if !pidAlive(pid) {
+		if !hooks.PIDAlive(pid) {
 			return nil
 		}
 		_ = syscall.Kill(pid, rung.next)
