@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(testNotifyEnv) == "1" {
 		os.Exit(sendNotify(os.Args[1:]))
 	}
+	if os.Getenv(testIdleShimEnv) == "1" {
+		idleUntilTerm()
+	}
 	// The network tests make a bridge and iptables rules: the whole run
 	// gets a network namespace of its own (as root), which takes them along.
 	os.Exit(containerdtest.RunIsolated(m))
