@@ -24,18 +24,26 @@ func waitAnswers(t *testing.T, sent *sentMessages, from uint64, n int) {
 	}
 }
 
+// openRaftMessages opens a RaftMessages stream on c; the context it
+// returns, the stream's, ends with the test, after 10 s at most.
+func openRaftMessages(t *testing.T, c api.RaftServiceClient) (context.Context, api.RaftService_RaftMessagesClient) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	stream, err := c.RaftMessages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, stream
+}
+
 // Each batch on a RaftMessages stream is stepped as it arrives, the
 // stream staying open; a message that does not decode ends the stream
 // with invalid_spec.
 func TestRaftMessagesStepsEachBatchUntilARefusal(t *testing.T) {
 	_, sent, c := serveRaft(t)
 	const from = 0xfeed
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := c.RaftMessages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, stream := openRaftMessages(t, c)
 	for i := 1; i <= 3; i++ {
 		msg := staleAppend(t, from, 100)
 		if err := stream.Send(&api.ProcessRaftMessageRequest{Messages: [][]byte{msg}}); err != nil {
@@ -46,7 +54,7 @@ func TestRaftMessagesStepsEachBatchUntilARefusal(t *testing.T) {
 	if err := stream.Send(&api.ProcessRaftMessageRequest{Messages: [][]byte{{0xff, 0xff}}}); err != nil {
 		t.Fatalf("send the bad batch: %v", err)
 	}
-	err = stream.RecvMsg(new(api.ProcessRaftMessageResponse))
+	err := stream.RecvMsg(new(api.ProcessRaftMessageResponse))
 	if got := reason.Of(err); got != reason.InvalidSpec {
 		t.Fatalf("stream ended with %v (reason %q), want reason %q", err, got, reason.InvalidSpec)
 	}
@@ -57,19 +65,14 @@ func TestRaftMessagesStepsEachBatchUntilARefusal(t *testing.T) {
 func TestEndStreamsLetsTheServerStop(t *testing.T) {
 	_, sent, c, s := serveRaftService(t)
 	const from = 0xfeed
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stream, err := c.RaftMessages(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, stream := openRaftMessages(t, c)
 	if err := stream.Send(&api.ProcessRaftMessageRequest{Messages: [][]byte{staleAppend(t, from, 100)}}); err != nil {
 		t.Fatal(err)
 	}
 	waitAnswers(t, sent, from, 1)
 
 	s.svc.EndStreams()
-	err = stream.RecvMsg(new(api.ProcessRaftMessageResponse))
+	err := stream.RecvMsg(new(api.ProcessRaftMessageResponse))
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("open stream ended with %v, want unavailable", err)
 	}
