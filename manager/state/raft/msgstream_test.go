@@ -94,3 +94,17 @@ func TestEndStreamsLetsTheServerStop(t *testing.T) {
 		t.Fatal("the server's graceful stop still waits after EndStreams")
 	}
 }
+
+// A stream its sender closes ends without an error, its batches stepped.
+func TestRaftMessagesClosedBySender(t *testing.T) {
+	_, sent, c := serveRaft(t)
+	const from = 0xfeed
+	_, stream := openRaftMessages(t, c)
+	if err := stream.Send(&api.ProcessRaftMessageRequest{Messages: [][]byte{staleAppend(t, from, 100)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.CloseAndRecv(); err != nil {
+		t.Fatalf("close the stream: %v", err)
+	}
+	waitAnswers(t, sent, from, 1)
+}

@@ -58,6 +58,9 @@ func (s *Service) RaftMessages(stream api.RaftService_RaftMessagesServer) error 
 	go func() { received <- s.receive(stream) }()
 	select {
 	case err := <-received:
+		if err == nil { // the sender closed the stream
+			return stream.SendAndClose(&api.ProcessRaftMessageResponse{})
+		}
 		return err
 	case <-s.ending:
 		// Returning ends the stream, and with it the receiving
@@ -66,13 +69,15 @@ func (s *Service) RaftMessages(stream api.RaftService_RaftMessagesServer) error 
 	}
 }
 
-// receive steps the batches of stream until it ends or one is refused.
+// receive steps the batches of stream until it ends (nil when the sender
+// closed it) or one is refused. It only receives: whatever goes back is
+// sent by the handler's own goroutine.
 func (s *Service) receive(stream api.RaftService_RaftMessagesServer) error {
 	ctx := stream.Context()
 	for {
 		req, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
-			return stream.SendAndClose(&api.ProcessRaftMessageResponse{})
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("receive raft messages: %w", err)
