@@ -29,6 +29,11 @@ bench_workdir jaco-bench
 mkdir -p "$out"
 bench_build scripts/bench-cluster.sh
 
+# The builds leave their output dirty in the page cache, written back some
+# 30 s later: into the first run's fsyncs, stalling jaco's first cluster
+# for up to 450 ms at a time (docs/bench/cluster.md). Written back now.
+sync
+
 # Other work on the machine skews every figure: wait (10 min at most) for
 # the 1-minute load average to fall below 1, and record it either way.
 for _ in $(seq 120); do
