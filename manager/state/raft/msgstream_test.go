@@ -12,18 +12,6 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 )
 
-// waitAnswers waits until raft has answered n messages from member from.
-func waitAnswers(t *testing.T, sent *sentMessages, from uint64, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(sent.to(from)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("raft answered %d messages from %x, want %d", len(sent.to(from)), from, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // openRaftMessages opens a RaftMessages stream on c; the context it
 // returns, the stream's, ends with the test, after 10 s at most.
 func openRaftMessages(t *testing.T, c api.RaftServiceClient) (context.Context, api.RaftService_RaftMessagesClient) {

@@ -36,12 +36,21 @@ func (s *Service) EndStreams() { s.endOnce.Do(func() { close(s.ending) }) }
 
 // ProcessRaftMessage steps one raft message (raftpb encoding) into the member.
 func (s *Service) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
-	for _, m := range req.Messages {
-		if err := s.stepEncoded(ctx, m); err != nil {
-			return nil, err
-		}
+	if err := s.stepBatch(ctx, req.Messages); err != nil {
+		return nil, err
 	}
 	return &api.ProcessRaftMessageResponse{}, nil
+}
+
+// stepBatch steps a batch of encoded messages in order, up to the first
+// refused.
+func (s *Service) stepBatch(ctx context.Context, msgs [][]byte) error {
+	for _, m := range msgs {
+		if err := s.stepEncoded(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RaftMessages steps the messages of a peer's stream in order as they
@@ -82,10 +91,8 @@ func (s *Service) receive(stream api.RaftService_RaftMessagesServer) error {
 		if err != nil {
 			return fmt.Errorf("receive raft messages: %w", err)
 		}
-		for _, m := range req.Messages {
-			if err := s.stepEncoded(ctx, m); err != nil {
-				return err
-			}
+		if err := s.stepBatch(ctx, req.Messages); err != nil {
+			return err
 		}
 	}
 }

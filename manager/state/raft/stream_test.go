@@ -48,6 +48,18 @@ func (s *sentMessages) to(id uint64) []raftpb.Message {
 	return out
 }
 
+// waitAnswers waits until raft has answered n messages from member from.
+func waitAnswers(t *testing.T, sent *sentMessages, from uint64, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(sent.to(from)) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("raft answered %d messages from %x, want %d", len(sent.to(from)), from, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // serveRaft starts a leading member with a recording transport and serves
 // its Raft service on a loopback port; it returns the member, what it
 // sends, and a client of its service.
@@ -145,13 +157,7 @@ func TestStreamRaftMessageStepsLargeMessage(t *testing.T) {
 	if err := streamChunks(ctx, c, b, 1<<20); err != nil {
 		t.Fatalf("stream %d bytes: %v", len(b), err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(sent.to(from)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("raft never answered the streamed message")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitAnswers(t, sent, from, 1)
 	if got := sent.to(from)[0].Type; got != raftpb.MsgAppResp {
 		t.Fatalf("answer to the streamed message is %v, want MsgAppResp", got)
 	}
