@@ -65,14 +65,23 @@ func (s *fakeServer) record(b []byte, streamed bool) error {
 	return nil
 }
 
-func (s *fakeServer) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
+// batch holds one call's or stream message's batch as hold says, then
+// records it.
+func (s *fakeServer) batch(ctx context.Context, msgs [][]byte) error {
 	if err := s.hold(ctx); err != nil {
-		return nil, err
+		return err
 	}
-	for _, m := range req.Messages {
+	for _, m := range msgs {
 		if err := s.record(m, false); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	return nil
+}
+
+func (s *fakeServer) ProcessRaftMessage(ctx context.Context, req *api.ProcessRaftMessageRequest) (*api.ProcessRaftMessageResponse, error) {
+	if err := s.batch(ctx, req.Messages); err != nil {
+		return nil, err
 	}
 	return &api.ProcessRaftMessageResponse{}, nil
 }
@@ -89,13 +98,8 @@ func (s *fakeServer) RaftMessages(stream api.RaftService_RaftMessagesServer) err
 		if err != nil {
 			return err
 		}
-		if err := s.hold(stream.Context()); err != nil {
+		if err := s.batch(stream.Context(), req.Messages); err != nil {
 			return err
-		}
-		for _, m := range req.Messages {
-			if err := s.record(m, false); err != nil {
-				return err
-			}
 		}
 	}
 }

@@ -43,9 +43,7 @@ func openMsgStream(ctx context.Context, conn *grpc.ClientConn, timeout time.Dura
 	stream, err := api.NewRaftServiceClient(conn).RaftMessages(ctx)
 	watchdog.Stop()
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errStalled) {
-			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
-		}
+		err = withStall(ctx, err)
 		cancel(nil)
 		return nil, fmt.Errorf("open raft message stream: %w", err)
 	}
@@ -58,10 +56,7 @@ func openMsgStream(ctx context.Context, conn *grpc.ClientConn, timeout time.Dura
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
-		if err != nil && errors.Is(context.Cause(ctx), errStalled) {
-			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
-		}
-		s.err = err
+		s.err = withStall(ctx, err)
 	}()
 	return s, nil
 }

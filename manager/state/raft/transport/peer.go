@@ -160,16 +160,7 @@ func (p *peer) run() {
 			case <-p.ctx.Done():
 				return
 			case <-p.streamEnded():
-				s := p.stream
-				p.closeStream()
-				switch {
-				case s.conn != p.connection():
-					// The end of a connection setConn replaced.
-				case p.noteUnserved(s.err):
-					// What it carried is lost; raft resends.
-				default:
-					p.failed(nil, s.err)
-				}
+				p.streamEnd()
 				continue
 			case m = <-p.queue:
 			}
@@ -231,6 +222,19 @@ func (p *peer) streamEnded() <-chan struct{} {
 		return nil
 	}
 	return p.stream.ended
+}
+
+// streamEnd handles the end of the open stream, which the peer or the
+// connection brought: what it carried is lost, and raft resends.
+func (p *peer) streamEnd() {
+	s := p.stream
+	p.closeStream()
+	if s.conn != p.connection() {
+		return // the end of a connection setConn replaced
+	}
+	if !p.noteUnserved(s.err) {
+		p.failed(nil, s.err)
+	}
 }
 
 func (p *peer) closeStream() {
@@ -331,8 +335,11 @@ func (p *peer) send(b batch) error {
 		return nil
 	}
 	req := &api.ProcessRaftMessageRequest{Messages: b.encoded}
-	err := p.sendOnStream(conn, req)
-	if p.noteUnserved(err) {
+	var err error
+	if !p.unary {
+		err = p.sendOnStream(conn, req)
+	}
+	if p.unary || p.noteUnserved(err) {
 		err = p.sendUnary(conn, req)
 	}
 	if err != nil {
@@ -344,9 +351,6 @@ func (p *peer) send(b batch) error {
 // sendOnStream sends req on the open stream, opening one on conn first
 // when there is none on it; a stream that fails is closed.
 func (p *peer) sendOnStream(conn *grpc.ClientConn, req *api.ProcessRaftMessageRequest) error {
-	if p.unary {
-		return errUnserved
-	}
 	if p.stream != nil && p.stream.conn != conn {
 		p.closeStream() // the peer moved (setConn)
 	}
@@ -364,15 +368,9 @@ func (p *peer) sendOnStream(conn *grpc.ClientConn, req *api.ProcessRaftMessageRe
 	return nil
 }
 
-// errUnserved: the peer does not serve RaftMessages.
-var errUnserved = errors.New("RaftMessages not served")
-
 // noteUnserved reports whether err says the peer does not serve
 // RaftMessages, and from then on sends it calls instead.
 func (p *peer) noteUnserved(err error) bool {
-	if errors.Is(err, errUnserved) {
-		return true
-	}
 	if status.Code(err) != codes.Unimplemented {
 		return false
 	}

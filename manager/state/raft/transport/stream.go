@@ -43,6 +43,12 @@ func sendStream(ctx context.Context, client api.RaftServiceClient, b []byte, chu
 		}
 		return nil
 	}()
+	return withStall(ctx, err)
+}
+
+// withStall names the stall behind err when a watchdog cancelled ctx for
+// one (errStalled); err unchanged otherwise.
+func withStall(ctx context.Context, err error) error {
 	if err != nil && errors.Is(context.Cause(ctx), errStalled) {
 		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
 	}
