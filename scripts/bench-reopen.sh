@@ -28,7 +28,7 @@ out=${BENCH_OUT:-docs/bench/largestore/reopen}
 bench_workdir jaco-bench-reopen
 mkdir -p "$out"
 for r in "$@"; do
-	JACO_REV=$r bench_build scripts/bench-reopen.sh
+	JACO_REV=$r bench_build_daemons scripts/bench-reopen.sh
 	mv "$work/bin" "$work/bin-$r"
 	rm -rf "$work/src"
 done
@@ -46,7 +46,7 @@ for i in $(seq 1 "$rounds"); do
 		wait_for 120 grep -q "leader subsystems started" "$work/s.log"
 		led=$(($(log_at "$work/s.log" "leader subsystems started") - start))
 		sleep "$(awk -v s="$seconds" -v ns="$led" 'BEGIN {r = s - ns / 1e9; printf "%.2f", (r > 0 ? r : 0)}')"
-		cpu=$(($(ticks "$bench_pid") * 10))
+		cpu=$(($(ticks "$bench_pid") * 10)) # ms, at 100 ticks a second
 		rss=$(rss_kb "$bench_pid")
 		kill -9 "$bench_pid"
 		wait "$bench_pid" 2>/dev/null || true

@@ -20,11 +20,19 @@ bench_cleanup() {
 	rm -rf "$work"
 }
 
-# bench_build SCRIPT: builds jacod and jaco into $work/bin from JACO_REV
-# (a commit) or else the work tree, then jaco-bench from the work tree;
-# sets rev to what the daemons were built from. SCRIPT is the calling
-# script, whose own edits do not make the tree "uncommitted".
+# bench_build SCRIPT: bench_build_daemons, then jaco-bench from the work
+# tree into $work/bin.
 bench_build() {
+	bench_build_daemons "$1"
+	log "building jaco-bench"
+	go build -o "$work/bin/" ./cmd/jaco-bench
+}
+
+# bench_build_daemons SCRIPT: builds jacod and jaco into $work/bin from
+# JACO_REV (a commit) or else the work tree; sets rev to what they were
+# built from. SCRIPT is the calling script, whose own edits do not make
+# the tree "uncommitted".
+bench_build_daemons() {
 	mkdir -p "$work/bin"
 	if [[ -n ${JACO_REV:-} ]]; then
 		rev=$(git rev-parse --short "$JACO_REV")
@@ -38,11 +46,10 @@ bench_build() {
 		log "building jacod and jaco from the work tree ($rev)"
 		go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco
 	fi
-	log "building jaco-bench"
-	go build -o "$work/bin/" ./cmd/jaco-bench
 }
 
-# A process's memory (kB) and CPU (clock ticks, user and system) from /proc.
+# A process's memory (kB) and CPU (user and system, in clock ticks of
+# USER_HZ: 100 a second on Linux) from /proc.
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 pss_kb() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup"; }
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
