@@ -58,3 +58,48 @@ func BenchmarkInsertBatches(b *testing.B) {
 		}
 	}
 }
+
+// groupedTable returns a committed table of n objects with random ids,
+// spread evenly over groups groups (the "group" index), as tasks are over
+// their services.
+func groupedTable(r *rand.Rand, n, groups int) (*Version, []*obj) {
+	v := New(schema).Write()
+	objs := make([]*obj, n)
+	for i := range objs {
+		objs[i] = &obj{id: randomHex(r, 12), group: fmt.Sprintf("group-%08d", i%groups)}
+		v.Insert("t", objs[i])
+	}
+	return v.Commit(), objs
+}
+
+// BenchmarkGet looks objects up by id in a table of 300 000. ns/op is one
+// lookup.
+func BenchmarkGet(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	v, objs := groupedTable(r, 300_000, 1_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		o := objs[r.IntN(len(objs))]
+		if v.Get("t", o.id) != o {
+			b.Fatal("lookup missed")
+		}
+	}
+}
+
+// BenchmarkEach reads the objects of one group through a non-unique index
+// of a table of 300 000, as the scheduler reads the tasks of a service.
+// ns/op is one object read.
+func BenchmarkEach(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	const groups = 1_000
+	v, _ := groupedTable(r, 300_000, groups)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		v.Each("t", "group", fmt.Sprintf("group-%08d", r.IntN(groups)), "", func(any) bool {
+			n++
+			return true
+		})
+	}
+}

@@ -4,7 +4,10 @@ import "fmt"
 
 // Get returns the object with id in table, nil when there is none.
 func (v *Version) Get(tableName, id string) any {
-	e, _ := v.table(tableName).trees.byID.Get(newEntry(id, nil))
+	e, ok := v.table(tableName).trees.byID.Get(newEntry(id, nil))
+	if !ok {
+		return nil
+	}
 	return e.obj
 }
 
