@@ -130,7 +130,7 @@ func (n *Node) snapshotDone(res snapshotResult) error {
 	if err := n.compactBehind(m.Index); err != nil {
 		return err
 	}
-	n.cfg.Logger.Info("raft snapshot taken", "index", m.Index, "bytes", len(res.data))
+	n.cfg.Logger.Info("raft snapshot taken", "index", m.Index, "bytes", len(res.data), "took", time.Since(job.started).Round(time.Millisecond))
 	return nil
 }
 
