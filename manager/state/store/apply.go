@@ -43,10 +43,14 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 	if s.held == nil {
 		s.held = s.db.Load().Write()
 	}
-	b := batch{txn: s.held, index: index}
-	done := make([]step, 0, len(req.GetActions()))
+	actions := req.GetActions()
+	b := batch{txn: s.held, index: index, alone: len(actions) == 1}
+	var done []step // what undo takes back; a lone action has nothing before it
+	if !b.alone {
+		done = make([]step, 0, len(actions))
+	}
 	held := len(s.heldEvents) // the events of the batches before this one
-	for i, a := range req.GetActions() {
+	for i, a := range actions {
 		switch obj := target(a).(type) {
 		case *api.Task:
 			s.specs.Share(obj)
@@ -66,7 +70,9 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 			s.heldEvents = s.heldEvents[:held]
 			return fmt.Errorf("apply entry %d, action %d: %w", index, i, err)
 		}
-		done = append(done, st)
+		if !b.alone {
+			done = append(done, st)
+		}
 		s.heldEvents = append(s.heldEvents, ev)
 	}
 	return nil
@@ -109,7 +115,16 @@ type batch struct {
 	// before the batch (0 when the batch created it). Later actions of the
 	// batch on it are checked against base: they were recorded by code that
 	// saw the pending object, not the one stamped with index.
-	base map[string]uint64
+	base map[objectKey]uint64
+	// alone says the batch is one action: nothing reads base after it,
+	// and most entries (every join token, every status report) are one.
+	alone bool
+}
+
+// objectKey names a stored object: its table and id.
+type objectKey struct {
+	t  *table
+	id string
 }
 
 // step is one action checked against the batch's transaction: what
@@ -153,7 +168,7 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 			return step{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
 		}
 		s.old = raw.(Object)
-		s.base = b.version(t.name, s.old)
+		s.base = b.version(t, s.old)
 		if got := obj.GetMeta().GetVersion(); got != s.base {
 			return step{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
 				s.what(), ErrVersionConflict, got, s.base)
@@ -176,8 +191,8 @@ func (s step) what() string {
 }
 
 // version is the version actions of this batch must carry for stored.
-func (b *batch) version(table string, stored Object) uint64 {
-	if v, ok := b.base[table+"/"+stored.GetId()]; ok {
+func (b *batch) version(t *table, stored Object) uint64 {
+	if v, ok := b.base[objectKey{t, stored.GetId()}]; ok {
 		return v
 	}
 	return stored.GetMeta().GetVersion()
@@ -206,10 +221,13 @@ func (b *batch) do(s step) (Event, error) {
 		ev.Kind, ev.Old = EventUpdate, s.old
 	}
 	b.txn.Insert(s.t.name, s.obj)
-	if b.base == nil {
-		b.base = map[string]uint64{}
+	if b.alone {
+		return ev, nil
 	}
-	b.base[s.t.name+"/"+s.obj.GetId()] = s.base
+	if b.base == nil {
+		b.base = map[objectKey]uint64{}
+	}
+	b.base[objectKey{s.t, s.obj.GetId()}] = s.base
 	return ev, nil
 }
 

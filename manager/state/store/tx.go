@@ -44,7 +44,7 @@ type pending struct {
 	batch *batch
 	steps []step
 	// last is the index in steps of the latest step on each table/id.
-	last map[string]int
+	last map[objectKey]int
 }
 
 // write puts the pending steps into the transaction.
@@ -77,7 +77,7 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 		p.write()
 		return p.batch.check(a)
 	}
-	i, ok := p.last[t.name+"/"+obj.GetId()]
+	i, ok := p.last[objectKey{t, obj.GetId()}]
 	if !ok {
 		return p.batch.check(a)
 	}
@@ -109,9 +109,9 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 // add keeps a checked step until the next write.
 func (p *pending) add(s step) {
 	if p.last == nil {
-		p.last = map[string]int{}
+		p.last = map[objectKey]int{}
 	}
-	p.last[s.t.name+"/"+s.obj.GetId()] = len(p.steps)
+	p.last[objectKey{s.t, s.obj.GetId()}] = len(p.steps)
 	p.steps = append(p.steps, s)
 }
 
