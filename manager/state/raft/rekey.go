@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -50,7 +51,9 @@ func (n *Node) rekey(sealer *encryption.Sealer) error {
 		return fmt.Errorf("rekey: read snapshot: %w", err)
 	}
 	if applied := n.applied.Load(); applied > snap.Metadata.Index {
-		data, err := n.frozenState()()
+		var hurry atomic.Bool
+		hurry.Store(true) // on the Ready loop: no rests
+		data, err := n.frozenState()(&hurry)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -29,6 +30,8 @@ type snapshotJob struct {
 	logBytes int
 	started  time.Time
 	done     chan snapshotResult
+	// hurry ends the encoder's rests (encodeSnapshot): someone waits.
+	hurry atomic.Bool
 }
 
 type snapshotResult struct {
@@ -65,7 +68,7 @@ func (n *Node) maybeSnapshot() error {
 	frozen := n.frozenState()
 	n.snapshotting = job
 	go func() {
-		data, err := frozen()
+		data, err := frozen(&job.hurry)
 		if err == nil {
 			err = n.disk.WriteSnapshotFile(raftpb.Snapshot{Data: data, Metadata: job.meta})
 		}
@@ -189,6 +192,7 @@ func (n *Node) awaitSnapshot() error {
 	if n.snapshotting == nil {
 		return nil
 	}
+	n.snapshotting.hurry.Store(true)
 	return n.snapshotDone(<-n.snapshotting.done)
 }
 
@@ -203,24 +207,16 @@ func (n *Node) snapshotDoneC() <-chan snapshotResult {
 
 // frozenState freezes the applied state, members and the blacklist of
 // removed members now; the function returned encodes them.
-func (n *Node) frozenState() func() ([]byte, error) {
+// The encoding is not deterministic: each member encodes and reads
+// back its own snapshots, and the order of map entries (labels) matters
+// to nobody, while the deterministic encoder took 40 % longer on a store
+// of 120 000 join tokens (90 ms against 64).
+func (n *Node) frozenState() func(hurry *atomic.Bool) ([]byte, error) {
 	store := n.cfg.Applier.Freeze()
 	members := cloneMembers(n.members.list())
 	removed := cloneMembers(n.members.removedList())
-	return func() ([]byte, error) {
-		// Not deterministic: each member encodes and reads back its own
-		// snapshots, and the order of map entries (labels) matters to
-		// nobody, while the deterministic encoder took 40 % longer on a
-		// store of 120 000 join tokens (90 ms against 64).
-		data, err := proto.Marshal(&api.RaftSnapshot{
-			Store:          store(),
-			Members:        members,
-			RemovedMembers: removed,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("encode snapshot: %w", err)
-		}
-		return data, nil
+	return func(hurry *atomic.Bool) ([]byte, error) {
+		return encodeSnapshot(store(), members, removed, hurry)
 	}
 }
 
