@@ -36,7 +36,7 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "wal_fsync_duration_seconds", Help: "Time to append a Ready's entries and hard state to the WAL and fsync it.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17)}),
 		snapshotDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: metrics.Namespace, Subsystem: sub,
-			Name: "snapshot_duration_seconds", Help: "Time to encode, seal and write a snapshot of the store.",
+			Name: "snapshot_duration_seconds", Help: "Time to encode (paced, rests included), seal and write a snapshot of the store.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metrics.Namespace, Subsystem: sub,
 			Name: "snapshot_size_bytes", Help: "Size of the newest snapshot this member wrote."}),

@@ -43,10 +43,18 @@ type snapshotResult struct {
 // (or at once when snapshotNow), unless one is being written already: the
 // next Ready after it ends starts another if one is due again.
 func (n *Node) maybeSnapshot() error {
-	if n.snapshotting != nil || !n.snapshotNow && !n.snapshotDue() {
+	if n.snapshotting != nil {
+		if n.snapshotNow {
+			// A newcomer waits for the snapshot after this one.
+			n.snapshotting.hurry.Store(true)
+		}
+		return nil
+	}
+	if !n.snapshotNow && !n.snapshotDue() {
 		return nil
 	}
 	applied := n.applied.Load()
+	urgent := n.snapshotNow
 	n.snapshotNow = false
 	term, err := n.mem.Term(applied)
 	if err != nil {
@@ -65,6 +73,8 @@ func (n *Node) maybeSnapshot() error {
 		started:  time.Now(),
 		done:     make(chan snapshotResult, 1),
 	}
+	// Taken for a newcomer (snapshotNow), who waits for it: no rests.
+	job.hurry.Store(urgent)
 	frozen := n.frozenState()
 	n.snapshotting = job
 	go func() {
