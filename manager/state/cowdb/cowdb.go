@@ -31,11 +31,10 @@ import (
 	"github.com/google/btree"
 )
 
-// degree of the B-trees: nodes of up to 63 items of 16 bytes (entry,
-// ref), so that copying one on a write stays about 1 KB. Against 16
-// (31 items), in a table of 300 000 (bench_test.go): reading an index's
-// objects 20 % faster, inserting 32 a version as fast, one a version
-// 15 % slower; a loaded store applies many a version. 8 read slower still.
+// degree of the B-trees: nodes of up to 63 items (24-byte entries,
+// 40-byte refs). In a table of 300 000 (bench_test.go), against 16: a
+// full GC 20 % shorter and an index read 20 % faster, an insert 10 %
+// slower; with 8, reads took twice as long.
 const degree = 32
 
 // Index is a secondary index of a table.
@@ -59,36 +58,35 @@ type Schema struct {
 }
 
 // entry is an object in its table's id order. A tree's node holds its
-// entries by value, and a write copies the nodes it changes: what a node
-// holds is kept to a number and a pointer (16 bytes, one pointer), where
-// an id and an object inline made 40 bytes and three pointers. Copying
-// nodes and scanning them for the garbage collector was most of what a
-// write into a large table cost (issue 15).
+// entries by value, and a write copies the nodes it changes: an entry is
+// the object itself and its id's prefix (24 bytes), its id read through
+// the schema when prefixes tie. With the id inline (40 bytes) copying
+// nodes cost more; with id and object behind a pointer of their own
+// (16 bytes), a table of 400 000 objects held 60 % more heap objects and
+// a full GC took 20 % longer (issue 15).
 type entry struct {
-	head uint64 // prefix(id)
-	*item
+	head uint64 // prefix of the id
+	obj  any    // the object, or a probe
 }
 
-type item struct {
-	id  string
-	obj any
-}
+// probe stands for an object in a lookup: just its id.
+type probe string
 
-func newEntry(id string, obj any) entry { return entry{prefix(id), &item{id, obj}} }
+func newEntry(id string, obj any) entry { return entry{prefix(id), obj} }
+
+func probeEntry(id string) entry { return entry{prefix(id), probe(id)} }
 
 // ref is an object's place in a secondary index, ordered by its key,
-// then its id; held by value like entry.
+// then its id; held by value like entry (40 bytes).
 type ref struct {
 	head uint64 // prefix(key)
-	*keyed
+	key  string
+	obj  any // the object, or a probe
 }
 
-type keyed struct {
-	key, id string
-	obj     any
-}
+func newRef(key string, obj any) ref { return ref{prefix(key), key, obj} }
 
-func newRef(key, id string, obj any) ref { return ref{prefix(key), &keyed{key, id, obj}} }
+func probeRef(key, id string) ref { return ref{prefix(key), key, probe(id)} }
 
 // prefix is s's first 8 bytes as a big-endian number, zero-padded: it
 // orders strings as their first 8 bytes do. Comparing it first settles
@@ -101,21 +99,29 @@ func prefix(s string) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-func entryLess(a, b entry) bool {
+// idOf is obj's id: a probe's own, or a stored object's through ID.
+func (s *Schema) idOf(obj any) string {
+	if p, ok := obj.(probe); ok {
+		return string(p)
+	}
+	return s.ID(obj)
+}
+
+func (s *Schema) entryLess(a, b entry) bool {
 	if a.head != b.head {
 		return a.head < b.head
 	}
-	return a.id < b.id
+	return s.idOf(a.obj) < s.idOf(b.obj)
 }
 
-func refLess(a, b ref) bool {
+func (s *Schema) refLess(a, b ref) bool {
 	if a.head != b.head {
 		return a.head < b.head
 	}
 	if a.key != b.key {
 		return a.key < b.key
 	}
-	return a.id < b.id
+	return s.idOf(a.obj) < s.idOf(b.obj)
 }
 
 // trees are one table's content: the objects by id and each secondary
@@ -161,15 +167,15 @@ func New(schema *Schema) *Version {
 		for j, ix := range t.Indexes {
 			index[ix.Name] = j
 		}
-		v.tables[i] = table{schema: t, index: index, owned: true, trees: emptyTrees(t)}
+		v.tables[i] = table{schema: t, index: index, owned: true, trees: emptyTrees(schema, t)}
 	}
 	return v
 }
 
-func emptyTrees(t *Table) *trees {
-	tr := &trees{byID: btree.NewG(degree, entryLess)}
+func emptyTrees(s *Schema, t *Table) *trees {
+	tr := &trees{byID: btree.NewG(degree, s.entryLess)}
 	for range t.Indexes {
-		tr.secondary = append(tr.secondary, btree.NewG(degree, refLess))
+		tr.secondary = append(tr.secondary, btree.NewG(degree, s.refLess))
 	}
 	return tr
 }
@@ -238,11 +244,11 @@ func (v *Version) Insert(tableName string, obj any) any {
 		key, ok := ix.Key(obj)
 		if had {
 			if oldKey, oldOK := ix.Key(old.obj); oldOK && (!ok || oldKey != key) {
-				tr.secondary[i].Delete(newRef(oldKey, id, nil))
+				tr.secondary[i].Delete(probeRef(oldKey, id))
 			}
 		}
 		if ok {
-			tr.secondary[i].ReplaceOrInsert(newRef(key, id, obj))
+			tr.secondary[i].ReplaceOrInsert(newRef(key, obj))
 		}
 	}
 	if !had {
@@ -257,13 +263,13 @@ func (v *Version) Delete(tableName, id string) any {
 	v.mustWrite()
 	tb := v.table(tableName)
 	tr := v.own(tb)
-	old, had := tr.byID.Delete(newEntry(id, nil))
+	old, had := tr.byID.Delete(probeEntry(id))
 	if !had {
 		return nil
 	}
 	for i, ix := range tb.schema.Indexes {
 		if key, ok := ix.Key(old.obj); ok {
-			tr.secondary[i].Delete(newRef(key, id, nil))
+			tr.secondary[i].Delete(probeRef(key, id))
 		}
 	}
 	return old.obj
@@ -273,5 +279,5 @@ func (v *Version) Delete(tableName, id string) any {
 func (v *Version) Clear(tableName string) {
 	v.mustWrite()
 	tb := v.table(tableName)
-	tb.trees, tb.owned = emptyTrees(tb.schema), true
+	tb.trees, tb.owned = emptyTrees(v.schema, tb.schema), true
 }

@@ -154,12 +154,14 @@ func TestPrefixOrdersAsStrings(t *testing.T) {
 		if (pa < pb && a >= b) || (pa > pb && a <= b) {
 			t.Fatalf("prefix(%q) = %x, prefix(%q) = %x: not in the strings' order", a, pa, b, pb)
 		}
-		if entryLess(newEntry(a, nil), newEntry(b, nil)) != (a < b) {
+		// A stored object against a lookup's probe, both ways.
+		if schema.entryLess(newEntry(a, &obj{id: a}), probeEntry(b)) != (a < b) ||
+			schema.entryLess(probeEntry(a), newEntry(b, &obj{id: b})) != (a < b) {
 			t.Fatalf("entryLess(%q, %q) != (%q < %q)", a, b, a, b)
 		}
 		// Keys tie often with this alphabet: the ids decide then.
 		ia, ib := random(), random()
-		if got, want := refLess(newRef(a, ia, nil), newRef(b, ib, nil)), a < b || (a == b && ia < ib); got != want {
+		if got, want := schema.refLess(newRef(a, &obj{id: ia}), probeRef(b, ib)), a < b || (a == b && ia < ib); got != want {
 			t.Fatalf("refLess(%q/%q, %q/%q) = %v, want %v", a, ia, b, ib, got, want)
 		}
 	}

@@ -4,7 +4,7 @@ import "fmt"
 
 // Get returns the object with id in table, nil when there is none.
 func (v *Version) Get(tableName, id string) any {
-	e, ok := v.table(tableName).trees.byID.Get(newEntry(id, nil))
+	e, ok := v.table(tableName).trees.byID.Get(probeEntry(id))
 	if !ok {
 		return nil
 	}
@@ -30,11 +30,11 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	tb.trees.secondary[i].AscendGreaterOrEqual(newRef(key, after, nil), func(r ref) bool {
+	tb.trees.secondary[i].AscendGreaterOrEqual(probeRef(key, after), func(r ref) bool {
 		if r.key != key {
 			return false
 		}
-		if r.id == after {
+		if after != "" && v.schema.ID(r.obj) == after {
 			return true
 		}
 		return fn(r.obj)
@@ -44,8 +44,8 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 // All calls fn with every object of table, in id order, from the first id
 // after after ("" for all), until fn returns false.
 func (v *Version) All(tableName, after string, fn func(obj any) bool) {
-	v.table(tableName).trees.byID.AscendGreaterOrEqual(newEntry(after, nil), func(e entry) bool {
-		if e.id == after {
+	v.table(tableName).trees.byID.AscendGreaterOrEqual(probeEntry(after), func(e entry) bool {
+		if after != "" && v.schema.ID(e.obj) == after {
 			return true
 		}
 		return fn(e.obj)
