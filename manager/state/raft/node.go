@@ -46,6 +46,15 @@ var (
 // entries), well under gRPC's default 4 MiB message limit.
 const maxSizePerMsg = 1 << 20
 
+// maxInflightMsgs bounds the append messages on their way to a follower.
+// raft sends one per proposal while the window has room; once it is
+// full, the entries proposed meanwhile go out in one message when an
+// answer frees a place. Against 256, 16 cut the CPU of a write at
+// 8 000 writes/s by 2-5 % and its p50 by 15-20 %, with p50 at 1 000/s
+// unchanged (docs/bench/cluster.md); 16 MiB in flight still fill a
+// 50 ms round trip at 300 MB/s.
+const maxInflightMsgs = 16
+
 // Node is one member of the raft group.
 type Node struct {
 	cfg       Config
@@ -190,7 +199,7 @@ func New(cfg Config) (*Node, error) {
 		Storage:                   n.mem,
 		Applied:                   n.applied.Load(),
 		MaxSizePerMsg:             maxSizePerMsg,
-		MaxInflightMsgs:           256,
+		MaxInflightMsgs:           maxInflightMsgs,
 		CheckQuorum:               true,
 		PreVote:                   true,
 		DisableProposalForwarding: true,
