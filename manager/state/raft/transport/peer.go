@@ -244,7 +244,7 @@ func (p *peer) streamEnd() {
 		return // the end of a connection setConn replaced
 	}
 	if !p.noteUnserved(s.err) {
-		p.failed(nil, s.err)
+		p.failed(batch{}, s.err)
 	}
 }
 
@@ -262,7 +262,7 @@ func (p *peer) deliver(b batch) {
 		p.delivered(b)
 		return
 	}
-	p.failed(&b, err)
+	p.failed(b, err)
 }
 
 // delivered reports b sent: its snapshots finished, the peer reachable.
@@ -278,9 +278,9 @@ func (p *peer) delivered(b batch) {
 }
 
 // failed reports the peer unreachable, and b's snapshots not delivered,
-// for err: b's send failed, or the stream ended (b nil: what it carried
-// is lost without knowing which, as raft allows).
-func (p *peer) failed(b *batch, err error) {
+// for err: b's send failed, or the stream ended (b empty: what it
+// carried is lost without knowing which, as raft allows).
+func (p *peer) failed(b batch, err error) {
 	switch {
 	case p.ctx.Err() != nil:
 		// Removed or stopping: nobody needs the outcome.
@@ -291,12 +291,7 @@ func (p *peer) failed(b *batch, err error) {
 			err = errors.New("the peer ended the raft message stream")
 		}
 		p.t.cfg.Raft.ReportUnreachable(p.id)
-		var snaps []raftpb.Message
-		sent := 0
-		if b != nil {
-			snaps, sent = b.snaps, len(b.encoded)
-		}
-		for _, m := range snaps {
+		for _, m := range b.snaps {
 			p.t.cfg.Raft.ReportSnapshot(m.To, raft.SnapshotFailure)
 			p.log.Warn("raft snapshot not delivered", "index", m.Snapshot.Metadata.Index, "err", err)
 		}
@@ -305,7 +300,7 @@ func (p *peer) failed(b *batch, err error) {
 			p.unreachable = true
 			p.log.Warn("raft peer unreachable", "address", p.address(), "err", err)
 		} else {
-			p.log.Debug("raft messages not delivered", "count", sent, "dropped_queued", dropped, "err", err)
+			p.log.Debug("raft messages not delivered", "count", len(b.encoded), "dropped_queued", dropped, "err", err)
 		}
 	}
 }
