@@ -3,6 +3,7 @@ package raft
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
 )
 
@@ -51,13 +53,12 @@ func (s *sentMessages) to(id uint64) []raftpb.Message {
 // waitAnswers waits until raft has answered n messages from member from.
 func waitAnswers(t *testing.T, sent *sentMessages, from uint64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(sent.to(from)) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("raft answered %d messages from %x, want %d", len(sent.to(from)), from, n)
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if got := len(sent.to(from)); got < n {
+			return fmt.Errorf("raft answered %d messages from %x, want %d", got, from, n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // serveRaft starts a leading member with a recording transport and serves
