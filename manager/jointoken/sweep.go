@@ -21,22 +21,28 @@ const maxSweep = 1000
 // Sweep deletes tokens consumed or expired more than grace before now, up
 // to maxSweep of them in one write. Without it every token ever issued would stay in the store,
 // and Redeem, which compares against each one, would slow with them.
+//
+// It reads the stored tokens themselves and takes a copy of the spent
+// ones only: a copy of every token, once a minute, took the leader 1.4 s
+// of CPU and 100 MB with 400 000 tokens stored, and writes stalled behind
+// it for up to a second (issue 15).
 func Sweep(ctx context.Context, st *store.Store, now time.Time, grace time.Duration) (int, error) {
 	var n int
 	err := st.Update(ctx, func(tx *store.Tx) error {
-		n = 0
-		for _, jt := range tx.ListJoinTokens() {
-			if n == maxSweep {
-				break
+		// Collected first: the Tx is not written while it is read.
+		var doomed []*api.JoinToken
+		tx.EachJoinToken(func(jt *api.JoinToken) bool {
+			if spent(jt, now, grace) {
+				doomed = append(doomed, jt)
 			}
-			if !spent(jt, now, grace) {
-				continue
-			}
-			if err := tx.Delete(jt); err != nil {
+			return len(doomed) < maxSweep
+		})
+		for _, jt := range doomed {
+			if err := tx.Delete(jt); err != nil { // Delete takes its own copy
 				return err
 			}
-			n++
 		}
+		n = len(doomed)
 		return nil
 	})
 	if err != nil {

@@ -80,6 +80,9 @@ type ReadTx interface {
 	// EachNode is EachTask for nodes: the stored nodes themselves, in id
 	// order, until fn returns false.
 	EachNode(fn func(*api.Node) bool)
+	// EachJoinToken is EachTask for join tokens: the stored tokens
+	// themselves, in id order, until fn returns false.
+	EachJoinToken(fn func(*api.JoinToken) bool)
 	// ListTasksByServiceShallow is ListTasksByService with shallow copies
 	// (api.Task.Shallow): the caller may set a task's fields, or replace
 	// the messages it points to, but never change those messages, which
@@ -215,6 +218,10 @@ func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {
 
 func (r readTx) EachNode(fn func(*api.Node) bool) {
 	eachShared(r.view(), tableNode, indexID, "", fn)
+}
+
+func (r readTx) EachJoinToken(fn func(*api.JoinToken) bool) {
+	eachShared(r.view(), tableJoinToken, indexID, "", fn)
 }
 
 // AllTasks is tx.EachTask over every task as an iterator: the stored
