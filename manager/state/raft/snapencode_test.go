@@ -58,7 +58,7 @@ func TestEncodeSnapshotDecodesAsMarshal(t *testing.T) {
 			}
 		}
 		hurried := c.hurried
-		data, err := encodeSnapshot(store, members, removed, &hurry)
+		data, err := encodeSnapshot(store, members, removed, &hurry, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestEncodeSnapshotCoversEveryList(t *testing.T) {
 		list.Append(obj)
 	}
 	var hurry atomic.Bool
-	data, err := encodeSnapshot(store, nil, nil, &hurry)
+	data, err := encodeSnapshot(store, nil, nil, &hurry, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +108,22 @@ func TestEncodeSnapshotCoversEveryList(t *testing.T) {
 		if n := got.GetStore().ProtoReflect().Get(fd).List().Len(); n != 1 {
 			t.Errorf("StoreSnapshot.%s: %d objects after encoding, want 1", fd.Name(), n)
 		}
+	}
+}
+
+// TestEncodeSnapshotKeepsAnEmptyStore: a store with no objects decodes as
+// an empty store, not as none, as proto.Marshal's encoding does.
+func TestEncodeSnapshotKeepsAnEmptyStore(t *testing.T) {
+	var hurry atomic.Bool
+	data, err := encodeSnapshot(&api.StoreSnapshot{}, nil, nil, &hurry, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got api.RaftSnapshot
+	if err := proto.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Store == nil {
+		t.Fatal("an empty store decodes as no store")
 	}
 }

@@ -223,6 +223,8 @@ func (n *Node) snapshotDoneC() <-chan snapshotResult {
 // of 120 000 join tokens (90 ms against 64).
 func (n *Node) frozenState() func(hurry *atomic.Bool) ([]byte, error) {
 	store := n.cfg.Applier.Freeze()
+	// The store has grown by at most the log since the last snapshot.
+	sizeHint := n.snapshotBytes + n.logBytes
 	members := cloneMembers(n.members.list())
 	removed := cloneMembers(n.members.removedList())
 	return func(hurry *atomic.Bool) ([]byte, error) {
@@ -231,7 +233,7 @@ func (n *Node) frozenState() func(hurry *atomic.Bool) ([]byte, error) {
 		// version goes now, not after a paced encoding of seconds, during
 		// which it kept every tree node later writes replaced.
 		store = nil
-		return encodeSnapshot(objs, members, removed, hurry)
+		return encodeSnapshot(objs, members, removed, hurry, sizeHint)
 	}
 }
 
