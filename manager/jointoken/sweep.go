@@ -19,8 +19,8 @@ const SweepGrace = time.Hour
 const maxSweep = 1000
 
 // Sweep deletes tokens consumed or expired more than grace before now, up
-// to maxSweep of them in one write. Without it every token ever issued would stay in the store,
-// and Redeem, which compares against each one, would slow with them.
+// to maxSweep of them in one write. Without it every token ever issued
+// would stay in the store.
 //
 // It reads the stored tokens themselves and takes a copy of the spent
 // ones only: a copy of every token, once a minute, took the leader 1.4 s
