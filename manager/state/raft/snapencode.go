@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
@@ -44,18 +43,19 @@ const objectsPerChunk = 1024
 // front took a third of the encoding's CPU in one go on every manager at
 // once (issue 15). sizeHint is the expected size, to allocate once.
 func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember, hurry *atomic.Bool, sizeHint int) ([]byte, error) {
-	// An empty field first: the store decodes as present even when every
-	// list is empty.
-	out := make([]byte, 0, sizeHint+64)
-	out = protowire.AppendTag(out, 1, protowire.BytesType) // RaftSnapshot.store
-	out = protowire.AppendVarint(out, 0)
-	sized := proto.MarshalOptions{UseCachedSize: true}
+	var enc proto.MarshalOptions
+	// An empty store first, so that one without objects decodes as present.
+	out, err := enc.MarshalAppend(make([]byte, 0, sizeHint+64), &api.RaftSnapshot{Store: &api.StoreSnapshot{}})
+	if err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
 	chunkStart, chunkFrom := time.Now(), len(out)
 
 	// Every exported slice of the generated struct is one of its lists of
 	// objects (TestEncodeSnapshotCoversEveryList); a run is set through Go
 	// reflection as a subslice, where protoreflect appends object by object.
 	var run api.StoreSnapshot
+	field := &api.RaftSnapshot{Store: &run} // one RaftSnapshot.store field per run
 	all, part := reflect.ValueOf(store).Elem(), reflect.ValueOf(&run).Elem()
 	for f := range all.NumField() {
 		list := all.Field(f)
@@ -64,16 +64,8 @@ func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember
 		}
 		for i := 0; i < list.Len(); i += objectsPerChunk {
 			part.Field(f).Set(list.Slice(i, min(i+objectsPerChunk, list.Len())))
-			size := proto.Size(&run) // cached in each object for MarshalAppend
-			out = protowire.AppendTag(out, 1, protowire.BytesType)
-			out = protowire.AppendVarint(out, uint64(size))
-			start := len(out)
-			var err error
-			out, err = sized.MarshalAppend(out, &run)
+			out, err = enc.MarshalAppend(out, field)
 			part.Field(f).SetZero()
-			if err == nil && len(out)-start != size {
-				err = fmt.Errorf("%d bytes encoded, %d sized", len(out)-start, size)
-			}
 			if err != nil {
 				return nil, fmt.Errorf("encode snapshot: %s from %d: %w", all.Type().Field(f).Name, i, err)
 			}
@@ -83,7 +75,7 @@ func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember
 			}
 		}
 	}
-	out, err := proto.MarshalOptions{}.MarshalAppend(out, &api.RaftSnapshot{Members: members, RemovedMembers: removed})
+	out, err = enc.MarshalAppend(out, &api.RaftSnapshot{Members: members, RemovedMembers: removed})
 	if err != nil {
 		return nil, fmt.Errorf("encode snapshot members: %w", err)
 	}

@@ -223,9 +223,8 @@ func (n *Node) snapshotDoneC() <-chan snapshotResult {
 // of 120 000 join tokens (90 ms against 64).
 func (n *Node) frozenState() func(hurry *atomic.Bool) ([]byte, error) {
 	store := n.cfg.Applier.Freeze()
-	// The store has grown by about the log since the last snapshot at
-	// most; a log of updates weighs more than the growth it made, hence
-	// the cap.
+	// The store grew by at most about the log since the last snapshot;
+	// a log of updates outweighs the growth it made, hence the cap.
 	sizeHint := n.snapshotBytes + min(n.logBytes, n.snapshotBytes+1<<20)
 	members := cloneMembers(n.members.list())
 	removed := cloneMembers(n.members.removedList())
