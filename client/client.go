@@ -21,6 +21,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
 // Client is a connection to one jacod.
@@ -69,7 +70,7 @@ func New(opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	var target string
-	var dialOpts []grpc.DialOption
+	dialOpts := grpcflow.DialOptions()
 	switch {
 	case o.socket != "" && o.server != "":
 		return nil, errors.New("choose a socket or a server, not both")

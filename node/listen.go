@@ -17,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 	"github.com/jaco-project/jaco/internal/latebind"
 	"github.com/jaco-project/jaco/manager"
 )
@@ -41,13 +42,14 @@ func (n *Node) listen() error {
 		},
 	}
 	unary, stream := n.grpcInterceptors()
-	n.unixSrv = grpc.NewServer(
+	// Both servers take static flow-control windows: no ping a message.
+	n.unixSrv = grpc.NewServer(append(grpcflow.ServerOptions(),
 		grpc.Creds(insecure.NewCredentials()),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(localIdentity))...),
 		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(localIdentity))...),
-	)
-	n.tcpSrv = grpc.NewServer(
+	)...)
+	n.tcpSrv = grpc.NewServer(append(grpcflow.ServerOptions(),
 		grpc.Creds(credentials.NewTLS(base)),
 		// Every node keeps connections to a manager open (its session,
 		// its role check): at 32 KiB, gRPC's default read buffer was a
@@ -58,7 +60,7 @@ func (n *Node) listen() error {
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
 		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(n.tcpIdentity))...),
-	)
+	)...)
 	for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
 		n.register(srv)
 	}

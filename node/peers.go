@@ -12,6 +12,7 @@ import (
 
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
 // clientTLS returns the mutual-TLS config this node dials other nodes
@@ -69,7 +70,7 @@ func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn,
 		// default of up to two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: 5 * time.Second})}, opts...)...)
+		}, MinConnectTimeout: 5 * time.Second})}, append(grpcflow.DialOptions(), opts...)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
