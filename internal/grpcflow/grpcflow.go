@@ -15,7 +15,10 @@
 // The windows are large enough that neither a raft append batch (1 MiB
 // at most, 16 in flight) nor a snapshot chunk (1 MiB) waits for a window
 // update on loopback or a LAN, and no larger than the dynamic windows
-// could grow to.
+// could grow to. The price: a peer that stops reading is sent up to a
+// stream's window before the sender blocks (and its send watchdog, in
+// manager/state/raft/transport, starts counting), where a dynamic
+// window starts at 64 KiB.
 package grpcflow
 
 import "google.golang.org/grpc"
