@@ -63,14 +63,15 @@ func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn,
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(addr, append([]grpc.DialOption{
+	base := append(grpcflow.DialOptions(),
 		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
 		// Managers come and go (restarts, a joiner still presenting its
 		// pre-join certificate): retry within a second or two, not gRPC's
 		// default of up to two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
 			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: 5 * time.Second})}, append(grpcflow.DialOptions(), opts...)...)...)
+		}, MinConnectTimeout: 5 * time.Second}))
+	conn, err := grpc.NewClient(addr, append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
