@@ -15,7 +15,11 @@ import (
 // socket, as tcpdump would, for the test to look for plaintext in.
 type capture struct {
 	fd   int
-	done chan struct{}
+	done chan struct{} // closed by stop
+	// drained is closed by the reader once, after stop, it has read every
+	// frame the socket still held: the last frames of an exchange that has
+	// completed may not have been read yet when stop comes.
+	drained chan struct{}
 
 	mu     sync.Mutex
 	frames [][]byte
@@ -53,22 +57,31 @@ func startCapture(iface string, wg *sync.WaitGroup) (*capture, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("receive timeout: %w", err)
 	}
-	c := &capture{fd: fd, done: make(chan struct{})}
+	c := &capture{fd: fd, done: make(chan struct{}), drained: make(chan struct{})}
 	wg.Go(c.read)
 	return c, nil
 }
 
 func (c *capture) read() {
+	defer close(c.drained)
 	defer unix.Close(c.fd)
 	buf := make([]byte, 1<<16)
 	for {
+		stopping := false
 		select {
 		case <-c.done:
-			return
+			stopping = true
 		default:
 		}
-		n, _, err := unix.Recvfrom(c.fd, buf, 0)
+		flags := 0
+		if stopping {
+			flags = unix.MSG_DONTWAIT
+		}
+		n, _, err := unix.Recvfrom(c.fd, buf, flags)
 		if err != nil {
+			if stopping {
+				return // nothing left queued
+			}
 			continue // the timeout, or EINTR
 		}
 		c.mu.Lock()
@@ -87,6 +100,7 @@ func (c *capture) stop(marker string) captureResult {
 	default:
 		close(c.done)
 	}
+	<-c.drained
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := captureResult{Frames: len(c.frames), Overflowed: c.bytes > maxCaptureBytes}
