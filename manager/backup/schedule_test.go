@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,24 +108,25 @@ func TestPruneKeepsNewestAndLeavesOtherFiles(t *testing.T) {
 }
 
 // runScheduler runs a scheduler over a store holding cluster until the
-// test ends, as the leader runner would, and returns the store and the
-// scheduler.
-func runScheduler(t *testing.T, cluster *api.Cluster) (*store.Store, *Scheduler) {
+// test ends or stop is called, as the leader runner would, and returns the
+// store, the scheduler and stop, which returns once Run has.
+func runScheduler(t *testing.T, cluster *api.Cluster) (st *store.Store, s *Scheduler, stop func()) {
 	t.Helper()
-	st := storetest.New(t)
+	st = storetest.New(t)
 	storetest.Create(t, st, cluster)
-	s := NewScheduler(NewServer(&fakeRaft{leader: true}, st), st, "node-a", slog.New(slog.DiscardHandler))
+	s = NewScheduler(NewServer(&fakeRaft{leader: true}, st), st, "node-a", slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.Run(ctx)
 	}()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		<-done // Run returns once leadership (ctx) ends
 	})
-	return st, s
+	t.Cleanup(stop)
+	return st, s, stop
 }
 
 // waitRecord waits until the store's backup record satisfies ok.
@@ -156,7 +158,7 @@ func TestSchedulerWritesRecordsAndKeeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, s := runScheduler(t, scheduledCluster(dir, key))
+	st, s, stop := runScheduler(t, scheduledCluster(dir, key))
 	var times []time.Time
 	rec := waitRecord(t, st, func(r *api.BackupRecord) bool {
 		if at := r.GetLastSuccessAt(); at != nil && !slices.ContainsFunc(times, at.AsTime().Equal) {
@@ -180,6 +182,9 @@ func TestSchedulerWritesRecordsAndKeeps(t *testing.T) {
 	if err != nil || b.ClusterID != "cluster-1" || b.Index != rec.LastSuccessIndex {
 		t.Fatalf("recorded file: %v, %v", b, err)
 	}
+	// The schedule goes on writing: a fifth backup may be in the directory
+	// before its prune. Stopped, the scheduler has pruned what it wrote.
+	stop()
 	entries, _ := os.ReadDir(dir)
 	if len(entries) > 2 {
 		t.Errorf("%d files kept, want 2", len(entries))
@@ -195,7 +200,7 @@ func TestSchedulerRecordsAFailureAndCountsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := backupfile.NewKey()
-	st, s := runScheduler(t, scheduledCluster(dir, key))
+	st, s, _ := runScheduler(t, scheduledCluster(dir, key))
 	rec := waitRecord(t, st, func(r *api.BackupRecord) bool { return r.GetLastFailure() != "" })
 	if rec.LastSuccessAt != nil || rec.LastFailureNodeId != "node-a" || !strings.Contains(rec.LastFailure, "not a directory") {
 		t.Errorf("record %v", rec)
