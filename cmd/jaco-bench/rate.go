@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -40,9 +41,12 @@ type rateResult struct {
 	ServerCPU   float64        `json:"server_cpu_s"`
 	CPUWindow   float64        `json:"server_cpu_window_s"`
 	ClientCPU   float64        `json:"client_cpu_s"`
-	RSSMiB      []float64      `json:"rss_mib"`
-	IdleCores   float64        `json:"server_idle_cores"` // CPU the three servers use unloaded
-	Load1       string         `json:"loadavg_before"`
+	// Cores is the machine's CPU count: the servers and this load
+	// generator share them (machineBusy).
+	Cores     int       `json:"cores"`
+	RSSMiB    []float64 `json:"rss_mib"`
+	IdleCores float64   `json:"server_idle_cores"` // CPU the three servers use unloaded
+	Load1     string    `json:"loadavg_before"`
 	// Elections is how much the raft term rose from just before the load
 	// to just after it: 0 when the leader held throughout.
 	Elections uint64 `json:"elections"`
@@ -198,6 +202,7 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 		ServerCPU: serverCPU(pids) - cpu0,
 		CPUWindow: time.Since(cpuT).Seconds(),
 		ClientCPU: selfCPUSeconds() - self0,
+		Cores:     runtime.NumCPU(),
 		PerSecond: lr.perSecond,
 		IdleCores: idleCores,
 		Load1:     load1,
