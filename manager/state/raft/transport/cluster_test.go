@@ -14,7 +14,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/encryption"
@@ -65,7 +64,7 @@ func (m *member) start(t *testing.T, sealer *encryption.Sealer) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	ref := &nodeRef{}
-	m.tr = New(Config{Raft: ref, Dial: NewDialer(insecure.NewCredentials()), Logger: logger, SendTimeout: time.Second})
+	m.tr = New(Config{Raft: ref, Dial: plainDialer(), Logger: logger, SendTimeout: time.Second})
 	n, err := jraft.New(jraft.Config{
 		StateDir:                   m.dir,
 		Sealer:                     sealer,

@@ -14,9 +14,11 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
 // fakeServer is a RaftService that records the messages it receives.
@@ -236,7 +238,7 @@ func newTransport(t *testing.T, cfg Config) (*Transport, *reporter) {
 	t.Helper()
 	r := newReporter()
 	cfg.Raft = r
-	cfg.Dial = NewDialer(insecure.NewCredentials())
+	cfg.Dial = plainDialer()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -277,4 +279,16 @@ func mustAdd(t *testing.T, tr *Transport, id uint64, addr string) {
 	if err := tr.AddPeer(id, addr); err != nil {
 		t.Fatalf("AddPeer(%x, %s): %v", id, addr, err)
 	}
+}
+
+// plainDialer connects lazily without TLS, with the flow-control windows
+// and a reconnection backoff as short as node.dialPeer's, so a restarted
+// member hears from the leader within the tests' deadlines.
+func plainDialer() Dialer {
+	opts := append(grpcflow.DialOptions(),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
+			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
+		}, MinConnectTimeout: DefaultSendTimeout}))
+	return func(addr string) (*grpc.ClientConn, error) { return grpc.NewClient(addr, opts...) }
 }
