@@ -39,61 +39,59 @@ const (
 )
 
 // FromStore converts an applied store change, stamped at, into an event;
-// nil for a change that is not reported (join tokens: credentials). It
-// only reads e's objects, which may be the stored ones (ADR 0031), and
-// copies out what it keeps.
+// nil for a change that is not reported (join tokens: credentials), for
+// which nothing is built: every token issued passes here, on every
+// manager. It only reads e's objects, which may be the stored ones (ADR
+// 0031), and copies out what it keeps.
 func FromStore(e store.Event, at time.Time) *api.Event {
-	if _, ok := e.Object.(*api.JoinToken); ok {
-		// Known unreported before anything is built: every token issued
-		// (each node join, each write of the rate benchmark) passes here
-		// on every manager.
-		return nil
-	}
-	ev := &api.Event{Time: timestamppb.New(at), Index: e.Index}
+	var action string
 	switch e.Kind {
 	case store.EventCreate:
-		ev.Action = ActionCreate
+		action = ActionCreate
 	case store.EventUpdate:
-		ev.Action = ActionUpdate
+		action = ActionUpdate
 	case store.EventDelete:
-		ev.Action = ActionRemove
+		action = ActionRemove
 	case store.EventReset:
-		ev.Type, ev.Action = TypeStore, ActionReset
-		ev.Message = "a snapshot from the leader replaced this manager's store: the changes it covered have no events"
-		return ev
+		return &api.Event{Time: timestamppb.New(at), Index: e.Index, Type: TypeStore, Action: ActionReset,
+			Message: "a snapshot from the leader replaced this manager's store: the changes it covered have no events"}
 	default:
 		return nil
 	}
-	ev.Id = e.Object.GetId()
+	newEvent := func(typ, name string) *api.Event {
+		return &api.Event{Time: timestamppb.New(at), Index: e.Index, Action: action, Id: e.Object.GetId(), Type: typ, Name: name}
+	}
 	switch obj := e.Object.(type) {
 	case *api.Service:
-		ev.Type, ev.Name = TypeService, obj.GetSpec().GetName()
+		ev := newEvent(TypeService, obj.GetSpec().GetName())
 		old, _ := e.Old.(*api.Service)
 		describeService(ev, old, obj)
+		return ev
 	case *api.Task:
 		// Named by node id: the event has no hostnames at hand.
-		ev.Type, ev.Name = TypeTask, api.ReplicaName(obj, obj.GetNodeId())
+		ev := newEvent(TypeTask, api.ReplicaName(obj, obj.GetNodeId()))
 		ev.ServiceId, ev.ServiceName, ev.NodeId = obj.GetServiceId(), obj.GetServiceName(), obj.GetNodeId()
 		old, _ := e.Old.(*api.Task)
 		describeTask(ev, old, obj)
+		return ev
 	case *api.Node:
-		ev.Type, ev.Name = TypeNode, obj.GetHostname()
+		ev := newEvent(TypeNode, obj.GetHostname())
 		old, _ := e.Old.(*api.Node)
 		describeNode(ev, old, obj)
+		return ev
 	case *api.Cluster:
-		ev.Type = TypeCluster
+		ev := newEvent(TypeCluster, "")
 		old, _ := e.Old.(*api.Cluster)
 		describeCluster(ev, old, obj)
+		return ev
 	case *api.Network:
-		ev.Type, ev.Name = TypeNetwork, obj.GetSpec().GetName()
+		return newEvent(TypeNetwork, obj.GetSpec().GetName())
 	case *api.Secret:
-		ev.Type, ev.Name = TypeSecret, obj.GetSpec().GetName()
+		return newEvent(TypeSecret, obj.GetSpec().GetName())
 	case *api.Config:
-		ev.Type, ev.Name = TypeConfig, obj.GetSpec().GetName()
-	default:
-		return nil
+		return newEvent(TypeConfig, obj.GetSpec().GetName())
 	}
-	return ev
+	return nil
 }
 
 func describeService(ev *api.Event, old, s *api.Service) {
