@@ -4,10 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jaco-project/jaco/ca"
@@ -63,14 +61,7 @@ func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn,
 	if err != nil {
 		return nil, err
 	}
-	base := append(grpcflow.DialOptions(),
-		grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		// Managers come and go (restarts, a joiner still presenting its
-		// pre-join certificate): retry within a second or two, not gRPC's
-		// default of up to two minutes.
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
-			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: 5 * time.Second}))
+	base := append(grpcflow.DialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpcflow.Reconnect())
 	conn, err := grpc.NewClient(addr, append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)

@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/backoff"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
 // simNode is one simulated worker: the agent's dispatcher session
@@ -45,13 +45,11 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 }
 
 // dial opens a lazy mutual-TLS connection to the manager, with the
-// reconnect backoff jacod's peer connections use (node/peers.go).
+// reconnection pace of jacod's connections to other nodes.
 func (n *simNode) dial() (*grpc.ClientConn, error) {
 	conn, err := grpc.NewClient(n.sim.o.manager,
 		grpc.WithTransportCredentials(credentials.NewTLS(n.ident.tls.Clone())),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: grpcbackoff.Config{
-			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: 5 * time.Second}))
+		grpcflow.Reconnect())
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", n.sim.o.manager, err)
 	}

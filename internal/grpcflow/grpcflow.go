@@ -1,5 +1,6 @@
-// Package grpcflow holds the HTTP/2 flow-control windows of jaco's gRPC
-// servers and clients.
+// Package grpcflow holds how jaco's gRPC connections pace their traffic:
+// the HTTP/2 flow-control windows of its servers and clients, and how
+// soon a node's connection to another node reconnects.
 //
 // gRPC's default is a dynamic window: the receiver of DATA sends a
 // bandwidth-estimation PING whenever none is in flight, and the sender
@@ -21,7 +22,12 @@
 // window starts at 64 KiB.
 package grpcflow
 
-import "google.golang.org/grpc"
+import (
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+)
 
 const (
 	// streamWindow is each stream's receive window.
@@ -45,4 +51,15 @@ func DialOptions() []grpc.DialOption {
 		grpc.WithStaticStreamWindowSize(streamWindow),
 		grpc.WithStaticConnWindowSize(connWindow),
 	}
+}
+
+// Reconnect paces a connection between nodes back up: managers come and
+// go (restarts, a joiner still presenting its pre-join certificate), so
+// it retries within a second or two, not after gRPC's default of up to
+// two minutes, far longer than a raft election.
+func Reconnect() grpc.DialOption {
+	return grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+		MinConnectTimeout: 5 * time.Second,
+	})
 }

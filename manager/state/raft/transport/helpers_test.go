@@ -14,7 +14,6 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jaco-project/jaco/api"
@@ -281,14 +280,10 @@ func mustAdd(t *testing.T, tr *Transport, id uint64, addr string) {
 	}
 }
 
-// plainDialer connects lazily without TLS, with the flow-control windows
-// and a reconnection backoff as short as node.dialPeer's, so a restarted
-// member hears from the leader within the tests' deadlines.
+// plainDialer connects lazily without TLS, with node.dialPeer's
+// flow-control windows and reconnection pace, so a restarted member hears
+// from the leader within the tests' deadlines.
 func plainDialer() Dialer {
-	opts := append(grpcflow.DialOptions(),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{
-			BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second,
-		}, MinConnectTimeout: DefaultSendTimeout}))
+	opts := append(grpcflow.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpcflow.Reconnect())
 	return func(addr string) (*grpc.ClientConn, error) { return grpc.NewClient(addr, opts...) }
 }
