@@ -11,6 +11,7 @@ import (
 
 // loadConfig is one open-loop run.
 type loadConfig struct {
+	start    time.Time     // when the first write is due
 	rate     float64       // offered writes per second
 	duration time.Duration // how long sends are scheduled for
 	clients  int           // at most this many writes in flight
@@ -34,7 +35,14 @@ type loadResult struct {
 	start, lastEnd                       time.Time
 	fromScheduled, service               []int64
 	perSecond                            []int // acknowledgements per second since start
+	// slowestByTenth is, for each tenth of a second of the schedule, the
+	// slowest acknowledged write due in it (from its due time), so a
+	// stall can be set beside what each process did then (traceRate).
+	slowestByTenth []int64
 }
+
+// tenth is the length of a trace step.
+const tenth = 100 * time.Millisecond
 
 type job struct{ due time.Time }
 
@@ -44,7 +52,7 @@ func runLoad(ctx context.Context, cfg loadConfig, writers []writeFunc) *loadResu
 	n := int(cfg.rate * cfg.duration.Seconds())
 	queue := make(chan job, cfg.queue)
 	res := &loadResult{errs: make(map[string]int)}
-	start := time.Now().Add(50 * time.Millisecond)
+	start := cfg.start
 	res.start = start
 	stopAt := start.Add(cfg.duration + cfg.drain)
 	wctx, cancel := context.WithDeadline(ctx, stopAt)
@@ -53,6 +61,7 @@ func runLoad(ctx context.Context, cfg loadConfig, writers []writeFunc) *loadResu
 	type partial struct {
 		fromScheduled, service []int64
 		ends                   []int64 // since start, for perSecond
+		slowestByTenth         []int64
 		abandoned              int
 		errs                   map[string]int
 		lastEnd                time.Time
@@ -84,7 +93,9 @@ func runLoad(ctx context.Context, cfg loadConfig, writers []writeFunc) *loadResu
 					}
 					continue
 				}
-				p.fromScheduled = append(p.fromScheduled, int64(end.Sub(j.due)))
+				lat := int64(end.Sub(j.due))
+				p.fromScheduled = append(p.fromScheduled, lat)
+				p.slowestByTenth = keepMax(p.slowestByTenth, int(j.due.Sub(start)/tenth), lat)
 				p.service = append(p.service, int64(end.Sub(sent)))
 				p.ends = append(p.ends, int64(end.Sub(start)))
 				p.lastEnd = end
@@ -125,6 +136,9 @@ schedule:
 		if p.lastEnd.After(res.lastEnd) {
 			res.lastEnd = p.lastEnd
 		}
+		for i, l := range p.slowestByTenth {
+			res.slowestByTenth = keepMax(res.slowestByTenth, i, l)
+		}
 		for _, e := range p.ends {
 			s := int(e / int64(time.Second))
 			for len(res.perSecond) <= s {
@@ -135,6 +149,18 @@ schedule:
 	}
 	res.acked = len(res.service)
 	return res
+}
+
+// keepMax raises s[i] to v, growing s as needed.
+func keepMax(s []int64, i int, v int64) []int64 {
+	if i < 0 {
+		return s
+	}
+	for len(s) <= i {
+		s = append(s, 0)
+	}
+	s[i] = max(s[i], v)
+	return s
 }
 
 // latStats summarizes latencies, in milliseconds.

@@ -51,6 +51,14 @@ type rateResult struct {
 	// to just after it: 0 when the leader held throughout.
 	Elections uint64 `json:"elections"`
 	PerSecond []int  `json:"acks_per_second"`
+	// Trace is the run tenth by tenth (rate-trace.csv).
+	Trace []traceRow `json:"-"`
+}
+
+// leaderFirst is pids with the leader's (pids[li]) moved to the front.
+func leaderFirst(pids []int, li int) []int {
+	out := append([]int{pids[li]}, pids[:li]...)
+	return append(out, pids[li+1:]...)
 }
 
 // checkPerf applies the pass rule of `etcdctl check perf`: no errors, more
@@ -177,7 +185,11 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 	}
 	cpu0, cpuT := serverCPU(pids), time.Now()
 	self0 := selfCPUSeconds()
+	start := time.Now().Add(50 * time.Millisecond)
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	traced := traceCPU(traceCtx, leaderFirst(pids, li), start)
 	lr := runLoad(ctx, loadConfig{
+		start:    start,
 		rate:     rate,
 		duration: o.duration,
 		clients:  clients,
@@ -207,6 +219,8 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 		IdleCores: idleCores,
 		Load1:     load1,
 	}
+	stopTrace()
+	r.Trace = traceRows(<-traced, lr.slowestByTenth)
 	if perfDone != nil {
 		perfDone()
 	}

@@ -134,6 +134,23 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 	if err := writeCSV(filepath.Join(out, "rate-timeline.csv"), timeline); err != nil {
 		return err
 	}
+	trace := [][]string{{"system", "offered_per_s", "t_s", "slowest_ms", "leader_cores", "follower1_cores", "follower2_cores", "load_generator_cores", "machine_idle_cores"}}
+	for _, r := range rs {
+		for _, t := range r.Trace {
+			row := []string{r.System, f1(r.Offered), f1(t.At), f1(t.SlowestMS)}
+			for i := range 3 {
+				v := ""
+				if i < len(t.Servers) {
+					v = f2(t.Servers[i])
+				}
+				row = append(row, v)
+			}
+			trace = append(trace, append(row, f2(t.Self), f2(t.Idle)))
+		}
+	}
+	if err := writeCSV(filepath.Join(out, "rate-trace.csv"), trace); err != nil {
+		return err
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Committed writes at fixed offered rates (%s each)\n\n", o.duration)

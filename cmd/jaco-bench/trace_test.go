@@ -1,0 +1,45 @@
+package main
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// A trace row is one tenth: the cores each process used over it, from
+// consecutive samples, beside the slowest write due in it.
+func TestTraceRows(t *testing.T) {
+	samples := []cpuSample{
+		{servers: []float64{10, 5}, self: 2, idle: 100},
+		{servers: []float64{10.08, 5.01}, self: 2.03, idle: 100.05},
+		{servers: []float64{10.18, 5.03}, self: 2.04, idle: 100.05},
+	}
+	slowest := []int64{int64(450 * time.Millisecond)} // none acknowledged in the second tenth
+	rows := traceRows(samples, slowest)
+	if len(rows) != 2 {
+		t.Fatalf("%d rows from 3 samples, want 2", len(rows))
+	}
+	want := []traceRow{
+		{At: 0, SlowestMS: 450, Servers: []float64{0.8, 0.1}, Self: 0.3, Idle: 0.5},
+		{At: 0.1, SlowestMS: 0, Servers: []float64{1, 0.2}, Self: 0.1, Idle: 0},
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	for i, w := range want {
+		g := rows[i]
+		if !near(g.At, w.At) || !near(g.SlowestMS, w.SlowestMS) || !near(g.Self, w.Self) || !near(g.Idle, w.Idle) ||
+			len(g.Servers) != 2 || !near(g.Servers[0], w.Servers[0]) || !near(g.Servers[1], w.Servers[1]) {
+			t.Errorf("row %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func TestKeepMax(t *testing.T) {
+	var s []int64
+	s = keepMax(s, 2, 5)
+	s = keepMax(s, 2, 3)
+	s = keepMax(s, 0, 7)
+	s = keepMax(s, -1, 9) // before the schedule: not kept
+	if len(s) != 3 || s[0] != 7 || s[1] != 0 || s[2] != 5 {
+		t.Fatalf("keepMax gave %v, want [7 0 5]", s)
+	}
+}
