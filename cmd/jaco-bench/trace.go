@@ -5,7 +5,7 @@ package main
 // generator used then and what the machine left idle. A run fails the
 // pass rule on its slowest write; the trace shows whether that write
 // waited on a busy leader, on followers busy all at once, or on a machine
-// with nothing left (docs/bench/cluster.md, "Reading a trace").
+// with nothing left (docs/bench/cluster.md, "What is measured").
 
 import (
 	"context"
