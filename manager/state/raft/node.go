@@ -84,6 +84,9 @@ type Node struct {
 	removedSelf      bool
 	snapshotNow      bool         // snapshot at the end of this Ready, whatever the interval
 	snapshotting     *snapshotJob // the snapshot being written off the loop, nil when none
+	// decoded is the newest snapshot a peer sent, decoded on arrival, until
+	// restoreSnapshot takes it (received.go).
+	decoded atomic.Pointer[decodedSnapshot]
 	// appliedConfChanges are the conf change ids applied in this Ready,
 	// whose proposers are woken once raft has been told (Advance).
 	appliedConfChanges []uint64
@@ -212,9 +215,12 @@ func New(cfg Config) (*Node, error) {
 // restoreSnapshot loads a snapshot into the applier, members and memory
 // storage. Used at start and when the leader sends one.
 func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
-	var rs api.RaftSnapshot
-	if err := proto.Unmarshal(snap.Data, &rs); err != nil {
-		return fmt.Errorf("decode snapshot %d: %w", snap.Metadata.Index, err)
+	rs := n.takeDecoded(snap.Metadata)
+	if rs == nil {
+		rs = &api.RaftSnapshot{}
+		if err := proto.Unmarshal(snap.Data, rs); err != nil {
+			return fmt.Errorf("decode snapshot %d: %w", snap.Metadata.Index, err)
+		}
 	}
 	if err := n.cfg.Applier.Restore(rs.Store, snap.Metadata.Index); err != nil {
 		return fmt.Errorf("restore store from snapshot %d: %w", snap.Metadata.Index, err)
@@ -371,6 +377,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	n.deliverReadStates(rd.ReadStates)
 	n.appliedWaits.release(n.applied.Load())
+	n.dropStaleDecoded()
 	if n.removedSelf {
 		return ErrRemoved
 	}

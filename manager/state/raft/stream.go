@@ -55,7 +55,7 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 	if err := s.refuseRemoved(ctx); err != nil {
 		return err
 	}
-	m, err := decodeMessage(b)
+	m, snap, err := decodeMessage(b)
 	if err != nil {
 		return reason.Error(codes.InvalidArgument, reason.InvalidSpec, "%v", err)
 	}
@@ -73,6 +73,9 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 		return reason.Error(codes.PermissionDenied, reason.PermissionDenied,
 			"raft message from member %x refused: the sender's certificate is node %s, which is not that member", m.From, id.NodeID)
 	}
+	if snap != nil {
+		s.node.keepDecoded(m.Snapshot.Metadata, snap)
+	}
 	if err := s.node.Step(ctx, m); err != nil {
 		if errors.Is(err, ErrMemberRemoved) {
 			return reason.Error(codes.PermissionDenied, reason.NodeRemoved, "raft member %x was removed from the cluster", m.From)
@@ -89,16 +92,17 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 // is taken as a local one and skips the term checks, so a heartbeat
 // without one commits past the end of the log; an empty proposal or a
 // read request without its entry panics the leader. A snapshot whose data
-// does not decode is refused too. No peer sends a proposal at all, since
-// members do not forward them (Config.DisableProposalForwarding), so every
-// MsgProp is refused.
-func decodeMessage(b []byte) (raftpb.Message, error) {
+// does not decode is refused too; one that does is returned decoded, for
+// the member to install without decoding it again. No peer sends a
+// proposal at all, since members do not forward them
+// (Config.DisableProposalForwarding), so every MsgProp is refused.
+func decodeMessage(b []byte) (raftpb.Message, *api.RaftSnapshot, error) {
 	var m raftpb.Message
 	if err := m.Unmarshal(b); err != nil {
-		return raftpb.Message{}, fmt.Errorf("decode raft message: %w", err)
+		return raftpb.Message{}, nil, fmt.Errorf("decode raft message: %w", err)
 	}
 	if _, ok := raftpb.MessageType_name[int32(m.Type)]; !ok {
-		return raftpb.Message{}, fmt.Errorf("raft message of unknown type %d", m.Type)
+		return raftpb.Message{}, nil, fmt.Errorf("raft message of unknown type %d", m.Type)
 	}
 	switch {
 	case m.Term == 0 && m.Type != raftpb.MsgReadIndex:
@@ -106,13 +110,13 @@ func decodeMessage(b []byte) (raftpb.Message, error) {
 		// its term checks: a heartbeat then commits past the end of the
 		// log and panics. Every peer message carries the sender's term
 		// but a forwarded read request (raft's own rule when it sends).
-		return raftpb.Message{}, fmt.Errorf("raft message of type %s carries no term", m.Type)
+		return raftpb.Message{}, nil, fmt.Errorf("raft message of type %s carries no term", m.Type)
 	case m.Type == raftpb.MsgProp:
-		return raftpb.Message{}, errors.New("raft message of type MsgProp: members do not forward proposals")
+		return raftpb.Message{}, nil, errors.New("raft message of type MsgProp: members do not forward proposals")
 	case m.Type == raftpb.MsgReadIndex && len(m.Entries) != 1:
 		// A follower forwards a read request as one entry holding its
 		// context; the leader indexes that entry without checking.
-		return raftpb.Message{}, fmt.Errorf("raft message of type MsgReadIndex holds %d entries, want 1", len(m.Entries))
+		return raftpb.Message{}, nil, fmt.Errorf("raft message of type MsgReadIndex holds %d entries, want 1", len(m.Entries))
 	case m.Type == raftpb.MsgSnap:
 		// Raft takes a snapshot in before this member decodes it; one
 		// that does not decode would then stop the member for good.
@@ -120,10 +124,13 @@ func decodeMessage(b []byte) (raftpb.Message, error) {
 		if m.Snapshot != nil {
 			data = m.Snapshot.Data
 		}
-		var rs api.RaftSnapshot
-		if err := proto.Unmarshal(data, &rs); err != nil {
-			return raftpb.Message{}, fmt.Errorf("decode the snapshot in a raft message: %w", err)
+		rs := &api.RaftSnapshot{}
+		if err := proto.Unmarshal(data, rs); err != nil {
+			return raftpb.Message{}, nil, fmt.Errorf("decode the snapshot in a raft message: %w", err)
+		}
+		if m.Snapshot != nil {
+			return m, rs, nil
 		}
 	}
-	return m, nil
+	return m, nil, nil
 }
