@@ -37,7 +37,7 @@ type loadResult struct {
 	perSecond                            []int // acknowledgements per second since start
 	// slowestByTenth is, for each tenth of a second of the schedule, the
 	// slowest acknowledged write due in it (from its due time), so a
-	// stall can be set beside what each process did then (traceRate).
+	// stall can be set beside what each process did then (traceRows).
 	slowestByTenth []int64
 }
 

@@ -182,12 +182,17 @@ func cpuSeconds(pid int) (float64, error) {
 	if len(f) < 13 {
 		return 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	return tickSeconds(f[11], f[12])
+}
+
+// tickSeconds is the sum of a and b, counts of clock ticks, in seconds.
+func tickSeconds(a, b string) (float64, error) {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
 		return 0, err
 	}
-	return float64(ut+st) / clockTicks, nil
+	return float64(x+y) / clockTicks, nil
 }
 
 // rssMiB is the process's resident set size.

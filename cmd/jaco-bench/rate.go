@@ -187,6 +187,7 @@ func runRate(ctx context.Context, env *env, sys, root string, rate float64, clie
 	self0 := selfCPUSeconds()
 	start := time.Now().Add(50 * time.Millisecond)
 	traceCtx, stopTrace := context.WithCancel(ctx)
+	defer stopTrace()
 	traced := traceCPU(traceCtx, leaderFirst(pids, li), start)
 	lr := runLoad(ctx, loadConfig{
 		start:    start,

@@ -9,10 +9,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -93,10 +91,5 @@ func machineIdleSeconds() (float64, error) {
 	if len(f) < 6 || f[0] != "cpu" {
 		return 0, fmt.Errorf("odd /proc/stat: %q", line)
 	}
-	idle, err1 := strconv.ParseUint(f[4], 10, 64)
-	iowait, err2 := strconv.ParseUint(f[5], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return float64(idle+iowait) / clockTicks, nil
+	return tickSeconds(f[4], f[5])
 }

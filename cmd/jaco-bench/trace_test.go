@@ -43,3 +43,18 @@ func TestKeepMax(t *testing.T) {
 		t.Fatalf("keepMax gave %v, want [7 0 5]", s)
 	}
 }
+
+// The machine's idle time reads from /proc/stat and never runs backwards.
+func TestMachineIdleSeconds(t *testing.T) {
+	a, err := machineIdleSeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := machineIdleSeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a <= 0 || b < a {
+		t.Fatalf("idle seconds %v then %v: want positive and not falling", a, b)
+	}
+}
