@@ -4,7 +4,8 @@ package main
 // node's connection, as the floor under a manager's memory per node
 // (issue 15, point 7; docs/bench/largestore.md): a server with nothing
 // behind it but gRPC's health service, on the transport jacod's TCP
-// server uses (TLS 1.3 with client certificates, 8 KiB read buffers),
+// server uses (TLS 1.3 with client certificates, 8 KiB read buffers,
+// static flow-control windows on both ends: grpcflow),
 // and COUNT client connections from a child process, each holding two
 // server streams open as a node's session and assignments streams do.
 // The server's growth in heap in use, goroutines and RSS, divided by COUNT,
@@ -35,6 +36,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/jaco-project/jaco/ca"
+	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
 // connsStreams is how many server streams each connection holds open: a
@@ -97,7 +99,7 @@ func measureConns(ctx context.Context, client []string, dir string, count int) (
 	if err != nil {
 		return connsFloor{}, err
 	}
-	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(serverTLS)), grpc.ReadBufferSize(connsReadBuffer))
+	srv := grpc.NewServer(append(grpcflow.ServerOptions(), grpc.Creds(credentials.NewTLS(serverTLS)), grpc.ReadBufferSize(connsReadBuffer))...)
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
@@ -215,7 +217,7 @@ func runConnsClient(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := range *count {
-		conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+		conn, err := grpc.NewClient(*addr, append(grpcflow.DialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
 		if err != nil {
 			return err
 		}

@@ -45,11 +45,12 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 }
 
 // dial opens a lazy mutual-TLS connection to the manager, with the
-// reconnection pace of jacod's connections to other nodes.
+// flow-control windows and reconnection pace of jacod's connections to
+// other nodes (node.dialPeer).
 func (n *simNode) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(n.sim.o.manager,
+	conn, err := grpc.NewClient(n.sim.o.manager, append(grpcflow.DialOptions(),
 		grpc.WithTransportCredentials(credentials.NewTLS(n.ident.tls.Clone())),
-		grpcflow.Reconnect())
+		grpcflow.Reconnect())...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", n.sim.o.manager, err)
 	}
