@@ -61,8 +61,7 @@ func (n *Node) dialPeer(addr string, opts ...grpc.DialOption) (*grpc.ClientConn,
 	if err != nil {
 		return nil, err
 	}
-	base := append(grpcflow.DialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpcflow.Reconnect())
-	conn, err := grpc.NewClient(addr, append(base, opts...)...)
+	conn, err := grpc.NewClient(addr, append(grpcflow.NodeDial(credentials.NewTLS(cfg)), opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}

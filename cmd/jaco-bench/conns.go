@@ -217,7 +217,7 @@ func runConnsClient(args []string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := range *count {
-		conn, err := grpc.NewClient(*addr, append(grpcflow.DialOptions(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))...)
+		conn, err := grpc.NewClient(*addr, grpcflow.NodeDial(credentials.NewTLS(clientTLS))...)
 		if err != nil {
 			return err
 		}

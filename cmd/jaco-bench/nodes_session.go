@@ -48,9 +48,7 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 // flow-control windows and reconnection pace of jacod's connections to
 // other nodes (node.dialPeer).
 func (n *simNode) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(n.sim.o.manager, append(grpcflow.DialOptions(),
-		grpc.WithTransportCredentials(credentials.NewTLS(n.ident.tls.Clone())),
-		grpcflow.Reconnect())...)
+	conn, err := grpc.NewClient(n.sim.o.manager, grpcflow.NodeDial(credentials.NewTLS(n.ident.tls.Clone()))...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", n.sim.o.manager, err)
 	}

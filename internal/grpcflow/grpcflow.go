@@ -27,6 +27,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 )
 
 const (
@@ -51,6 +52,12 @@ func DialOptions() []grpc.DialOption {
 		grpc.WithStaticStreamWindowSize(streamWindow),
 		grpc.WithStaticConnWindowSize(connWindow),
 	}
+}
+
+// NodeDial is how a node dials another node (a manager, or a worker its
+// manager): over creds, with DialOptions' windows and Reconnect's pace.
+func NodeDial(creds credentials.TransportCredentials) []grpc.DialOption {
+	return append(DialOptions(), grpc.WithTransportCredentials(creds), Reconnect())
 }
 
 // Reconnect paces a connection between nodes back up: managers come and

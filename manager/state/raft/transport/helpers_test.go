@@ -284,6 +284,6 @@ func mustAdd(t *testing.T, tr *Transport, id uint64, addr string) {
 // flow-control windows and reconnection pace, so a restarted member hears
 // from the leader within the tests' deadlines.
 func plainDialer() Dialer {
-	opts := append(grpcflow.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), grpcflow.Reconnect())
+	opts := grpcflow.NodeDial(insecure.NewCredentials())
 	return func(addr string) (*grpc.ClientConn, error) { return grpc.NewClient(addr, opts...) }
 }
