@@ -77,6 +77,9 @@ func (s *Service) stepEncoded(ctx context.Context, b []byte) error {
 		s.node.keepDecoded(m.Snapshot.Metadata, snap)
 	}
 	if err := s.node.Step(ctx, m); err != nil {
+		if snap != nil {
+			s.node.takeDecoded(m.Snapshot.Metadata) // raft never got it
+		}
 		if errors.Is(err, ErrMemberRemoved) {
 			return reason.Error(codes.PermissionDenied, reason.NodeRemoved, "raft member %x was removed from the cluster", m.From)
 		}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
@@ -266,5 +267,33 @@ func TestHeartbeatWithoutATermIsRefused(t *testing.T) {
 	case <-n.Done():
 		t.Fatalf("the member stopped: %v", n.Err())
 	default:
+	}
+}
+
+// A snapshot refused before raft takes it (here: its sender was removed)
+// leaves no decoding behind: a decoded store is several times its
+// encoding, and nothing would install it.
+func TestRefusedSnapshotKeepsNoDecoding(t *testing.T) {
+	n, _, c := serveRaft(t)
+	const removed = 0xdead
+	n.members.remove(removed)
+	data, err := proto.Marshal(&api.RaftSnapshot{Store: &api.StoreSnapshot{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := (&raftpb.Message{Type: raftpb.MsgSnap, From: removed, To: n.raftID, Term: 9,
+		Snapshot: &raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: 50, Term: 9,
+			ConfState: raftpb.ConfState{Voters: []uint64{n.raftID, removed}}}}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.ProcessRaftMessage(ctx, &api.ProcessRaftMessageRequest{Messages: [][]byte{b}})
+	if reason.Of(err) != reason.NodeRemoved {
+		t.Fatalf("err = %v (reason %q), want node_removed", err, reason.Of(err))
+	}
+	if n.decoded.Load() != nil {
+		t.Fatal("the refused snapshot's decoding is still kept")
 	}
 }
