@@ -31,7 +31,9 @@ type Applier interface {
 }
 
 // Transport carries raft messages to other members. The node keeps its
-// peer list in step with the applied configuration; Send must not block.
+// peer list in step with the applied configuration; Send must not block,
+// and is called from the Ready loop and, for a snapshot read back from
+// disk, from another goroutine (snapsend.go).
 type Transport interface {
 	Send(msgs []raftpb.Message)
 	AddPeer(raftID uint64, addr string) error

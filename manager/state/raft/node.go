@@ -87,6 +87,9 @@ type Node struct {
 	// decoded is the newest snapshot a peer sent, decoded on arrival, until
 	// restoreSnapshot takes it (received.go).
 	decoded atomic.Pointer[decodedSnapshot]
+	// snapshotSends are the goroutines reading a snapshot from disk for a
+	// follower (snapsend.go); run waits for them before closing the disk.
+	snapshotSends sync.WaitGroup
 	// appliedConfChanges are the conf change ids applied in this Ready,
 	// whose proposers are woken once raft has been told (Advance).
 	appliedConfChanges []uint64
@@ -229,7 +232,7 @@ func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 	for _, m := range rs.Members {
 		n.addPeer(m)
 	}
-	if err := n.mem.ApplySnapshot(snap); err != nil {
+	if err := n.mem.ApplySnapshot(withoutData(snap)); err != nil {
 		return fmt.Errorf("apply snapshot %d to raft log: %w", snap.Metadata.Index, err)
 	}
 	n.confState = snap.Metadata.ConfState
@@ -284,6 +287,7 @@ func (n *Node) run() {
 		}
 	}
 	n.rn.Stop()
+	n.snapshotSends.Wait()
 	if cerr := n.disk.Close(); err == nil {
 		err = cerr
 	}
@@ -475,5 +479,5 @@ func (n *Node) send(msgs []raftpb.Message) {
 		n.cfg.Logger.Debug("no transport; dropping raft messages", "count", len(msgs))
 		return
 	}
-	n.cfg.Transport.Send(msgs)
+	n.cfg.Transport.Send(n.sendSnapshots(msgs))
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/jaco-project/jaco/manager/encryption"
@@ -57,8 +58,14 @@ func (n *Node) rekey(sealer *encryption.Sealer) error {
 		if err != nil {
 			return err
 		}
-		if snap, err = n.mem.CreateSnapshot(applied, &n.confState, data); err != nil {
+		if snap, err = n.mem.CreateSnapshot(applied, &n.confState, nil); err != nil {
 			return fmt.Errorf("rekey: create snapshot at %d: %w", applied, err)
+		}
+		snap.Data = data
+	} else if !raft.IsEmptySnap(snap) {
+		// The memory storage keeps no snapshot data (snapsend.go).
+		if snap.Data, err = n.disk.ReadSnapshot(snap.Metadata); err != nil {
+			return fmt.Errorf("rekey: %w", err)
 		}
 	}
 	last, err := n.mem.LastIndex()

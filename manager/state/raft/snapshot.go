@@ -126,7 +126,7 @@ func (n *Node) snapshotDone(res snapshotResult) error {
 		return res.err
 	}
 	m := job.meta
-	if _, err := n.mem.CreateSnapshot(m.Index, &m.ConfState, res.data); err != nil {
+	if _, err := n.mem.CreateSnapshot(m.Index, &m.ConfState, nil); err != nil { // data on disk only (snapsend.go)
 		if errors.Is(err, raft.ErrSnapOutOfDate) {
 			return nil // a newer one was installed meanwhile; cannot happen while jobs are awaited
 		}

@@ -37,6 +37,8 @@ func oldWALDir(walDir string) string     { return walDir + ".old" }
 // until Rekey returns: a crash midway leaves either log, both readable
 // with a sealer holding both keys.
 func (s *Storage) Rekey(sealer *encryption.Sealer, sn raftpb.Snapshot, ents []raftpb.Entry) error {
+	s.files.Lock()
+	defer s.files.Unlock()
 	s.sealer = sealer
 	snaps, err := listSorted(s.snapDir, ".snap")
 	if err != nil {

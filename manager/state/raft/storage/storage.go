@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap"
 	"go.etcd.io/etcd/server/v3/storage/wal"
@@ -34,17 +35,22 @@ type State struct {
 }
 
 // Storage is an open raft log and snapshot directory. It is used by one
-// goroutine, the raft node's Ready loop, but for WriteSnapshotFile.
+// goroutine, the raft node's Ready loop, but for WriteSnapshotFile and
+// ReadSnapshot.
 type Storage struct {
 	walDir, snapDir string
 	wal             *wal.WAL
 	snapshotter     *snap.Snapshotter
-	sealer          *encryption.Sealer
-	metadata        []byte           // the WAL metadata record, copied into a rekeyed log
-	hardState       raftpb.HardState // as last persisted, copied into a rekeyed log
-	keepOld         int
-	log             *slog.Logger
-	walLog          *zap.Logger // etcd's WAL reports through it (component=wal)
+	// files guards, against ReadSnapshot on another goroutine, the
+	// snapshot files purge and Rekey remove and the sealer Rekey
+	// replaces.
+	files     sync.Mutex
+	sealer    *encryption.Sealer
+	metadata  []byte           // the WAL metadata record, copied into a rekeyed log
+	hardState raftpb.HardState // as last persisted, copied into a rekeyed log
+	keepOld   int
+	log       *slog.Logger
+	walLog    *zap.Logger // etcd's WAL reports through it (component=wal)
 }
 
 // Options tune Open.
@@ -217,7 +223,30 @@ func (s *Storage) RecordSnapshot(m raftpb.SnapshotMetadata) error {
 	if err := s.wal.ReleaseLockTo(m.Index); err != nil {
 		return fmt.Errorf("release wal segments before %d: %w", m.Index, err)
 	}
+	s.files.Lock()
+	defer s.files.Unlock()
 	return s.purge()
+}
+
+// ReadSnapshot reads back the data of the snapshot m describes, opened:
+// one the WAL records (SaveSnapshot, RecordSnapshot, Rekey), or was found
+// at Open. It may run on any goroutine: the raft node keeps only the
+// newest snapshot's metadata in memory and reads the data when a follower
+// needs it (docs/design.md §5).
+func (s *Storage) ReadSnapshot(m raftpb.SnapshotMetadata) ([]byte, error) {
+	s.files.Lock()
+	defer s.files.Unlock()
+	sn, err := snap.Read(zap.NewNop(), filepath.Join(s.snapDir, snapFileName(m)))
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %d: %w", m.Index, err)
+	}
+	if sn.Metadata.Index != m.Index || sn.Metadata.Term != m.Term {
+		return nil, fmt.Errorf("read snapshot %d: the file holds %d (term %d)", m.Index, sn.Metadata.Index, sn.Metadata.Term)
+	}
+	if err := openSnapshot(s.sealer, sn); err != nil {
+		return nil, err
+	}
+	return sn.Data, nil
 }
 
 // WriteSnapshotFile is the first half of SaveSnapshot: it seals sn and
