@@ -236,14 +236,14 @@ func (s *Storage) RecordSnapshot(m raftpb.SnapshotMetadata) error {
 func (s *Storage) ReadSnapshot(m raftpb.SnapshotMetadata) ([]byte, error) {
 	s.files.Lock()
 	defer s.files.Unlock()
-	sn, err := snap.Read(zap.NewNop(), filepath.Join(s.snapDir, snapFileName(m)))
+	sn, err := readSnapFile(filepath.Join(s.snapDir, snapFileName(m)))
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d: %w", m.Index, err)
 	}
 	if sn.Metadata.Index != m.Index || sn.Metadata.Term != m.Term {
 		return nil, fmt.Errorf("read snapshot %d: the file holds %d (term %d)", m.Index, sn.Metadata.Index, sn.Metadata.Term)
 	}
-	if err := openSnapshot(s.sealer, sn); err != nil {
+	if err := openSnapshot(s.sealer, &sn); err != nil {
 		return nil, err
 	}
 	return sn.Data, nil
