@@ -53,15 +53,17 @@ func newHarness(t testing.TB) *harness {
 // start opens and starts a member on the harness dir and waits until it leads.
 func (h *harness) start(kv *rafttest.KV, snapshotInterval uint64) *Node {
 	h.t.Helper()
-	n, err := New(Config{
-		StateDir:                   h.dir,
-		Sealer:                     h.sealer,
-		Applier:                    kv,
-		Logger:                     slog.New(slog.DiscardHandler),
-		TickInterval:               10 * time.Millisecond,
-		SnapshotInterval:           snapshotInterval,
-		LogEntriesForSlowFollowers: 2,
-	})
+	return h.startConfig(Config{Applier: kv, SnapshotInterval: snapshotInterval, LogEntriesForSlowFollowers: 2})
+}
+
+// startConfig is start with cfg's applier, transport and snapshot
+// settings; the harness sets the directory, sealer, logger and clock.
+func (h *harness) startConfig(cfg Config) *Node {
+	h.t.Helper()
+	cfg.StateDir, cfg.Sealer = h.dir, h.sealer
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.TickInterval = 10 * time.Millisecond
+	n, err := New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,10 +1,8 @@
 package raft
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -22,27 +20,15 @@ import (
 // on its own, filled with the snapshot file's data, from which a member
 // rebuilds the state; the other messages go on in their order.
 func TestSnapshotDataStaysOnDisk(t *testing.T) {
-	h := newHarness(t)
 	sent := &sentMessages{}
-	n, err := New(Config{
-		StateDir: h.dir, Sealer: h.sealer, Applier: rafttest.NewKV(), Transport: sent,
-		Logger: slog.New(slog.DiscardHandler), TickInterval: 10 * time.Millisecond,
-		SnapshotInterval: 5, LogEntriesForSlowFollowers: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Start()
-	t.Cleanup(func() { n.Stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := n.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := newHarness(t).startConfig(Config{Applier: rafttest.NewKV(), Transport: sent, SnapshotInterval: 5, LogEntriesForSlowFollowers: 2})
 	for i := range 12 {
 		propose(t, n, fmt.Sprintf("k%02d", i), fmt.Sprint(i))
 	}
-	var snap raftpb.Snapshot
+	var (
+		snap raftpb.Snapshot
+		err  error
+	)
 	waitfor.Eventually(t, 10*time.Second, func() error {
 		if snap, err = n.mem.Snapshot(); err != nil || snap.Metadata.Index == 0 {
 			return errors.Join(errors.New("no snapshot taken yet"), err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -75,26 +74,8 @@ func serveRaft(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient) {
 // its server.
 func serveRaftService(t *testing.T) (*Node, *sentMessages, api.RaftServiceClient, served) {
 	t.Helper()
-	h := newHarness(t)
 	sent := &sentMessages{}
-	n, err := New(Config{
-		StateDir:     h.dir,
-		Sealer:       h.sealer,
-		Applier:      rafttest.NewKV(),
-		Transport:    sent,
-		Logger:       slog.New(slog.DiscardHandler),
-		TickInterval: 10 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Start()
-	t.Cleanup(func() { n.Stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if _, err := n.WaitForLeader(ctx); err != nil {
-		t.Fatal(err)
-	}
+	n := newHarness(t).startConfig(Config{Applier: rafttest.NewKV(), Transport: sent})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

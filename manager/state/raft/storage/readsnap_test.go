@@ -35,23 +35,20 @@ func TestReadSnapshotReadsBackTheRecordedData(t *testing.T) {
 			t.Fatalf("ReadSnapshot(%d) = %d bytes %x..., want the saved ones", want.Metadata.Index, len(got), got[:min(len(got), 4)])
 		}
 	}
-	if err := s.Save(raftpb.HardState{Term: 1, Commit: 2}, entries(2, 2, 1)); err != nil {
-		t.Fatal(err)
+	saveAt := func(i uint64) raftpb.Snapshot {
+		t.Helper()
+		if err := s.Save(raftpb.HardState{Term: 1, Commit: i}, entries(i, i, 1)); err != nil {
+			t.Fatal(err)
+		}
+		sn := snapAt(i)
+		if err := s.SaveSnapshot(sn); err != nil {
+			t.Fatal(err)
+		}
+		read(sn)
+		return sn
 	}
-	first := snapAt(2)
-	if err := s.SaveSnapshot(first); err != nil {
-		t.Fatal(err)
-	}
-	read(first)
-
-	if err := s.Save(raftpb.HardState{Term: 1, Commit: 3}, entries(3, 3, 1)); err != nil {
-		t.Fatal(err)
-	}
-	second := snapAt(3)
-	if err := s.SaveSnapshot(second); err != nil {
-		t.Fatal(err)
-	}
-	read(second)
+	first := saveAt(2)
+	second := saveAt(3)
 	if got, err := s.ReadSnapshot(first.Metadata); err == nil {
 		t.Fatalf("ReadSnapshot of a purged snapshot returned %d bytes", len(got))
 	}
@@ -73,21 +70,8 @@ func TestReadSnapshotReadsBackTheRecordedData(t *testing.T) {
 // snapshot recently written is). ns/op is one read; it is what sending a
 // snapshot to a joining manager costs beyond the send (docs/bench/cluster.md).
 func BenchmarkReadSnapshot(b *testing.B) {
-	sealer := benchSealer(b)
-	dir := b.TempDir()
-	if err := Bootstrap(dir, sealer, nil, raftpb.HardState{Term: 1, Commit: 2}, entries(1, 2, 1)); err != nil {
-		b.Fatal(err)
-	}
-	s, _, err := Open(dir, sealer, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	data := make([]byte, 48<<20)
-	for i := range data {
-		data[i] = byte(i * 131)
-	}
-	sn := raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: 2, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1}}}}
+	s, data := benchSnapshotStorage(b)
+	sn := raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{Index: 1, Term: 1, ConfState: raftpb.ConfState{Voters: []uint64{1}}}}
 	if err := s.SaveSnapshot(sn); err != nil {
 		b.Fatal(err)
 	}

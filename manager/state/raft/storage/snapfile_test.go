@@ -17,20 +17,9 @@ import (
 // snapshots at Open reads it, for small data and for megabytes; the file
 // is private to its owner and alone in its directory (no temporary left).
 func TestSnapFileIsEtcdsFormat(t *testing.T) {
-	for _, size := range []int{1, 300, 3<<20 + 17} {
-		data := make([]byte, size)
-		for i := range data {
-			data[i] = byte(i * 7)
-		}
-		sn := raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{
-			Index: 1234, Term: 5, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{9}}}}
-		ours, theirs := t.TempDir(), t.TempDir()
-		if err := writeSnapFile(ours, sn); err != nil {
-			t.Fatal(err)
-		}
-		if err := snap.New(zap.NewNop(), theirs).SaveSnap(sn); err != nil {
-			t.Fatal(err)
-		}
+	for _, size := range snapFileSizes {
+		sn, ours, theirs := writeBothSnapFiles(t, size)
+		data := sn.Data
 		name := snapFileName(sn.Metadata)
 		got, err := os.ReadFile(filepath.Join(ours, name))
 		if err != nil {
@@ -62,20 +51,9 @@ func TestSnapFileIsEtcdsFormat(t *testing.T) {
 // and etcd's snapshotter write, data and metadata; a changed byte or a cut
 // file is an error, never other data.
 func TestReadSnapFileReadsEtcdsFormat(t *testing.T) {
-	for _, size := range []int{1, 300, 3<<20 + 17} {
-		data := make([]byte, size)
-		for i := range data {
-			data[i] = byte(i * 7)
-		}
-		sn := raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{
-			Index: 1234, Term: 5, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{9}}}}
-		ours, theirs := t.TempDir(), t.TempDir()
-		if err := writeSnapFile(ours, sn); err != nil {
-			t.Fatal(err)
-		}
-		if err := snap.New(zap.NewNop(), theirs).SaveSnap(sn); err != nil {
-			t.Fatal(err)
-		}
+	for _, size := range snapFileSizes {
+		sn, ours, theirs := writeBothSnapFiles(t, size)
+		data := sn.Data
 		for _, dir := range []string{ours, theirs} {
 			path := filepath.Join(dir, snapFileName(sn.Metadata))
 			got, err := readSnapFile(path)
@@ -105,4 +83,28 @@ func flipped(b []byte, at int) []byte {
 	out := bytes.Clone(b)
 	out[at] ^= 0x40
 	return out
+}
+
+// snapFileSizes are the data sizes the snapshot file tests try: tiny, and
+// past the megabytes a chunk or buffer might hold.
+var snapFileSizes = []int{1, 300, 3<<20 + 17}
+
+// writeBothSnapFiles writes a snapshot of size bytes of data with
+// writeSnapFile into ours and with etcd's snapshotter into theirs.
+func writeBothSnapFiles(t *testing.T, size int) (sn raftpb.Snapshot, ours, theirs string) {
+	t.Helper()
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	sn = raftpb.Snapshot{Data: data, Metadata: raftpb.SnapshotMetadata{
+		Index: 1234, Term: 5, ConfState: raftpb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{9}}}}
+	ours, theirs = t.TempDir(), t.TempDir()
+	if err := writeSnapFile(ours, sn); err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.New(zap.NewNop(), theirs).SaveSnap(sn); err != nil {
+		t.Fatal(err)
+	}
+	return sn, ours, theirs
 }
