@@ -2,8 +2,11 @@ package raft
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // slowElections makes the election timeout 20-40 s: an election within a
@@ -102,6 +105,17 @@ func TestOneFollowerLosingTheLeaderDisruptsNothing(t *testing.T) {
 func TestStoppingLeaderHandsOver(t *testing.T) {
 	nodes, _, old := startSlowGroup(t)
 	leader := nodes[old]
+	// A leader hands over only to a follower it has heard from since its
+	// election (HandOver's RecentActive): on a busy machine the first
+	// answers can come after startSlowGroup returns.
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		for id, pr := range leader.Status().Progress {
+			if id != leader.RaftID() && !pr.RecentActive {
+				return fmt.Errorf("the leader has not heard from %x since its election", id)
+			}
+		}
+		return nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	to, err := leader.HandOver(ctx)
