@@ -1,6 +1,8 @@
 package raft
 
 import (
+	"slices"
+
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 )
@@ -22,25 +24,26 @@ func withoutData(snap raftpb.Snapshot) raftpb.Snapshot {
 }
 
 // sendSnapshots starts filling and sending each MsgSnap of msgs whose
-// snapshot has no data, and returns the other messages.
+// snapshot has no data, and returns the other messages, in their order.
 func (n *Node) sendSnapshots(msgs []raftpb.Message) []raftpb.Message {
-	var rest []raftpb.Message // nil until a snapshot is taken out
-	for i, m := range msgs {
-		if m.Type != raftpb.MsgSnap || m.Snapshot == nil || len(m.Snapshot.Data) > 0 {
-			if rest != nil {
-				rest = append(rest, m)
-			}
-			continue
-		}
-		if rest == nil {
-			rest = append(make([]raftpb.Message, 0, len(msgs)), msgs[:i]...)
-		}
-		n.sendSnapshot(m)
+	if !slices.ContainsFunc(msgs, lacksData) {
+		return msgs // the common case: no copy
 	}
-	if rest == nil {
-		return msgs // no snapshot to fill: the common case, no copy
+	rest := make([]raftpb.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if lacksData(m) {
+			n.sendSnapshot(m)
+		} else {
+			rest = append(rest, m)
+		}
 	}
 	return rest
+}
+
+// lacksData tells a MsgSnap raft emitted from the memory storage, whose
+// snapshot is metadata only.
+func lacksData(m raftpb.Message) bool {
+	return m.Type == raftpb.MsgSnap && m.Snapshot != nil && len(m.Snapshot.Data) == 0
 }
 
 // sendSnapshot reads m's snapshot data from disk and sends m with it, on a
