@@ -26,9 +26,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"sync"
 
-	"github.com/google/btree"
+	"github.com/jaco-project/jaco/manager/state/cowdb/cowtree"
 )
 
 // degree of the B-trees: nodes of up to 63 items (24-byte entries,
@@ -129,12 +128,8 @@ func (s *Schema) refLess(a, b ref) bool {
 // committed they never change, and every version copied from it shares
 // them until it writes to the table.
 type trees struct {
-	byID      *btree.BTreeG[entry]
-	secondary []*btree.BTreeG[ref]
-	// mu serializes the copies taken of these trees: btree's Clone
-	// changes the tree it copies (its copy-on-write context), which
-	// readers never look at but two Clones at once would race on.
-	mu sync.Mutex
+	byID      *cowtree.Tree[entry]
+	secondary []*cowtree.Tree[ref]
 }
 
 // table is one table of a Version.
@@ -173,9 +168,9 @@ func New(schema *Schema) *Version {
 }
 
 func emptyTrees(s *Schema, t *Table) *trees {
-	tr := &trees{byID: btree.NewG(degree, s.entryLess)}
+	tr := &trees{byID: cowtree.New(degree, s.entryLess)}
 	for range t.Indexes {
-		tr.secondary = append(tr.secondary, btree.NewG(degree, s.refLess))
+		tr.secondary = append(tr.secondary, cowtree.New(degree, s.refLess))
 	}
 	return tr
 }
@@ -221,13 +216,13 @@ func (v *Version) own(tb *table) *trees {
 	if tb.owned {
 		return tb.trees
 	}
+	// The shared trees are a committed version's: Clone leaves them as
+	// they are, so versions copied from one at once need no lock.
 	shared := tb.trees
-	shared.mu.Lock()
-	own := &trees{byID: shared.byID.Clone()}
+	own := &trees{byID: shared.byID.Clone(), secondary: make([]*cowtree.Tree[ref], 0, len(shared.secondary))}
 	for _, s := range shared.secondary {
 		own.secondary = append(own.secondary, s.Clone())
 	}
-	shared.mu.Unlock()
 	tb.trees, tb.owned = own, true
 	return own
 }

@@ -1,0 +1,119 @@
+// Package cowtree is an ordered set of values held in a B-tree whose
+// copies share nodes: Clone costs nothing, and a write to a copy copies
+// only the nodes on its path, each exactly as long as it is (plus room
+// for the one value an insert adds), not as long as the node it copies
+// once grew (docs/design.md §7: under a steady stream of small writes
+// the copies were most of what a manager allocated).
+//
+// Contract:
+//   - A Tree belongs to one writer. Any number of goroutines may read a
+//     tree nobody writes.
+//   - Clone freezes the tree it copies: the original may still be read,
+//     by any number of goroutines, but never written again (cowdb never
+//     writes a committed version). Clone itself changes nothing, so
+//     clones of one frozen tree may be taken concurrently.
+//   - less is a strict weak order; values it finds equivalent are the
+//     same member of the set.
+package cowtree
+
+// Tree is an ordered set of T. See the package contract.
+type Tree[T any] struct {
+	root *node[T]
+	n    int
+	less func(a, b T) bool
+	// owner marks the nodes this tree alone holds, which it may change in
+	// place; any other node is shared with a frozen tree and is copied
+	// before it changes.
+	owner    *owner
+	maxItems int
+	minItems int
+}
+
+// owner is a tree's identity: never compared but by address, so it must
+// have a size (distinct zero-size allocations may share one).
+type owner struct{ _ byte }
+
+type node[T any] struct {
+	owner    *owner
+	items    []T
+	children []*node[T] // nil in a leaf; else len(items)+1 of them
+}
+
+// New returns an empty tree ordered by less whose nodes hold from
+// degree-1 to 2*degree-1 values (the root from one). degree must be at
+// least 2.
+func New[T any](degree int, less func(a, b T) bool) *Tree[T] {
+	if degree < 2 {
+		panic("cowtree: degree below 2")
+	}
+	return &Tree[T]{less: less, owner: new(owner), maxItems: 2*degree - 1, minItems: degree - 1}
+}
+
+// Len is the number of values in t.
+func (t *Tree[T]) Len() int { return t.n }
+
+// Clone returns a copy of t sharing all its nodes, and freezes t.
+func (t *Tree[T]) Clone() *Tree[T] {
+	c := *t
+	c.owner = new(owner)
+	return &c
+}
+
+// find returns the position of the first value of items not less than x,
+// and whether that value is equivalent to x.
+func (t *Tree[T]) find(items []T, x T) (int, bool) {
+	lo, hi := 0, len(items)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if t.less(items[mid], x) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, lo < len(items) && !t.less(x, items[lo])
+}
+
+// Get returns t's value equivalent to x, if any.
+func (t *Tree[T]) Get(x T) (T, bool) {
+	for n := t.root; n != nil; {
+		i, found := t.find(n.items, x)
+		if found {
+			return n.items[i], true
+		}
+		if n.children == nil {
+			break
+		}
+		n = n.children[i]
+	}
+	var zero T
+	return zero, false
+}
+
+// AscendGreaterOrEqual calls fn with each value not less than pivot, in
+// order, until fn returns false.
+func (t *Tree[T]) AscendGreaterOrEqual(pivot T, fn func(T) bool) {
+	if t.root != nil {
+		t.ascend(t.root, pivot, true, fn)
+	}
+}
+
+// ascend walks n's subtree in order, from pivot when bounded (else all
+// of it: every value there follows pivot); false means fn stopped it.
+func (t *Tree[T]) ascend(n *node[T], pivot T, bounded bool, fn func(T) bool) bool {
+	i := 0
+	if bounded {
+		i, _ = t.find(n.items, pivot)
+	}
+	// Only the first child walked can hold values before pivot: the ones
+	// after it follow n.items[i], which does not precede pivot.
+	for first := true; i <= len(n.items); i, first = i+1, false {
+		if n.children != nil && !t.ascend(n.children[i], pivot, bounded && first, fn) {
+			return false
+		}
+		if i < len(n.items) && !fn(n.items[i]) {
+			return false
+		}
+	}
+	return true
+}
