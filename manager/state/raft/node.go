@@ -97,6 +97,8 @@ type Node struct {
 	// the last one's index, until publishApplied.
 	held      []heldOutcome
 	heldIndex uint64
+	// applier applies a Ready's entries beside its fsync (apply.go).
+	applier applier
 
 	mu            sync.Mutex
 	leader        uint64
@@ -277,7 +279,9 @@ func (n *Node) run() {
 	defer n.wait.cancelAll(errStoppedWaiting)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	n.applier.start(n.applyCommitted)
 	err := n.loop(ticker.C)
+	n.applier.stop()
 	// The snapshot being written is recorded after a clean stop, and only
 	// waited for after a failure: the log may not take another write.
 	if job := n.snapshotting; job != nil {
@@ -361,16 +365,15 @@ func (n *Node) loop(tick <-chan time.Time) error {
 // the other (docs/adr/0046: a lone manager commits 15 % more writes).
 func (n *Node) handleReady(rd raft.Ready) error {
 	n.trackLeadership(rd)
-	var applying chan error
-	if overlapApply(rd) {
-		applying = make(chan error, 1)
-		go func() { applying <- n.applyCommitted(rd.CommittedEntries) }()
+	overlap := overlapApply(rd)
+	if overlap {
+		n.applier.work <- rd.CommittedEntries
 	}
 	err := n.persist(rd)
-	if applying != nil {
+	if overlap {
 		// Always waited for: the applier's state is the loop's again only
 		// once it is done, failure or not.
-		if aerr := <-applying; err == nil {
+		if aerr := <-n.applier.results; err == nil {
 			err = aerr
 		}
 	} else if err == nil {
