@@ -44,6 +44,11 @@ func TestMetricsOfAGroup(t *testing.T) {
 	if got["jaco_raft_term"] < 1 || got["jaco_raft_leader_changes_total"] < 1 || got["jaco_raft_wal_fsync_duration_seconds_count"] < 1 {
 		t.Errorf("leader: term, leader changes and WAL syncs must be counted: %v", got)
 	}
+	// The leader applied its election's empty entry and the proposal, in
+	// one Ready or more.
+	if n := got["jaco_raft_ready_committed_entries_count"]; n < 1 {
+		t.Errorf("leader: %v Readies with committed entries counted, want 1 at least: %v", n, got)
+	}
 
 	got = metricstest.Samples(t, nodes[follower].Collector())
 	for name, v := range map[string]float64{

@@ -365,6 +365,9 @@ func (n *Node) loop(tick <-chan time.Time) error {
 // the other (docs/adr/0046: a lone manager commits 15 % more writes).
 func (n *Node) handleReady(rd raft.Ready) error {
 	n.trackLeadership(rd)
+	if k := len(rd.CommittedEntries); k > 0 {
+		n.metrics.readyEntries.Observe(float64(k))
+	}
 	overlap := overlapApply(rd)
 	if overlap {
 		n.applier.work <- rd.CommittedEntries
