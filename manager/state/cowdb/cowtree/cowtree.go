@@ -25,8 +25,7 @@ type Tree[T any] struct {
 	// place; any other node is shared with a frozen tree and is copied
 	// before it changes.
 	owner    *owner
-	maxItems int
-	minItems int
+	maxItems int // 2*degree-1; a node other than the root holds degree-1 at least
 }
 
 // owner is a tree's identity: never compared but by address, so it must
@@ -46,8 +45,12 @@ func New[T any](degree int, less func(a, b T) bool) *Tree[T] {
 	if degree < 2 {
 		panic("cowtree: degree below 2")
 	}
-	return &Tree[T]{less: less, owner: new(owner), maxItems: 2*degree - 1, minItems: degree - 1}
+	return &Tree[T]{less: less, owner: new(owner), maxItems: 2*degree - 1}
 }
+
+// minItems is the fewest values a node other than the root holds, and
+// what each half of a full node keeps when it splits.
+func (t *Tree[T]) minItems() int { return t.maxItems / 2 }
 
 // Len is the number of values in t.
 func (t *Tree[T]) Len() int { return t.n }

@@ -52,8 +52,8 @@ func check(t *testing.T, tr *Tree[kv], m model) {
 	leafDepth := -1
 	var walk func(n *node[kv], depth int, root bool)
 	walk = func(n *node[kv], depth int, root bool) {
-		if len(n.items) > tr.maxItems || (!root && len(n.items) < tr.minItems) || len(n.items) == 0 {
-			t.Fatalf("node of %d values, bounds %d..%d (root %v)", len(n.items), tr.minItems, tr.maxItems, root)
+		if len(n.items) > tr.maxItems || (!root && len(n.items) < tr.minItems()) || len(n.items) == 0 {
+			t.Fatalf("node of %d values, bounds %d..%d (root %v)", len(n.items), tr.minItems(), tr.maxItems, root)
 		}
 		if n.children == nil {
 			if leafDepth >= 0 && depth != leafDepth {

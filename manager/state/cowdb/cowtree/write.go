@@ -1,9 +1,14 @@
 package cowtree
 
+import "slices"
+
 // Writes restructure the tree on the way down, as the classic one-pass
 // B-tree does: an insert splits every full node it is about to enter, a
 // delete grows every minimal one, so neither ever walks back up. Every
 // node changed is first made the tree's own (mutable).
+
+// What a node gives up is cleared (slices.Delete does): its array stays,
+// and the collector would keep what those slots point to alive.
 
 // mutable returns n if t owns it, else a copy of n t owns: values and
 // children as many as n holds, with room for one more (a write adds at
@@ -41,7 +46,7 @@ func (t *Tree[T]) ReplaceOrInsert(x T) (T, bool) {
 	}
 	t.root = t.mutable(t.root)
 	if len(t.root.items) >= t.maxItems {
-		mid, right := t.split(t.root, t.maxItems/2)
+		mid, right := t.split(t.root, t.minItems())
 		t.root = &node[T]{owner: t.owner, items: append(make([]T, 0, 2), mid), children: append(make([]*node[T], 0, 3), t.root, right)}
 	}
 	old, replaced := t.insert(t.root, x)
@@ -61,15 +66,15 @@ func (t *Tree[T]) insert(n *node[T], x T) (T, bool) {
 			return old, true
 		}
 		if n.children == nil {
-			n.items = insertAt(n.items, i, x)
+			n.items = slices.Insert(n.items, i, x)
 			var zero T
 			return zero, false
 		}
 		child := t.mutableChild(n, i)
 		if len(child.items) >= t.maxItems {
-			mid, right := t.split(child, t.maxItems/2)
-			n.items = insertAt(n.items, i, mid)
-			n.children = insertAt(n.children, i+1, right)
+			mid, right := t.split(child, t.minItems())
+			n.items = slices.Insert(n.items, i, mid)
+			n.children = slices.Insert(n.children, i+1, right)
 			switch {
 			case t.less(mid, x):
 				child = right
@@ -89,11 +94,11 @@ func (t *Tree[T]) split(n *node[T], i int) (T, *node[T]) {
 	mid := n.items[i]
 	right := &node[T]{owner: t.owner, items: make([]T, len(n.items)-i-1, len(n.items)-i)}
 	copy(right.items, n.items[i+1:])
-	n.items = truncate(n.items, i)
+	n.items = slices.Delete(n.items, i, len(n.items))
 	if n.children != nil {
 		right.children = make([]*node[T], len(n.children)-i-1, len(n.children)-i)
 		copy(right.children, n.children[i+1:])
-		n.children = truncate(n.children, i+1)
+		n.children = slices.Delete(n.children, i+1, len(n.children))
 	}
 	return mid, right
 }
@@ -139,14 +144,14 @@ func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
 		case removeMax:
 			if n.children == nil {
 				last := n.items[len(n.items)-1]
-				n.items = truncate(n.items, len(n.items)-1)
+				n.items = slices.Delete(n.items, len(n.items)-1, len(n.items))
 				return last, true
 			}
 			i = len(n.items)
 		case removeMin:
 			if n.children == nil {
 				first := n.items[0]
-				n.items = removeAt(n.items, 0)
+				n.items = slices.Delete(n.items, 0, 1)
 				return first, true
 			}
 		default:
@@ -157,11 +162,11 @@ func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
 					return zero, false
 				}
 				old := n.items[i]
-				n.items = removeAt(n.items, i)
+				n.items = slices.Delete(n.items, i, i+1)
 				return old, true
 			}
 		}
-		if len(n.children[i].items) <= t.minItems {
+		if len(n.children[i].items) <= t.minItems() {
 			// Too few to give one up: take one from a sibling or merge
 			// with it, and look again, since what was at i has moved.
 			t.grow(n, i)
@@ -184,23 +189,23 @@ func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
 // it with a sibling and the value of n between them.
 func (t *Tree[T]) grow(n *node[T], i int) {
 	switch {
-	case i > 0 && len(n.children[i-1].items) > t.minItems:
+	case i > 0 && len(n.children[i-1].items) > t.minItems():
 		child, left := t.mutableChild(n, i), t.mutableChild(n, i-1)
-		child.items = insertAt(child.items, 0, n.items[i-1])
+		child.items = slices.Insert(child.items, 0, n.items[i-1])
 		n.items[i-1] = left.items[len(left.items)-1]
-		left.items = truncate(left.items, len(left.items)-1)
+		left.items = slices.Delete(left.items, len(left.items)-1, len(left.items))
 		if left.children != nil {
-			child.children = insertAt(child.children, 0, left.children[len(left.children)-1])
-			left.children = truncate(left.children, len(left.children)-1)
+			child.children = slices.Insert(child.children, 0, left.children[len(left.children)-1])
+			left.children = slices.Delete(left.children, len(left.children)-1, len(left.children))
 		}
-	case i < len(n.items) && len(n.children[i+1].items) > t.minItems:
+	case i < len(n.items) && len(n.children[i+1].items) > t.minItems():
 		child, right := t.mutableChild(n, i), t.mutableChild(n, i+1)
 		child.items = append(child.items, n.items[i])
 		n.items[i] = right.items[0]
-		right.items = removeAt(right.items, 0)
+		right.items = slices.Delete(right.items, 0, 1)
 		if right.children != nil {
 			child.children = append(child.children, right.children[0])
-			right.children = removeAt(right.children, 0)
+			right.children = slices.Delete(right.children, 0, 1)
 		}
 	default:
 		if i == len(n.items) {
@@ -212,29 +217,7 @@ func (t *Tree[T]) grow(n *node[T], i int) {
 		if left.children != nil {
 			left.children = append(left.children, right.children...)
 		}
-		n.items = removeAt(n.items, i)
-		n.children = removeAt(n.children, i+1)
+		n.items = slices.Delete(n.items, i, i+1)
+		n.children = slices.Delete(n.children, i+1, i+2)
 	}
-}
-
-// insertAt puts v at s[i], moving what follows up by one.
-func insertAt[E any](s []E, i int, v E) []E {
-	var zero E
-	s = append(s, zero)
-	copy(s[i+1:], s[i:])
-	s[i] = v
-	return s
-}
-
-// removeAt takes s[i] out, moving what follows down by one.
-func removeAt[E any](s []E, i int) []E {
-	copy(s[i:], s[i+1:])
-	return truncate(s, len(s)-1)
-}
-
-// truncate cuts s to n, clearing what it drops: the array stays, and
-// the collector would keep what those slots point to alive.
-func truncate[E any](s []E, n int) []E {
-	clear(s[n:])
-	return s[:n]
 }
