@@ -51,7 +51,8 @@ func (a *applier) stop() {
 // applyCommitted applies a Ready's committed entries in log order, then
 // publishes them. It runs on the Ready loop or, while the loop persists,
 // on the applier, which the loop waits for (overlapApply); either way
-// nothing else touches the applier's state meanwhile.
+// nothing else touches what applying changes (the held outcomes, the
+// store's held version) meanwhile.
 func (n *Node) applyCommitted(ents []raftpb.Entry) error {
 	for _, e := range ents {
 		if err := n.applyEntry(e); err != nil {

@@ -374,7 +374,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	err := n.persist(rd)
 	if overlap {
-		// Always waited for: the applier's state is the loop's again only
+		// Always waited for: what applying changes is the loop's again only
 		// once it is done, failure or not.
 		if aerr := <-n.applier.results; err == nil {
 			err = aerr
