@@ -175,17 +175,3 @@ func TestCopiesAreSizedToTheirNode(t *testing.T) {
 		t.Fatalf("Len: original %d, clone %d; want 40 and 41", tr.Len(), c.Len())
 	}
 }
-
-func BenchmarkInsertIntoClone(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 2))
-	tr := New(32, kvLess)
-	for range 300_000 {
-		tr.ReplaceOrInsert(kv{r.Int(), 0})
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		tr = tr.Clone()
-		tr.ReplaceOrInsert(kv{r.Int(), 0})
-	}
-}
