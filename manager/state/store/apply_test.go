@@ -58,6 +58,20 @@ func TestApply(t *testing.T) {
 			}
 		},
 	}, {
+		// Equal times share one message (shareEqualTimes); unequal ones
+		// stay as proposed.
+		name: "create keeps an updated_at unlike its created_at",
+		actions: func(t *testing.T) []*api.StoreAction {
+			late := task("t2", "s1", "n2", 0)
+			late.Meta = meta(0, 10, 20)
+			return []*api.StoreAction{act(t, create, late)}
+		},
+		check: func(t *testing.T, tx ReadTx) {
+			if got := tx.GetTask("t2").GetMeta(); !proto.Equal(got, meta(2, 10, 20)) {
+				t.Errorf("meta %v, want version 2, created 10, updated 20", got)
+			}
+		},
+	}, {
 		name: "update keeps created_at, moves a unique index",
 		actions: func(t *testing.T) []*api.StoreAction {
 			return []*api.StoreAction{act(t, update, renamed)}
@@ -126,6 +140,30 @@ func TestApply(t *testing.T) {
 		actions: one(create, task("t1", "s1", "", 0)),
 		wantErr: ErrExists,
 	}, {
+		// The insert finds the id taken: the stored task must keep its
+		// place in the service and node indexes, the newcomer get none.
+		name: "create duplicate id after a create, with other index values",
+		actions: func(t *testing.T) []*api.StoreAction {
+			return []*api.StoreAction{
+				act(t, create, task("t2", "s2", "n2", 0)),
+				act(t, create, task("t1", "s2", "n3", 0)),
+			}
+		},
+		wantErr: ErrExists,
+		check: func(t *testing.T, tx ReadTx) {
+			if got := tx.ListTasksByService("s1"); len(got) != 1 || got[0].GetId() != "t1" {
+				t.Errorf("service s1 lists %v, want t1", got)
+			}
+			if got := tx.ListTasksByNode("n1"); len(got) != 1 || got[0].GetId() != "t1" {
+				t.Errorf("node n1 lists %v, want t1", got)
+			}
+			for _, lookup := range [][]*api.Task{tx.ListTasksByService("s2"), tx.ListTasksByNode("n2"), tx.ListTasksByNode("n3")} {
+				if len(lookup) != 0 {
+					t.Errorf("a refused create left %v in an index", lookup)
+				}
+			}
+		},
+	}, {
 		name:    "create duplicate hostname",
 		actions: one(create, node("n3", "h1", 0, 0)),
 		wantErr: ErrExists,
@@ -192,9 +230,10 @@ func TestApply(t *testing.T) {
 				if string(saved(t, s)) != string(before) {
 					t.Errorf("refused batch changed the store: %v", s.Save())
 				}
-				return
 			}
-			s.View(func(tx ReadTx) { tc.check(t, tx) })
+			if tc.check != nil {
+				s.View(func(tx ReadTx) { tc.check(t, tx) })
+			}
 		})
 	}
 }

@@ -87,7 +87,7 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 	switch s.kind {
 	case api.StoreAction_KIND_CREATE:
 		if exists {
-			return step{}, fmt.Errorf("%s: id %w", s.what(), ErrExists)
+			return step{}, s.idTaken()
 		}
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
 		if !exists {
