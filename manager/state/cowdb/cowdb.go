@@ -30,8 +30,8 @@ import (
 	"github.com/jaco-project/jaco/manager/state/cowdb/cowtree"
 )
 
-// degree of the B-trees: nodes of up to 63 items (24-byte entries,
-// 40-byte refs). In a table of 300 000 (bench_test.go), against 16: a
+// degree of the B-trees: nodes of up to 63 items (24-byte entries and
+// refs). In a table of 300 000 (bench_test.go), against 16: a
 // full GC 20 % shorter and an index read 20 % faster, an insert 10 %
 // slower; with 8, reads took twice as long.
 const degree = 32
@@ -76,16 +76,23 @@ func newEntry(id string, obj any) entry { return entry{prefix(id), obj} }
 func probeEntry(id string) entry { return entry{prefix(id), probe(id)} }
 
 // ref is an object's place in a secondary index, ordered by its key,
-// then its id; held by value like entry (40 bytes).
+// then its id; held by value like entry, and like it 24 bytes: the key's
+// prefix and the object, its key read through the index (Index.Key) when
+// prefixes tie. With the key inline (40 bytes) a write into a large table
+// copied nodes two thirds larger, and a key made for the index (a join
+// token's hash as a string) stayed on the heap beside its object, one
+// more for the collector to mark each cycle (docs/adr/0052).
 type ref struct {
 	head uint64 // prefix(key)
-	key  string
-	obj  any // the object, or a probe
+	obj  any    // the object, or a keyProbe
 }
 
-func newRef(key string, obj any) ref { return ref{prefix(key), key, obj} }
+// keyProbe stands for an object in an index lookup: its key and id.
+type keyProbe struct{ key, id string }
 
-func probeRef(key, id string) ref { return ref{prefix(key), key, probe(id)} }
+func newRef(key string, obj any) ref { return ref{prefix(key), obj} }
+
+func probeRef(key, id string) ref { return ref{prefix(key), keyProbe{key, id}} }
 
 // prefix is s's first 8 bytes as a big-endian number, zero-padded: it
 // orders strings as their first 8 bytes do. Comparing it first settles
@@ -100,10 +107,23 @@ func prefix(s string) uint64 {
 
 // idOf is obj's id: a probe's own, or a stored object's through ID.
 func (s *Schema) idOf(obj any) string {
-	if p, ok := obj.(probe); ok {
+	switch p := obj.(type) {
+	case probe:
 		return string(p)
+	case keyProbe:
+		return p.id
 	}
 	return s.ID(obj)
+}
+
+// keyOf is obj's key in ix: a probe's own, or a stored object's through
+// Key (which held, since the object is in the index).
+func keyOf(ix *Index, obj any) string {
+	if p, ok := obj.(keyProbe); ok {
+		return p.key
+	}
+	key, _ := ix.Key(obj)
+	return key
 }
 
 func (s *Schema) entryLess(a, b entry) bool {
@@ -113,14 +133,17 @@ func (s *Schema) entryLess(a, b entry) bool {
 	return s.idOf(a.obj) < s.idOf(b.obj)
 }
 
-func (s *Schema) refLess(a, b ref) bool {
-	if a.head != b.head {
-		return a.head < b.head
+// refLess orders the refs of index ix.
+func (s *Schema) refLess(ix *Index) func(a, b ref) bool {
+	return func(a, b ref) bool {
+		if a.head != b.head {
+			return a.head < b.head
+		}
+		if ka, kb := keyOf(ix, a.obj), keyOf(ix, b.obj); ka != kb {
+			return ka < kb
+		}
+		return s.idOf(a.obj) < s.idOf(b.obj)
 	}
-	if a.key != b.key {
-		return a.key < b.key
-	}
-	return s.idOf(a.obj) < s.idOf(b.obj)
 }
 
 // trees are one table's content: the objects by id and each secondary
@@ -169,8 +192,8 @@ func New(schema *Schema) *Version {
 
 func emptyTrees(s *Schema, t *Table) *trees {
 	tr := &trees{byID: cowtree.New(degree, s.entryLess)}
-	for range t.Indexes {
-		tr.secondary = append(tr.secondary, cowtree.New(degree, s.refLess))
+	for i := range t.Indexes {
+		tr.secondary = append(tr.secondary, cowtree.New(degree, s.refLess(&t.Indexes[i])))
 	}
 	return tr
 }

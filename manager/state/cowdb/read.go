@@ -30,8 +30,9 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	tb.trees.secondary[i].AscendGreaterOrEqual(probeRef(key, after), func(r ref) bool {
-		if r.key != key {
+	ix, from := &tb.schema.Indexes[i], probeRef(key, after)
+	tb.trees.secondary[i].AscendGreaterOrEqual(from, func(r ref) bool {
+		if r.head != from.head || keyOf(ix, r.obj) != key {
 			return false
 		}
 		if after != "" && v.schema.ID(r.obj) == after {
