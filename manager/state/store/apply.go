@@ -44,7 +44,7 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 		s.held = s.db.Load().Write()
 	}
 	actions := req.GetActions()
-	b := batch{txn: s.held, index: index, alone: len(actions) == 1, insertFindsIDs: true}
+	b := batch{txn: s.held, index: index, alone: len(actions) == 1}
 	var done []step // what undo takes back; a lone action has nothing before it
 	if !b.alone {
 		done = make([]step, 0, len(actions))
@@ -119,14 +119,11 @@ type batch struct {
 	// alone says the batch is one action: nothing reads base after it,
 	// and most entries (every join token, every status report) are one.
 	alone bool
-	// insertFindsIDs leaves a create's id to the insert (do), which
-	// replaces nothing unless the id is taken, instead of looking it up
-	// first: ApplyHeld's batches, where each lookup walked the id tree of
-	// a large table a second time for every object created
-	// (docs/adr/0052). A Tx records without writing (pending), so its
-	// creates look the id up.
-	insertFindsIDs bool
 }
+
+// recording says the batch checks a Tx's actions as they are recorded
+// (index 0) rather than applying a committed entry.
+func (b *batch) recording() bool { return b.index == 0 }
 
 // objectKey names a stored object: its table and id.
 type objectKey struct {
@@ -149,8 +146,8 @@ type step struct {
 // check looks a up against the transaction, changing nothing: the object
 // exists or not as its kind needs, it carries the version it must, and
 // no other object holds one of its unique index values. Writing a checked
-// step (do) cannot fail but for a bug, or a create's taken id when the
-// insert finds ids (insertFindsIDs).
+// step (do) cannot fail but for a bug, or, when applying, a create's
+// taken id.
 func (b *batch) check(a *api.StoreAction) (step, error) {
 	obj := target(a)
 	if obj == nil {
@@ -167,7 +164,11 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 	s := step{t: t, kind: a.GetKind(), obj: obj}
 	switch s.kind {
 	case api.StoreAction_KIND_CREATE:
-		if !b.insertFindsIDs && b.txn.Get(t.name, id) != nil {
+		// Applying, the insert itself finds a taken id (do): a lookup
+		// first walked the id tree of a large table a second time for
+		// every object created (docs/adr/0052). A Tx records without
+		// writing (pending), so its creates look the id up.
+		if b.recording() && b.txn.Get(t.name, id) != nil {
 			return step{}, s.idTaken()
 		}
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
@@ -213,7 +214,7 @@ func (b *batch) version(t *table, stored Object) uint64 {
 
 // do writes a checked step: it stores s.obj itself, replacing s.old (nil
 // for a create), or deletes s.old; a create whose id is taken changes
-// nothing and is refused (insertFindsIDs). Apply owns its request (see
+// nothing and is refused (applying only). Apply owns its request (see
 // Apply).
 // Update's check (index 0) stores the action's own object: Tx made it,
 // only the throwaway transaction holds it, and what do sets on it there
@@ -227,7 +228,7 @@ func (b *batch) do(s step) (Event, error) {
 	}
 	meta := mutableMeta(s.obj)
 	meta.Version = b.index
-	if b.index == 0 {
+	if b.recording() {
 		meta.Version = s.base
 	}
 	ev := Event{Kind: EventCreate, Object: s.obj, Index: b.index}
@@ -238,8 +239,9 @@ func (b *batch) do(s step) (Event, error) {
 		shareEqualTimes(meta)
 	}
 	if replaced := b.txn.Insert(s.t.name, s.obj); replaced != nil && s.kind == api.StoreAction_KIND_CREATE {
-		// The id was taken (insertFindsIDs): put its holder back, with
-		// its index entries, so the refused step leaves nothing behind.
+		// The id was taken (applying: check left it to the insert): put
+		// its holder back, with its index entries, so the refused step
+		// leaves nothing behind.
 		b.txn.Insert(s.t.name, replaced)
 		return Event{}, s.idTaken()
 	}
