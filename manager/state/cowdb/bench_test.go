@@ -12,7 +12,7 @@ import (
 // hex ids and one secondary index on a random hash.
 var tokenSchema = &Schema{
 	ID: func(o any) string { return o.(*obj).id },
-	Tables: []Table{{Name: "t", Indexes: []Index{
+	Tables: []Table{{Name: "t", Type: TypeOf[obj](), Indexes: []Index{
 		{Name: "hash", Key: func(o any) (string, bool) { return o.(*obj).name, true }},
 	}}},
 }

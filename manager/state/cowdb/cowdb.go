@@ -15,7 +15,9 @@
 //   - A secondary index holds each object under its key and id, so a read
 //     through it walks that index alone; an update replaces the object
 //     there, moving it only when its key changed.
-//   - Unknown table or index names are the caller's bug: they panic.
+//   - A table holds pointers of one type (Table.Type). Unknown table or
+//     index names, and objects of another type, are the caller's bug:
+//     they panic.
 //
 // The store (manager/state/store) keeps its content in it: docs/design.md
 // §7, and ADR 0044 for why not go-memdb (its radix trees cost about 1 KB
@@ -23,15 +25,18 @@
 package cowdb
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
+	"unsafe"
 
 	"github.com/jaco-project/jaco/manager/state/cowdb/cowtree"
 )
 
-// degree of the B-trees: nodes of up to 63 items (24-byte entries and
-// refs). In a table of 300 000 (bench_test.go), against 16: a
+// degree of the B-trees: nodes of up to 63 items. With 24-byte items
+// (before ADR 0053), in a table of 300 000 (bench_test.go), against 16: a
 // full GC 20 % shorter and an index read 20 % faster, an insert 10 %
 // slower; with 8, reads took twice as long.
 const degree = 32
@@ -43,10 +48,12 @@ type Index struct {
 	Key func(obj any) (string, bool)
 }
 
-// Table describes one table: its name and secondary indexes. Every table
-// is ordered by its objects' ids (Schema.ID).
+// Table describes one table: its name, the type of its objects and its
+// secondary indexes. Every table is ordered by its objects' ids
+// (Schema.ID).
 type Table struct {
 	Name    string
+	Type    Type
 	Indexes []Index
 }
 
@@ -56,43 +63,39 @@ type Schema struct {
 	ID     func(obj any) string
 }
 
-// entry is an object in its table's id order. A tree's node holds its
-// entries by value, and a write copies the nodes it changes: an entry is
-// the object itself and its id's prefix (24 bytes), its id read through
-// the schema when prefixes tie. With the id inline (40 bytes) copying
-// nodes cost more; with id and object behind a pointer of their own
-// (16 bytes), a table of 400 000 objects held 60 % more heap objects and
-// a full GC took 20 % longer (issue 15).
-type entry struct {
-	head uint64 // prefix of the id
-	obj  any    // the object, or a probe
+// Type is how a table's trees hold its objects, all pointers of one type
+// (TypeOf): as bare pointers, half the size of the interfaces they come
+// in, so that a tree's entries are 16 bytes and a write copies nodes a
+// third smaller (docs/adr/0053).
+type Type struct {
+	ptr func(obj any) (unsafe.Pointer, bool)
+	obj func(p unsafe.Pointer) any
 }
 
-// probe stands for an object in a lookup: just its id.
-type probe string
-
-func newEntry(id string, obj any) entry { return entry{prefix(id), obj} }
-
-func probeEntry(id string) entry { return entry{prefix(id), probe(id)} }
-
-// ref is an object's place in a secondary index, ordered by its key,
-// then its id; held by value like entry, and like it 24 bytes: the key's
-// prefix and the object, its key read through the index (Index.Key) when
-// prefixes tie. With the key inline (40 bytes) a write into a large table
-// copied nodes two thirds larger, and a key made for the index (a join
-// token's hash as a string) stayed on the heap beside its object, one
-// more for the collector to mark each cycle (docs/adr/0052).
-type ref struct {
-	head uint64 // prefix(key)
-	obj  any    // the object, or a keyProbe
+// TypeOf is the Type of a table of *T.
+func TypeOf[T any]() Type {
+	return Type{
+		ptr: func(obj any) (unsafe.Pointer, bool) {
+			p, ok := obj.(*T)
+			return unsafe.Pointer(p), ok && p != nil
+		},
+		obj: func(p unsafe.Pointer) any { return (*T)(p) },
+	}
 }
 
-// keyProbe stands for an object in an index lookup: its key and id.
-type keyProbe struct{ key, id string }
-
-func newRef(key string, obj any) ref { return ref{prefix(key), obj} }
-
-func probeRef(key, id string) ref { return ref{prefix(key), keyProbe{key, id}} }
+// item is an object's place in one of its table's trees: in id order
+// (the table's own tree), or in key then id order (a secondary index's).
+// A node holds its items by value, and a write copies the nodes it
+// changes, so an item is small: the object and its id's or key's first 8
+// bytes, the whole id or key read from the object when those tie. With
+// the key inline (40 bytes) a write into a large table copied nodes two
+// thirds larger (docs/adr/0052); with the object in an interface, half
+// again as large as now (docs/adr/0053). Lookups compare items with what
+// they seek (idCmp, keyCmp); nothing but objects goes in a tree.
+type item struct {
+	head uint64         // prefix of the id or key
+	p    unsafe.Pointer // the object, of its table's Type
+}
 
 // prefix is s's first 8 bytes as a big-endian number, zero-padded: it
 // orders strings as their first 8 bytes do. Comparing it first settles
@@ -105,44 +108,79 @@ func prefix(s string) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// idOf is obj's id: a probe's own, or a stored object's through ID.
-func (s *Schema) idOf(obj any) string {
-	switch p := obj.(type) {
-	case probe:
-		return string(p)
-	case keyProbe:
-		return p.id
-	}
-	return s.ID(obj)
+// layout is what every version needs of one table's schema, made once:
+// where each index is, and how its trees order their items.
+type layout struct {
+	schema  *Table
+	id      func(obj any) string // Schema.ID
+	index   map[string]int       // secondary index name → position
+	idLess  func(a, b item) bool
+	keyLess []func(a, b item) bool // in Table.Indexes order
 }
 
-// keyOf is obj's key in ix: a probe's own, or a stored object's through
-// Key (which held, since the object is in the index).
-func keyOf(ix *Index, obj any) string {
-	if p, ok := obj.(keyProbe); ok {
-		return p.key
+func newLayout(s *Schema, t *Table) *layout {
+	if t.Type.ptr == nil {
+		panic(fmt.Sprintf("cowdb: table %q has no Type", t.Name))
 	}
-	key, _ := ix.Key(obj)
-	return key
-}
-
-func (s *Schema) entryLess(a, b entry) bool {
-	if a.head != b.head {
-		return a.head < b.head
-	}
-	return s.idOf(a.obj) < s.idOf(b.obj)
-}
-
-// refLess orders the refs of index ix.
-func (s *Schema) refLess(ix *Index) func(a, b ref) bool {
-	return func(a, b ref) bool {
+	l := &layout{schema: t, id: s.ID, index: map[string]int{}}
+	l.idLess = func(a, b item) bool {
 		if a.head != b.head {
 			return a.head < b.head
 		}
-		if ka, kb := keyOf(ix, a.obj), keyOf(ix, b.obj); ka != kb {
-			return ka < kb
+		return l.idAt(a) < l.idAt(b)
+	}
+	for i := range t.Indexes {
+		ix := &t.Indexes[i]
+		l.index[ix.Name] = i
+		l.keyLess = append(l.keyLess, func(a, b item) bool {
+			if a.head != b.head {
+				return a.head < b.head
+			}
+			if ka, kb := l.keyAt(ix, a), l.keyAt(ix, b); ka != kb {
+				return ka < kb
+			}
+			return l.idAt(a) < l.idAt(b)
+		})
+	}
+	return l
+}
+
+// obj is the object at it.
+func (l *layout) obj(it item) any { return l.schema.Type.obj(it.p) }
+
+// idAt is the id of the object at it.
+func (l *layout) idAt(it item) string { return l.id(l.obj(it)) }
+
+// keyAt is the key in ix of the object at it (which held, since the
+// object is in the index).
+func (l *layout) keyAt(ix *Index, it item) string {
+	key, _ := ix.Key(l.obj(it))
+	return key
+}
+
+// idCmp finds the object with id in the table's own tree.
+func (l *layout) idCmp(id string) func(item) int {
+	head := prefix(id)
+	return func(it item) int {
+		if it.head != head {
+			return cmp.Compare(it.head, head)
 		}
-		return s.idOf(a.obj) < s.idOf(b.obj)
+		return strings.Compare(l.idAt(it), id)
+	}
+}
+
+// keyCmp finds, in ix's tree, the object with key and id, or where it
+// would be: before the others with key when id is "".
+func (l *layout) keyCmp(ix *Index, key, id string) func(item) int {
+	head := prefix(key)
+	return func(it item) int {
+		if it.head != head {
+			return cmp.Compare(it.head, head)
+		}
+		if c := strings.Compare(l.keyAt(ix, it), key); c != 0 {
+			return c
+		}
+		return strings.Compare(l.idAt(it), id)
 	}
 }
 
@@ -151,14 +189,13 @@ func (s *Schema) refLess(ix *Index) func(a, b ref) bool {
 // committed they never change, and every version copied from it shares
 // them until it writes to the table.
 type trees struct {
-	byID      *cowtree.Tree[entry]
-	secondary []*cowtree.Tree[ref]
+	byID      *cowtree.Tree[item]
+	secondary []*cowtree.Tree[item]
 }
 
 // table is one table of a Version.
 type table struct {
-	schema *Table
-	index  map[string]int // secondary index name → position
+	*layout
 	// trees is shared with the Version it was copied from until the
 	// first write (owned false), which copies them.
 	trees *trees
@@ -168,32 +205,28 @@ type table struct {
 // Version is one state of the database. See the package contract.
 type Version struct {
 	schema *Schema
-	// layout is where each table is in tables, by name: one map shared
-	// by every version of a database.
-	layout   map[string]int
+	// names is where each table is in tables: one map shared by every
+	// version of a database.
+	names    map[string]int
 	tables   []table // in Schema.Tables order
 	writable bool
 }
 
 // New returns an empty committed version of schema.
 func New(schema *Schema) *Version {
-	v := &Version{schema: schema, layout: map[string]int{}, tables: make([]table, len(schema.Tables))}
+	v := &Version{schema: schema, names: map[string]int{}, tables: make([]table, len(schema.Tables))}
 	for i := range schema.Tables {
-		t := &schema.Tables[i]
-		v.layout[t.Name] = i
-		index := map[string]int{}
-		for j, ix := range t.Indexes {
-			index[ix.Name] = j
-		}
-		v.tables[i] = table{schema: t, index: index, owned: true, trees: emptyTrees(schema, t)}
+		l := newLayout(schema, &schema.Tables[i])
+		v.names[l.schema.Name] = i
+		v.tables[i] = table{layout: l, owned: true, trees: l.emptyTrees()}
 	}
 	return v
 }
 
-func emptyTrees(s *Schema, t *Table) *trees {
-	tr := &trees{byID: cowtree.New(degree, s.entryLess)}
-	for i := range t.Indexes {
-		tr.secondary = append(tr.secondary, cowtree.New(degree, s.refLess(&t.Indexes[i])))
+func (l *layout) emptyTrees() *trees {
+	tr := &trees{byID: cowtree.New(degree, l.idLess)}
+	for _, less := range l.keyLess {
+		tr.secondary = append(tr.secondary, cowtree.New(degree, less))
 	}
 	return tr
 }
@@ -205,7 +238,7 @@ func (v *Version) Write() *Version {
 		panic("cowdb: a copy of a version still being written")
 	}
 	// Every Update takes one: a slice of tables costs one allocation.
-	w := &Version{schema: v.schema, layout: v.layout, tables: slices.Clone(v.tables), writable: true}
+	w := &Version{schema: v.schema, names: v.names, tables: slices.Clone(v.tables), writable: true}
 	for i := range w.tables {
 		w.tables[i].owned = false
 	}
@@ -227,7 +260,7 @@ func (v *Version) mustWrite() {
 
 // table returns the named table, or panics.
 func (v *Version) table(name string) *table {
-	i, ok := v.layout[name]
+	i, ok := v.names[name]
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no table %q", name))
 	}
@@ -242,7 +275,7 @@ func (v *Version) own(tb *table) *trees {
 	// The shared trees are a committed version's: Clone leaves them as
 	// they are, so versions copied from one at once need no lock.
 	shared := tb.trees
-	own := &trees{byID: shared.byID.Clone(), secondary: make([]*cowtree.Tree[ref], 0, len(shared.secondary))}
+	own := &trees{byID: shared.byID.Clone(), secondary: make([]*cowtree.Tree[item], 0, len(shared.secondary))}
 	for _, s := range shared.secondary {
 		own.secondary = append(own.secondary, s.Clone())
 	}
@@ -251,28 +284,34 @@ func (v *Version) own(tb *table) *trees {
 }
 
 // Insert stores obj in table, replacing the object with its id, if any,
-// and returns the replaced one (nil when none).
+// and returns the replaced one (nil when none). obj must be a non-nil
+// pointer of the table's Type.
 func (v *Version) Insert(tableName string, obj any) any {
 	v.mustWrite()
 	tb := v.table(tableName)
+	p, ok := tb.schema.Type.ptr(obj)
+	if !ok {
+		panic(fmt.Sprintf("cowdb: %T stored in table %q", obj, tableName))
+	}
 	tr := v.own(tb)
-	id := v.schema.ID(obj)
-	old, had := tr.byID.ReplaceOrInsert(newEntry(id, obj))
-	for i, ix := range tb.schema.Indexes {
+	id := tb.id(obj)
+	old, had := tr.byID.ReplaceOrInsert(item{prefix(id), p})
+	for i := range tb.schema.Indexes {
+		ix := &tb.schema.Indexes[i]
 		key, ok := ix.Key(obj)
 		if had {
-			if oldKey, oldOK := ix.Key(old.obj); oldOK && (!ok || oldKey != key) {
-				tr.secondary[i].Delete(probeRef(oldKey, id))
+			if oldKey, oldOK := ix.Key(tb.obj(old)); oldOK && (!ok || oldKey != key) {
+				tr.secondary[i].Delete(tb.keyCmp(ix, oldKey, id))
 			}
 		}
 		if ok {
-			tr.secondary[i].ReplaceOrInsert(newRef(key, obj))
+			tr.secondary[i].ReplaceOrInsert(item{prefix(key), p})
 		}
 	}
 	if !had {
 		return nil
 	}
-	return old.obj
+	return tb.obj(old)
 }
 
 // Delete removes the object with id from table and returns it (nil when
@@ -281,21 +320,23 @@ func (v *Version) Delete(tableName, id string) any {
 	v.mustWrite()
 	tb := v.table(tableName)
 	tr := v.own(tb)
-	old, had := tr.byID.Delete(probeEntry(id))
+	old, had := tr.byID.Delete(tb.idCmp(id))
 	if !had {
 		return nil
 	}
-	for i, ix := range tb.schema.Indexes {
-		if key, ok := ix.Key(old.obj); ok {
-			tr.secondary[i].Delete(probeRef(key, id))
+	obj := tb.obj(old)
+	for i := range tb.schema.Indexes {
+		ix := &tb.schema.Indexes[i]
+		if key, ok := ix.Key(obj); ok {
+			tr.secondary[i].Delete(tb.keyCmp(ix, key, id))
 		}
 	}
-	return old.obj
+	return obj
 }
 
 // Clear removes every object of table.
 func (v *Version) Clear(tableName string) {
 	v.mustWrite()
 	tb := v.table(tableName)
-	tb.trees, tb.owned = emptyTrees(v.schema, tb.schema), true
+	tb.trees, tb.owned = tb.emptyTrees(), true
 }

@@ -5,8 +5,10 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 // obj is a test object: an id, a group (a non-unique index) and a name
@@ -15,7 +17,7 @@ type obj struct{ id, group, name string }
 
 var schema = &Schema{
 	ID: func(o any) string { return o.(*obj).id },
-	Tables: []Table{{Name: "t", Indexes: []Index{
+	Tables: []Table{{Name: "t", Type: TypeOf[obj](), Indexes: []Index{
 		{Name: "group", Key: func(o any) (string, bool) { return o.(*obj).group, true }},
 		{Name: "name", Key: func(o any) (string, bool) { n := o.(*obj).name; return n, n != "" }},
 	}}},
@@ -164,16 +166,25 @@ func TestPrefixOrdersAsStrings(t *testing.T) {
 		if (pa < pb && a >= b) || (pa > pb && a <= b) {
 			t.Fatalf("prefix(%q) = %x, prefix(%q) = %x: not in the strings' order", a, pa, b, pb)
 		}
-		// A stored object against a lookup's probe, both ways.
-		if schema.entryLess(newEntry(a, &obj{id: a}), probeEntry(b)) != (a < b) ||
-			schema.entryLess(probeEntry(a), newEntry(b, &obj{id: b})) != (a < b) {
-			t.Fatalf("entryLess(%q, %q) != (%q < %q)", a, b, a, b)
+		// Two stored objects, and one against a lookup.
+		l := newLayout(schema, &schema.Tables[0])
+		oa, ob := &obj{id: a, group: a}, &obj{id: b, group: b}
+		ita, itb := item{prefix(a), unsafe.Pointer(oa)}, item{prefix(b), unsafe.Pointer(ob)}
+		if l.idLess(ita, itb) != (a < b) || (l.idCmp(b)(ita) < 0) != (a < b) || (l.idCmp(b)(ita) == 0) != (a == b) {
+			t.Fatalf("id order of %q and %q: less %v, cmp %d", a, b, l.idLess(ita, itb), l.idCmp(b)(ita))
 		}
 		// Keys tie often with this alphabet: the ids decide then.
-		ia, ib := random(), random()
-		less := schema.refLess(&schema.Tables[0].Indexes[0])
-		if got, want := less(newRef(a, &obj{id: ia, group: a}), probeRef(b, ib)), a < b || (a == b && ia < ib); got != want {
-			t.Fatalf("refLess(%q/%q, %q/%q) = %v, want %v", a, ia, b, ib, got, want)
+		oa.id, ob.id = random(), random()
+		ix := &schema.Tables[0].Indexes[0]
+		want := strings.Compare(a, b)
+		if want == 0 {
+			want = strings.Compare(oa.id, ob.id)
+		}
+		if got := l.keyLess[0](ita, itb); got != (want < 0) {
+			t.Fatalf("keyLess(%q/%q, %q/%q) = %v, want %v", a, oa.id, b, ob.id, got, want < 0)
+		}
+		if got := l.keyCmp(ix, b, ob.id)(ita); got != want {
+			t.Fatalf("keyCmp(%q/%q) of %q/%q = %d, want %d", b, ob.id, a, oa.id, got, want)
 		}
 	}
 }
@@ -221,6 +232,8 @@ func TestMisuse(t *testing.T) {
 		"unknown table":                   func() { v.Get("nope", "a") },
 		"unknown index":                   func() { v.First("t", "nope", "a") },
 		"commit of a committed version":   func() { v.Commit() },
+		"object of another type":          func() { v.Write().Insert("t", obj{id: "a"}) },
+		"nil object":                      func() { v.Write().Insert("t", (*obj)(nil)) },
 	} {
 		func() {
 			defer func() {

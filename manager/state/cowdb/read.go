@@ -4,11 +4,12 @@ import "fmt"
 
 // Get returns the object with id in table, nil when there is none.
 func (v *Version) Get(tableName, id string) any {
-	e, ok := v.table(tableName).trees.byID.Get(probeEntry(id))
+	tb := v.table(tableName)
+	it, ok := tb.trees.byID.Get(tb.idCmp(id))
 	if !ok {
 		return nil
 	}
-	return e.obj
+	return tb.obj(it)
 }
 
 // First returns the first object, in id order, whose key in index is key,
@@ -30,26 +31,36 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	ix, from := &tb.schema.Indexes[i], probeRef(key, after)
-	tb.trees.secondary[i].AscendGreaterOrEqual(from, func(r ref) bool {
-		if r.head != from.head || keyOf(ix, r.obj) != key {
+	ix, head := &tb.schema.Indexes[i], prefix(key)
+	tb.trees.secondary[i].Ascend(tb.keyCmp(ix, key, after), func(it item) bool {
+		if it.head != head {
 			return false
 		}
-		if after != "" && v.schema.ID(r.obj) == after {
+		obj := tb.obj(it)
+		if k, _ := ix.Key(obj); k != key {
+			return false
+		}
+		if after != "" && tb.id(obj) == after {
 			return true
 		}
-		return fn(r.obj)
+		return fn(obj)
 	})
 }
 
 // All calls fn with every object of table, in id order, from the first id
 // after after ("" for all), until fn returns false.
 func (v *Version) All(tableName, after string, fn func(obj any) bool) {
-	v.table(tableName).trees.byID.AscendGreaterOrEqual(probeEntry(after), func(e entry) bool {
-		if after != "" && v.schema.ID(e.obj) == after {
+	tb := v.table(tableName)
+	var from func(item) int
+	if after != "" {
+		from = tb.idCmp(after)
+	}
+	tb.trees.byID.Ascend(from, func(it item) bool {
+		obj := tb.obj(it)
+		if after != "" && tb.id(obj) == after {
 			return true
 		}
-		return fn(e.obj)
+		return fn(obj)
 	})
 }
 

@@ -40,9 +40,11 @@ const (
 	indexHash      = "hash"
 )
 
-// table is a stored type's table: its name and secondary indexes.
+// table is a stored type's table: its name, the type it holds and its
+// secondary indexes.
 type table struct {
 	name    string
+	typ     cowdb.Type
 	indexes []index
 }
 
@@ -56,34 +58,49 @@ type index struct {
 
 // tables maps each stored message type to its table. Every table is
 // ordered by id; empty secondary values are not indexed.
-var tables = map[protoreflect.FullName]*table{
-	fullName[*api.Cluster](): {name: tableCluster},
-	fullName[*api.JoinToken](): {name: tableJoinToken, indexes: []index{
-		{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })}}},
-	fullName[*api.Node](): {name: tableNode, indexes: []index{
-		{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
-		{indexRaftID, false, func(o Object) (string, bool) {
+var tables = byType(
+	define[api.Cluster](tableCluster),
+	define[api.JoinToken](tableJoinToken,
+		index{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })}),
+	define[api.Node](tableNode,
+		index{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
+		index{indexRaftID, false, func(o Object) (string, bool) {
 			v := o.(*api.Node).GetRaftId()
 			return uintKey(v), v != 0
-		}},
-	}},
-	fullName[*api.Service](): {name: tableService, indexes: []index{
-		{indexName, true, stringKey(func(s *api.Service) string { return s.GetSpec().GetName() })}}},
-	fullName[*api.Network](): {name: tableNetwork, indexes: []index{
-		{indexName, true, stringKey(func(n *api.Network) string { return n.GetSpec().GetName() })}}},
-	fullName[*api.Secret](): {name: tableSecret, indexes: []index{
-		{indexName, true, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}}},
-	fullName[*api.Config](): {name: tableConfig, indexes: []index{
-		{indexName, true, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}}},
-	fullName[*api.Task](): {name: tableTask, indexes: []index{
-		{indexServiceID, false, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
-		{indexNodeID, false, stringKey(func(t *api.Task) string { return t.GetNodeId() })},
-	}},
+		}}),
+	define[api.Service](tableService,
+		index{indexName, true, stringKey(func(s *api.Service) string { return s.GetSpec().GetName() })}),
+	define[api.Network](tableNetwork,
+		index{indexName, true, stringKey(func(n *api.Network) string { return n.GetSpec().GetName() })}),
+	define[api.Secret](tableSecret,
+		index{indexName, true, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}),
+	define[api.Config](tableConfig,
+		index{indexName, true, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}),
+	define[api.Task](tableTask,
+		index{indexServiceID, false, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
+		index{indexNodeID, false, stringKey(func(t *api.Task) string { return t.GetNodeId() })}),
+)
+
+// typedTable is a table with the message it keeps.
+type typedTable struct {
+	message protoreflect.FullName
+	*table
 }
 
-func fullName[T proto.Message]() protoreflect.FullName {
-	var zero T
-	return zero.ProtoReflect().Descriptor().FullName()
+// define is the table called name that keeps *T, with indexes.
+func define[T any, P interface {
+	*T
+	Object
+}](name string, indexes ...index) typedTable {
+	return typedTable{P(nil).ProtoReflect().Descriptor().FullName(), &table{name: name, typ: cowdb.TypeOf[T](), indexes: indexes}}
+}
+
+func byType(defs ...typedTable) map[protoreflect.FullName]*table {
+	m := make(map[protoreflect.FullName]*table, len(defs))
+	for _, d := range defs {
+		m[d.message] = d.table
+	}
+	return m
 }
 
 // stringKey indexes a string field; the empty string is not indexed.
@@ -103,7 +120,7 @@ func uintKey(v uint64) string {
 var schema = func() *cowdb.Schema {
 	s := &cowdb.Schema{ID: func(o any) string { return o.(Object).GetId() }}
 	for _, t := range tables {
-		ct := cowdb.Table{Name: t.name}
+		ct := cowdb.Table{Name: t.name, Type: t.typ}
 		for _, ix := range t.indexes {
 			ct.Indexes = append(ct.Indexes, cowdb.Index{Name: ix.name, Key: func(o any) (string, bool) { return ix.key(o.(Object)) }})
 		}

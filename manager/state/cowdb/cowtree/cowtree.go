@@ -77,10 +77,27 @@ func (t *Tree[T]) find(items []T, x T) (int, bool) {
 	return lo, lo < len(items) && !t.less(x, items[lo])
 }
 
-// Get returns t's value equivalent to x, if any.
-func (t *Tree[T]) Get(x T) (T, bool) {
+// search returns the position of the first value of items cmp (as for
+// Get) does not place before the one sought, and whether cmp matched it.
+func search[T any](items []T, cmp func(T) int) (int, bool) {
+	lo, hi := 0, len(items)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if cmp(items[mid]) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, lo < len(items) && cmp(items[lo]) == 0
+}
+
+// Get returns t's value cmp finds: the one for which it returns 0.
+// cmp places a value against the one sought, as a key would: negative
+// for a value before it, positive after. It must agree with t's order.
+func (t *Tree[T]) Get(cmp func(T) int) (T, bool) {
 	for n := t.root; n != nil; {
-		i, found := t.find(n.items, x)
+		i, found := search(n.items, cmp)
 		if found {
 			return n.items[i], true
 		}
@@ -93,25 +110,31 @@ func (t *Tree[T]) Get(x T) (T, bool) {
 	return zero, false
 }
 
-// AscendGreaterOrEqual calls fn with each value not less than pivot, in
+// Ascend calls fn with each value from the first for which cmp (as for
+// Get) is not negative, or from the first of all when cmp is nil, in
 // order, until fn returns false.
-func (t *Tree[T]) AscendGreaterOrEqual(pivot T, fn func(T) bool) {
+func (t *Tree[T]) Ascend(cmp func(T) int, fn func(T) bool) {
 	if t.root != nil {
-		t.ascend(t.root, pivot, true, fn)
+		t.ascend(t.root, cmp, fn)
 	}
 }
 
-// ascend walks n's subtree in order, from pivot when bounded (else all
-// of it: every value there follows pivot); false means fn stopped it.
-func (t *Tree[T]) ascend(n *node[T], pivot T, bounded bool, fn func(T) bool) bool {
+// ascend walks n's subtree in order, from the first value cmp does not
+// place before the one sought (all of it when cmp is nil: every value
+// there follows); false means fn stopped it.
+func (t *Tree[T]) ascend(n *node[T], cmp func(T) int, fn func(T) bool) bool {
 	i := 0
-	if bounded {
-		i, _ = t.find(n.items, pivot)
+	if cmp != nil {
+		i, _ = search(n.items, cmp)
 	}
-	// Only the first child walked can hold values before pivot: the ones
-	// after it follow n.items[i], which does not precede pivot.
+	// Only the first child walked can hold values before the one sought:
+	// the ones after it follow n.items[i], which does not precede it.
 	for first := true; i <= len(n.items); i, first = i+1, false {
-		if n.children != nil && !t.ascend(n.children[i], pivot, bounded && first, fn) {
+		from := cmp
+		if !first {
+			from = nil
+		}
+		if n.children != nil && !t.ascend(n.children[i], from, fn) {
 			return false
 		}
 		if i < len(n.items) && !fn(n.items[i]) {

@@ -1,6 +1,7 @@
 package cowtree
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,9 @@ import (
 type kv struct{ k, v int }
 
 func kvLess(a, b kv) bool { return a.k < b.k }
+
+// key is how a lookup finds the value with key k.
+func key(k int) func(kv) int { return func(x kv) int { return cmp.Compare(x.k, k) } }
 
 // model is the set a tree must hold: its values in key order.
 type model []kv
@@ -39,7 +43,7 @@ func (m model) del(k int) (model, kv, bool) {
 func check(t *testing.T, tr *Tree[kv], m model) {
 	t.Helper()
 	var got model
-	tr.AscendGreaterOrEqual(kv{k: -1 << 62}, func(x kv) bool { got = append(got, x); return true })
+	tr.Ascend(nil, func(x kv) bool { got = append(got, x); return true })
 	if !slices.Equal(got, m) {
 		t.Fatalf("tree holds %v, want %v", got, m)
 	}
@@ -100,7 +104,7 @@ func TestMatchesASortedSlice(t *testing.T) {
 						t.Fatalf("step %d: ReplaceOrInsert(%v) = %v, %v; want %v, %v", step, x, old, replaced, wantOld, want)
 					}
 				case op < 9:
-					old, ok := tr.Delete(kv{k: k})
+					old, ok := tr.Delete(key(k))
 					var wantOld kv
 					var want bool
 					m, wantOld, want = m.del(k)
@@ -135,14 +139,14 @@ func TestGetAndAscend(t *testing.T) {
 		m, _, _ = m.put(x)
 	}
 	for k := -1; k <= 8_001; k++ {
-		got, ok := tr.Get(kv{k: k})
+		got, ok := tr.Get(key(k))
 		i, want := slices.BinarySearchFunc(m, kv{k: k}, func(a, b kv) int { return a.k - b.k })
 		if ok != want || (ok && got != m[i]) {
 			t.Fatalf("Get(%d) = %v, %v; want found %v", k, got, ok, want)
 		}
 		limit := r.IntN(5) + 1
 		var seen model
-		tr.AscendGreaterOrEqual(kv{k: k}, func(x kv) bool {
+		tr.Ascend(key(k), func(x kv) bool {
 			seen = append(seen, x)
 			return len(seen) < limit
 		})

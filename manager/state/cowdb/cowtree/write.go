@@ -107,19 +107,18 @@ func (t *Tree[T]) split(n *node[T], i int) (T, *node[T]) {
 type removal int
 
 const (
-	removeItem removal = iota // the value equivalent to x
-	removeMin                 // its first value
+	removeItem removal = iota // the value cmp matches
 	removeMax                 // its last value
 )
 
-// Delete takes the value equivalent to x out of t and returns it.
-func (t *Tree[T]) Delete(x T) (T, bool) {
+// Delete takes the value cmp finds (as for Get) out of t and returns it.
+func (t *Tree[T]) Delete(cmp func(T) int) (T, bool) {
 	var zero T
 	if t.root == nil {
 		return zero, false
 	}
 	t.root = t.mutable(t.root)
-	old, ok := t.remove(t.root, x, removeItem)
+	old, ok := t.remove(t.root, cmp, removeItem)
 	if len(t.root.items) == 0 {
 		// The root's last value went down into a merge, or out.
 		if t.root.children != nil {
@@ -136,7 +135,7 @@ func (t *Tree[T]) Delete(x T) (T, bool) {
 
 // remove takes what r says out of the subtree of n, t's own, which
 // holds more than the fewest values a node may (or is the root).
-func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
+func (t *Tree[T]) remove(n *node[T], cmp func(T) int, r removal) (T, bool) {
 	for {
 		var i int
 		var found bool
@@ -148,14 +147,8 @@ func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
 				return last, true
 			}
 			i = len(n.items)
-		case removeMin:
-			if n.children == nil {
-				first := n.items[0]
-				n.items = slices.Delete(n.items, 0, 1)
-				return first, true
-			}
 		default:
-			i, found = t.find(n.items, x)
+			i, found = search(n.items, cmp)
 			if n.children == nil {
 				if !found {
 					var zero T
@@ -174,10 +167,10 @@ func (t *Tree[T]) remove(n *node[T], x T, r removal) (T, bool) {
 		}
 		child := t.mutableChild(n, i)
 		if found {
-			// x is here, between two subtrees: its predecessor takes
-			// its place.
+			// The value is here, between two subtrees: its predecessor
+			// takes its place.
 			old := n.items[i]
-			n.items[i], _ = t.remove(child, x, removeMax)
+			n.items[i], _ = t.remove(child, nil, removeMax)
 			return old, true
 		}
 		n = child
