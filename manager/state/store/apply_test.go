@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -267,6 +268,22 @@ func BenchmarkApplyCreate(b *testing.B) {
 		id := strconv.FormatUint(index, 10)
 		a := act(b, create, task(id, "s1", "n1", 0))
 		if err := s.Apply(index, req(a)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUpdateCreate records and commits one task a Tx, as most
+// writes are (a join token, a status report): the proposer's side and
+// the apply together.
+func BenchmarkUpdateCreate(b *testing.B) {
+	s, _ := withProposer(b)
+	var n uint64
+	b.ReportAllocs()
+	for b.Loop() {
+		n++
+		id := strconv.FormatUint(n, 10)
+		if err := s.Update(context.Background(), func(tx *Tx) error { return tx.Create(task(id, "s1", "n1", 0)) }); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -43,8 +43,28 @@ type Tx struct {
 type pending struct {
 	batch *batch
 	steps []step
-	// last is the index in steps of the latest step on each table/id.
+	// last is the index in steps of the latest step on each table/id,
+	// made once steps outgrow pendingScan: most Txs record one action
+	// (a join token, a status report), and a map for it was a tenth of
+	// what the leader allocated a write (issue 15).
 	last map[objectKey]int
+}
+
+// pendingScan is how many steps are searched one by one for an id.
+const pendingScan = 8
+
+// latest returns the index in steps of the latest step on k.
+func (p *pending) latest(k objectKey) (int, bool) {
+	if p.last != nil {
+		i, ok := p.last[k]
+		return i, ok
+	}
+	for i := len(p.steps) - 1; i >= 0; i-- {
+		if st := p.steps[i]; st.t == k.t && st.obj.GetId() == k.id {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // write puts the pending steps into the transaction.
@@ -77,7 +97,7 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 		p.write()
 		return p.batch.check(a)
 	}
-	i, ok := p.last[objectKey{t, obj.GetId()}]
+	i, ok := p.latest(objectKey{t, obj.GetId()})
 	if !ok {
 		return p.batch.check(a)
 	}
@@ -108,11 +128,16 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 
 // add keeps a checked step until the next write.
 func (p *pending) add(s step) {
-	if p.last == nil {
-		p.last = map[objectKey]int{}
-	}
-	p.last[objectKey{s.t, s.obj.GetId()}] = len(p.steps)
 	p.steps = append(p.steps, s)
+	switch {
+	case p.last != nil:
+		p.last[objectKey{s.t, s.obj.GetId()}] = len(p.steps) - 1
+	case len(p.steps) > pendingScan:
+		p.last = make(map[objectKey]int, len(p.steps))
+		for i, st := range p.steps {
+			p.last[objectKey{st.t, st.obj.GetId()}] = i
+		}
+	}
 }
 
 // Create records the creation of obj, with meta.created_at and
