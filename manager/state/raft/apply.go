@@ -99,11 +99,14 @@ func (n *Node) applyEntry(e raftpb.Entry) error {
 	switch e.Type {
 	case raftpb.EntryNormal:
 		if len(e.Data) > 0 {
-			var req api.InternalRaftRequest
-			if err := proto.Unmarshal(e.Data, &req); err != nil {
-				return fmt.Errorf("decode entry %d: %w", e.Index, err)
+			req, ok := n.proposed.take(requestID(e.Data))
+			if !ok {
+				req = &api.InternalRaftRequest{}
+				if err := proto.Unmarshal(e.Data, req); err != nil {
+					return fmt.Errorf("decode entry %d: %w", e.Index, err)
+				}
 			}
-			n.held = append(n.held, heldOutcome{req.Id, n.cfg.Applier.ApplyHeld(e.Index, &req)})
+			n.held = append(n.held, heldOutcome{req.Id, n.cfg.Applier.ApplyHeld(e.Index, req)})
 		}
 	case raftpb.EntryConfChange, raftpb.EntryConfChangeV2:
 		cc, err := decodeConfChange(e)

@@ -62,12 +62,14 @@ type Node struct {
 	nodeID    string
 	clusterID string
 
-	rn      raft.Node
-	mem     *raft.MemoryStorage
-	disk    *storage.Storage
-	wait    *waitRegistry[error]
-	members *membership
-	metrics *nodeMetrics
+	rn   raft.Node
+	mem  *raft.MemoryStorage
+	disk *storage.Storage
+	wait *waitRegistry[error]
+	// proposed holds what this member proposed, for its apply.
+	proposed *proposed
+	members  *membership
+	metrics  *nodeMetrics
 
 	// Owned by the Ready loop.
 	confState     raftpb.ConfState
@@ -165,6 +167,7 @@ func New(cfg Config) (*Node, error) {
 		mem:             raft.NewMemoryStorage(),
 		disk:            disk,
 		wait:            newWaitRegistry[error](),
+		proposed:        newProposed(),
 		readIndexes:     newWaitRegistry[uint64](),
 		members:         newMembership(),
 		metrics:         newNodeMetrics(),

@@ -26,11 +26,14 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 	if err != nil {
 		return err
 	}
-	data, err := proto.Marshal(&api.InternalRaftRequest{Id: id, Actions: actions})
+	req := &api.InternalRaftRequest{Id: id, Actions: actions}
+	data, err := proto.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode proposal: %w", err)
 	}
 	ch := n.wait.register(id)
+	n.proposed.add(req)
+	defer n.proposed.forget(id) // still there unless its entry was applied
 	if err := n.rn.Propose(ctx, data); err != nil {
 		n.wait.cancel(id)
 		err = proposeError("propose", err)
