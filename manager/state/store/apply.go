@@ -62,7 +62,7 @@ func (s *Store) ApplyHeld(index uint64, req *api.InternalRaftRequest) error {
 		st, err := b.check(a)
 		var ev Event
 		if err == nil {
-			ev, err = b.do(st)
+			ev, err = b.do(&st)
 		}
 		if err != nil {
 			b.undo(done)
@@ -143,11 +143,11 @@ type step struct {
 	base uint64
 }
 
-// check looks a up against the transaction, changing nothing: the object
-// exists or not as its kind needs, it carries the version it must, and
-// no other object holds one of its unique index values. Writing a checked
-// step (do) cannot fail but for a bug, or, when applying, a create's
-// taken id.
+// check looks a up against the transaction, changing nothing: no other
+// object holds one of its unique index values and, while a Tx records,
+// the object exists or not as its kind needs and carries the version it
+// must. Applying, the write finds the rest (do). Writing a checked step
+// recorded by a Tx cannot fail but for a bug.
 func (b *batch) check(a *api.StoreAction) (step, error) {
 	obj := target(a)
 	if obj == nil {
@@ -172,15 +172,18 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 			return step{}, s.idTaken()
 		}
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
-		raw := b.txn.Get(t.name, id)
-		if raw == nil {
-			return step{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
-		}
-		s.old = raw.(Object)
-		s.base = b.version(t, s.old)
-		if got := obj.GetMeta().GetVersion(); got != s.base {
-			return step{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
-				s.what(), ErrVersionConflict, got, s.base)
+		// Applying, likewise, the write finds the object it replaces and
+		// checks its version (do): a lookup first was a second descent of
+		// the id tree for every update, most of what the managers write
+		// once tasks run (status reports, assignments).
+		if b.recording() {
+			raw := b.txn.Get(t.name, id)
+			if raw == nil {
+				return step{}, s.missing()
+			}
+			if err := b.replaces(&s, raw.(Object), obj.GetMeta().GetVersion()); err != nil {
+				return step{}, err
+			}
 		}
 	default:
 		return step{}, fmt.Errorf("%s: %w", s.what(), ErrInvalid)
@@ -204,6 +207,22 @@ func (s step) idTaken() error {
 	return fmt.Errorf("%s: id %w", s.what(), ErrExists)
 }
 
+// missing is the refusal of an update or delete of no object.
+func (s step) missing() error {
+	return fmt.Errorf("%s: %w", s.what(), ErrNotFound)
+}
+
+// replaces makes stored the object s replaces, refusing s unless it
+// carries the version this batch must (b.version).
+func (b *batch) replaces(s *step, stored Object, carried uint64) error {
+	s.old, s.base = stored, b.version(s.t, stored)
+	if carried != s.base {
+		return fmt.Errorf("%s: %w: action has version %d, store has %d",
+			s.what(), ErrVersionConflict, carried, s.base)
+	}
+	return nil
+}
+
 // version is the version actions of this batch must carry for stored.
 func (b *batch) version(t *table, stored Object) uint64 {
 	if v, ok := b.base[objectKey{t, stored.GetId()}]; ok {
@@ -212,17 +231,27 @@ func (b *batch) version(t *table, stored Object) uint64 {
 	return stored.GetMeta().GetVersion()
 }
 
-// do writes a checked step: it stores s.obj itself, replacing s.old (nil
-// for a create), or deletes s.old; a create whose id is taken changes
-// nothing and is refused (applying only). Apply owns its request (see
-// Apply).
+// do writes a checked step: it stores s.obj itself, replacing the object
+// with its id (nil for a create), or deletes that object. Applying, it
+// finds what it replaces in the write itself, and refuses, changing
+// nothing, a create whose id is taken and an update or delete of no
+// object or of another version; s then holds what was replaced (s.old,
+// s.base), for undo. Apply owns its request (see Apply).
 // Update's check (index 0) stores the action's own object: Tx made it,
 // only the throwaway transaction holds it, and what do sets on it there
 // (the version it carries, the stored created_at) Apply sets again.
-func (b *batch) do(s step) (Event, error) {
+func (b *batch) do(s *step) (Event, error) {
+	carried := s.obj.GetMeta().GetVersion()
 	if s.kind == api.StoreAction_KIND_DELETE {
-		if b.txn.Delete(s.t.name, s.old.GetId()) == nil {
-			return Event{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
+		raw := b.txn.Delete(s.t.name, s.obj.GetId())
+		if raw == nil {
+			return Event{}, s.missing()
+		}
+		if !b.recording() {
+			if err := b.replaces(s, raw.(Object), carried); err != nil {
+				b.txn.Insert(s.t.name, raw)
+				return Event{}, err
+			}
 		}
 		return Event{Kind: EventDelete, Object: s.old, Index: b.index}, nil
 	}
@@ -231,19 +260,29 @@ func (b *batch) do(s step) (Event, error) {
 	if b.recording() {
 		meta.Version = s.base
 	}
+	replaced := b.txn.Insert(s.t.name, s.obj)
+	switch {
+	case s.kind == api.StoreAction_KIND_CREATE && replaced != nil:
+		// The id was taken (applying: check left it to the insert): put
+		// its holder back, with its index entries, so the refused step
+		// leaves nothing behind.
+		b.txn.Insert(s.t.name, replaced)
+		return Event{}, s.idTaken()
+	case s.kind == api.StoreAction_KIND_UPDATE && replaced == nil:
+		b.txn.Delete(s.t.name, s.obj.GetId())
+		return Event{}, s.missing()
+	case s.kind == api.StoreAction_KIND_UPDATE && !b.recording():
+		if err := b.replaces(s, replaced.(Object), carried); err != nil {
+			b.txn.Insert(s.t.name, replaced)
+			return Event{}, err
+		}
+	}
 	ev := Event{Kind: EventCreate, Object: s.obj, Index: b.index}
 	if s.old != nil {
 		meta.CreatedAt = s.old.GetMeta().GetCreatedAt()
 		ev.Kind, ev.Old = EventUpdate, s.old
 	} else {
 		shareEqualTimes(meta)
-	}
-	if replaced := b.txn.Insert(s.t.name, s.obj); replaced != nil && s.kind == api.StoreAction_KIND_CREATE {
-		// The id was taken (applying: check left it to the insert): put
-		// its holder back, with its index entries, so the refused step
-		// leaves nothing behind.
-		b.txn.Insert(s.t.name, replaced)
-		return Event{}, s.idTaken()
 	}
 	if b.alone {
 		return ev, nil

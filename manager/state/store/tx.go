@@ -72,8 +72,8 @@ func (p *pending) write() {
 	if len(p.steps) == 0 {
 		return
 	}
-	for _, st := range p.steps {
-		if _, err := p.batch.do(st); err != nil {
+	for i := range p.steps {
+		if _, err := p.batch.do(&p.steps[i]); err != nil {
 			// check found nothing in the way, and nothing ran between.
 			panic(fmt.Sprintf("store: write a checked action: %v", err))
 		}
