@@ -212,15 +212,21 @@ func (s step) missing() error {
 	return fmt.Errorf("%s: %w", s.what(), ErrNotFound)
 }
 
+// carries refuses s unless its action carries s.base, the version it
+// must.
+func (s step) carries(version uint64) error {
+	if version != s.base {
+		return fmt.Errorf("%s: %w: action has version %d, store has %d",
+			s.what(), ErrVersionConflict, version, s.base)
+	}
+	return nil
+}
+
 // replaces makes stored the object s replaces, refusing s unless it
 // carries the version this batch must (b.version).
 func (b *batch) replaces(s *step, stored Object, carried uint64) error {
 	s.old, s.base = stored, b.version(s.t, stored)
-	if carried != s.base {
-		return fmt.Errorf("%s: %w: action has version %d, store has %d",
-			s.what(), ErrVersionConflict, carried, s.base)
-	}
-	return nil
+	return s.carries(carried)
 }
 
 // version is the version actions of this batch must carry for stored.

@@ -111,14 +111,13 @@ func (p *pending) check(a *api.StoreAction) (step, error) {
 		}
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
 		if !exists {
-			return step{}, fmt.Errorf("%s: %w", s.what(), ErrNotFound)
+			return step{}, s.missing()
 		}
 		// Written, prev's object would carry prev.base (batch.do at
 		// index 0), and the batch would remember that base for it.
 		s.old, s.base = prev.obj, prev.base
-		if got := obj.GetMeta().GetVersion(); got != s.base {
-			return step{}, fmt.Errorf("%s: %w: action has version %d, store has %d",
-				s.what(), ErrVersionConflict, got, s.base)
+		if err := s.carries(obj.GetMeta().GetVersion()); err != nil {
+			return step{}, err
 		}
 	default:
 		return step{}, fmt.Errorf("%s: %w", s.what(), ErrInvalid)
