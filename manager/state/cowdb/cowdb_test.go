@@ -160,6 +160,7 @@ func TestPrefixOrdersAsStrings(t *testing.T) {
 		}
 		return string(b)
 	}
+	l := newLayout(schema, &schema.Tables[0])
 	for range 100_000 {
 		a, b := random(), random()
 		pa, pb := prefix(a), prefix(b)
@@ -167,7 +168,6 @@ func TestPrefixOrdersAsStrings(t *testing.T) {
 			t.Fatalf("prefix(%q) = %x, prefix(%q) = %x: not in the strings' order", a, pa, b, pb)
 		}
 		// Two stored objects, and one against a lookup.
-		l := newLayout(schema, &schema.Tables[0])
 		oa, ob := &obj{id: a, group: a}, &obj{id: b, group: b}
 		ita, itb := item{prefix(a), unsafe.Pointer(oa)}, item{prefix(b), unsafe.Pointer(ob)}
 		if l.idLess(ita, itb) != (a < b) || (l.idCmp(b)(ita) < 0) != (a < b) || (l.idCmp(b)(ita) == 0) != (a == b) {
