@@ -40,11 +40,9 @@ func (p *proposed) add(req *api.InternalRaftRequest) {
 	p.mu.Unlock()
 }
 
-// take returns the request with id and forgets it.
+// take returns the request with id and forgets it (none for id 0, which
+// add never keeps).
 func (p *proposed) take(id uint64) (*api.InternalRaftRequest, bool) {
-	if id == 0 {
-		return nil, false
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	req, ok := p.m[id]
