@@ -66,10 +66,12 @@ type Schema struct {
 // Type is how a table's trees hold its objects, all pointers of one type
 // (TypeOf): as bare pointers, half the size of the interfaces they come
 // in, so that a tree's entries are 16 bytes and a write copies nodes a
-// third smaller (docs/adr/0053).
+// third smaller (docs/adr/0053); or encoded (EncodedOf), one block of
+// bytes an object that the collector need not read.
 type Type struct {
-	ptr func(obj any) (unsafe.Pointer, bool)
-	obj func(p unsafe.Pointer) any
+	ptr   func(obj any) (unsafe.Pointer, bool)
+	obj   func(p unsafe.Pointer) any
+	codec *Codec // nil: bare pointers
 }
 
 // TypeOf is the Type of a table of *T.
@@ -109,13 +111,22 @@ func prefix(s string) uint64 {
 }
 
 // layout is what every version needs of one table's schema, made once:
-// where each index is, and how its trees order their items.
+// where each index is, how its trees order their items, and how an item
+// holds its object (bare or encoded).
 type layout struct {
 	schema  *Table
 	id      func(obj any) string // Schema.ID
 	index   map[string]int       // secondary index name → position
 	idLess  func(a, b item) bool
 	keyLess []func(a, b item) bool // in Table.Indexes order
+
+	// put makes what an item points to for obj; obj is what it points
+	// to, idAt and keyAt read its id and its key in index i (whether it
+	// has one) from it.
+	put   func(obj any) unsafe.Pointer
+	obj   func(it item) any
+	idAt  func(it item) string
+	keyAt func(i int, it item) (string, bool)
 }
 
 func newLayout(s *Schema, t *Table) *layout {
@@ -123,6 +134,11 @@ func newLayout(s *Schema, t *Table) *layout {
 		panic(fmt.Sprintf("cowdb: table %q has no Type", t.Name))
 	}
 	l := &layout{schema: t, id: s.ID, index: map[string]int{}}
+	if t.Type.codec != nil {
+		l.encoded(*t.Type.codec)
+	} else {
+		l.bare()
+	}
 	l.idLess = func(a, b item) bool {
 		if a.head != b.head {
 			return a.head < b.head
@@ -130,13 +146,13 @@ func newLayout(s *Schema, t *Table) *layout {
 		return l.idAt(a) < l.idAt(b)
 	}
 	for i := range t.Indexes {
-		ix := &t.Indexes[i]
-		l.index[ix.Name] = i
+		l.index[t.Indexes[i].Name] = i
 		l.keyLess = append(l.keyLess, func(a, b item) bool {
 			if a.head != b.head {
 				return a.head < b.head
 			}
-			if ka, kb := l.keyAt(ix, a), l.keyAt(ix, b); ka != kb {
+			ka, _ := l.keyAt(i, a)
+			if kb, _ := l.keyAt(i, b); ka != kb {
 				return ka < kb
 			}
 			return l.idAt(a) < l.idAt(b)
@@ -145,17 +161,19 @@ func newLayout(s *Schema, t *Table) *layout {
 	return l
 }
 
-// obj is the object at it.
-func (l *layout) obj(it item) any { return l.schema.Type.obj(it.p) }
-
-// idAt is the id of the object at it.
-func (l *layout) idAt(it item) string { return l.id(l.obj(it)) }
-
-// keyAt is the key in ix of the object at it (which held, since the
-// object is in the index).
-func (l *layout) keyAt(ix *Index, it item) string {
-	key, _ := ix.Key(l.obj(it))
-	return key
+// bare makes l's items point to the objects themselves.
+func (l *layout) bare() {
+	t := l.schema
+	l.put = func(obj any) unsafe.Pointer {
+		p, ok := t.Type.ptr(obj)
+		if !ok {
+			panic(fmt.Sprintf("cowdb: %T stored in table %q", obj, t.Name))
+		}
+		return p
+	}
+	l.obj = func(it item) any { return t.Type.obj(it.p) }
+	l.idAt = func(it item) string { return l.id(l.obj(it)) }
+	l.keyAt = func(i int, it item) (string, bool) { return t.Indexes[i].Key(l.obj(it)) }
 }
 
 // idCmp finds the object with id in the table's own tree.
@@ -169,16 +187,16 @@ func (l *layout) idCmp(id string) func(item) int {
 	}
 }
 
-// keyCmp finds, in ix's tree, the object with key and id, or where it
-// would be: before the others with key when id is "".
-func (l *layout) keyCmp(ix *Index, key, id string) func(item) int {
+// keyCmp finds, in index i's tree, the object with key and id, or where
+// it would be: before the others with key when id is "".
+func (l *layout) keyCmp(i int, key, id string) func(item) int {
 	head := prefix(key)
 	return func(it item) int {
 		if it.head != head {
 			return cmp.Compare(it.head, head)
 		}
-		if c := strings.Compare(l.keyAt(ix, it), key); c != 0 {
-			return c
+		if k, _ := l.keyAt(i, it); k != key {
+			return strings.Compare(k, key)
 		}
 		return strings.Compare(l.idAt(it), id)
 	}
@@ -289,19 +307,15 @@ func (v *Version) own(tb *table) *trees {
 func (v *Version) Insert(tableName string, obj any) any {
 	v.mustWrite()
 	tb := v.table(tableName)
-	p, ok := tb.schema.Type.ptr(obj)
-	if !ok {
-		panic(fmt.Sprintf("cowdb: %T stored in table %q", obj, tableName))
-	}
+	p := tb.put(obj)
 	tr := v.own(tb)
 	id := tb.id(obj)
 	old, had := tr.byID.ReplaceOrInsert(item{prefix(id), p})
 	for i := range tb.schema.Indexes {
-		ix := &tb.schema.Indexes[i]
-		key, ok := ix.Key(obj)
+		key, ok := tb.schema.Indexes[i].Key(obj)
 		if had {
-			if oldKey, oldOK := ix.Key(tb.obj(old)); oldOK && (!ok || oldKey != key) {
-				tr.secondary[i].Delete(tb.keyCmp(ix, oldKey, id))
+			if oldKey, oldOK := tb.keyAt(i, old); oldOK && (!ok || oldKey != key) {
+				tr.secondary[i].Delete(tb.keyCmp(i, oldKey, id))
 			}
 		}
 		if ok {
@@ -324,14 +338,12 @@ func (v *Version) Delete(tableName, id string) any {
 	if !had {
 		return nil
 	}
-	obj := tb.obj(old)
 	for i := range tb.schema.Indexes {
-		ix := &tb.schema.Indexes[i]
-		if key, ok := ix.Key(obj); ok {
-			tr.secondary[i].Delete(tb.keyCmp(ix, key, id))
+		if key, ok := tb.keyAt(i, old); ok {
+			tr.secondary[i].Delete(tb.keyCmp(i, key, id))
 		}
 	}
-	return obj
+	return tb.obj(old)
 }
 
 // Clear removes every object of table.

@@ -31,19 +31,33 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 	if !ok {
 		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
 	}
-	ix, head := &tb.schema.Indexes[i], prefix(key)
-	tb.trees.secondary[i].Ascend(tb.keyCmp(ix, key, after), func(it item) bool {
+	head := prefix(key)
+	tb.trees.secondary[i].Ascend(tb.keyCmp(i, key, after), func(it item) bool {
 		if it.head != head {
 			return false
 		}
-		obj := tb.obj(it)
-		if k, _ := ix.Key(obj); k != key {
+		if k, _ := tb.keyAt(i, it); k != key {
 			return false
 		}
-		if after != "" && tb.id(obj) == after {
+		if after != "" && tb.idAt(it) == after {
 			return true
 		}
-		return fn(obj)
+		return fn(tb.obj(it))
+	})
+}
+
+// EachKey calls fn with the key and id of every object in index, in key
+// then id order, until fn returns false. It reads no object: what fn
+// wants of one it gets (Get).
+func (v *Version) EachKey(tableName, index string, fn func(key, id string) bool) {
+	tb := v.table(tableName)
+	i, ok := tb.index[index]
+	if !ok {
+		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
+	}
+	tb.trees.secondary[i].Ascend(nil, func(it item) bool {
+		key, _ := tb.keyAt(i, it)
+		return fn(key, tb.idAt(it))
 	})
 }
 
@@ -56,12 +70,18 @@ func (v *Version) All(tableName, after string, fn func(obj any) bool) {
 		from = tb.idCmp(after)
 	}
 	tb.trees.byID.Ascend(from, func(it item) bool {
-		obj := tb.obj(it)
-		if after != "" && tb.id(obj) == after {
+		if after != "" && tb.idAt(it) == after {
 			return true
 		}
-		return fn(obj)
+		return fn(tb.obj(it))
 	})
+}
+
+// Has tells whether table holds an object with id, without reading it.
+func (v *Version) Has(tableName, id string) bool {
+	tb := v.table(tableName)
+	_, ok := tb.trees.byID.Get(tb.idCmp(id))
+	return ok
 }
 
 // Len is the number of objects in table.
