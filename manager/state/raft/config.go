@@ -22,10 +22,11 @@ type Applier interface {
 	// before it tells their proposers the outcome or counts them applied.
 	Publish()
 	// Freeze fixes the state as it is for a snapshot; the function it
-	// returns dumps that state. Freeze is called on the Ready loop after a
-	// Publish and must be cheap; the dump may run on another
-	// goroutine while later batches apply.
-	Freeze() func() *api.StoreSnapshot
+	// returns dumps that state, objects the applier keeps encoded as
+	// their bytes. Freeze is called on the Ready loop after a Publish and
+	// must be cheap; the dump may run on another goroutine while later
+	// batches apply.
+	Freeze() func() api.FrozenStore
 	// Restore replaces the state with a snapshot's, taking snap over.
 	Restore(snap *api.StoreSnapshot, index uint64) error
 }

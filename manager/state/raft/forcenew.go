@@ -94,8 +94,12 @@ func ForceNewCluster(stateDir string, sealer *encryption.Sealer, applier Applier
 		f.Skipped = "this member is already the sole voter"
 		return f, nil
 	}
+	store, err := applier.Freeze()().Decoded()
+	if err != nil {
+		return nil, fmt.Errorf("force new cluster: %w", err)
+	}
 	snap := &api.RaftSnapshot{
-		Store:          applier.Freeze()(),
+		Store:          store,
 		Members:        []*api.RaftMember{r.self},
 		RemovedMembers: append(r.members.removedList(), f.Blacklisted...),
 	}

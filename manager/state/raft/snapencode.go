@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
@@ -41,8 +42,10 @@ const objectsPerChunk = 1024
 // run is sized as it is encoded, so the whole encoding is paced, resting
 // between chunks (pacedChunk) until hurry is set; sizing the store up
 // front took a third of the encoding's CPU in one go on every manager at
-// once (issue 15). sizeHint is the expected size, to allocate once.
-func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember, hurry *atomic.Bool, sizeHint int) ([]byte, error) {
+// once (issue 15). The lists the store keeps encoded go out in runs too,
+// their objects' bytes as they are. sizeHint is the expected size, to
+// allocate once.
+func encodeSnapshot(store api.FrozenStore, members, removed []*api.RaftMember, hurry *atomic.Bool, sizeHint int) ([]byte, error) {
 	var enc proto.MarshalOptions
 	// An empty store first, so that one without objects decodes as present.
 	out, err := enc.MarshalAppend(make([]byte, 0, sizeHint+64), &api.RaftSnapshot{Store: &api.StoreSnapshot{}})
@@ -50,29 +53,43 @@ func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember
 		return nil, fmt.Errorf("encode snapshot: %w", err)
 	}
 	chunkStart, chunkFrom := time.Now(), len(out)
+	pace := func() {
+		if len(out)-chunkFrom >= pacedChunk && !hurry.Load() {
+			restFor(pacedRest * time.Since(chunkStart))
+			chunkStart, chunkFrom = time.Now(), len(out)
+		}
+	}
 
 	// Every exported slice of the generated struct is one of its lists of
 	// objects (TestEncodeSnapshotCoversEveryList); a run is set through Go
 	// reflection as a subslice, where protoreflect appends object by object.
 	var run api.StoreSnapshot
 	field := &api.RaftSnapshot{Store: &run} // one RaftSnapshot.store field per run
-	all, part := reflect.ValueOf(store).Elem(), reflect.ValueOf(&run).Elem()
-	for f := range all.NumField() {
-		list := all.Field(f)
-		if !all.Type().Field(f).IsExported() || list.Kind() != reflect.Slice {
-			continue
+	if store.Objects != nil {
+		all, part := reflect.ValueOf(store.Objects).Elem(), reflect.ValueOf(&run).Elem()
+		for f := range all.NumField() {
+			list := all.Field(f)
+			if !all.Type().Field(f).IsExported() || list.Kind() != reflect.Slice {
+				continue
+			}
+			for i := 0; i < list.Len(); i += objectsPerChunk {
+				part.Field(f).Set(list.Slice(i, min(i+objectsPerChunk, list.Len())))
+				out, err = enc.MarshalAppend(out, field)
+				part.Field(f).SetZero()
+				if err != nil {
+					return nil, fmt.Errorf("encode snapshot: %s from %d: %w", all.Type().Field(f).Name, i, err)
+				}
+				pace()
+			}
 		}
-		for i := 0; i < list.Len(); i += objectsPerChunk {
-			part.Field(f).Set(list.Slice(i, min(i+objectsPerChunk, list.Len())))
-			out, err = enc.MarshalAppend(out, field)
-			part.Field(f).SetZero()
-			if err != nil {
-				return nil, fmt.Errorf("encode snapshot: %s from %d: %w", all.Type().Field(f).Name, i, err)
-			}
-			if len(out)-chunkFrom >= pacedChunk && !hurry.Load() {
-				restFor(pacedRest * time.Since(chunkStart))
-				chunkStart, chunkFrom = time.Now(), len(out)
-			}
+	}
+	for _, e := range store.Encoded {
+		for i := 0; i < len(e.Objects); i += objectsPerChunk {
+			objs := e.Objects[i:min(i+objectsPerChunk, len(e.Objects))]
+			out = protowire.AppendTag(out, raftSnapshotStore, protowire.BytesType)
+			out = protowire.AppendVarint(out, uint64(e.ElementsSize(objs)))
+			out = e.AppendElements(out, objs)
+			pace()
 		}
 	}
 	out, err = enc.MarshalAppend(out, &api.RaftSnapshot{Members: members, RemovedMembers: removed})
@@ -81,3 +98,6 @@ func encodeSnapshot(store *api.StoreSnapshot, members, removed []*api.RaftMember
 	}
 	return out, nil
 }
+
+// raftSnapshotStore is the field number of RaftSnapshot.store.
+var raftSnapshotStore = (&api.RaftSnapshot{}).ProtoReflect().Descriptor().Fields().ByName("store").Number()

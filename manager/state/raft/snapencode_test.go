@@ -38,6 +38,17 @@ func TestEncodeSnapshotDecodesAsMarshal(t *testing.T) {
 	members := []*api.RaftMember{{RaftId: 1, Address: "127.0.0.1:1"}, {RaftId: 2, Address: "127.0.0.1:2"}}
 	removed := []*api.RaftMember{{RaftId: 9}}
 	want := &api.RaftSnapshot{Store: store, Members: members, RemovedMembers: removed}
+	// The second half of the tokens come encoded, as a store keeping
+	// them encoded gives them.
+	frozen := api.FrozenStore{Objects: proto.CloneOf(store), Encoded: []api.EncodedObjects{{Field: joinTokensList}}}
+	for _, jt := range frozen.Objects.JoinTokens[10_000:] {
+		data, err := proto.Marshal(jt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frozen.Encoded[0].Objects = append(frozen.Encoded[0].Objects, data)
+	}
+	frozen.Objects.JoinTokens = frozen.Objects.JoinTokens[:10_000]
 	if proto.Size(store) < 3*pacedChunk {
 		t.Fatalf("store of %d bytes: too small to cross chunks", proto.Size(store))
 	}
@@ -60,7 +71,7 @@ func TestEncodeSnapshotDecodesAsMarshal(t *testing.T) {
 			}
 		}
 		hurried := c.hurried
-		data, err := encodeSnapshot(store, members, removed, &hurry, 0)
+		data, err := encodeSnapshot(frozen, members, removed, &hurry, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +108,7 @@ func TestEncodeSnapshotCoversEveryList(t *testing.T) {
 		list.Append(obj)
 	}
 	var hurry atomic.Bool
-	data, err := encodeSnapshot(store, nil, nil, &hurry, 0)
+	data, err := encodeSnapshot(api.FrozenStore{Objects: store}, nil, nil, &hurry, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +128,7 @@ func TestEncodeSnapshotCoversEveryList(t *testing.T) {
 // an empty store, not as none, as proto.Marshal's encoding does.
 func TestEncodeSnapshotKeepsAnEmptyStore(t *testing.T) {
 	var hurry atomic.Bool
-	data, err := encodeSnapshot(&api.StoreSnapshot{}, nil, nil, &hurry, 0)
+	data, err := encodeSnapshot(api.FrozenStore{Objects: &api.StoreSnapshot{}}, nil, nil, &hurry, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +170,7 @@ func BenchmarkEncodeSnapshot(b *testing.B) {
 			st := &api.StoreSnapshot{JoinTokens: c.list}
 			size := 0
 			for b.Loop() {
-				data, err := encodeSnapshot(st, nil, nil, &hurry, size)
+				data, err := encodeSnapshot(api.FrozenStore{Objects: st}, nil, nil, &hurry, size)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -169,3 +180,5 @@ func BenchmarkEncodeSnapshot(b *testing.B) {
 		})
 	}
 }
+
+var joinTokensList = (&api.StoreSnapshot{}).ProtoReflect().Descriptor().Fields().ByName("join_tokens").Number()

@@ -26,11 +26,11 @@ type slowDump struct {
 	released chan struct{}
 }
 
-func (s *slowDump) Freeze() func() *api.StoreSnapshot {
+func (s *slowDump) Freeze() func() api.FrozenStore {
 	dump := s.KV.Freeze()
 	first := false
 	s.once.Do(func() { first = true })
-	return func() *api.StoreSnapshot {
+	return func() api.FrozenStore {
 		if first {
 			close(s.started)
 			<-s.released

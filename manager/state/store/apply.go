@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/jaco-project/jaco/manager/state/cowdb"
 
 	"github.com/jaco-project/jaco/api"
@@ -168,7 +170,7 @@ func (b *batch) check(a *api.StoreAction) (step, error) {
 		// first walked the id tree of a large table a second time for
 		// every object created (docs/adr/0052). A Tx records without
 		// writing (pending), so its creates look the id up.
-		if b.recording() && b.txn.Get(t.name, id) != nil {
+		if b.recording() && b.txn.Has(t.name, id) {
 			return step{}, s.idTaken()
 		}
 	case api.StoreAction_KIND_UPDATE, api.StoreAction_KIND_DELETE:
@@ -285,7 +287,14 @@ func (b *batch) do(s *step) (Event, error) {
 	}
 	ev := Event{Kind: EventCreate, Object: s.obj, Index: b.index}
 	if s.old != nil {
-		meta.CreatedAt = s.old.GetMeta().GetCreatedAt()
+		created := s.old.GetMeta().GetCreatedAt()
+		if s.t.encoded && !sameTime(meta.GetCreatedAt(), created) {
+			// The insert encoded the object before it had the stored
+			// created_at: encode it again.
+			meta.CreatedAt = created
+			b.txn.Insert(s.t.name, s.obj)
+		}
+		meta.CreatedAt = created
 		ev.Kind, ev.Old = EventUpdate, s.old
 	} else {
 		shareEqualTimes(meta)
@@ -343,9 +352,14 @@ func checkUnique(v *cowdb.Version, t *table, obj Object) error {
 // of CPU on every member, every few seconds).
 func shareEqualTimes(m *api.Meta) {
 	c, u := m.GetCreatedAt(), m.GetUpdatedAt()
-	if c != nil && u != nil && c.GetSeconds() == u.GetSeconds() && c.GetNanos() == u.GetNanos() {
+	if c != nil && u != nil && sameTime(c, u) {
 		m.UpdatedAt = c
 	}
+}
+
+// sameTime tells whether a and b are the same time, or both unset.
+func sameTime(a, b *timestamppb.Timestamp) bool {
+	return (a == nil) == (b == nil) && a.GetSeconds() == b.GetSeconds() && a.GetNanos() == b.GetNanos()
 }
 
 // mutableMeta returns obj's meta, creating it when unset.

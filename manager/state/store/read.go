@@ -2,6 +2,7 @@ package store
 
 import (
 	"iter"
+	"time"
 
 	"github.com/jaco-project/jaco/manager/state/cowdb"
 	"google.golang.org/protobuf/proto"
@@ -80,9 +81,10 @@ type ReadTx interface {
 	// EachNode is EachTask for nodes: the stored nodes themselves, in id
 	// order, until fn returns false.
 	EachNode(fn func(*api.Node) bool)
-	// EachJoinToken is EachTask for join tokens: the stored tokens
-	// themselves, in id order, until fn returns false.
-	EachJoinToken(fn func(*api.JoinToken) bool)
+	// JoinTokensSpentBefore is up to max tokens spent (consumed or
+	// expired, whichever came first) before t, the earliest first. It
+	// reads only those, through an index of when each token is spent.
+	JoinTokensSpentBefore(t time.Time, max int) []*api.JoinToken
 	// ListTasksByServiceShallow is ListTasksByService with shallow copies
 	// (api.Task.Shallow): the caller may set a task's fields, or replace
 	// the messages it points to, but never change those messages, which
@@ -220,8 +222,21 @@ func (r readTx) EachNode(fn func(*api.Node) bool) {
 	eachShared(r.view(), tableNode, indexID, "", fn)
 }
 
-func (r readTx) EachJoinToken(fn func(*api.JoinToken) bool) {
-	eachShared(r.view(), tableJoinToken, indexID, "", fn)
+func (r readTx) JoinTokensSpentBefore(t time.Time, max int) []*api.JoinToken {
+	v, before := r.view(), timeKey(t.Unix(), int32(t.Nanosecond()))
+	var ids []string
+	v.EachKey(tableJoinToken, indexSpentAt, func(key, id string) bool {
+		if key >= before || len(ids) == max {
+			return false
+		}
+		ids = append(ids, id)
+		return true
+	})
+	out := make([]*api.JoinToken, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, first[*api.JoinToken](v, tableJoinToken, indexID, id))
+	}
+	return out
 }
 
 // AllTasks is tx.EachTask over every task as an iterator: the stored
@@ -269,8 +284,18 @@ func scan[T Object](v *cowdb.Version, table, index, key, after string, keep, fn 
 		if keep != nil && !keep(obj) {
 			return true
 		}
-		return fn(proto.Clone(obj).(T))
+		return fn(owned(table, obj))
 	})
+}
+
+// owned is obj, read from table, as its reader's to change: a clone of
+// the stored object, or obj itself when the table keeps its objects
+// encoded and the read decoded a new one.
+func owned[T Object](table string, obj T) T {
+	if tableNamed[table].encoded {
+		return obj
+	}
+	return proto.Clone(obj).(T)
 }
 
 // each walks table in id order, all of it for the id index, else the
@@ -296,7 +321,7 @@ func first[T Object](v *cowdb.Version, table, index, key string) T {
 		var none T
 		return none
 	}
-	return proto.Clone(raw.(T)).(T)
+	return owned(table, raw.(T))
 }
 
 // list returns clones of the objects of table whose key in index is key,
@@ -304,7 +329,7 @@ func first[T Object](v *cowdb.Version, table, index, key string) T {
 func list[T Object](v *cowdb.Version, table, index, key string) []T {
 	out := listShared[T](v, table, index, key)
 	for i, o := range out {
-		out[i] = proto.Clone(o).(T)
+		out[i] = owned(table, o)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/cowdb"
@@ -21,11 +22,26 @@ func (s *Store) Save() *api.StoreSnapshot {
 // (one consistent view, cheap to take), the function it returns copies it
 // out, and may run on another goroutine while later writes apply. The raft
 // node freezes on its Ready loop and encodes a snapshot off it.
-// The snapshot it returns shares the stored objects: encode it, do not
-// change it.
-func (s *Store) Freeze() func() *api.StoreSnapshot {
+// What it returns shares the stored objects: encode it, do not change
+// it. The objects of encoded tables come as their stored bytes, not
+// decoded for the snapshot to encode again (docs/adr/0055).
+func (s *Store) Freeze() func() api.FrozenStore {
 	txn := s.db.Load()
-	return func() *api.StoreSnapshot { return saveShared(txn) }
+	return func() api.FrozenStore {
+		f := api.FrozenStore{Objects: saveShared(txn, false)}
+		for _, t := range tableOrder {
+			if !t.encoded {
+				continue
+			}
+			e := api.EncodedObjects{Field: t.snapshotList.Number()}
+			txn.AllEncoded(t.name, func(data []byte) bool {
+				e.Objects = append(e.Objects, data)
+				return true
+			})
+			f.Encoded = append(f.Encoded, e)
+		}
+		return f
+	}
 }
 
 // SaveWithIndex is Save together with the AppliedIndex its content is
@@ -40,21 +56,28 @@ func (s *Store) SaveWithIndex() (*api.StoreSnapshot, uint64) {
 
 // save is a copy of everything txn sees, for callers that may change it.
 func save(txn *cowdb.Version) *api.StoreSnapshot {
-	return proto.CloneOf(saveShared(txn))
+	return proto.CloneOf(saveShared(txn, true))
 }
 
-// saveShared is everything txn sees, the stored objects themselves.
-func saveShared(txn *cowdb.Version) *api.StoreSnapshot {
-	return &api.StoreSnapshot{
-		Clusters:   listShared[*api.Cluster](txn, tableCluster, indexID, ""),
-		Nodes:      listShared[*api.Node](txn, tableNode, indexID, ""),
-		Services:   listShared[*api.Service](txn, tableService, indexID, ""),
-		Tasks:      listShared[*api.Task](txn, tableTask, indexID, ""),
-		JoinTokens: listShared[*api.JoinToken](txn, tableJoinToken, indexID, ""),
-		Networks:   listShared[*api.Network](txn, tableNetwork, indexID, ""),
-		Secrets:    listShared[*api.Secret](txn, tableSecret, indexID, ""),
-		Configs:    listShared[*api.Config](txn, tableConfig, indexID, ""),
+// saveShared is what txn sees, the stored objects themselves; the
+// objects of encoded tables, decoded, only with encoded.
+func saveShared(txn *cowdb.Version, encoded bool) *api.StoreSnapshot {
+	snap := &api.StoreSnapshot{}
+	m := snap.ProtoReflect()
+	for _, t := range tableOrder {
+		if t.encoded && !encoded {
+			continue
+		}
+		var list protoreflect.List
+		txn.All(t.name, "", func(obj any) bool {
+			if list == nil {
+				list = m.Mutable(t.snapshotList).List()
+			}
+			list.Append(protoreflect.ValueOfMessage(obj.(Object).ProtoReflect()))
+			return true
+		})
 	}
+	return snap
 }
 
 // Restore replaces the whole content with snap, taken at raft index, which

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -42,6 +44,31 @@ func TestSaveRestoreRoundTrip(t *testing.T) {
 	// Writes go on from the restored versions.
 	if err := dst.Apply(3, req(act(t, update, task("t1", "s1", "n1", 2)))); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Freeze gives what Save does, the join tokens as their stored bytes
+// (docs/adr/0055): a snapshot carries them without decoding them.
+func TestFreezeIsSaveWithTokensEncoded(t *testing.T) {
+	s := seeded(t)
+	err := s.Apply(2, req(
+		act(t, create, &api.Cluster{Id: "c1", CaCertPem: []byte("ca")}),
+		act(t, create, joinToken("j2", "hash-2", 0)),
+		act(t, create, joinToken("j1", "hash-1", 0)),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := s.Freeze()()
+	if n := len(frozen.Objects.GetJoinTokens()); n != 0 || len(frozen.Encoded) != 1 || len(frozen.Encoded[0].Objects) != 2 {
+		t.Fatalf("frozen: %d tokens decoded, encoded lists %v; want 0 and one list of 2", n, frozen.Encoded)
+	}
+	got, err := frozen.Decoded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := s.Save(); !proto.Equal(got, want) {
+		t.Fatalf("frozen store decodes to\n%v\nwant Save's\n%v", got, want)
 	}
 }
 

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -38,6 +41,7 @@ const (
 	indexServiceID = "service_id"
 	indexNodeID    = "node_id"
 	indexHash      = "hash"
+	indexSpentAt   = "spent_at"
 )
 
 // table is a stored type's table: its name, the type it holds and its
@@ -46,6 +50,11 @@ type table struct {
 	name    string
 	typ     cowdb.Type
 	indexes []index
+	// encoded: the table keeps its objects encoded (defineEncoded), so
+	// a read returns a new object and a change to a written one is lost.
+	encoded bool
+	// snapshotList is the StoreSnapshot list of the table's objects.
+	snapshotList protoreflect.FieldDescriptor
 }
 
 // index is a secondary index: a unique one refuses a second object with
@@ -56,12 +65,25 @@ type index struct {
 	key    func(Object) (string, bool)
 }
 
+// tableNamed is each table by its name.
+var tableNamed = func() map[string]*table {
+	m := make(map[string]*table, len(tables))
+	for _, t := range tables {
+		m[t.name] = t
+	}
+	return m
+}()
+
 // tables maps each stored message type to its table. Every table is
 // ordered by id; empty secondary values are not indexed.
 var tables = byType(
 	define[api.Cluster](tableCluster),
-	define[api.JoinToken](tableJoinToken,
-		index{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })}),
+	// Tokens are written once or twice (issued, consumed) and read by
+	// hash at a join: kept encoded, the collector need not walk them
+	// (docs/adr/0055).
+	defineEncoded[api.JoinToken](tableJoinToken,
+		index{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })},
+		index{indexSpentAt, false, func(o Object) (string, bool) { return spentKey(o.(*api.JoinToken)), true }}),
 	define[api.Node](tableNode,
 		index{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
 		index{indexRaftID, false, func(o Object) (string, bool) {
@@ -81,6 +103,13 @@ var tables = byType(
 		index{indexNodeID, false, stringKey(func(t *api.Task) string { return t.GetNodeId() })}),
 )
 
+// tableOrder is every table, in the order of their StoreSnapshot lists.
+var tableOrder = func() []*table {
+	order := slices.Collect(maps.Values(tables))
+	slices.SortFunc(order, func(a, b *table) int { return cmp.Compare(a.snapshotList.Number(), b.snapshotList.Number()) })
+	return order
+}()
+
 // typedTable is a table with the message it keeps.
 type typedTable struct {
 	message protoreflect.FullName
@@ -95,9 +124,46 @@ func define[T any, P interface {
 	return typedTable{P(nil).ProtoReflect().Descriptor().FullName(), &table{name: name, typ: cowdb.TypeOf[T](), indexes: indexes}}
 }
 
+// defineEncoded is define's table keeping its objects encoded.
+func defineEncoded[T any, P interface {
+	*T
+	Object
+}](name string, indexes ...index) typedTable {
+	d := define[T, P](name, indexes...)
+	d.typ, d.encoded = cowdb.EncodedOf[T](protoCodec[T, P]()), true
+	return d
+}
+
+// protoCodec encodes *T in its wire format.
+func protoCodec[T any, P interface {
+	*T
+	Object
+}]() cowdb.Codec {
+	return cowdb.Codec{
+		Size: func(obj any) int { return proto.Size(obj.(P)) },
+		// The size Size just cached: nothing changes obj in between.
+		Append: func(b []byte, obj any) ([]byte, error) {
+			return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, obj.(P))
+		},
+		Decode: func(data []byte) (any, error) {
+			obj := P(new(T))
+			return obj, proto.Unmarshal(data, obj)
+		},
+	}
+}
+
 func byType(defs ...typedTable) map[protoreflect.FullName]*table {
 	m := make(map[protoreflect.FullName]*table, len(defs))
+	lists := (&api.StoreSnapshot{}).ProtoReflect().Descriptor().Fields()
 	for _, d := range defs {
+		for i := range lists.Len() {
+			if fd := lists.Get(i); fd.Message() != nil && fd.Message().FullName() == d.message {
+				d.snapshotList = fd
+			}
+		}
+		if d.snapshotList == nil {
+			panic(fmt.Sprintf("store: no StoreSnapshot list of %s", d.message))
+		}
 		m[d.message] = d.table
 	}
 	return m
@@ -109,6 +175,24 @@ func stringKey[T Object](field func(T) string) func(Object) (string, bool) {
 		v := field(o.(T))
 		return v, v != ""
 	}
+}
+
+// spentKey is when a token is spent, as a key: the earlier of its
+// consumption and its expiry (an unset expiry is the epoch, as the sweep
+// reads it).
+func spentKey(jt *api.JoinToken) string {
+	at := jt.GetExpiresAt()
+	if c := jt.GetConsumedAt(); c != nil && (c.GetSeconds() < at.GetSeconds() || c.GetSeconds() == at.GetSeconds() && c.GetNanos() < at.GetNanos()) {
+		at = c
+	}
+	return timeKey(at.GetSeconds(), at.GetNanos())
+}
+
+// timeKey is a time as a key ordered as times are: the seconds, sign bit
+// flipped, then the nanoseconds, big-endian.
+func timeKey(seconds int64, nanos int32) string {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 12), uint64(seconds)^1<<63)
+	return string(binary.BigEndian.AppendUint32(b, uint32(nanos)))
 }
 
 // uintKey is the key of a uint64 index value.

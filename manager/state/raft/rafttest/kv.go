@@ -77,9 +77,9 @@ func (a *KV) Save() *api.StoreSnapshot {
 }
 
 // Freeze dumps the state now, for the raft node to encode later.
-func (a *KV) Freeze() func() *api.StoreSnapshot {
+func (a *KV) Freeze() func() api.FrozenStore {
 	snap := a.Save()
-	return func() *api.StoreSnapshot { return snap }
+	return func() api.FrozenStore { return api.FrozenStore{Objects: snap} }
 }
 
 // Restore replaces the state with a snapshot's.
