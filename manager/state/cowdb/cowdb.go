@@ -171,9 +171,10 @@ func (l *layout) bare() {
 		}
 		return p
 	}
-	l.obj = func(it item) any { return t.Type.obj(it.p) }
-	l.idAt = func(it item) string { return l.id(l.obj(it)) }
-	l.keyAt = func(i int, it item) (string, bool) { return t.Indexes[i].Key(l.obj(it)) }
+	obj, id := t.Type.obj, l.id // called directly: every comparison reads them
+	l.obj = func(it item) any { return obj(it.p) }
+	l.idAt = func(it item) string { return id(obj(it.p)) }
+	l.keyAt = func(i int, it item) (string, bool) { return t.Indexes[i].Key(obj(it.p)) }
 }
 
 // idCmp finds the object with id in the table's own tree.

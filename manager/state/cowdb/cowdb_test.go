@@ -298,6 +298,16 @@ func TestConcurrentCopiesAndReads(t *testing.T) {
 	check(t, v, m)
 }
 
+// fieldSize is what appendField adds, across varint lengths.
+func TestFieldSize(t *testing.T) {
+	for _, n := range []int{0, 1, 126, 127, 128, 16382, 16383, 16384, 1 << 21} {
+		s := strings.Repeat("x", n)
+		if got, want := fieldSize(s), len(appendField(nil, s)); got != want {
+			t.Errorf("fieldSize of %d bytes = %d, appendField adds %d", n, got, want)
+		}
+	}
+}
+
 // AllEncoded hands out each object's encoding, in id order.
 func TestAllEncoded(t *testing.T) {
 	w := New(schema).Write()

@@ -3,6 +3,7 @@ package cowdb
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"unsafe"
 )
 
@@ -74,10 +75,11 @@ func (l *layout) block(c Codec, obj any) []byte {
 	id := l.id(obj)
 	keys := make([]string, len(l.schema.Indexes))
 	has := make([]bool, len(keys))
-	n := lengthSize + binary.MaxVarintLen64 + len(id) + c.Size(obj)
+	// Sized exactly: the block is the allocation the object costs.
+	n := lengthSize + fieldSize(id) + c.Size(obj)
 	for i := range l.schema.Indexes {
 		keys[i], has[i] = l.schema.Indexes[i].Key(obj)
-		n += binary.MaxVarintLen64 + len(keys[i])
+		n += fieldSize(keys[i])
 	}
 	b := make([]byte, lengthSize, n)
 	b = appendField(b, id)
@@ -94,6 +96,12 @@ func (l *layout) block(c Codec, obj any) []byte {
 	}
 	binary.LittleEndian.PutUint32(b, uint32(len(b)))
 	return b
+}
+
+// fieldSize is the length appendField adds for s (at most: an absent
+// key takes one byte).
+func fieldSize(s string) int {
+	return (bits.Len64(uint64(len(s))+1)+6)/7 + len(s)
 }
 
 func appendField(b []byte, s string) []byte {
