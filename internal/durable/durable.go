@@ -27,10 +27,11 @@ func writeTemp(dir, name string, mode os.FileMode, parts ...[]byte) (string, err
 		f.Close()
 		return tmp, fmt.Errorf("chmod %s: %w", tmp, err)
 	}
+	w := &writeBack{f: f}
 	for _, p := range parts {
-		if _, err := f.Write(p); err != nil {
+		if _, err := w.Write(p); err != nil {
 			f.Close()
-			return tmp, fmt.Errorf("write %s: %w", tmp, err)
+			return tmp, err
 		}
 	}
 	if err := f.Sync(); err != nil {
