@@ -106,9 +106,17 @@ func TestSnapshotDue(t *testing.T) {
 		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true},
 		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true},
 		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false},
+		// This member (raft id 5) is third of the voters: it waits for a
+		// log half as heavy again as its snapshot.
+		{"third voter, large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, false},
+		{"third voter, large snapshot, log 1.5 times as heavy", 50_000, 100, 100 << 20, 150 << 20, true},
+		{"third voter, log past 1 MiB, small snapshot", 105, 100, 1 << 10, 1 << 20, true},
 	} {
 		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
-			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes}
+			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes, raftID: 5}
+		if strings.HasPrefix(tc.name, "third voter") {
+			n.confState.Voters = []uint64{9, 3, 5, 1}
+		}
 		n.applied.Store(tc.applied)
 		if got := n.snapshotDue(); got != tc.want {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)
