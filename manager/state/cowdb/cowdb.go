@@ -15,9 +15,11 @@
 //   - A secondary index holds each object under its key and id, so a read
 //     through it walks that index alone; an update replaces the object
 //     there, moving it only when its key changed.
-//   - A table holds pointers of one type (Table.Type). Unknown table or
-//     index names, and objects of another type, are the caller's bug:
-//     they panic.
+//   - A table holds pointers of one type (Table.Type): the objects
+//     themselves (TypeOf), or their encodings (EncodedOf), when a read
+//     decodes a new object the reader owns. Unknown table or index
+//     names, and objects of another type, are the caller's bug: they
+//     panic.
 //
 // The store (manager/state/store) keeps its content in it: docs/design.md
 // §7, and ADR 0044 for why not go-memdb (its radix trees cost about 1 KB
