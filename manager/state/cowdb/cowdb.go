@@ -313,9 +313,12 @@ func (v *Version) Insert(tableName string, obj any) any {
 	p := tb.put(obj)
 	tr := v.own(tb)
 	id := tb.id(obj)
-	old, had := tr.byID.ReplaceOrInsert(item{prefix(id), p})
+	added := item{prefix(id), p}
+	old, had := tr.byID.ReplaceOrInsert(added)
 	for i := range tb.schema.Indexes {
-		key, ok := tb.schema.Indexes[i].Key(obj)
+		// Read where the item keeps it: an encoded block holds the key
+		// put just computed.
+		key, ok := tb.keyAt(i, added)
 		if had {
 			if oldKey, oldOK := tb.keyAt(i, old); oldOK && (!ok || oldKey != key) {
 				tr.secondary[i].Delete(tb.keyCmp(i, oldKey, id))

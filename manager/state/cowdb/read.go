@@ -27,10 +27,7 @@ func (v *Version) First(tableName, index, key string) any {
 // from the first id after after ("" for all), until fn returns false.
 func (v *Version) Each(tableName, index, key, after string, fn func(obj any) bool) {
 	tb := v.table(tableName)
-	i, ok := tb.index[index]
-	if !ok {
-		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
-	}
+	i := tb.secondaryIndex(index)
 	head := prefix(key)
 	tb.trees.secondary[i].Ascend(tb.keyCmp(i, key, after), func(it item) bool {
 		if it.head != head {
@@ -51,10 +48,7 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 // wants of one it gets (Get).
 func (v *Version) EachKey(tableName, index string, fn func(key, id string) bool) {
 	tb := v.table(tableName)
-	i, ok := tb.index[index]
-	if !ok {
-		panic(fmt.Sprintf("cowdb: no index %q in table %q", index, tableName))
-	}
+	i := tb.secondaryIndex(index)
 	tb.trees.secondary[i].Ascend(nil, func(it item) bool {
 		key, _ := tb.keyAt(i, it)
 		return fn(key, tb.idAt(it))
@@ -75,6 +69,16 @@ func (v *Version) All(tableName, after string, fn func(obj any) bool) {
 		}
 		return fn(tb.obj(it))
 	})
+}
+
+// secondaryIndex is the position of the named secondary index, or a
+// panic.
+func (l *layout) secondaryIndex(name string) int {
+	i, ok := l.index[name]
+	if !ok {
+		panic(fmt.Sprintf("cowdb: no index %q in table %q", name, l.schema.Name))
+	}
+	return i
 }
 
 // Has tells whether table holds an object with id, without reading it.

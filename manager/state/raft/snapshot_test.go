@@ -92,31 +92,31 @@ func TestWritesGoOnWhileASnapshotIsWritten(t *testing.T) {
 // small; once large, not before the log since the last outweighs it; and
 // whenever the log outweighs both the snapshot and 1 MiB.
 func TestSnapshotDue(t *testing.T) {
+	thirdOf4 := []uint64{9, 3, 5, 1} // two lower ids than 5
 	for _, tc := range []struct {
 		name                    string
 		applied, snapIndex      uint64
 		snapshotBytes, logBytes int
 		want                    bool
+		voters                  []uint64 // beside this member, raft id 5
 	}{
-		{"interval not reached", 109, 100, 0, 1<<20 - 1, false},
-		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true},
-		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false},
-		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false},
-		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true},
-		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true},
-		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true},
-		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false},
+		{"interval not reached", 109, 100, 0, 1<<20 - 1, false, nil},
+		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true, nil},
+		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false, nil},
+		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false, nil},
+		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true, nil},
+		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true, nil},
+		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true, nil},
+		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false, nil},
 		// This member (raft id 5) is third of the voters: it waits for a
 		// log half as heavy again as its snapshot.
-		{"third voter, large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, false},
-		{"third voter, large snapshot, log 1.5 times as heavy", 50_000, 100, 100 << 20, 150 << 20, true},
-		{"third voter, log past 1 MiB, small snapshot", 105, 100, 1 << 10, 1 << 20, true},
+		{"third voter, large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, false, thirdOf4},
+		{"third voter, large snapshot, log 1.5 times as heavy", 50_000, 100, 100 << 20, 150 << 20, true, thirdOf4},
+		{"third voter, log past 1 MiB, small snapshot", 105, 100, 1 << 10, 1 << 20, true, thirdOf4},
 	} {
 		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
 			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes, raftID: 5}
-		if strings.HasPrefix(tc.name, "third voter") {
-			n.confState.Voters = []uint64{9, 3, 5, 1}
-		}
+		n.confState.Voters = tc.voters
 		n.applied.Store(tc.applied)
 		if got := n.snapshotDue(); got != tc.want {
 			t.Errorf("%s: due %v, want %v", tc.name, got, tc.want)

@@ -288,13 +288,13 @@ func (b *batch) do(s *step) (Event, error) {
 	ev := Event{Kind: EventCreate, Object: s.obj, Index: b.index}
 	if s.old != nil {
 		created := s.old.GetMeta().GetCreatedAt()
-		if s.t.encoded && !sameTime(meta.GetCreatedAt(), created) {
-			// The insert encoded the object before it had the stored
-			// created_at: encode it again.
-			meta.CreatedAt = created
+		// An encoded table encoded the object in the insert, before it
+		// had the stored created_at: it is encoded again with it.
+		reencode := s.t.encoded && !sameTime(meta.GetCreatedAt(), created)
+		meta.CreatedAt = created
+		if reencode {
 			b.txn.Insert(s.t.name, s.obj)
 		}
-		meta.CreatedAt = created
 		ev.Kind, ev.Old = EventUpdate, s.old
 	} else {
 		shareEqualTimes(meta)
