@@ -335,9 +335,10 @@ func list[T Object](v *cowdb.Version, table, index, key string) []T {
 }
 
 // listShared is list without the clones: the stored objects themselves,
-// which nobody may change (a write stores a clone; see Tx). It is for
-// readers that only encode what they read, such as a snapshot of a large
-// store, where cloning would double the work and the memory.
+// which nobody may change (a write stores a clone; see Tx), or, from an
+// encoded table, objects decoded for this read. It is for readers that
+// change nothing they read (the cluster object, shallow task lists),
+// where cloning would double the work and the memory.
 func listShared[T Object](v *cowdb.Version, table, index, key string) []T {
 	var out []T
 	eachShared(v, table, index, key, func(o T) bool {
