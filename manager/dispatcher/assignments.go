@@ -20,12 +20,25 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 		return err
 	}
 	set := newAssignmentSet(sess.nodeID)
+	// tasks is the node's tasks as the last view held them, until they
+	// are sent. They are the store's own objects, shared (ADR 0031): the
+	// set keeps fingerprints of them and send only marshals them. Neither
+	// clones nor the view outlive the COMPLETE message: a stream lasts
+	// as long as its session, and a manager restarted with 100 000 tasks
+	// held a clone of each in its nodes' streams (issue 15, point 7).
 	var tasks []*api.Task
-	read := func(tx store.ReadTx) { tasks = tx.ListTasksByNode(sess.nodeID) }
+	read := func(tx store.ReadTx) {
+		tx.EachTask("", sess.nodeID, func(t *api.Task) bool {
+			tasks = append(tasks, t)
+			return true
+		})
+	}
 	feed, index := t.tasks.subscribe(s.st, sess.nodeID, read)
 	defer feed.cancel()
 	sendComplete := func() error {
-		return send(stream, s.st, api.AssignmentsMessage_TYPE_COMPLETE, set.complete(tasks), nil)
+		out := set.complete(tasks)
+		tasks = nil
+		return send(stream, s.st, api.AssignmentsMessage_TYPE_COMPLETE, out, nil)
 	}
 	if err := sendComplete(); err != nil {
 		return err
