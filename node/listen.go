@@ -51,11 +51,9 @@ func (n *Node) listen() error {
 	)...)
 	n.tcpSrv = grpc.NewServer(append(grpcflow.ServerOptions(),
 		grpc.Creds(credentials.NewTLS(base)),
-		// Every node keeps connections to a manager open (its session,
-		// its role check): at 32 KiB, gRPC's default read buffer was a
-		// third of what a manager held for each node (issue 15, point 7;
-		// docs/bench/largestore.md). Frames larger than the buffer are
-		// read past it, so raft's large appends do not take more reads.
+		// Every node keeps a connection to a manager open (its session,
+		// its role check), so what gRPC holds a connection is what a
+		// manager holds a node (issue 15, point 7; docs/bench/largestore.md).
 		grpc.ReadBufferSize(tcpReadBuffer),
 		grpc.NumStreamWorkers(streamWorkers),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
@@ -78,8 +76,12 @@ func (n *Node) listen() error {
 // 2.3 MB of RSS (their stacks shrink back at each GC).
 const streamWorkers = 512
 
-// tcpReadBuffer is the read buffer of each connection to the TCP server.
-const tcpReadBuffer = 8 << 10
+// tcpReadBuffer is the read buffer gRPC puts over each connection to the
+// TCP server: none. TLS already reads whole records into a buffer of its
+// own and hands out their bytes; a second buffer over it held 8 KiB a
+// connection more (gRPC's default, 32 KiB, was a third of a manager's
+// memory a node) for no fewer reads from the socket.
+const tcpReadBuffer = 0
 
 func (n *Node) register(srv *grpc.Server) {
 	api.RegisterClusterServiceServer(srv, &clusterService{n: n})

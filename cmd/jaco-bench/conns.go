@@ -4,10 +4,11 @@ package main
 // node's connection, as the floor under a manager's memory per node
 // (issue 15, point 7; docs/bench/largestore.md): a server with nothing
 // behind it but gRPC's health service, on the transport jacod's TCP
-// server uses (TLS 1.3 with client certificates, 8 KiB read buffers,
-// static flow-control windows on both ends: grpcflow),
-// and COUNT client connections from a child process, each holding two
-// server streams open as a node's session and assignments streams do.
+// server uses (TLS 1.3 with client certificates, no read buffer over
+// TLS's, static flow-control windows on both ends: grpcflow), and COUNT
+// client connections from a child process, each holding two server
+// streams open as a node's session and assignments streams do. -streams
+// and -read-buffer measure the same floor for other shapes.
 // The server's growth in heap in use, goroutines and RSS, divided by COUNT,
 // is what any manager keeping one such connection per node pays at
 // least, before it stores or does anything for the node.
@@ -39,31 +40,38 @@ import (
 	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
-// connsStreams is how many server streams each connection holds open: a
-// node's dispatcher session and its assignments.
-const connsStreams = 2
+// connsShape is what is measured: how many connections, how many
+// server streams each holds open, and gRPC's read buffer over each
+// server connection.
+type connsShape struct {
+	count, streams, readBuffer int
+}
 
-// connsReadBuffer is the read buffer of each server connection, as
-// jacod's TCP server sets it (node.tcpReadBuffer).
-const connsReadBuffer = 8 << 10
+// jacodConns is the shape of a manager's connections to its nodes: a
+// node's dispatcher session and its assignments streams, and the read
+// buffer jacod's TCP server sets (node.tcpReadBuffer).
+var jacodConns = connsShape{count: 1000, streams: 2, readBuffer: 0}
 
 // connsFloor is what the server grew by, per connection, and its heap in
 // use before and after.
 type connsFloor struct {
-	count                       int
+	connsShape
 	heapKB, rssKB, goroutines   float64
 	heapBeforeMiB, heapAfterMiB float64
 }
 
 func (f connsFloor) String() string {
-	return fmt.Sprintf("conns: %d mTLS connections with %d server streams each: server heap in use %.0f -> %.0f MiB; "+
+	return fmt.Sprintf("conns: %d mTLS connections with %d server streams each, read buffer %d: server heap in use %.0f -> %.0f MiB; "+
 		"a connection: %.1f kB heap in use, %.1f kB RSS, %.1f goroutines",
-		f.count, connsStreams, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.rssKB, f.goroutines)
+		f.count, f.streams, f.readBuffer, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.rssKB, f.goroutines)
 }
 
 func runConns(args []string) error {
 	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
-	count := fs.Int("count", 1000, "client connections")
+	shape := jacodConns
+	fs.IntVar(&shape.count, "count", shape.count, "client connections")
+	fs.IntVar(&shape.streams, "streams", shape.streams, "server streams each connection holds open")
+	fs.IntVar(&shape.readBuffer, "read-buffer", shape.readBuffer, "gRPC's read buffer over each server connection, bytes (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +87,7 @@ func runConns(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := measureConns(context.Background(), []string{self, "conns-client"}, dir, *count)
+	f, err := measureConns(context.Background(), []string{self, "conns-client"}, dir, shape)
 	if err != nil {
 		return err
 	}
@@ -88,9 +96,9 @@ func runConns(args []string) error {
 }
 
 // measureConns serves on loopback, has a child process (client: the
-// command that runs runConnsClient) open count connections, and reports
-// the server's growth per connection.
-func measureConns(ctx context.Context, client []string, dir string, count int) (connsFloor, error) {
+// command that runs runConnsClient) open the connections of shape, and
+// reports the server's growth per connection.
+func measureConns(ctx context.Context, client []string, dir string, shape connsShape) (connsFloor, error) {
 	serverTLS, err := connsIdentities(dir)
 	if err != nil {
 		return connsFloor{}, err
@@ -99,13 +107,14 @@ func measureConns(ctx context.Context, client []string, dir string, count int) (
 	if err != nil {
 		return connsFloor{}, err
 	}
-	srv := grpc.NewServer(append(grpcflow.ServerOptions(), grpc.Creds(credentials.NewTLS(serverTLS)), grpc.ReadBufferSize(connsReadBuffer))...)
+	srv := grpc.NewServer(append(grpcflow.ServerOptions(), grpc.Creds(credentials.NewTLS(serverTLS)), grpc.ReadBufferSize(shape.readBuffer))...)
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 
 	before := serverUse()
-	args := append(client[1:len(client):len(client)], "-addr", lis.Addr().String(), "-count", strconv.Itoa(count), "-dir", dir)
+	args := append(client[1:len(client):len(client)], "-addr", lis.Addr().String(), "-count", strconv.Itoa(shape.count),
+		"-streams", strconv.Itoa(shape.streams), "-dir", dir)
 	child := exec.CommandContext(ctx, client[0], args...)
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
@@ -128,9 +137,9 @@ func measureConns(ctx context.Context, client []string, dir string, count int) (
 		return connsFloor{}, fmt.Errorf("the clients did not get ready: %q, %v", line, err)
 	}
 	after := serverUse()
-	n := float64(count)
+	n := float64(shape.count)
 	return connsFloor{
-		count:         count,
+		connsShape:    shape,
 		heapKB:        (after.heap - before.heap) / 1024 / n,
 		rssKB:         (after.rss - before.rss) / 1024 / n,
 		goroutines:    (after.goroutines - before.goroutines) / n,
@@ -193,12 +202,13 @@ func connsIdentities(dir string) (*tls.Config, error) {
 }
 
 // runConnsClient is the child of measureConns: it opens count
-// connections, each with connsStreams health watches, says "ready" and
+// connections, each with as many health watches as -streams, says "ready" and
 // holds them until its stdin closes.
 func runConnsClient(args []string) error {
 	fs := flag.NewFlagSet("conns-client", flag.ContinueOnError)
 	addr := fs.String("addr", "", "the server")
 	count := fs.Int("count", 0, "connections")
+	streams := fs.Int("streams", 0, "health watches each connection holds open")
 	dir := fs.String("dir", "", "where the client's certificate is")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -222,7 +232,7 @@ func runConnsClient(args []string) error {
 			return err
 		}
 		defer conn.Close()
-		for range connsStreams {
+		for range *streams {
 			w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
 			if err != nil {
 				return fmt.Errorf("connection %d: %w", i, err)

@@ -17,12 +17,14 @@ const connsClientEnv = "JACO_BENCH_CONNS_CLIENT"
 func TestConnsFloorCountsEachConnection(t *testing.T) {
 	t.Setenv(connsClientEnv, "1")
 	client := []string{os.Args[0], "-test.run=^TestConnsClientProcess$", "--"}
-	f, err := measureConns(context.Background(), client, t.TempDir(), 20)
+	shape := jacodConns
+	shape.count = 20
+	f, err := measureConns(context.Background(), client, t.TempDir(), shape)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.goroutines < 3+connsStreams-0.5 || f.goroutines > 3+connsStreams+1 {
-		t.Errorf("%.1f goroutines a connection, want %d (three of gRPC's, one per stream)", f.goroutines, 3+connsStreams)
+	if f.goroutines < float64(3+shape.streams)-0.5 || f.goroutines > float64(3+shape.streams+1) {
+		t.Errorf("%.1f goroutines a connection, want %d (three of gRPC's, one per stream)", f.goroutines, 3+shape.streams)
 	}
 	if f.heapKB < 1 || f.heapKB > 1024 {
 		t.Errorf("%.1f kB of heap a connection, want a few tens", f.heapKB)
