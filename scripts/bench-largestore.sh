@@ -2,8 +2,10 @@
 # Large stores in a real daemon (issue 15 point 7, docs/bench/largestore.md),
 # on loopback only, as a new user would try them:
 #   1. one manager; `service create -d --replicas N` of a hook bundle no
-#      node may run (the tasks stay pending): the time until the daemon is
-#      idle again with every task stored, its RSS and live heap;
+#      node may run (the tasks stay pending): the time until the store
+#      holds every task (its jaco_store_objects gauge, read every 50 ms),
+#      the time until the daemon is idle again (the scheduler's pending
+#      reasons written too), its RSS and live heap;
 #   2. the listings at that size (service ls, service ps, status, node ls);
 #   3. kill -9 and restart: the time to serve and to lead, and the RSS;
 #   4. a worker running 100 replicas of a hook bundle: its RSS and the
@@ -117,16 +119,29 @@ debug=()
 if "$bin/jacod" --help 2>&1 | grep -q -- --debug-addr; then
 	debug=(--debug-addr 127.0.0.1:27401)
 fi
-start_jacod m "$m" 27400 "${debug[@]}"
+start_jacod m "$m" 27400 "${debug[@]}" --metrics-addr 127.0.0.1:27402
 mpid=$pid
 export JACO_DATA_DIR=$m
 "$bin/jaco" cluster init >/dev/null
 "$bin/jaco" cluster update --max-replicas-per-service "$replicas" >/dev/null
 idle_kb=$(rss_kb "$mpid")
 
+# stored_tasks: the tasks the manager's store holds, from its metrics.
+stored_tasks() {
+	curl -s http://127.0.0.1:27402/metrics | awk '/^jaco_store_objects\{kind="task"\}/ {print $2}'
+}
+
 log "1. service create -d --replicas $replicas (tasks stay pending)"
 start=$(date +%s%N)
 "$bin/jaco" service create -d --name big --replicas "$replicas" --constraint node.labels.none==x --bundle "$work/bundle" >/dev/null
+stored=
+for _ in $(seq 1 12000); do
+	if [[ $(stored_tasks) == "$replicas" ]]; then
+		stored=$(($(date +%s%N) - start))
+		break
+	fi
+	sleep 0.05
+done
 settle=$(wait_idle "$mpid" "$start")
 tasks=$("$bin/jaco" service ps big --format json | grep -c '"id"')
 heap=
@@ -134,6 +149,11 @@ if ((${#debug[@]})); then
 	heap=$(curl -s "http://127.0.0.1:27401/debug/pprof/heap?gc=1&debug=1" | awk '/^# HeapInuse = / {print $4}')
 fi
 {
+	if [[ -n $stored ]]; then
+		echo "create: every task in the store after $(secs "$stored") s ($(awk -v n="$replicas" -v ns="$stored" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') tasks/s, from the create call)"
+	else
+		echo "create: the store did not hold $replicas tasks within 10 minutes"
+	fi
 	echo "create: $replicas replicas, $tasks tasks stored; daemon idle again after $(secs "$settle") s ($(awk -v n="$replicas" -v ns="$settle" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') tasks/s, pending reasons included)"
 	live="not served by this jacod"
 	if [[ -n $heap ]]; then

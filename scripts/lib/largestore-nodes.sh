@@ -16,14 +16,17 @@ goroutines() {
 	curl -s "http://127.0.0.1:$1/debug/pprof/goroutine?debug=1" | awk 'NR == 1 {print $NF}'
 }
 
-# live_heap PORT: HeapInuse in MiB after a GC, or "?".
+# live_heap PORT: the heap after a GC, or "?": the spans in use
+# (HeapInuse), the live objects in them (HeapAlloc) and the goroutines'
+# stacks, which are outside the heap.
 live_heap() {
 	if ((${#debug[@]} == 0)); then
 		echo "?"
 		return
 	fi
 	curl -s "http://127.0.0.1:$1/debug/pprof/heap?gc=1&debug=1" |
-		awk '/^# HeapInuse = / {printf "%.0f", $4 / 1048576}'
+		awk '/^# HeapInuse = / {u = $4} /^# HeapAlloc = / {a = $4} /^# Stack = / {st = $4}
+			END {printf "%.0f MiB (HeapInuse after a GC; objects %.0f MiB, stacks %.0f MiB)", u / 1048576, a / 1048576, st / 1048576}'
 }
 
 # cpu_pct PID SECONDS: the percent of a core PID used over SECONDS.
@@ -92,7 +95,7 @@ simulated_nodes() {
 	nodes_kb=$(rss_kb "$spid")
 	{
 		echo "nodes: $nodes simulated nodes joined and READY after $(secs "$joined") s ($(awk -v n="$nodes" -v ns="$joined" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') nodes/s, 32 joins at once); the manager's steady CPU with them $steady % of a core (simulator $(cpu_pct "$simpid" 5) %)"
-		echo "nodes: manager RSS $(mib "$nodes_kb") MiB with them in session (idle before: $(mib "$idle_kb") MiB; $(((nodes_kb - idle_kb) / nodes)) kB a node), live heap $(live_heap 27431) MiB, $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
+		echo "nodes: manager RSS $(mib "$nodes_kb") MiB with them in session (idle before: $(mib "$idle_kb") MiB; $(((nodes_kb - idle_kb) / nodes)) kB a node), live heap $(live_heap 27431), $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
 	} | tee -a "$raw"
 
 	start=$(date +%s%N)
@@ -103,7 +106,7 @@ simulated_nodes() {
 	settle=$(wait_idle "$spid" "$start" "$steady")
 	{
 		echo "nodes: $replicas replicas RUNNING after $(secs "$ran") s, daemon idle again after $(secs "$settle") s"
-		echo "nodes: manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431) MiB (HeapInuse after a GC), $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
+		echo "nodes: manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431), $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
 		echo "nodes: listings: service ls $(timed "$bin/jaco" service ls); node ls $(timed "$bin/jaco" node ls)"
 	} | tee -a "$raw"
 	if ((${#debug[@]})); then
@@ -156,7 +159,7 @@ restart_with_nodes() {
 	settle=$(wait_idle "$spid" "$start" "$steady")
 	{
 		echo "nodes restart $i: serving after $(secs $((served - start))) s, leading after $(secs $((led - start))) s, every node in session again after $(secs $((back - start))) s"
-		echo "nodes restart $i: idle again after $(secs "$settle") s; then $(ready_count) nodes READY, $(running_count) replicas running; manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431) MiB, $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
+		echo "nodes restart $i: idle again after $(secs "$settle") s; then $(ready_count) nodes READY, $(running_count) replicas running; manager RSS $(mib "$(rss_kb "$spid")") MiB, live heap $(live_heap 27431), $(goroutines 27431) goroutines; simulator RSS $(mib "$(rss_kb "$simpid")") MiB"
 		echo "nodes restart $i: from $(find "$s/raft/snap" -name '*.snap' | wc -l) snapshot file(s) and $(find "$s/raft/wal" -name '*.wal' | wc -l) WAL file(s); $(grep -c 'nodes missed their heartbeats' "$s.log" || true) missed-heartbeat sweep(s) in the restarted manager's log"
 	} | tee -a "$raw"
 }
