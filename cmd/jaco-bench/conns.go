@@ -56,14 +56,15 @@ var jacodConns = connsShape{count: 1000, streams: 2, readBuffer: 0}
 // use before and after.
 type connsFloor struct {
 	connsShape
-	heapKB, rssKB, goroutines   float64
+	heapKB, stackKB, rssKB      float64
+	goroutines                  float64
 	heapBeforeMiB, heapAfterMiB float64
 }
 
 func (f connsFloor) String() string {
 	return fmt.Sprintf("conns: %d mTLS connections with %d server streams each, read buffer %d: server heap in use %.0f -> %.0f MiB; "+
-		"a connection: %.1f kB heap in use, %.1f kB RSS, %.1f goroutines",
-		f.count, f.streams, f.readBuffer, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.rssKB, f.goroutines)
+		"a connection: %.1f kB heap in use, %.1f kB of stacks, %.1f kB RSS, %.1f goroutines",
+		f.count, f.streams, f.readBuffer, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.stackKB, f.rssKB, f.goroutines)
 }
 
 func runConns(args []string) error {
@@ -141,6 +142,7 @@ func measureConns(ctx context.Context, client []string, dir string, shape connsS
 	return connsFloor{
 		connsShape:    shape,
 		heapKB:        (after.heap - before.heap) / 1024 / n,
+		stackKB:       (after.stack - before.stack) / 1024 / n,
 		rssKB:         (after.rss - before.rss) / 1024 / n,
 		goroutines:    (after.goroutines - before.goroutines) / n,
 		heapBeforeMiB: before.heap / (1 << 20),
@@ -150,14 +152,14 @@ func measureConns(ctx context.Context, client []string, dir string, shape connsS
 
 // use is what this process holds: its heap in use after a collection
 // (HeapInuse, as scripts/bench-largestore.sh reads jacod's), its
-// goroutines (their stacks are in RSS, not in the heap) and its RSS.
-type use struct{ heap, rss, goroutines float64 }
+// goroutines and their stacks (in RSS, not in the heap) and its RSS.
+type use struct{ heap, stack, rss, goroutines float64 }
 
 func serverUse() use {
 	debug.FreeOSMemory() // collects first
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return use{heap: float64(ms.HeapInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
+	return use{heap: float64(ms.HeapInuse), stack: float64(ms.StackInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
 }
 
 // rssBytes is this process's resident set size, from /proc.
