@@ -7,9 +7,9 @@
 // collected several times a second, and a quarter of the leader's CPU went
 // to marking (docs/adr/0032). A Pacer gives the heap at least Headroom to
 // grow into, and never less than GOGC=100 would: the percent it sets is
-// Headroom as a share of the live heap, between 100 and MaxPercent. A
-// large store thus keeps the default and its memory bound; only small ones
-// trade some megabytes for CPU.
+// Headroom as a share of what the runtime applies the percent to, between
+// 100 and MaxPercent. A large store thus keeps the default and its memory
+// bound; only small ones trade some megabytes for CPU.
 //
 // An operator's GOGC in the environment wins: the Pacer then does nothing.
 package gcpace
@@ -32,15 +32,21 @@ const (
 	defaultEvery = time.Second
 )
 
-const liveHeapMetric = "/gc/heap/live:bytes"
+// The runtime's next collection is due when the heap reaches the live
+// heap plus GOGC percent of the live heap and the GC roots: the stacks
+// and globals it scanned. A manager with thousands of nodes has a
+// goroutine stack or five for each; left out, they stretched a 512 MiB
+// headroom to 650 MB (issue 15, point 7; docs/bench/largestore.md).
+var samples = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
 
-// Percent is the GOGC percent that gives a heap of live bytes at least
-// headroom to grow into, between 100 and maxPercent.
-func Percent(live, headroom uint64, maxPercent int) int {
-	if live == 0 {
+// Percent is the GOGC percent that gives a heap of live bytes, beside
+// roots bytes of scanned stacks and globals, headroom to grow into,
+// between 100 and maxPercent.
+func Percent(live, roots, headroom uint64, maxPercent int) int {
+	if live+roots == 0 {
 		return maxPercent
 	}
-	p := headroom * 100 / live
+	p := headroom * 100 / (live + roots)
 	return int(min(max(p, 100), uint64(maxPercent)))
 }
 
@@ -51,7 +57,10 @@ func Run(ctx context.Context, headroom uint64, maxPercent int) {
 	if _, set := os.LookupEnv("GOGC"); set {
 		return
 	}
-	sample := []metrics.Sample{{Name: liveHeapMetric}}
+	sample := make([]metrics.Sample, len(samples))
+	for i, name := range samples {
+		sample[i].Name = name
+	}
 	set := -1
 	restore := -1
 	defer func() {
@@ -64,7 +73,13 @@ func Run(ctx context.Context, headroom uint64, maxPercent int) {
 	for {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
-			if p := Percent(sample[0].Value.Uint64(), headroom, maxPercent); p != set {
+			var roots uint64
+			for _, s := range sample[1:] {
+				if s.Value.Kind() == metrics.KindUint64 {
+					roots += s.Value.Uint64()
+				}
+			}
+			if p := Percent(sample[0].Value.Uint64(), roots, headroom, maxPercent); p != set {
 				prev := debug.SetGCPercent(p)
 				if restore < 0 {
 					restore = prev

@@ -12,18 +12,35 @@ import (
 func TestPercent(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
-		name             string
-		live, headroom   uint64
-		maxPercent, want int
+		name                  string
+		live, roots, headroom uint64
+		maxPercent, want      int
 	}{
-		{"nothing live yet", 0, 256 * mib, 400, 400},
-		{"small heap, capped", 16 * mib, 256 * mib, 400, 400},
-		{"headroom twice the live heap", 128 * mib, 256 * mib, 400, 200},
-		{"live heap as large as the headroom", 256 * mib, 256 * mib, 400, 100},
-		{"large heap keeps GOGC's default", 2048 * mib, 256 * mib, 400, 100},
+		{"nothing live yet", 0, 0, 256 * mib, 400, 400},
+		{"small heap, capped", 16 * mib, 0, 256 * mib, 400, 400},
+		{"headroom twice the live heap", 128 * mib, 0, 256 * mib, 400, 200},
+		{"live heap as large as the headroom", 256 * mib, 0, 256 * mib, 400, 100},
+		{"large heap keeps GOGC's default", 2048 * mib, 0, 256 * mib, 400, 100},
+		// The runtime applies the percent to the roots too: 64 MiB live
+		// and 64 MiB of stacks grow by 256 MiB at 200 %, not 400.
+		{"stacks share the headroom", 64 * mib, 64 * mib, 256 * mib, 400, 200},
 	} {
-		if got := Percent(tc.live, tc.headroom, tc.maxPercent); got != tc.want {
-			t.Errorf("%s: Percent(%d, %d, %d) = %d, want %d", tc.name, tc.live, tc.headroom, tc.maxPercent, got, tc.want)
+		if got := Percent(tc.live, tc.roots, tc.headroom, tc.maxPercent); got != tc.want {
+			t.Errorf("%s: Percent(%d, %d, %d, %d) = %d, want %d", tc.name, tc.live, tc.roots, tc.headroom, tc.maxPercent, got, tc.want)
+		}
+	}
+}
+
+// TestSamplesAreTheRuntimes: the pacer reads metrics this Go has; one
+// it lacks would read as zero and stretch the headroom again.
+func TestSamplesAreTheRuntimes(t *testing.T) {
+	have := map[string]bool{}
+	for _, d := range metrics.All() {
+		have[d.Name] = d.Kind == metrics.KindUint64
+	}
+	for _, name := range samples {
+		if !have[name] {
+			t.Errorf("%s: not a uint64 metric of this runtime", name)
 		}
 	}
 }
