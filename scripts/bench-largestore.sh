@@ -126,28 +126,34 @@ export JACO_DATA_DIR=$m
 "$bin/jaco" cluster update --max-replicas-per-service "$replicas" >/dev/null
 idle_kb=$(rss_kb "$mpid")
 
-# stored_tasks: the tasks the manager's store holds, from its metrics.
-stored_tasks() {
-	curl -s http://127.0.0.1:27402/metrics | awk '/^jaco_store_objects\{kind="task"\}/ {print $2}'
+# live_heap PORT: the heap after a GC, or "?": the spans in use
+# (HeapInuse), the live objects in them (HeapAlloc) and the goroutines'
+# stacks, which are outside the heap.
+live_heap() {
+	if ((${#debug[@]} == 0)); then
+		echo "?"
+		return
+	fi
+	curl -s "http://127.0.0.1:$1/debug/pprof/heap?gc=1&debug=1" |
+		awk '/^# HeapInuse = / {u = $4} /^# HeapAlloc = / {a = $4} /^# Stack = / {st = $4}
+			END {printf "%.0f MiB (HeapInuse after a GC; objects %.0f MiB, stacks %.0f MiB)", u / 1048576, a / 1048576, st / 1048576}'
+}
+
+# every_task_stored: the manager's store holds $replicas tasks, by its
+# metrics.
+every_task_stored() {
+	[[ $(curl -s http://127.0.0.1:27402/metrics | awk '/^jaco_store_objects\{kind="task"\}/ {print $2}') == "$replicas" ]]
 }
 
 log "1. service create -d --replicas $replicas (tasks stay pending)"
 start=$(date +%s%N)
 "$bin/jaco" service create -d --name big --replicas "$replicas" --constraint node.labels.none==x --bundle "$work/bundle" >/dev/null
 stored=
-for _ in $(seq 1 12000); do
-	if [[ $(stored_tasks) == "$replicas" ]]; then
-		stored=$(($(date +%s%N) - start))
-		break
-	fi
-	sleep 0.05
-done
+if WAIT_EVERY=0.05 wait_for 600 every_task_stored; then
+	stored=$(($(date +%s%N) - start))
+fi
 settle=$(wait_idle "$mpid" "$start")
 tasks=$("$bin/jaco" service ps big --format json | grep -c '"id"')
-heap=
-if ((${#debug[@]})); then
-	heap=$(curl -s "http://127.0.0.1:27401/debug/pprof/heap?gc=1&debug=1" | awk '/^# HeapInuse = / {print $4}')
-fi
 {
 	if [[ -n $stored ]]; then
 		echo "create: every task in the store after $(secs "$stored") s ($(awk -v n="$replicas" -v ns="$stored" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') tasks/s, from the create call)"
@@ -155,11 +161,7 @@ fi
 		echo "create: the store did not hold $replicas tasks within 10 minutes"
 	fi
 	echo "create: $replicas replicas, $tasks tasks stored; daemon idle again after $(secs "$settle") s ($(awk -v n="$replicas" -v ns="$settle" 'BEGIN {printf "%.0f", n / (ns / 1e9)}') tasks/s, pending reasons included)"
-	live="not served by this jacod"
-	if [[ -n $heap ]]; then
-		live="$(awk -v b="$heap" 'BEGIN {printf "%.0f", b / 1048576}') MiB (HeapInuse after a GC)"
-	fi
-	echo "create: manager RSS $(mib "$(rss_kb "$mpid")") MiB (idle before: $(mib "$idle_kb") MiB), live heap $live"
+	echo "create: manager RSS $(mib "$(rss_kb "$mpid")") MiB (idle before: $(mib "$idle_kb") MiB), live heap $(live_heap 27401)"
 } | tee -a "$raw"
 
 log "2. listings"

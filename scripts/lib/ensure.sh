@@ -7,13 +7,13 @@ JACO_GO_VERSION=1.26.8
 
 log() { printf '==> %s\n' "$*" >&2; }
 
-# wait_for SECONDS CMD...: run CMD every 0.2 s until it succeeds, or give
+# wait_for SECONDS CMD...: run CMD every 0.2 s ($WAIT_EVERY when set) until it succeeds, or give
 # up (saying on what) after SECONDS.
 wait_for() {
 	local deadline=$((SECONDS + $1)); shift
 	until "$@" >/dev/null 2>&1; do
 		((SECONDS < deadline)) || { log "timed out waiting for: $*"; return 1; }
-		sleep 0.2
+		sleep "${WAIT_EVERY:-0.2}" # a caller timing the wait may poll finer
 	done
 }
 

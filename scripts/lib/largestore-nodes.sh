@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # Step 5 of scripts/bench-largestore.sh, which sources this file and its
-# helpers (start_jacod, rss_kb, wait_idle, log_at, secs, mib, wait_for)
+# helpers (start_jacod, rss_kb, wait_idle, live_heap, log_at, secs, mib,
+# wait_for)
 # and sets bin, work, raw, replicas, nodes, restarts, debug and the bundle
 # in $work/bundle: $replicas replicas over $nodes worker nodes simulated by
 # `jaco-bench nodes` against one real manager, then the manager's kill -9
@@ -14,19 +15,6 @@ goroutines() {
 		return
 	fi
 	curl -s "http://127.0.0.1:$1/debug/pprof/goroutine?debug=1" | awk 'NR == 1 {print $NF}'
-}
-
-# live_heap PORT: the heap after a GC, or "?": the spans in use
-# (HeapInuse), the live objects in them (HeapAlloc) and the goroutines'
-# stacks, which are outside the heap.
-live_heap() {
-	if ((${#debug[@]} == 0)); then
-		echo "?"
-		return
-	fi
-	curl -s "http://127.0.0.1:$1/debug/pprof/heap?gc=1&debug=1" |
-		awk '/^# HeapInuse = / {u = $4} /^# HeapAlloc = / {a = $4} /^# Stack = / {st = $4}
-			END {printf "%.0f MiB (HeapInuse after a GC; objects %.0f MiB, stacks %.0f MiB)", u / 1048576, a / 1048576, st / 1048576}'
 }
 
 # cpu_pct PID SECONDS: the percent of a core PID used over SECONDS.
