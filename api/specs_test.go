@@ -45,3 +45,29 @@ func TestSpecsShare(t *testing.T) {
 		t.Error("a forgotten service's spec was shared")
 	}
 }
+
+// TestSpecsShareEqualAllocatesNothing: a task whose spec equals one kept
+// (every task of a service but the first, in a restart's replay) is
+// shared without an allocation of its own.
+func TestSpecsShareEqualAllocatesNothing(t *testing.T) {
+	spec := func() *ServiceSpec {
+		return &ServiceSpec{Name: "web", Image: "web:1", Env: []string{"A=1", "B=2"}, Placement: &Placement{Constraints: []string{"node.role==worker"}}}
+	}
+	c := NewSpecs()
+	c.Share(&Task{ServiceId: "s1", SpecVersion: 1, Spec: spec()})
+	tasks := make([]*Task, 101)
+	for i := range tasks {
+		tasks[i] = &Task{ServiceId: "s1", SpecVersion: 1, Spec: spec()}
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		c.Share(tasks[i])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("sharing an equal spec allocated %.1f times", allocs)
+	}
+	if tasks[0].Spec != tasks[100].Spec {
+		t.Error("equal specs were not shared")
+	}
+}
