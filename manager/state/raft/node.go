@@ -11,9 +11,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/manager/state/raft/storage"
 )
 
@@ -225,9 +223,9 @@ func New(cfg Config) (*Node, error) {
 func (n *Node) restoreSnapshot(snap raftpb.Snapshot) error {
 	rs := n.takeDecoded(snap.Metadata)
 	if rs == nil {
-		rs = &api.RaftSnapshot{}
-		if err := proto.Unmarshal(snap.Data, rs); err != nil {
-			return fmt.Errorf("decode snapshot %d: %w", snap.Metadata.Index, err)
+		var err error
+		if rs, err = decodeSnapshot(snap.Data); err != nil {
+			return fmt.Errorf("snapshot %d: %w", snap.Metadata.Index, err)
 		}
 	}
 	if err := n.cfg.Applier.Restore(rs.Store, snap.Metadata.Index); err != nil {

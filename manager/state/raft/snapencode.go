@@ -46,7 +46,9 @@ const objectsPerChunk = 1024
 // their objects' bytes as they are. sizeHint is the expected size, to
 // allocate once.
 func encodeSnapshot(store api.FrozenStore, members, removed []*api.RaftMember, hurry *atomic.Bool, sizeHint int) ([]byte, error) {
-	var enc proto.MarshalOptions
+	// Deterministic: equal specs encode to equal bytes, which is how the
+	// decoder finds the tasks that can share one (decodeSnapshot).
+	enc := proto.MarshalOptions{Deterministic: true}
 	// An empty store first, so that one without objects decodes as present.
 	out, err := enc.MarshalAppend(make([]byte, 0, sizeHint+64), &api.RaftSnapshot{Store: &api.StoreSnapshot{}})
 	if err != nil {

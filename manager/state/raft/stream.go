@@ -8,7 +8,6 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
@@ -127,9 +126,9 @@ func decodeMessage(b []byte) (raftpb.Message, *api.RaftSnapshot, error) {
 		if m.Snapshot != nil {
 			data = m.Snapshot.Data
 		}
-		rs := &api.RaftSnapshot{}
-		if err := proto.Unmarshal(data, rs); err != nil {
-			return raftpb.Message{}, nil, fmt.Errorf("decode the snapshot in a raft message: %w", err)
+		rs, err := decodeSnapshot(data)
+		if err != nil {
+			return raftpb.Message{}, nil, fmt.Errorf("the snapshot in a raft message: %w", err)
 		}
 		if m.Snapshot != nil {
 			return m, rs, nil
