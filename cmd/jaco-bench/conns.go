@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,7 @@ import (
 // server connection.
 type connsShape struct {
 	count, streams, readBuffer int
+	heapProfile                string // where the server's heap profile is written, once the clients are ready ("": none)
 }
 
 // jacodConns is the shape of a manager's connections to its nodes: a
@@ -73,6 +75,7 @@ func runConns(args []string) error {
 	fs.IntVar(&shape.count, "count", shape.count, "client connections")
 	fs.IntVar(&shape.streams, "streams", shape.streams, "server streams each connection holds open")
 	fs.IntVar(&shape.readBuffer, "read-buffer", shape.readBuffer, "gRPC's read buffer over each server connection, bytes (0: none)")
+	fs.StringVar(&shape.heapProfile, "heap-profile", "", "write the server's heap profile here with every connection open (where a connection's heap goes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -138,6 +141,11 @@ func measureConns(ctx context.Context, client []string, dir string, shape connsS
 		return connsFloor{}, fmt.Errorf("the clients did not get ready: %q, %v", line, err)
 	}
 	after := serverUse()
+	if shape.heapProfile != "" {
+		if err := writeHeapProfile(shape.heapProfile); err != nil {
+			return connsFloor{}, err
+		}
+	}
 	n := float64(shape.count)
 	return connsFloor{
 		connsShape:    shape,
@@ -160,6 +168,20 @@ func serverUse() use {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return use{heap: float64(ms.HeapInuse), stack: float64(ms.StackInuse), rss: float64(rssBytes()), goroutines: float64(runtime.NumGoroutine())}
+}
+
+// writeHeapProfile writes this process's heap profile (as of its last
+// collection) to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 // rssBytes is this process's resident set size, from /proc.
