@@ -10,6 +10,9 @@ import (
 // current one and the one an update or rollback replaces, with room.
 const specsKept = 4
 
+// specsAliased is how many other copies of a kept spec Specs remembers.
+const specsAliased = 4
+
 // Specs lets the tasks a component holds share one copy of each spec
 // version their service runs. Every task carries its service's spec, and
 // every task decoded (from the log, a snapshot, a watch event) has its own
@@ -25,11 +28,18 @@ type Specs struct {
 	// to one kept and need no encoding of their own, and a fresh 2 KB a
 	// task was 200 MB of garbage in a restart with 100 000 tasks.
 	scratch []byte
+	// encodings counts the specs encoded to be compared.
+	encodings int
 }
 
 type keptSpec struct {
 	version uint64
 	spec    *ServiceSpec
+	// aliases are the last specsAliased other copies found equal to spec:
+	// a decoder that shares one copy among the tasks it decodes (a
+	// restart's snapshot and replay) hands over many tasks with each, and
+	// those after the first are shared without an encoding.
+	aliases []*ServiceSpec
 	// encoded is spec's deterministic encoding. Equal encodings are equal
 	// specs, and comparing them is about three times cheaper than
 	// proto.Equal, which was 2 s of a restart replaying 200 000 task
@@ -53,15 +63,26 @@ func (c *Specs) Share(t *Task) {
 		if k.spec == spec {
 			return
 		}
+		for _, a := range k.aliases {
+			if a == spec && k.version == t.GetSpecVersion() {
+				t.Spec = k.spec
+				return
+			}
+		}
 	}
 	encoded, err := deterministic.MarshalAppend(c.scratch[:0], spec)
 	if err != nil {
 		return // nothing to compare: it keeps its own copy
 	}
 	c.scratch = encoded
-	for _, k := range kept {
+	c.encodings++
+	for i, k := range kept {
 		if k.version == t.GetSpecVersion() && bytes.Equal(k.encoded, encoded) {
 			t.Spec = k.spec
+			if len(k.aliases) == specsAliased {
+				k.aliases = k.aliases[1:]
+			}
+			kept[i].aliases = append(k.aliases, spec)
 			return
 		}
 	}

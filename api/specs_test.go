@@ -71,3 +71,35 @@ func TestSpecsShareEqualAllocatesNothing(t *testing.T) {
 		t.Error("equal specs were not shared")
 	}
 }
+
+// TestSpecsShareRemembersEqualCopies: a copy found equal to a kept spec
+// is shared at once for the next task holding it, without an encoding,
+// and only for that spec version; a copy that is not equal is not
+// remembered.
+func TestSpecsShareRemembersEqualCopies(t *testing.T) {
+	c := NewSpecs()
+	kept := &Task{ServiceId: "s1", SpecVersion: 1, Spec: &ServiceSpec{Name: "web", Image: "web:1"}}
+	c.Share(kept)
+	copyOf := &ServiceSpec{Name: "web", Image: "web:1"} // one decoded copy, held by many tasks
+	first := &Task{ServiceId: "s1", SpecVersion: 1, Spec: copyOf}
+	c.Share(first)
+	if first.Spec != kept.Spec {
+		t.Fatal("an equal copy was not shared")
+	}
+	before := c.encodings
+	for range 100 {
+		task := &Task{ServiceId: "s1", SpecVersion: 1, Spec: copyOf}
+		c.Share(task)
+		if task.Spec != kept.Spec {
+			t.Fatal("a copy found equal before was not shared")
+		}
+	}
+	if n := c.encodings - before; n != 0 {
+		t.Errorf("sharing a copy found equal before encoded it %d times in 100", n)
+	}
+	next := &Task{ServiceId: "s1", SpecVersion: 2, Spec: copyOf}
+	c.Share(next)
+	if next.Spec == kept.Spec {
+		t.Error("a copy of version 1 was shared as version 2's")
+	}
+}
