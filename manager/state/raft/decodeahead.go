@@ -1,28 +1,34 @@
 package raft
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/jaco-project/jaco/api"
 )
 
-// aheadWindow is how many entries a worker of decodeAhead decodes at a
-// time, and aheadWindows how many windows per worker may wait decoded for
-// the applier: enough to keep every core busy, bounded so that a long log
-// is not held decoded whole beside the store it replaces objects of.
+// A worker of decodeAhead decodes a window of entries at a time: at most
+// aheadWindow entries, and past aheadWindowBytes of entry data none more.
+// aheadWindows windows per worker may wait decoded for the applier:
+// enough to keep every core busy, bounded (a few MB decoded) so that a
+// long log of large entries, such as the batches creating a service's
+// tasks, is not held decoded beside the store it replaces objects of.
 const (
-	aheadWindow  = 64
-	aheadWindows = 4
+	aheadWindow      = 64
+	aheadWindowBytes = 256 << 10
+	aheadWindows     = 4
 )
 
 // ahead decodes a replay's entries on every core while the caller applies
 // them, in order, on its own (decodeAhead).
 type ahead struct {
 	ents    []raftpb.Entry
+	starts  []int                // each window's first entry, and len(ents)
 	windows []chan decodedWindow // one a window, each sent to once
 	slots   chan struct{}        // windows decoded or being decoded, not yet applied
 	next    atomic.Int64         // the next window to decode
@@ -49,12 +55,20 @@ type decodedWindow struct {
 func decodeAhead(ents []raftpb.Entry) *ahead {
 	workers := runtime.GOMAXPROCS(0)
 	a := &ahead{
-		ents:    ents,
-		windows: make([]chan decodedWindow, (len(ents)+aheadWindow-1)/aheadWindow),
-		slots:   make(chan struct{}, workers*aheadWindows),
-		done:    make(chan struct{}),
-		curW:    -1,
+		ents:  ents,
+		slots: make(chan struct{}, workers*aheadWindows),
+		done:  make(chan struct{}),
+		curW:  -1,
 	}
+	for i, bytes := 0, 0; i < len(ents); i++ {
+		if i == 0 || i-a.starts[len(a.starts)-1] == aheadWindow || bytes >= aheadWindowBytes {
+			a.starts = append(a.starts, i)
+			bytes = 0
+		}
+		bytes += len(ents[i].Data)
+	}
+	a.starts = append(a.starts, len(ents))
+	a.windows = make([]chan decodedWindow, len(a.starts)-1)
 	for i := range a.windows {
 		a.windows[i] = make(chan decodedWindow, 1)
 	}
@@ -80,7 +94,7 @@ func (a *ahead) work() {
 		if w >= len(a.windows) {
 			return
 		}
-		ents := a.ents[w*aheadWindow : min((w+1)*aheadWindow, len(a.ents))]
+		ents := a.ents[a.starts[w]:a.starts[w+1]]
 		d := decodedWindow{reqs: make([]*api.InternalRaftRequest, len(ents)), failed: len(ents)}
 		for i, e := range ents {
 			if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
@@ -91,6 +105,7 @@ func (a *ahead) work() {
 				break
 			}
 		}
+		shareSpecs(ents[:d.failed], d.reqs)
 		a.windows[w] <- d
 		select {
 		case <-a.done:
@@ -103,13 +118,14 @@ func (a *ahead) work() {
 // request is entry i's request, decoded; nil for an entry that is not a
 // write. Called for i = 0, 1, 2, … in turn.
 func (a *ahead) request(i int) (*api.InternalRaftRequest, error) {
-	if w := i / aheadWindow; w != a.curW {
+	if a.curW < 0 || i >= a.starts[a.curW+1] {
 		if a.curW >= 0 {
 			<-a.slots // done with the window before
 		}
-		a.cur, a.curW = <-a.windows[w], w
+		a.curW++
+		a.cur = <-a.windows[a.curW]
 	}
-	at := i % aheadWindow
+	at := i - a.starts[a.curW]
 	if at == a.cur.failed {
 		return nil, a.cur.err
 	}
@@ -121,3 +137,71 @@ func (a *ahead) stop() {
 	close(a.done)
 	a.wg.Wait()
 }
+
+// shareSpecs points the tasks of ents' requests (reqs[i] decoded from
+// ents[i]) whose service, spec version and spec bytes are the same at one
+// decoded spec. The store then compares each distinct spec with the copy
+// it keeps once (api.Specs.Share), not every task's: encoding every
+// replayed task's spec to compare it was 0.66 s of a restart's 2.3 s
+// replay with 5 000 nodes.
+func shareSpecs(ents []raftpb.Entry, reqs []*api.InternalRaftRequest) {
+	first := map[string]*api.ServiceSpec{}
+	var key []byte
+	for i, e := range ents {
+		if reqs[i] == nil {
+			continue
+		}
+		k := 0 // the action
+		for b := e.Data; len(b) > 0; {
+			num, typ, n := protowire.ConsumeTag(b)
+			m := protowire.ConsumeFieldValue(num, typ, b[n:]) // decoded already
+			if num == requestActions && typ == protowire.BytesType {
+				action, _ := protowire.ConsumeBytes(b[n:])
+				if k < len(reqs[i].Actions) {
+					key = shareSpec(first, key, reqs[i].Actions[k].GetTask(), actionTaskSpec(action))
+				}
+				k++
+			}
+			b = b[n+m:]
+		}
+	}
+}
+
+// shareSpec points t at first's spec for t's service, spec version and
+// spec bytes, or makes t's that one; key is scratch space, returned.
+func shareSpec(first map[string]*api.ServiceSpec, key []byte, t *api.Task, spec []byte) []byte {
+	if t == nil || t.Spec == nil || spec == nil {
+		return key
+	}
+	key = binary.AppendUvarint(key[:0], uint64(len(t.ServiceId)))
+	key = binary.AppendUvarint(append(key, t.ServiceId...), t.SpecVersion)
+	key = append(key, spec...)
+	if s, ok := first[string(key)]; ok {
+		t.Spec = s
+	} else {
+		first[string(key)] = t.Spec
+	}
+	return key
+}
+
+// actionTaskSpec is the spec's bytes of the task a StoreAction's encoding
+// holds; nil for another target, or none.
+func actionTaskSpec(action []byte) []byte {
+	var spec []byte
+	for b := action; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if num == actionTask && typ == protowire.BytesType {
+			task, _ := protowire.ConsumeBytes(b[n:])
+			spec = taskSpecBytes(task)
+		}
+		b = b[n+m:]
+	}
+	return spec
+}
+
+// Field numbers of InternalRaftRequest.actions and StoreAction.task.
+var (
+	requestActions = (&api.InternalRaftRequest{}).ProtoReflect().Descriptor().Fields().ByName("actions").Number()
+	actionTask     = (&api.StoreAction{}).ProtoReflect().Descriptor().Fields().ByName("task").Number()
+)

@@ -15,6 +15,11 @@ import (
 	"github.com/jaco-project/jaco/api"
 )
 
+// proposalEncoding is deterministic: equal specs in an entry encode to
+// equal bytes, which is how a replay finds the tasks that can share one
+// (decodeAhead).
+var proposalEncoding = proto.MarshalOptions{Deterministic: true}
+
 // Propose commits actions as one batch and returns the store's verdict
 // once the entry has been applied on this member. It implements the
 // store's Proposer.
@@ -27,7 +32,7 @@ func (n *Node) Propose(ctx context.Context, actions []*api.StoreAction) error {
 		return err
 	}
 	req := &api.InternalRaftRequest{Id: id, Actions: actions}
-	data, err := proto.Marshal(req)
+	data, err := proposalEncoding.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode proposal: %w", err)
 	}

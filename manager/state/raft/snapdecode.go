@@ -1,7 +1,6 @@
 package raft
 
 import (
-	"encoding/binary"
 	"fmt"
 	"reflect"
 	"runtime"
@@ -163,17 +162,7 @@ func joinRuns(parts []decodedRun) *api.StoreSnapshot {
 	var key []byte
 	for _, p := range parts {
 		for i, t := range p.store.Tasks {
-			if p.specs[i] == nil || t.Spec == nil {
-				continue
-			}
-			key = binary.AppendUvarint(key[:0], uint64(len(t.ServiceId)))
-			key = binary.AppendUvarint(append(key, t.ServiceId...), t.SpecVersion)
-			key = append(key, p.specs[i]...)
-			if spec, ok := first[string(key)]; ok {
-				t.Spec = spec
-			} else {
-				first[string(key)] = t.Spec
-			}
+			key = shareSpec(first, key, t, p.specs[i])
 		}
 	}
 	return joined
