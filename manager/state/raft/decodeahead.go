@@ -186,19 +186,7 @@ func shareSpec(first map[string]*api.ServiceSpec, key []byte, t *api.Task, spec 
 
 // actionTaskSpec is the spec's bytes of the task a StoreAction's encoding
 // holds; nil for another target, or none.
-func actionTaskSpec(action []byte) []byte {
-	var spec []byte
-	for b := action; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if num == actionTask && typ == protowire.BytesType {
-			task, _ := protowire.ConsumeBytes(b[n:])
-			spec = taskSpecBytes(task)
-		}
-		b = b[n+m:]
-	}
-	return spec
-}
+func actionTaskSpec(action []byte) []byte { return taskSpecBytes(onlyBytesField(action, actionTask)) }
 
 // Field numbers of InternalRaftRequest.actions and StoreAction.task.
 var (

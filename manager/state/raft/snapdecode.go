@@ -119,20 +119,26 @@ func decodeRun(run []byte) decodedRun {
 
 // taskSpecBytes is the encoding of task's spec field, nil when it has
 // none or more than one (which decodes merged: not shared).
-func taskSpecBytes(task []byte) []byte {
-	var spec []byte
-	for b := task; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:])
-		if num == taskSpec && typ == protowire.BytesType {
-			if spec != nil {
+func taskSpecBytes(task []byte) []byte { return onlyBytesField(task, taskSpec) }
+
+// onlyBytesField is the value of msg's field num, of the bytes wire type,
+// when msg (an encoded message that decodes) holds it once; nil if not.
+func onlyBytesField(msg []byte, num protowire.Number) []byte {
+	var value []byte
+	seen := false
+	for b := msg; len(b) > 0; {
+		n0, typ, n := protowire.ConsumeTag(b)
+		m := protowire.ConsumeFieldValue(n0, typ, b[n:])
+		if n0 == num && typ == protowire.BytesType {
+			if seen {
 				return nil
 			}
-			spec, _ = protowire.ConsumeBytes(b[n:])
+			value, _ = protowire.ConsumeBytes(b[n:])
+			seen = true
 		}
 		b = b[n+m:]
 	}
-	return spec
+	return value
 }
 
 // joinRuns puts the runs' lists end to end, in order, and points every
