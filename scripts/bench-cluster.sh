@@ -34,14 +34,7 @@ bench_build scripts/bench-cluster.sh
 # for up to 450 ms at a time (docs/bench/cluster.md). Written back now.
 sync
 
-# Other work on the machine skews every figure: wait (10 min at most) for
-# the 1-minute load average to fall below 1, and record it either way.
-for _ in $(seq 120); do
-	awk '{exit !($1 < 1.0)}' /proc/loadavg && break
-	[[ ${waited:-} ]] || log "waiting for the load average to fall below 1 ($(cut -d' ' -f1 /proc/loadavg) now)"
-	waited=1
-	sleep 5
-done
+bench_wait_quiet
 
 etcd_bin=$(command -v etcd)
 {

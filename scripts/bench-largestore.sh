@@ -25,7 +25,8 @@
 #      orchestrator's creations through raft beside bare creates) and
 #      BenchmarkPlacement at 100 000 replicas over 1 000 nodes.
 # Builds jaco into a scratch dir removed at exit, with every daemon it
-# started (and their replicas). Writes $BENCH_OUT/raw.txt.
+# started (and their replicas), then waits (10 min at most) for the
+# 1-minute load average to fall below 1. Writes $BENCH_OUT/raw.txt.
 #
 #   scripts/bench-largestore.sh                         # 100 000 replicas, 5 000 nodes
 #   REPLICAS=20000 NODES=500 BENCH_OUT=/tmp/ls scripts/bench-largestore.sh
@@ -48,6 +49,8 @@ mkdir -p "$out"
 bench_build scripts/bench-largestore.sh
 bin=$work/bin
 raw=$out/raw.txt
+sync # the builds' output, written back now rather than into step 1
+bench_wait_quiet
 
 daemons=()
 stop_daemons() {

@@ -48,6 +48,19 @@ bench_build_daemons() {
 	fi
 }
 
+# bench_wait_quiet: other work on the machine skews every figure: waits
+# (10 min at most) for the 1-minute load average to fall below 1. The
+# caller records the load either way.
+bench_wait_quiet() {
+	local waited=
+	for _ in $(seq 120); do
+		awk '{exit !($1 < 1.0)}' /proc/loadavg && return
+		[[ $waited ]] || log "waiting for the load average to fall below 1 ($(cut -d' ' -f1 /proc/loadavg) now)"
+		waited=1
+		sleep 5
+	done
+}
+
 # A process's memory (kB) and CPU (user and system, in clock ticks of
 # USER_HZ: 100 a second on Linux) from /proc.
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
