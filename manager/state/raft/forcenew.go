@@ -151,9 +151,9 @@ func replayLog(stateDir string, sealer *encryption.Sealer, applier Applier) (*re
 	}
 	r := &replayed{clusterID: meta.ClusterId, members: newMembership()}
 	if !raft.IsEmptySnap(st.Snapshot) {
-		var rs api.RaftSnapshot
-		if err := proto.Unmarshal(st.Snapshot.Data, &rs); err != nil {
-			return nil, fmt.Errorf("decode snapshot %d: %w", st.Snapshot.Metadata.Index, err)
+		rs, err := decodeSnapshot(st.Snapshot.Data)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d: %w", st.Snapshot.Metadata.Index, err)
 		}
 		if err := applier.Restore(rs.Store, st.Snapshot.Metadata.Index); err != nil {
 			return nil, fmt.Errorf("restore store from snapshot %d: %w", st.Snapshot.Metadata.Index, err)
