@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/jaco-project/jaco/api"
 )
@@ -152,17 +151,12 @@ func shareSpecs(ents []raftpb.Entry, reqs []*api.InternalRaftRequest) {
 			continue
 		}
 		k := 0 // the action
-		for b := e.Data; len(b) > 0; {
-			num, typ, n := protowire.ConsumeTag(b)
-			m := protowire.ConsumeFieldValue(num, typ, b[n:]) // decoded already
-			if num == requestActions && typ == protowire.BytesType {
-				action, _ := protowire.ConsumeBytes(b[n:])
-				if k < len(reqs[i].Actions) {
-					key = shareSpec(first, key, reqs[i].Actions[k].GetTask(), actionTaskSpec(action))
-				}
-				k++
+		for action := range bytesFields(e.Data, requestActions) {
+			if k == len(reqs[i].Actions) {
+				break
 			}
-			b = b[n+m:]
+			key = shareSpec(first, key, reqs[i].Actions[k].GetTask(), actionTaskSpec(action))
+			k++
 		}
 	}
 }
@@ -183,13 +177,3 @@ func shareSpec(first map[string]*api.ServiceSpec, key []byte, t *api.Task, spec 
 	}
 	return key
 }
-
-// actionTaskSpec is the spec's bytes of the task a StoreAction's encoding
-// holds; nil for another target, or none.
-func actionTaskSpec(action []byte) []byte { return taskSpecBytes(onlyBytesField(action, actionTask)) }
-
-// Field numbers of InternalRaftRequest.actions and StoreAction.task.
-var (
-	requestActions = (&api.InternalRaftRequest{}).ProtoReflect().Descriptor().Fields().ByName("actions").Number()
-	actionTask     = (&api.StoreAction{}).ProtoReflect().Descriptor().Fields().ByName("task").Number()
-)

@@ -102,43 +102,13 @@ func decodeRun(run []byte) decodedRun {
 		return d
 	}
 	d.specs = make([][]byte, 0, len(d.store.Tasks))
-	for b := run; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(num, typ, b[n:]) // checked by Unmarshal
-		if num == storeSnapshotTasks && typ == protowire.BytesType {
-			task, _ := protowire.ConsumeBytes(b[n:])
-			d.specs = append(d.specs, taskSpecBytes(task))
-		}
-		b = b[n+m:]
+	for task := range bytesFields(run, storeSnapshotTasks) {
+		d.specs = append(d.specs, taskSpecBytes(task))
 	}
 	if len(d.specs) != len(d.store.Tasks) {
 		d.err = fmt.Errorf("%d tasks decoded from %d", len(d.store.Tasks), len(d.specs))
 	}
 	return d
-}
-
-// taskSpecBytes is the encoding of task's spec field, nil when it has
-// none or more than one (which decodes merged: not shared).
-func taskSpecBytes(task []byte) []byte { return onlyBytesField(task, taskSpec) }
-
-// onlyBytesField is the value of msg's field num, of the bytes wire type,
-// when msg (an encoded message that decodes) holds it once; nil if not.
-func onlyBytesField(msg []byte, num protowire.Number) []byte {
-	var value []byte
-	seen := false
-	for b := msg; len(b) > 0; {
-		n0, typ, n := protowire.ConsumeTag(b)
-		m := protowire.ConsumeFieldValue(n0, typ, b[n:])
-		if n0 == num && typ == protowire.BytesType {
-			if seen {
-				return nil
-			}
-			value, _ = protowire.ConsumeBytes(b[n:])
-			seen = true
-		}
-		b = b[n+m:]
-	}
-	return value
 }
 
 // joinRuns puts the runs' lists end to end, in order, and points every
@@ -173,9 +143,3 @@ func joinRuns(parts []decodedRun) *api.StoreSnapshot {
 	}
 	return joined
 }
-
-// Field numbers of StoreSnapshot.tasks and Task.spec.
-var (
-	storeSnapshotTasks = (&api.StoreSnapshot{}).ProtoReflect().Descriptor().Fields().ByName("tasks").Number()
-	taskSpec           = (&api.Task{}).ProtoReflect().Descriptor().Fields().ByName("spec").Number()
-)

@@ -100,6 +100,3 @@ func encodeSnapshot(store api.FrozenStore, members, removed []*api.RaftMember, h
 	}
 	return out, nil
 }
-
-// raftSnapshotStore is the field number of RaftSnapshot.store.
-var raftSnapshotStore = (&api.RaftSnapshot{}).ProtoReflect().Descriptor().Fields().ByName("store").Number()
