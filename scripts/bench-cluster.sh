@@ -29,11 +29,6 @@ bench_workdir jaco-bench
 mkdir -p "$out"
 bench_build scripts/bench-cluster.sh
 
-# The builds leave their output dirty in the page cache, written back some
-# 30 s later: into the first run's fsyncs, stalling jaco's first cluster
-# for up to 450 ms at a time (docs/bench/cluster.md). Written back now.
-sync
-
 bench_wait_quiet
 
 etcd_bin=$(command -v etcd)

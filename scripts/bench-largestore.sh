@@ -49,7 +49,6 @@ mkdir -p "$out"
 bench_build scripts/bench-largestore.sh
 bin=$work/bin
 raw=$out/raw.txt
-sync # the builds' output, written back now rather than into step 1
 bench_wait_quiet
 
 daemons=()

@@ -48,11 +48,14 @@ bench_build_daemons() {
 	fi
 }
 
-# bench_wait_quiet: other work on the machine skews every figure: waits
-# (10 min at most) for the 1-minute load average to fall below 1. The
-# caller records the load either way.
+# bench_wait_quiet: other work on the machine skews every figure. Writes
+# back what the builds left dirty in the page cache (some 30 s later it
+# stalled the first fsyncs measured for up to 450 ms, docs/bench/cluster.md),
+# then waits (10 min at most) for the 1-minute load average to fall below
+# 1. The caller records the load either way.
 bench_wait_quiet() {
 	local waited=
+	sync
 	for _ in $(seq 120); do
 		awk '{exit !($1 < 1.0)}' /proc/loadavg && return
 		[[ $waited ]] || log "waiting for the load average to fall below 1 ($(cut -d' ' -f1 /proc/loadavg) now)"
