@@ -30,6 +30,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 	"unsafe"
@@ -48,6 +49,12 @@ type Index struct {
 	Name string
 	// Key is obj's key in the index; false leaves obj out of it.
 	Key func(obj any) (string, bool)
+	// Grouped keeps the objects of one key together but the keys in no
+	// order: the index is read by key (Each, First), never in key order
+	// (EachKey panics). Its items order by a hash of the key, then by
+	// id, and carry the id's first bytes, so the many objects of one key
+	// (a service's tasks) compare without reading an object (groupHead).
+	Grouped bool
 }
 
 // Table describes one table: its name, the type of its objects and its
@@ -112,6 +119,28 @@ func prefix(s string) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
+// groupHash hashes the keys of grouped indexes. Trees live in one
+// process only, so any seed orders them; a test makes every key collide.
+var groupHash = func(seed maphash.Seed) func(string) uint64 {
+	return func(key string) uint64 { return maphash.String(seed, key) }
+}(maphash.MakeSeed())
+
+// groupMask is the part of a grouped index's head that is its key's hash.
+const groupMask = uint64(1<<24-1) << 40
+
+// groupHead is an item's head in a grouped index: 24 bits of its key's
+// hash, then its id's first 5 bytes. Items then order by (hash, id
+// prefix, key, id): the objects of one key stay together, in id order,
+// and two of them compare by their heads unless their ids share 5 bytes
+// (random ids, 25 bits of them, seldom do). A key whose hash another
+// shares interleaves with it, and a read by key skips the other's.
+// Ordered by key instead, every comparison between tasks of one service
+// read both tasks' service and task ids: cache misses that were most of
+// the time a restart spent replaying a placement (issue 15, point 7).
+func groupHead(key, id string) uint64 {
+	return groupHash(key)&groupMask | prefix(id)>>24
+}
+
 // layout is what every version needs of one table's schema, made once:
 // where each index is, how its trees order their items, and how an item
 // holds its object (bare or encoded).
@@ -121,6 +150,10 @@ type layout struct {
 	index   map[string]int       // secondary index name → position
 	idLess  func(a, b item) bool
 	keyLess []func(a, b item) bool // in Table.Indexes order
+	// keyHead is an item's head in index i for an object with key and
+	// id; keyRun the bits of it that all objects with key share.
+	keyHead func(i int, key, id string) uint64
+	keyRun  []uint64
 
 	// put makes what an item points to for obj; obj is what it points
 	// to, idAt and keyAt read its id and its key in index i (whether it
@@ -147,8 +180,18 @@ func newLayout(s *Schema, t *Table) *layout {
 		}
 		return l.idAt(a) < l.idAt(b)
 	}
+	l.keyHead = func(i int, key, id string) uint64 {
+		if t.Indexes[i].Grouped {
+			return groupHead(key, id)
+		}
+		return prefix(key)
+	}
 	for i := range t.Indexes {
 		l.index[t.Indexes[i].Name] = i
+		l.keyRun = append(l.keyRun, ^uint64(0))
+		if t.Indexes[i].Grouped {
+			l.keyRun[i] = groupMask
+		}
 		l.keyLess = append(l.keyLess, func(a, b item) bool {
 			if a.head != b.head {
 				return a.head < b.head
@@ -193,7 +236,7 @@ func (l *layout) idCmp(id string) func(item) int {
 // keyCmp finds, in index i's tree, the object with key and id, or where
 // it would be: before the others with key when id is "".
 func (l *layout) keyCmp(i int, key, id string) func(item) int {
-	head := prefix(key)
+	head := l.keyHead(i, key, id)
 	return func(it item) int {
 		if it.head != head {
 			return cmp.Compare(it.head, head)
@@ -325,7 +368,7 @@ func (v *Version) Insert(tableName string, obj any) any {
 			}
 		}
 		if ok {
-			tr.secondary[i].ReplaceOrInsert(item{prefix(key), p})
+			tr.secondary[i].ReplaceOrInsert(item{tb.keyHead(i, key, id), p})
 		}
 	}
 	if !had {

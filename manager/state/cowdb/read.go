@@ -28,13 +28,16 @@ func (v *Version) First(tableName, index, key string) any {
 func (v *Version) Each(tableName, index, key, after string, fn func(obj any) bool) {
 	tb := v.table(tableName)
 	i := tb.secondaryIndex(index)
-	head := prefix(key)
+	run, grouped := tb.keyRun[i], tb.schema.Indexes[i].Grouped
+	head := tb.keyHead(i, key, after) & run
 	tb.trees.secondary[i].Ascend(tb.keyCmp(i, key, after), func(it item) bool {
-		if it.head != head {
+		if it.head&run != head {
 			return false
 		}
 		if k, _ := tb.keyAt(i, it); k != key {
-			return false
+			// Ordered by key, the key's objects are behind; grouped, one
+			// whose key hashes alike may come between them.
+			return grouped
 		}
 		if after != "" && tb.idAt(it) == after {
 			return true
@@ -45,10 +48,14 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 
 // EachKey calls fn with the key and id of every object in index, in key
 // then id order, until fn returns false. It reads no object: what fn
-// wants of one it gets (Get).
+// wants of one it gets (Get). A grouped index has no key order: it
+// panics.
 func (v *Version) EachKey(tableName, index string, fn func(key, id string) bool) {
 	tb := v.table(tableName)
 	i := tb.secondaryIndex(index)
+	if tb.schema.Indexes[i].Grouped {
+		panic(fmt.Sprintf("cowdb: index %q of table %q is grouped, not in key order", index, tb.schema.Name))
+	}
 	tb.trees.secondary[i].Ascend(nil, func(it item) bool {
 		key, _ := tb.keyAt(i, it)
 		return fn(key, tb.idAt(it))

@@ -329,7 +329,7 @@ func (b *batch) undo(done []step) {
 // unique index values.
 func checkUnique(v *cowdb.Version, t *table, obj Object) error {
 	for _, ix := range t.indexes {
-		if !ix.unique {
+		if ix.kind != unique {
 			continue
 		}
 		key, ok := ix.key(obj)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 )
 
 func BenchmarkApplyCreate(b *testing.B) {
@@ -93,4 +94,60 @@ func BenchmarkApplyBatchLargeStore(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/task")
+}
+
+// BenchmarkApplyPlacement assigns the tasks of one 100 000-replica service
+// to 5 000 nodes in batches of 500, as the scheduler proposes them and a
+// restart replays them (issue 15, point 7): ids as identity.NewID makes
+// them, so an index's comparisons see what they see in a manager.
+func BenchmarkApplyPlacement(b *testing.B) {
+	const tasks, nodes, batch = 100_000, 5_000, 500
+	newID := func() string {
+		id, err := identity.NewID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return id
+	}
+	serviceID := newID()
+	nodeIDs := make([]string, nodes)
+	for i := range nodeIDs {
+		nodeIDs[i] = newID()
+	}
+	taskIDs := make([]string, tasks)
+	for i := range taskIDs {
+		taskIDs[i] = newID()
+	}
+	// Apply keeps the objects it is given: each round builds its own.
+	requests := func() (created *api.InternalRaftRequest, placements []*api.InternalRaftRequest) {
+		created = &api.InternalRaftRequest{}
+		for _, id := range taskIDs {
+			created.Actions = append(created.Actions, act(b, create, task(id, serviceID, "", 0)))
+		}
+		for i := 0; i < tasks; i += batch {
+			r := &api.InternalRaftRequest{}
+			for j, id := range taskIDs[i : i+batch] {
+				r.Actions = append(r.Actions, act(b, update, task(id, serviceID, nodeIDs[(i+j)%nodes], 1)))
+			}
+			placements = append(placements, r)
+		}
+		return created, placements
+	}
+	var placed int
+	for b.Loop() {
+		b.StopTimer()
+		created, placements := requests()
+		s := newStore(b)
+		if err := s.Apply(1, created); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for i, r := range placements {
+			if err := s.Apply(uint64(i+2), r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		placed += tasks
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(placed), "ns/task")
 }

@@ -60,10 +60,24 @@ type table struct {
 // index is a secondary index: a unique one refuses a second object with
 // the same key (checkUnique, before any write).
 type index struct {
-	name   string
-	unique bool
-	key    func(Object) (string, bool)
+	name string
+	kind indexKind
+	key  func(Object) (string, bool)
 }
+
+// indexKind is how an index holds its keys.
+type indexKind uint8
+
+const (
+	// ordered: in key order, a key held by any number of objects.
+	ordered indexKind = iota
+	// unique: in key order, a key held by one object at most.
+	unique
+	// grouped: the objects of a key together, the keys in no order, for
+	// keys many objects share, as a service's or a node's tasks do: read
+	// by key only (cowdb.Index.Grouped).
+	grouped
+)
 
 // tableNamed is each table by its name.
 var tableNamed = func() map[string]*table {
@@ -82,25 +96,25 @@ var tables = byType(
 	// hash at a join: kept encoded, the collector need not walk them
 	// (docs/adr/0055).
 	defineEncoded[api.JoinToken](tableJoinToken,
-		index{indexHash, false, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })},
-		index{indexSpentAt, false, func(o Object) (string, bool) { return spentKey(o.(*api.JoinToken)), true }}),
+		index{indexHash, ordered, stringKey(func(t *api.JoinToken) string { return string(t.GetHash()) })},
+		index{indexSpentAt, ordered, func(o Object) (string, bool) { return spentKey(o.(*api.JoinToken)), true }}),
 	define[api.Node](tableNode,
-		index{indexHostname, true, stringKey(func(n *api.Node) string { return n.GetHostname() })},
-		index{indexRaftID, false, func(o Object) (string, bool) {
+		index{indexHostname, unique, stringKey(func(n *api.Node) string { return n.GetHostname() })},
+		index{indexRaftID, ordered, func(o Object) (string, bool) {
 			v := o.(*api.Node).GetRaftId()
 			return uintKey(v), v != 0
 		}}),
 	define[api.Service](tableService,
-		index{indexName, true, stringKey(func(s *api.Service) string { return s.GetSpec().GetName() })}),
+		index{indexName, unique, stringKey(func(s *api.Service) string { return s.GetSpec().GetName() })}),
 	define[api.Network](tableNetwork,
-		index{indexName, true, stringKey(func(n *api.Network) string { return n.GetSpec().GetName() })}),
+		index{indexName, unique, stringKey(func(n *api.Network) string { return n.GetSpec().GetName() })}),
 	define[api.Secret](tableSecret,
-		index{indexName, true, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}),
+		index{indexName, unique, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}),
 	define[api.Config](tableConfig,
-		index{indexName, true, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}),
+		index{indexName, unique, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}),
 	define[api.Task](tableTask,
-		index{indexServiceID, false, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
-		index{indexNodeID, false, stringKey(func(t *api.Task) string { return t.GetNodeId() })}),
+		index{indexServiceID, grouped, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
+		index{indexNodeID, grouped, stringKey(func(t *api.Task) string { return t.GetNodeId() })}),
 )
 
 // tableOrder is every table, in the order of their StoreSnapshot lists.
@@ -206,7 +220,7 @@ var schema = func() *cowdb.Schema {
 	for _, t := range tables {
 		ct := cowdb.Table{Name: t.name, Type: t.typ}
 		for _, ix := range t.indexes {
-			ct.Indexes = append(ct.Indexes, cowdb.Index{Name: ix.name, Key: func(o any) (string, bool) { return ix.key(o.(Object)) }})
+			ct.Indexes = append(ct.Indexes, cowdb.Index{Name: ix.name, Key: func(o any) (string, bool) { return ix.key(o.(Object)) }, Grouped: ix.kind == grouped})
 		}
 		s.Tables = append(s.Tables, ct)
 	}
@@ -225,7 +239,7 @@ func tableOf(obj Object) (*table, error) {
 // hasUniqueSecondary tells whether t has a unique index besides its id.
 func (t *table) hasUniqueSecondary() bool {
 	for _, ix := range t.indexes {
-		if ix.unique {
+		if ix.kind == unique {
 			return true
 		}
 	}
