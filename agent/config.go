@@ -59,6 +59,10 @@ type Config struct {
 	// Managers are the addresses to try first; the list the dispatcher
 	// last sent, kept in the db, is tried before them after a restart.
 	Managers []string
+	// ManagersChanged, when set, is called with the dispatcher's list of
+	// managers each time it differs from the one kept: a manager moved,
+	// joined or left. It runs on the session's goroutine.
+	ManagersChanged func(addrs []string)
 	// Runtimes run replicas: a spec with an image needs "containerd", one
 	// with a bundle "hooks".
 	Runtimes []exec.Runtime

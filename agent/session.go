@@ -87,6 +87,9 @@ func (a *Agent) setManagers(addrs []string) {
 	if err := a.db.SetManagers(addrs); err != nil {
 		a.log.Error("keep managers' addresses", "err", err)
 	}
+	if a.cfg.ManagersChanged != nil {
+		a.cfg.ManagersChanged(slices.Clone(addrs))
+	}
 }
 
 // managerConn is the connection a session to addr uses, and what to do

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,6 +140,36 @@ func TestTriesManagersInTurn(t *testing.T) {
 	desc := d.description()
 	if !slices.Equal(desc.GetRuntimes(), []string{exec.RuntimeContainerd, exec.RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
 		t.Fatalf("node description %v", desc)
+	}
+}
+
+// The dispatcher's list of managers, once it differs from the one the
+// agent kept, is told to ManagersChanged (the node closes connections to
+// addresses no manager has: docs/adr/0038), once.
+func TestManagersChangedTellsTheDispatchersList(t *testing.T) {
+	d := newFakeDispatcher(t)
+	rt := newFakeRuntime(exec.RuntimeContainerd)
+	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(closedPort(t))))
+	cfg := testConfig(t.TempDir(), []string{dead, d.addr}, rt)
+	var mu sync.Mutex
+	var told [][]string
+	cfg.ManagersChanged = func(addrs []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		told = append(told, addrs)
+	}
+	startAgent(t, cfg)
+	waitFor(t, "the dispatcher's list told", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(told) == 1 && slices.Equal(told[0], []string{d.addr}), fmt.Sprint(told)
+	})
+	d.loseLeader()
+	waitFor(t, "a second session", d.sessionsReach(2))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 {
+		t.Fatalf("the same list told again by the next session: %v", told)
 	}
 }
 

@@ -29,9 +29,13 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 			return
 		case <-m.raft.Done():
 			return
+		case <-m.raft.MembersChanged():
+			// Unrelated to removal: a member that moved or left is not
+			// redialled at its old address, from the moment it is known.
+			m.dropMovedConns()
+			continue
 		case <-ticker.C:
 		}
-		m.dropMovedConns() // on the same beat; unrelated to removal
 		if m.raft.SinceLeaderContact() < probeAfter || m.dial == nil {
 			continue
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
@@ -79,7 +80,7 @@ func (n *Node) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := n.saveJoinManagers(resp.Members); err != nil {
+	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {

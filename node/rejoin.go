@@ -13,6 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
+	"github.com/jaco-project/jaco/manager"
 )
 
 // rejoinCluster brings back a worker whose certificate expired while it
@@ -93,7 +94,7 @@ func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := n.saveJoinManagers(resp.Members); err != nil {
+	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if err := n.reloadTLS(); err != nil {

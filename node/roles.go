@@ -78,7 +78,7 @@ func (n *Node) checkCert(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	n.rememberManagers(resp.Members)
+	n.rememberManagers(manager.MemberAddrs(resp.Members))
 	if !bytes.Equal(resp.CaCertPem, caPEM) {
 		// A CA rotation moved on (carotation.go): trust what the cluster
 		// trusts now, and report it at once.
@@ -91,14 +91,7 @@ func (n *Node) checkCert(ctx context.Context) error {
 	if !issuedBySigner(certPEM, caPEM) {
 		due = true // another CA signs now: reissue under it
 	}
-	// A manager that moved is not asked at its old address any more, and
-	// a failed connection there would go on redialling it; those the
-	// agent's sessions use now stay.
-	keep := n.renewTargets()
-	if a := n.agent.Load(); a != nil {
-		keep = append(keep, a.Managers()...)
-	}
-	n.managerConns.Keep(keep)
+	n.keepManagerConns()
 	if roleName(resp.Role) == id.Role && !due {
 		return nil
 	}
@@ -231,16 +224,28 @@ func (n *Node) becomeWorker(m *manager.Manager, resp *api.RenewCertificateRespon
 // rememberManagers keeps the list of managers current for the node's
 // next start as a worker, or after a demotion (managers.json): the
 // addresses it joined through may have moved since (docs/adr/0038).
-func (n *Node) rememberManagers(members []*api.RaftMember) {
-	if len(members) == 0 {
+func (n *Node) rememberManagers(addrs []string) {
+	if len(addrs) == 0 {
 		return
 	}
-	if old, err := n.joinManagers(); err == nil && slices.Equal(old, manager.MemberAddrs(members)) {
+	if old, err := n.joinManagers(); err == nil && slices.Equal(old, addrs) {
 		return
 	}
-	if err := n.saveJoinManagers(members); err != nil {
+	if err := n.saveJoinManagers(addrs); err != nil {
 		n.log.Warn("could not save the managers' addresses", "err", err)
 	}
+}
+
+// keepManagerConns closes the pooled connections to addresses no manager
+// has any more: a manager that moved is not asked at its old address,
+// and a failed connection there would go on redialling it
+// (docs/adr/0038). Those the agent's sessions use now stay.
+func (n *Node) keepManagerConns() {
+	keep := n.renewTargets()
+	if a := n.agent.Load(); a != nil {
+		keep = append(keep, a.Managers()...)
+	}
+	n.managerConns.Keep(keep)
 }
 
 // renewTargets are the managers to ask, the others first: a manager that

@@ -23,7 +23,6 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/internal/durable"
-	"github.com/jaco-project/jaco/manager"
 )
 
 // startAgent starts this node's agent once it belongs to a cluster: every
@@ -68,7 +67,13 @@ func (n *Node) startAgent() error {
 		},
 		ManagerConn: n.managerConns.Get,
 		Managers:    managers,
-		Runtimes:    runtimes,
+		// The dispatcher tells of a moved manager at once; the role
+		// check, every RoleCheckInterval.
+		ManagersChanged: func(addrs []string) {
+			n.rememberManagers(addrs)
+			n.keepManagerConns()
+		},
+		Runtimes: runtimes,
 		Description: func() *api.NodeDescription {
 			d := describeMachine()
 			d.Overlay = ov.describe()
@@ -145,10 +150,11 @@ func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networ
 
 func (n *Node) managersPath() string { return n.cfg.dir().JoinManagers() }
 
-// saveJoinManagers keeps the managers a join named, for the agent's first
-// session; afterwards the agent keeps the dispatcher's newer lists itself.
-func (n *Node) saveJoinManagers(members []*api.RaftMember) error {
-	data, err := json.Marshal(manager.MemberAddrs(members))
+// saveJoinManagers keeps the managers' addresses a join named, for the
+// agent's first session; afterwards the agent keeps the dispatcher's
+// newer lists itself.
+func (n *Node) saveJoinManagers(addrs []string) error {
+	data, err := json.Marshal(addrs)
 	if err != nil {
 		return err
 	}

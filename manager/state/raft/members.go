@@ -17,21 +17,38 @@ type membership struct {
 	// removed maps each removed raft id to the member it was (node id
 	// and address as last known; just the id if it was never known here).
 	removed map[uint64]*api.RaftMember
+	// changed is closed, and replaced, by every change.
+	changed chan struct{}
 }
 
 func newMembership() *membership {
-	return &membership{members: make(map[uint64]*api.RaftMember), removed: make(map[uint64]*api.RaftMember)}
+	return &membership{members: make(map[uint64]*api.RaftMember), removed: make(map[uint64]*api.RaftMember), changed: make(chan struct{})}
+}
+
+// changedLocked wakes whoever waits on the list as it was; mu is held.
+func (m *membership) changedLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// watch returns a channel closed at the next change.
+func (m *membership) watch() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
 }
 
 func (m *membership) add(member *api.RaftMember) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.members[member.RaftId] = member
+	m.changedLocked()
 }
 
 func (m *membership) remove(raftID uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	defer m.changedLocked()
 	gone, ok := m.members[raftID]
 	if !ok {
 		gone = &api.RaftMember{RaftId: raftID}
@@ -126,4 +143,5 @@ func (m *membership) reset(members, removed []*api.RaftMember) {
 	for _, gone := range removed {
 		m.removed[gone.RaftId] = gone
 	}
+	m.changedLocked()
 }

@@ -122,6 +122,10 @@ func (n *Node) WaitForLeader(ctx context.Context) (uint64, error) {
 // Members returns the raft members, sorted by raft id.
 func (n *Node) Members() []*api.RaftMember { return n.members.list() }
 
+// MembersChanged returns a channel closed when the member list next
+// changes (a member added, moved or removed): read Members again then.
+func (n *Node) MembersChanged() <-chan struct{} { return n.members.watch() }
+
 // ResolveAddress returns the address this member knows for raftID.
 func (n *Node) ResolveAddress(raftID uint64) (string, bool) {
 	m, ok := n.members.get(raftID)
