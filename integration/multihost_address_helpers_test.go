@@ -145,6 +145,7 @@ table inet %[1]s {
 	chain output {
 		type filter hook output priority filter; policy accept;
 		ip daddr %[2]s tcp dport %[3]s counter
+		ip daddr %[2]s tcp dport %[3]s tcp flags syn counter comment "dials"
 	}
 }
 `, addrCountTable, ip, port))
@@ -167,6 +168,18 @@ func packetsSent(t testing.TB, h *host) int {
 	}
 	n, _ := strconv.Atoi(m[1])
 	return n
+}
+
+// socketsTo lists h's TCP sockets to addr (IP and port) with their state
+// and process, and its counters (how many of the packets were dials), for
+// a failure's message: what still aims at an old address.
+func socketsTo(h *host, addr string) string {
+	r := h.exec(nil, "ss", "-tanpoi", "dst", addr)
+	if r.err() != nil {
+		return r.err().Error()
+	}
+	c := h.exec(nil, "nft", "list", "table", "inet", addrCountTable)
+	return r.stdout + c.stdout
 }
 
 // wantNodeAddress waits until every one of ask lists node name (jaco node

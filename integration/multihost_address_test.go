@@ -142,7 +142,8 @@ func (c *mcluster) moveAndCheck(t *testing.T, d *nsDaemon, steady []*nsDaemon, w
 	time.Sleep(dialWindow) // a window in which a redial would show, not a wait for a condition
 	for _, h := range watched {
 		if n := packetsSent(t, h); n != 0 {
-			t.Errorf("%s sent %d packets to %s, the address %s left, within %v", h.ns, n, old, d.name, dialWindow)
+			t.Errorf("%s sent %d packets to %s, the address %s left, within %v; its sockets to it now:\n%s",
+				h.ns, n, old, d.name, dialWindow, socketsTo(h, old))
 		}
 	}
 }
