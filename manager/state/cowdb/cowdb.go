@@ -98,7 +98,8 @@ func TypeOf[T any]() Type {
 // (the table's own tree), or in key then id order (a secondary index's).
 // A node holds its items by value, and a write copies the nodes it
 // changes, so an item is small: the object and its id's or key's first 8
-// bytes, the whole id or key read from the object when those tie. With
+// bytes (in a grouped index, groupHead), the whole id or key read from
+// the object when those tie. With
 // the key inline (40 bytes) a write into a large table copied nodes two
 // thirds larger (docs/adr/0052); with the object in an interface, half
 // again as large as now (docs/adr/0053). Lookups compare items with what
