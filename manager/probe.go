@@ -36,6 +36,9 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 			continue
 		case <-ticker.C:
 		}
+		// And on the beat: a forwarded call that resolved the old address
+		// just before the change may have opened a connection there after.
+		m.dropMovedConns()
 		if m.raft.SinceLeaderContact() < probeAfter || m.dial == nil {
 			continue
 		}
