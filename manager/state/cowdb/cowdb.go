@@ -151,10 +151,6 @@ type layout struct {
 	index   map[string]int       // secondary index name → position
 	idLess  func(a, b item) bool
 	keyLess []func(a, b item) bool // in Table.Indexes order
-	// keyHead is an item's head in index i for an object with key and
-	// id; keyRun the bits of it that all objects with key share.
-	keyHead func(i int, key, id string) uint64
-	keyRun  []uint64
 
 	// put makes what an item points to for obj; obj is what it points
 	// to, idAt and keyAt read its id and its key in index i (whether it
@@ -181,18 +177,8 @@ func newLayout(s *Schema, t *Table) *layout {
 		}
 		return l.idAt(a) < l.idAt(b)
 	}
-	l.keyHead = func(i int, key, id string) uint64 {
-		if t.Indexes[i].Grouped {
-			return groupHead(key, id)
-		}
-		return prefix(key)
-	}
 	for i := range t.Indexes {
 		l.index[t.Indexes[i].Name] = i
-		l.keyRun = append(l.keyRun, ^uint64(0))
-		if t.Indexes[i].Grouped {
-			l.keyRun[i] = groupMask
-		}
 		l.keyLess = append(l.keyLess, func(a, b item) bool {
 			if a.head != b.head {
 				return a.head < b.head
@@ -232,6 +218,26 @@ func (l *layout) idCmp(id string) func(item) int {
 		}
 		return strings.Compare(l.idAt(it), id)
 	}
+}
+
+// grouped tells whether index i is grouped (Index.Grouped).
+func (l *layout) grouped(i int) bool { return l.schema.Indexes[i].Grouped }
+
+// keyHead is an item's head in index i for an object with key and id.
+func (l *layout) keyHead(i int, key, id string) uint64 {
+	if l.grouped(i) {
+		return groupHead(key, id)
+	}
+	return prefix(key)
+}
+
+// keyRun is the bits of an item's head in index i that all the objects
+// with one key share.
+func (l *layout) keyRun(i int) uint64 {
+	if l.grouped(i) {
+		return groupMask
+	}
+	return ^uint64(0)
 }
 
 // keyCmp finds, in index i's tree, the object with key and id, or where

@@ -28,7 +28,7 @@ func (v *Version) First(tableName, index, key string) any {
 func (v *Version) Each(tableName, index, key, after string, fn func(obj any) bool) {
 	tb := v.table(tableName)
 	i := tb.secondaryIndex(index)
-	run, grouped := tb.keyRun[i], tb.schema.Indexes[i].Grouped
+	run := tb.keyRun(i)
 	head := tb.keyHead(i, key, after) & run
 	tb.trees.secondary[i].Ascend(tb.keyCmp(i, key, after), func(it item) bool {
 		if it.head&run != head {
@@ -37,7 +37,7 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 		if k, _ := tb.keyAt(i, it); k != key {
 			// Ordered by key, the key's objects are behind; grouped, one
 			// whose key hashes alike may come between them.
-			return grouped
+			return tb.grouped(i)
 		}
 		if after != "" && tb.idAt(it) == after {
 			return true
@@ -53,7 +53,7 @@ func (v *Version) Each(tableName, index, key, after string, fn func(obj any) boo
 func (v *Version) EachKey(tableName, index string, fn func(key, id string) bool) {
 	tb := v.table(tableName)
 	i := tb.secondaryIndex(index)
-	if tb.schema.Indexes[i].Grouped {
+	if tb.grouped(i) {
 		panic(fmt.Sprintf("cowdb: index %q of table %q is grouped, not in key order", index, tb.schema.Name))
 	}
 	tb.trees.secondary[i].Ascend(nil, func(it item) bool {
