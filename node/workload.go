@@ -150,9 +150,10 @@ func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networ
 
 func (n *Node) managersPath() string { return n.cfg.dir().JoinManagers() }
 
-// saveJoinManagers keeps the managers' addresses a join named, for the
-// agent's first session; afterwards the agent keeps the dispatcher's
-// newer lists itself.
+// saveJoinManagers keeps managers' addresses in managers.json: those a
+// join named, for the agent's first session, and then the newer lists of
+// the role check and the dispatcher (rememberManagers), which the role
+// check asks and a restart starts from.
 func (n *Node) saveJoinManagers(addrs []string) error {
 	data, err := json.Marshal(addrs)
 	if err != nil {
