@@ -24,8 +24,8 @@
 #   6. in the same run, the in-process references: BenchmarkCreate (the
 #      orchestrator's creations through raft beside bare creates) and
 #      BenchmarkPlacement at 100 000 replicas over 1 000 nodes.
-# Builds jaco into a scratch dir removed at exit, with every daemon it
-# started (and their replicas), then waits (10 min at most) for the
+# Builds jaco into a scratch dir (removed at exit, with every daemon it
+# started and their replicas), then waits (10 min at most) for the
 # 1-minute load average to fall below 1. Writes $BENCH_OUT/raw.txt.
 #
 #   scripts/bench-largestore.sh                         # 100 000 replicas, 5 000 nodes
