@@ -59,6 +59,14 @@ func (e *env) newCluster(ctx context.Context, sys, root string) (cluster, error)
 		return newJacoCluster(ctx, e.jaco, root, 3, true)
 	case "etcd":
 		return newEtcdCluster(ctx, e.etcd, root, 3)
+	case "echo":
+		// No cluster: the write call answered at once (echo.go), the
+		// floor under both.
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		return newEchoCluster(ctx, root, []string{self, "echo-server"})
 	}
 	return nil, fmt.Errorf("unknown system %q", sys)
 }
@@ -87,6 +95,9 @@ func run() error {
 	if len(os.Args) > 1 && os.Args[1] == "conns-client" {
 		return runConnsClient(os.Args[2:])
 	}
+	if len(os.Args) > 1 && os.Args[1] == "echo-server" {
+		return runEchoServer(os.Args[2:])
+	}
 	var (
 		e          env
 		out        string
@@ -108,7 +119,7 @@ func run() error {
 	flag.BoolVar(&e.keep, "keep", false, "keep each cluster's data dirs and logs under -work")
 	flag.StringVar(&out, "out", "docs/bench/cluster", "where the results are written")
 	flag.StringVar(&phases, "phases", "rate,failover,join", "which benchmarks to run")
-	flag.StringVar(&systems, "systems", "jaco,etcd", "systems for the rate and failover benchmarks: jaco, etcd, jaco-metrics (jaco serving metrics, scraped every second)")
+	flag.StringVar(&systems, "systems", "jaco,etcd", "systems for the rate and failover benchmarks: jaco, etcd, jaco-metrics (jaco serving metrics, scraped every second), echo (one process answering the write at once: the floor)")
 	flag.StringVar(&rates, "rates", "150,1000,8000,15000", "offered write rates, per second")
 	flag.StringVar(&clients, "clients", "50,200,500,1000", "writes in flight at most, per rate (etcdctl check perf's client counts)")
 	flag.IntVar(&o.conns, "conns", 8, "connections to the leader the writes are spread over")

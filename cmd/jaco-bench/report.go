@@ -154,7 +154,7 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "### Committed writes at fixed offered rates (%s each)\n\n", o.duration)
-	b.WriteString("Latency from each write's scheduled time (open loop); \"service\" is from the time it was sent. Machine busy is the CPU the three servers and the load generator used, over all the machine's cores.\n\n")
+	b.WriteString("Latency from each write's scheduled time (open loop); \"service\" is from the time it was sent. Machine busy is the CPU the servers and the load generator used, over all the machine's cores.\n\n")
 	b.WriteString("| offered/s | system | achieved/s | p50 ms | p99 ms | max ms | stddev ms | service p50 / p99 ms | errors, dropped | server CPU ms / 1000 writes (idle %) | machine busy | elections | check perf |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rs {
@@ -178,6 +178,7 @@ func writeRate(out string, rs []*rateResult, o rateOpts) error {
 	for _, pair := range [][2]string{{"jaco", "etcd"}, {"jaco-metrics", "jaco"}} {
 		writeRatios(&b, by, offered, pair[0], pair[1])
 	}
+	writeCPUByProcess(&b, rs)
 	return os.WriteFile(filepath.Join(out, "rate.md"), []byte(b.String()), 0o644)
 }
 

@@ -58,3 +58,27 @@ func TestMachineIdleSeconds(t *testing.T) {
 		t.Fatalf("idle seconds %v then %v: want positive and not falling", a, b)
 	}
 }
+
+// A run's CPU a write, process by process, is its trace's cores summed
+// over the tenths and divided by the acknowledged writes.
+func TestCPUByProcess(t *testing.T) {
+	r := &rateResult{Acked: 1000, Cores: 2, Trace: []traceRow{
+		{Servers: []float64{1, 0.5, 0.4}, Self: 0.2},
+		{Servers: []float64{0.8, 0.3, 0.2}, Self: 0.4},
+	}}
+	p, ok := cpuByProcess(r)
+	if !ok {
+		t.Fatal("no figures from a run with a trace")
+	}
+	// 1.8 cores over a tenth is 0.18 s, 180 µs a write for 1 000 writes.
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+	if !near(p.leader, 180) || len(p.followers) != 2 || !near(p.followers[0], 80) || !near(p.followers[1], 60) || !near(p.generator, 60) {
+		t.Errorf("got %+v, want leader 180, followers 80 and 60, load generator 60", p)
+	}
+	if !near(p.total(), 380) {
+		t.Errorf("total %.1f, want 380", p.total())
+	}
+	if _, ok := cpuByProcess(&rateResult{Acked: 0, Trace: r.Trace}); ok {
+		t.Error("figures for a run with no acknowledged write")
+	}
+}
