@@ -76,7 +76,13 @@ type Node struct {
 	// of the entries applied since it: a snapshot is due only once the log
 	// behind it outweighs it (snapshot.go).
 	snapshotBytes, logBytes int
-	wasLeader               bool
+	// staggerNext makes the next large snapshot wait for its offset from
+	// the other voters' (snapshotDue): the newest is one they hold too,
+	// taken at the same index or, when staggerFrom is set, received from
+	// that leader.
+	staggerNext bool
+	staggerFrom uint64
+	wasLeader   bool
 	// term is raft's term as of the last Ready; leaderTerm the term this
 	// member leads in, 0 when it does not.
 	term, leaderTerm uint64
@@ -432,6 +438,10 @@ func (n *Node) persist(rd raft.Ready) error {
 		if err := n.restoreSnapshot(rd.Snapshot); err != nil {
 			return err
 		}
+		// The leader's snapshot, at the leader's index: this member's next
+		// large one parts from the leader's (snapshotDue).
+		lead, _ := n.Leader()
+		n.restoredFrom(lead)
 	}
 	if err := n.mem.Append(rd.Entries); err != nil {
 		return fmt.Errorf("append to raft log: %w", err)

@@ -99,23 +99,35 @@ func TestSnapshotDue(t *testing.T) {
 		snapshotBytes, logBytes int
 		want                    bool
 		voters                  []uint64 // beside this member, raft id 5
+		staggerNext             bool
+		staggerFrom             uint64
 	}{
-		{"interval not reached", 109, 100, 0, 1<<20 - 1, false, nil},
-		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true, nil},
-		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false, nil},
-		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false, nil},
-		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true, nil},
-		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true, nil},
-		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true, nil},
-		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false, nil},
-		// This member (raft id 5) is third of the voters: it waits for a
-		// log half as heavy again as its snapshot.
-		{"third voter, large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, false, thirdOf4},
-		{"third voter, large snapshot, log 1.5 times as heavy", 50_000, 100, 100 << 20, 150 << 20, true, thirdOf4},
-		{"third voter, log past 1 MiB, small snapshot", 105, 100, 1 << 10, 1 << 20, true, thirdOf4},
+		{"interval not reached", 109, 100, 0, 1<<20 - 1, false, nil, false, 0},
+		{"interval reached, small snapshot", 110, 100, 1<<20 - 1, 10, true, nil, false, 0},
+		{"interval reached, 1 MiB snapshot, light log", 110, 100, 1 << 20, 10, false, nil, false, 0},
+		{"large snapshot, light log", 50_000, 100, 100 << 20, 99 << 20, false, nil, false, 0},
+		{"large snapshot, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true, nil, false, 0},
+		{"heavy log, interval not reached", 105, 100, 100 << 20, 200 << 20, true, nil, false, 0},
+		{"log past 1 MiB, small snapshot, interval not reached", 105, 100, 1 << 10, 1 << 20, true, nil, false, 0},
+		{"log under 1 MiB, no snapshot, interval not reached", 105, 100, 0, 1<<20 - 1, false, nil, false, 0},
+		// This member (raft id 5) is third of four voters: once, it
+		// waits for a log 1 + 2/4 times as heavy as its snapshot.
+		{"third voter, staggered, log as heavy", 50_000, 100, 100 << 20, 100 << 20, false, thirdOf4, true, 0},
+		{"third voter, staggered, log 1.49 times as heavy", 50_000, 100, 100 << 20, 149 << 20, false, thirdOf4, true, 0},
+		{"third voter, staggered, log 1.5 times as heavy", 50_000, 100, 100 << 20, 150 << 20, true, thirdOf4, true, 0},
+		{"third voter, offset kept, log as heavy", 50_000, 100, 100 << 20, 100 << 20, true, thirdOf4, false, 0},
+		{"third voter, log past 1 MiB, small snapshot", 105, 100, 1 << 10, 1 << 20, true, thirdOf4, true, 0},
+		// From the leader with raft id 3, second of the four: one rank
+		// apart, 1 + 1/4 times; from leader 9, fourth, three ranks apart
+		// the other way round, 1 + 3/4 times.
+		{"after leader 3's snapshot, log 1.24 times as heavy", 50_000, 100, 100 << 20, 124 << 20, false, thirdOf4, true, 3},
+		{"after leader 3's snapshot, log 1.25 times as heavy", 50_000, 100, 100 << 20, 125 << 20, true, thirdOf4, true, 3},
+		{"after leader 9's snapshot, log 1.74 times as heavy", 50_000, 100, 100 << 20, 174 << 20, false, thirdOf4, true, 9},
+		{"after leader 9's snapshot, log 1.75 times as heavy", 50_000, 100, 100 << 20, 175 << 20, true, thirdOf4, true, 9},
 	} {
 		n := &Node{cfg: Config{SnapshotInterval: 10}, snapshotIndex: tc.snapIndex,
-			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes, raftID: 5}
+			snapshotBytes: tc.snapshotBytes, logBytes: tc.logBytes, raftID: 5,
+			staggerNext: tc.staggerNext, staggerFrom: tc.staggerFrom}
 		n.confState.Voters = tc.voters
 		n.applied.Store(tc.applied)
 		if got := n.snapshotDue(); got != tc.want {
