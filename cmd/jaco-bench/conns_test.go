@@ -38,15 +38,19 @@ func TestConnsClientProcess(t *testing.T) {
 	if os.Getenv(connsClientEnv) == "" {
 		return
 	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	if err := runConnsClient(args); err != nil {
+	if err := runConnsClient(childArgs()); err != nil {
 		t.Fatal(err)
 	}
 	os.Exit(0)
+}
+
+// childArgs are the arguments after "--" of a test binary run as another
+// process of a test (TestConnsClientProcess, TestEchoServerProcess).
+func childArgs() []string {
+	for i, a := range os.Args {
+		if a == "--" {
+			return os.Args[i+1:]
+		}
+	}
+	return nil
 }

@@ -91,27 +91,7 @@ func (c *echoCluster) healthy(ctx context.Context) error {
 
 // writers are n connections, each making jaco's write call.
 func (c *echoCluster) writers(ctx context.Context, _, n int) ([]writeFunc, func(), error) {
-	var clients []*client.Client
-	closeAll := func() {
-		for _, cl := range clients {
-			cl.Close()
-		}
-	}
-	var ws []writeFunc
-	for range n {
-		cl, err := c.client()
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		clients = append(clients, cl)
-		if _, err := cl.Cluster.Status(ctx, &api.ClusterStatusRequest{}); err != nil {
-			closeAll()
-			return nil, nil, fmt.Errorf("connect to the echo server: %w", err)
-		}
-		ws = append(ws, func(ctx context.Context) error { return issueToken(ctx, cl) })
-	}
-	return ws, closeAll, nil
+	return tokenWriters(ctx, n, "the echo server", c.client)
 }
 
 func (c *echoCluster) failoverWriter(context.Context, int) (writeFunc, func(), error) {

@@ -43,14 +43,7 @@ func TestEchoServerProcess(t *testing.T) {
 	if os.Getenv(echoServerEnv) == "" {
 		return
 	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	if err := runEchoServer(args); err != nil {
+	if err := runEchoServer(childArgs()); err != nil {
 		t.Fatal(err)
 	}
 	os.Exit(0)

@@ -305,6 +305,19 @@ func issueToken(ctx context.Context, cl *client.Client) error {
 
 func (c *jacoCluster) writers(ctx context.Context, i, n int) ([]writeFunc, func(), error) {
 	m := c.members[i]
+	dial := func() (*client.Client, error) {
+		if c.bins.tcp {
+			return client.New(client.WithServer(m.addr, c.token), client.WithoutRetry())
+		}
+		return socketClient(m)
+	}
+	return tokenWriters(ctx, n, m.name, dial)
+}
+
+// tokenWriters are n connections from dial, each connected now (outside
+// the measured part) and making the rate benchmark's write; name says
+// whom an error is about.
+func tokenWriters(ctx context.Context, n int, name string, dial func() (*client.Client, error)) ([]writeFunc, func(), error) {
 	var clients []*client.Client
 	closeAll := func() {
 		for _, cl := range clients {
@@ -313,22 +326,15 @@ func (c *jacoCluster) writers(ctx context.Context, i, n int) ([]writeFunc, func(
 	}
 	var ws []writeFunc
 	for range n {
-		var cl *client.Client
-		var err error
-		if c.bins.tcp {
-			cl, err = client.New(client.WithServer(m.addr, c.token), client.WithoutRetry())
-		} else {
-			cl, err = socketClient(m)
-		}
+		cl, err := dial()
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
 		clients = append(clients, cl)
-		// Connect now, outside the measured part.
 		if _, err := cl.Cluster.Status(ctx, &api.ClusterStatusRequest{}); err != nil {
 			closeAll()
-			return nil, nil, fmt.Errorf("connect to %s: %w", m.name, err)
+			return nil, nil, fmt.Errorf("connect to %s: %w", name, err)
 		}
 		ws = append(ws, func(ctx context.Context) error { return issueToken(ctx, cl) })
 	}
