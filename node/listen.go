@@ -45,7 +45,7 @@ func (n *Node) listen() error {
 	// Both servers take static flow-control windows: no ping a message.
 	n.unixSrv = grpc.NewServer(append(grpcflow.ServerOptions(),
 		grpc.Creds(insecure.NewCredentials()),
-		grpc.NumStreamWorkers(streamWorkers),
+		grpcflow.StreamWorkers(),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(localIdentity))...),
 		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(localIdentity))...),
 	)...)
@@ -55,7 +55,7 @@ func (n *Node) listen() error {
 		// its role check), so what gRPC holds a connection is what a
 		// manager holds a node (issue 15, point 7; docs/bench/largestore.md).
 		grpc.ReadBufferSize(tcpReadBuffer),
-		grpc.NumStreamWorkers(streamWorkers),
+		grpcflow.StreamWorkers(),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),
 		grpc.ChainStreamInterceptor(append(stream, n.streamAuth(n.tcpIdentity))...),
 	)...)
@@ -64,17 +64,6 @@ func (n *Node) listen() error {
 	}
 	return nil
 }
-
-// streamWorkers is how many goroutines each gRPC server keeps to run
-// calls on, where it would start one a call. A call's stack outgrows a
-// new goroutine's on its way to the handler, and copying it cost the
-// leader 7 % of its CPU at 8 000 writes/s (issue 15, point 1); a worker
-// keeps the stack it grew. Calls beyond the workers, and long streams
-// (sessions, watches) holding them, still get a goroutine of their own.
-// With 64, 500 writes in flight still spent 7.7 % of the leader's CPU
-// growing stacks; with 512, 0.6 %. Idle, the workers cost a daemon
-// 2.3 MB of RSS (their stacks shrink back at each GC).
-const streamWorkers = 512
 
 // tcpReadBuffer is the read buffer gRPC puts over each connection to the
 // TCP server: none. TLS already reads whole records into a buffer of its

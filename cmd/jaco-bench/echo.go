@@ -29,10 +29,6 @@ import (
 	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
-// echoStreamWorkers is node.streamWorkers, the workers jacod's servers
-// run calls on.
-const echoStreamWorkers = 512
-
 // echoCluster is one echo server, standing where a cluster's leader
 // would: it leads, in term 0, forever.
 type echoCluster struct {
@@ -140,7 +136,7 @@ func runEchoServer(args []string) error {
 	}
 	srv := grpc.NewServer(append(grpcflow.ServerOptions(),
 		grpc.Creds(insecure.NewCredentials()),
-		grpc.NumStreamWorkers(echoStreamWorkers),
+		grpcflow.StreamWorkers(),
 	)...)
 	s := &echoServer{token: tok.String()}
 	api.RegisterControlServiceServer(srv, s)

@@ -55,8 +55,9 @@ func (s *staggerSim) run(from, last uint64) {
 // meetings lists every two snapshots of 4 MiB or more of different
 // voters taken within share of a snapshot's worth of log of each other
 // (writing the 99 MB snapshot behind a 15 000/s run's tail took 2.6 s, a
-// twentieth of its log's 59 s), from index after on. The first large snapshot, past 1 MiB and
-// under 2, is taken by all at once by design (tens of milliseconds).
+// twentieth of its log's 59 s), from index after on. The first large
+// snapshot, past 1 MiB and under 2, is taken by all at once by design
+// (tens of milliseconds).
 func (s *staggerSim) meetings(after uint64, share float64) []string {
 	var out []string
 	for a := range s.taken {
