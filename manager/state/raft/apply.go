@@ -121,7 +121,7 @@ func (n *Node) applyDecoded(e raftpb.Entry, req *api.InternalRaftRequest) error 
 				var ok bool
 				if req, ok = n.proposed.take(requestID(e.Data)); !ok {
 					var err error
-					if req, err = decodeRequest(e); err != nil {
+					if req, err = n.specs.decodeRequest(e); err != nil {
 						return err
 					}
 				}
@@ -201,15 +201,6 @@ func (n *Node) applyConfChange(cc raftpb.ConfChangeI) error {
 		}
 	}
 	return nil
-}
-
-// decodeRequest decodes a normal entry's request.
-func decodeRequest(e raftpb.Entry) (*api.InternalRaftRequest, error) {
-	req := &api.InternalRaftRequest{}
-	if err := proto.Unmarshal(e.Data, req); err != nil {
-		return nil, fmt.Errorf("decode entry %d: %w", e.Index, err)
-	}
-	return req, nil
 }
 
 // decodeConfChange reads a conf change entry of either version.

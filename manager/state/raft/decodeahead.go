@@ -1,7 +1,6 @@
 package raft
 
 import (
-	"encoding/binary"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -83,6 +82,7 @@ func decodeAhead(ents []raftpb.Entry) *ahead {
 // are for that window and those after it: it never waits for a window no
 // worker can take.
 func (a *ahead) work() {
+	var specs specShare // the tasks of this worker's windows share specs
 	for {
 		select {
 		case a.slots <- struct{}{}:
@@ -99,12 +99,11 @@ func (a *ahead) work() {
 			if e.Type != raftpb.EntryNormal || len(e.Data) == 0 {
 				continue
 			}
-			if d.reqs[i], d.err = decodeRequest(e); d.err != nil {
+			if d.reqs[i], d.err = specs.decodeRequest(e); d.err != nil {
 				d.failed = i
 				break
 			}
 		}
-		shareSpecs(ents[:d.failed], d.reqs)
 		a.windows[w] <- d
 		select {
 		case <-a.done:
@@ -135,45 +134,4 @@ func (a *ahead) request(i int) (*api.InternalRaftRequest, error) {
 func (a *ahead) stop() {
 	close(a.done)
 	a.wg.Wait()
-}
-
-// shareSpecs points the tasks of ents' requests (reqs[i] decoded from
-// ents[i]) whose service, spec version and spec bytes are the same at one
-// decoded spec. The store then compares each distinct spec with the copy
-// it keeps once (api.Specs.Share), not every task's: encoding every
-// replayed task's spec to compare it was 0.66 s of a restart's 2.3 s
-// replay with 5 000 nodes.
-func shareSpecs(ents []raftpb.Entry, reqs []*api.InternalRaftRequest) {
-	first := map[string]*api.ServiceSpec{}
-	var key []byte
-	for i, e := range ents {
-		if reqs[i] == nil {
-			continue
-		}
-		k := 0 // the action
-		for action := range bytesFields(e.Data, requestActions) {
-			if k == len(reqs[i].Actions) {
-				break
-			}
-			key = shareSpec(first, key, reqs[i].Actions[k].GetTask(), actionTaskSpec(action))
-			k++
-		}
-	}
-}
-
-// shareSpec points t at first's spec for t's service, spec version and
-// spec bytes, or makes t's that one; key is scratch space, returned.
-func shareSpec(first map[string]*api.ServiceSpec, key []byte, t *api.Task, spec []byte) []byte {
-	if t == nil || t.Spec == nil || spec == nil {
-		return key
-	}
-	key = binary.AppendUvarint(key[:0], uint64(len(t.ServiceId)))
-	key = binary.AppendUvarint(append(key, t.ServiceId...), t.SpecVersion)
-	key = append(key, spec...)
-	if s, ok := first[string(key)]; ok {
-		t.Spec = s
-	} else {
-		first[string(key)] = t.Spec
-	}
-	return key
 }

@@ -59,8 +59,9 @@ func decodeSnapshot(data []byte) (*api.RaftSnapshot, error) {
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), len(runs)) {
 		wg.Go(func() {
+			var specs specShare // the tasks of this worker's runs share specs
 			for i := int(next.Add(1) - 1); i < len(runs) && !failed.Load(); i = int(next.Add(1) - 1) {
-				parts[i] = decodeRun(runs[i])
+				parts[i] = decodeRun(&specs, runs[i])
 				if parts[i].err != nil {
 					failed.Store(true)
 				}
@@ -93,9 +94,9 @@ type decodedRun struct {
 	err   error
 }
 
-func decodeRun(run []byte) decodedRun {
-	d := decodedRun{store: &api.StoreSnapshot{}}
-	if d.err = proto.Unmarshal(run, d.store); d.err != nil {
+func decodeRun(specs *specShare, run []byte) decodedRun {
+	var d decodedRun
+	if d.store, d.err = specs.decodeRun(run); d.err != nil {
 		return d
 	}
 	if len(d.store.Tasks) == 0 {
@@ -142,4 +143,19 @@ func joinRuns(parts []decodedRun) *api.StoreSnapshot {
 		}
 	}
 	return joined
+}
+
+// shareSpec points t at first's spec for t's service, spec version and
+// spec bytes, or makes t's that one; key is scratch space, returned.
+func shareSpec(first map[string]*api.ServiceSpec, key []byte, t *api.Task, spec []byte) []byte {
+	if t == nil || t.Spec == nil || spec == nil {
+		return key
+	}
+	key = appendSpecKey(key[:0], t.ServiceId, t.SpecVersion, spec)
+	if s, ok := first[string(key)]; ok {
+		t.Spec = s
+	} else {
+		first[string(key)] = t.Spec
+	}
+	return key
 }

@@ -12,26 +12,55 @@ import (
 // What the snapshot's encoder and the restart's decoders read and write of
 // encoded messages without decoding them: a few fields, by number.
 
+// wireField is one field of an encoded message: its number, wire type and
+// encoding (raw, tag included); value is the contents of a field of the
+// bytes wire type, varint the value of one of the varint type.
+type wireField struct {
+	num    protowire.Number
+	typ    protowire.Type
+	raw    []byte
+	value  []byte
+	varint uint64
+}
+
+// wireFields yields msg's fields in order. Where msg does not parse it
+// yields the rest as one last field numbered 0 (no field's number), so
+// that a copy made of the fields' raw bytes fails to decode as msg does.
+func wireFields(msg []byte) iter.Seq[wireField] {
+	return func(yield func(wireField) bool) {
+		for b := msg; len(b) > 0; {
+			num, typ, n := protowire.ConsumeTag(b)
+			m := 0
+			if n >= 0 {
+				m = protowire.ConsumeFieldValue(num, typ, b[n:])
+			}
+			if n < 0 || m < 0 {
+				yield(wireField{raw: b})
+				return
+			}
+			f := wireField{num: num, typ: typ, raw: b[:n+m]}
+			switch typ {
+			case protowire.BytesType:
+				f.value, _ = protowire.ConsumeBytes(b[n:])
+			case protowire.VarintType:
+				f.varint, _ = protowire.ConsumeVarint(b[n:])
+			}
+			if !yield(f) {
+				return
+			}
+			b = b[n+m:]
+		}
+	}
+}
+
 // bytesFields yields the value of each field num of the bytes wire type in
 // msg, in order; it stops where msg does not parse.
 func bytesFields(msg []byte, num protowire.Number) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
-		for b := msg; len(b) > 0; {
-			n0, typ, n := protowire.ConsumeTag(b)
-			if n < 0 {
+		for f := range wireFields(msg) {
+			if f.num == num && f.typ == protowire.BytesType && !yield(f.value) {
 				return
 			}
-			m := protowire.ConsumeFieldValue(n0, typ, b[n:])
-			if m < 0 {
-				return
-			}
-			if n0 == num && typ == protowire.BytesType {
-				value, _ := protowire.ConsumeBytes(b[n:])
-				if !yield(value) {
-					return
-				}
-			}
-			b = b[n+m:]
 		}
 	}
 }
@@ -53,10 +82,6 @@ func onlyBytesField(msg []byte, num protowire.Number) []byte {
 // taskSpecBytes is the encoding of task's spec field, nil when it has
 // none or more than one.
 func taskSpecBytes(task []byte) []byte { return onlyBytesField(task, taskSpec) }
-
-// actionTaskSpec is the spec's bytes of the task a StoreAction's encoding
-// holds; nil for another target, or none.
-func actionTaskSpec(action []byte) []byte { return taskSpecBytes(onlyBytesField(action, actionTask)) }
 
 // The field numbers read: RaftSnapshot.store, StoreSnapshot.tasks,
 // Task.spec, InternalRaftRequest.actions and StoreAction.task.
