@@ -9,8 +9,9 @@ import (
 	"github.com/jaco-project/jaco/api"
 )
 
-// What the snapshot's encoder and the restart's decoders read and write of
-// encoded messages without decoding them: a few fields, by number.
+// What the snapshot's encoder and the decoders of snapshots and entries
+// read and write of encoded messages without decoding them: a few fields,
+// by number.
 
 // wireField is one field of an encoded message: its number, wire type and
 // encoding (raw, tag included); value is the contents of a field of the
