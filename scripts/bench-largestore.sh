@@ -17,8 +17,11 @@
 #      --replicas N` placed on them and reported RUNNING: the time until
 #      all run and the daemon is idle, its RSS, live heap and goroutines,
 #      the simulator's RSS; then kill -9 and restart with the nodes
-#      coming back (RESTARTS times, 3 unless set): the time to serve, to
-#      lead and until every node is in session again, and the RSS; and
+#      coming back (RESTARTS times, 3 unless set, each once the manager
+#      is idle; then once more right after the service is removed and
+#      created again, killed as soon as its replicas all run): the time
+#      to serve, to lead and until every node is in session again, and
+#      the RSS; and
 #      the floor, `jaco-bench conns`: what a bare gRPC server holds for as
 #      many mTLS connections with two open streams each;
 #   6. in the same run, the in-process references: BenchmarkCreate (the

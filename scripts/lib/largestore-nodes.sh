@@ -5,7 +5,8 @@
 # and sets bin, work, raw, replicas, nodes, restarts, debug and the bundle
 # in $work/bundle: $replicas replicas over $nodes worker nodes simulated by
 # `jaco-bench nodes` against one real manager, then the manager's kill -9
-# and restart while the nodes stay, $restarts times. On loopback only.
+# and restart while the nodes stay, $restarts times once it is idle and
+# once right after a placement. On loopback only.
 
 # goroutines PORT: the goroutine count the debug endpoint on PORT shows,
 # or "?" when the daemon serves none.
@@ -106,6 +107,15 @@ simulated_nodes() {
 	for i in $(seq 1 "$restarts"); do
 		restart_with_nodes "$i"
 	done
+	# The hardest restart: killed as soon as a placement's replicas all
+	# run, so that the open replays the placement's writes (a snapshot
+	# taken mid-placement, the rest in the WAL).
+	log "5. the service again, the manager killed as soon as its replicas run"
+	"$bin/jaco" service rm sim >/dev/null
+	wait_idle "$spid" "$(date +%s%N)" "$steady" >/dev/null
+	"$bin/jaco" service create -d --name sim --replicas "$replicas" --constraint node.role==worker --bundle "$work/bundle" >/dev/null
+	wait_count 1800 "$replicas" running_count
+	restart_with_nodes after-placement
 	kill -TERM "$simpid" 2>/dev/null || true
 	wait_for 30 sh -c "! kill -0 $simpid"
 	stop_daemons
@@ -119,11 +129,11 @@ simulated_nodes() {
 
 # restart_with_nodes I: kill -9 the manager (spid) while the simulated
 # nodes stay, restart it, and record when it served, led, and had every
-# node in session again (restart I of $restarts: one restart's time says
-# little about the next).
+# node in session again (restart I of $restarts, one restart's time
+# saying little about the next, or I=after-placement).
 restart_with_nodes() {
 	local i=$1 sim_lines start served led back settle
-	log "5. kill -9 and restart with $nodes nodes ($i of $restarts)"
+	log "5. kill -9 and restart with $nodes nodes (restart $i)"
 	kill -9 -- "-$spid"
 	wait_for 10 sh -c "! kill -0 $spid"
 	mv "$s.log" "$s.before-restart-$i.log"
