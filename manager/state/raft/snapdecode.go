@@ -88,7 +88,8 @@ func decodeSnapshot(data []byte) (*api.RaftSnapshot, error) {
 }
 
 // decodedRun is one store run decoded, with the bytes of each of its
-// tasks' specs (specs[i] is Tasks[i]'s; nil for a task without one).
+// tasks' specs (specs[i] is Tasks[i]'s; nil for a task without one, and
+// specs nil when specShare did not find them).
 type decodedRun struct {
 	store *api.StoreSnapshot
 	specs [][]byte
@@ -97,19 +98,7 @@ type decodedRun struct {
 
 func decodeRun(specs *specShare, run []byte) decodedRun {
 	var d decodedRun
-	if d.store, d.err = specs.decodeRun(run); d.err != nil {
-		return d
-	}
-	if len(d.store.Tasks) == 0 {
-		return d
-	}
-	d.specs = make([][]byte, 0, len(d.store.Tasks))
-	for task := range bytesFields(run, storeSnapshotTasks) {
-		d.specs = append(d.specs, taskSpecBytes(task))
-	}
-	if len(d.specs) != len(d.store.Tasks) {
-		d.err = fmt.Errorf("%d tasks decoded from %d", len(d.store.Tasks), len(d.specs))
-	}
+	d.store, d.specs, d.err = specs.decodeRun(run)
 	return d
 }
 
@@ -139,6 +128,9 @@ func joinRuns(parts []decodedRun) *api.StoreSnapshot {
 	first := map[string]*api.ServiceSpec{}
 	var key []byte
 	for _, p := range parts {
+		if p.specs == nil {
+			continue
+		}
 		for i, t := range p.store.Tasks {
 			key = shareSpec(first, key, t, p.specs[i])
 		}

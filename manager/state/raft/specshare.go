@@ -45,10 +45,12 @@ type firstSpec struct {
 // specSlot is what one task of a message gets: a spec decoded before
 // (spec), the spec of the message's task at index from, or (from < 0,
 // spec nil) its own, which is first's for key when key is not empty.
+// encoded is the task's spec field, nil when it has none or more than one.
 type specSlot struct {
-	spec *api.ServiceSpec
-	from int
-	key  string
+	spec    *api.ServiceSpec
+	from    int
+	key     string
+	encoded []byte
 }
 
 // The other fields read: Task.service_id and spec_version, and
@@ -94,20 +96,27 @@ func (s *specShare) decodeRequest(e raftpb.Entry) (*api.InternalRaftRequest, err
 	return req, nil
 }
 
-// decodeRun decodes a snapshot's store run.
-func (s *specShare) decodeRun(run []byte) (*api.StoreSnapshot, error) {
-	store := &api.StoreSnapshot{}
+// decodeRun decodes a snapshot's store run, with each task's spec field
+// (specs[i] is Tasks[i]'s, nil for a task with none or more than one;
+// specs is nil when the run did not decode as cut).
+func (s *specShare) decodeRun(run []byte) (store *api.StoreSnapshot, specs [][]byte, err error) {
+	store = &api.StoreSnapshot{}
 	if err := proto.Unmarshal(s.cutRun(run), store); err != nil {
 		s.abandon()
-		return nil, err
+		return nil, nil, err
 	}
 	if !s.fill(len(store.Tasks), func(i int) *api.Task { return store.Tasks[i] }) {
 		store = &api.StoreSnapshot{}
 		if err := proto.Unmarshal(run, store); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		return store, nil, nil
 	}
-	return store, nil
+	specs = make([][]byte, len(s.slots))
+	for i, slot := range s.slots {
+		specs[i] = slot.encoded
+	}
+	return store, specs, nil
 }
 
 // cutRequest is req with the specs of its actions' tasks cut where they
@@ -194,10 +203,10 @@ func (s *specShare) cutTask(dst, task []byte) []byte {
 		key := string(s.key)
 		s.first[key] = firstSpec{at: len(s.slots)}
 		s.pending = append(s.pending, key)
-		s.slots = append(s.slots, specSlot{from: -1, key: key})
+		s.slots = append(s.slots, specSlot{from: -1, key: key, encoded: spec})
 		return append(dst, task...)
 	}
-	slot := specSlot{spec: first.spec, from: -1}
+	slot := specSlot{spec: first.spec, from: -1, encoded: spec}
 	if first.spec == nil {
 		slot.from = first.at
 	}

@@ -84,13 +84,9 @@ func TestSpecShareDecodesAsUnmarshal(t *testing.T) {
 	}
 
 	placement := placementRequest(t, 4, 3)
-	var action, task []byte
-	for a := range bytesFields(placement, requestActions) {
-		action = a
-		task = onlyBytesField(a, actionTask)
-		break
-	}
-	specField := protowire.AppendBytes(protowire.AppendTag(nil, taskSpec, protowire.BytesType), taskSpecBytes(task))
+	action := firstField(placement, requestActions)
+	task := firstField(action, actionTask)
+	specField := protowire.AppendBytes(protowire.AppendTag(nil, taskSpec, protowire.BytesType), firstField(task, taskSpec))
 	taskOf := func(fields ...[]byte) []byte {
 		var b []byte
 		for _, f := range fields {
@@ -126,6 +122,16 @@ func TestSpecShareDecodesAsUnmarshal(t *testing.T) {
 			decodesAsUnmarshal(t, &specShare{}, data)
 		})
 	}
+}
+
+// firstField is the value of msg's first field num.
+func firstField(msg []byte, num protowire.Number) []byte {
+	for f := range wireFields(msg) {
+		if f.num == num {
+			return f.value
+		}
+	}
+	return nil
 }
 
 // FuzzSpecShare: whatever the bytes, a decoder that has decoded a

@@ -54,36 +54,6 @@ func wireFields(msg []byte) iter.Seq[wireField] {
 	}
 }
 
-// bytesFields yields the value of each field num of the bytes wire type in
-// msg, in order; it stops where msg does not parse.
-func bytesFields(msg []byte, num protowire.Number) iter.Seq[[]byte] {
-	return func(yield func([]byte) bool) {
-		for f := range wireFields(msg) {
-			if f.num == num && f.typ == protowire.BytesType && !yield(f.value) {
-				return
-			}
-		}
-	}
-}
-
-// onlyBytesField is the value of msg's field num, of the bytes wire type,
-// when msg holds it once; nil if not (a repeated one decodes merged).
-func onlyBytesField(msg []byte, num protowire.Number) []byte {
-	var value []byte
-	seen := 0
-	for v := range bytesFields(msg, num) {
-		value, seen = v, seen+1
-	}
-	if seen != 1 {
-		return nil
-	}
-	return value
-}
-
-// taskSpecBytes is the encoding of task's spec field, nil when it has
-// none or more than one.
-func taskSpecBytes(task []byte) []byte { return onlyBytesField(task, taskSpec) }
-
 // The field numbers read: RaftSnapshot.store, StoreSnapshot.tasks,
 // Task.spec, InternalRaftRequest.actions and StoreAction.task.
 var (
