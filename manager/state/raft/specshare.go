@@ -74,24 +74,21 @@ const specShareMinBytes = 256
 
 // decodeRequest decodes e's request.
 func (s *specShare) decodeRequest(e raftpb.Entry) (*api.InternalRaftRequest, error) {
+	if len(e.Data) >= specShareMinBytes {
+		req := &api.InternalRaftRequest{}
+		err := proto.Unmarshal(s.cutRequest(e.Data), req)
+		if err == nil && s.fill(len(req.Actions), func(i int) *api.Task { return req.Actions[i].GetTask() }) {
+			return req, nil
+		}
+		if err != nil {
+			s.abandon()
+		}
+	}
+	// Small, or not of the shape cut, or not decoding (the error is then
+	// the entry's own): decoded as it is.
 	req := &api.InternalRaftRequest{}
-	if len(e.Data) < specShareMinBytes {
-		if err := proto.Unmarshal(e.Data, req); err != nil {
-			return nil, fmt.Errorf("decode entry %d: %w", e.Index, err)
-		}
-		return req, nil
-	}
-	msg := s.cutRequest(e.Data)
-	if err := proto.Unmarshal(msg, req); err != nil {
-		s.abandon()
+	if err := proto.Unmarshal(e.Data, req); err != nil {
 		return nil, fmt.Errorf("decode entry %d: %w", e.Index, err)
-	}
-	if !s.fill(len(req.Actions), func(i int) *api.Task { return req.Actions[i].GetTask() }) {
-		// Not the shape cut: decoded again as it is.
-		req = &api.InternalRaftRequest{}
-		if err := proto.Unmarshal(e.Data, req); err != nil {
-			return nil, fmt.Errorf("decode entry %d: %w", e.Index, err)
-		}
 	}
 	return req, nil
 }
@@ -101,22 +98,22 @@ func (s *specShare) decodeRequest(e raftpb.Entry) (*api.InternalRaftRequest, err
 // specs is nil when the run did not decode as cut).
 func (s *specShare) decodeRun(run []byte) (store *api.StoreSnapshot, specs [][]byte, err error) {
 	store = &api.StoreSnapshot{}
-	if err := proto.Unmarshal(s.cutRun(run), store); err != nil {
+	err = proto.Unmarshal(s.cutRun(run), store)
+	if err == nil && s.fill(len(store.Tasks), func(i int) *api.Task { return store.Tasks[i] }) {
+		specs = make([][]byte, len(s.slots))
+		for i, slot := range s.slots {
+			specs[i] = slot.encoded
+		}
+		return store, specs, nil
+	}
+	if err != nil {
 		s.abandon()
+	}
+	store = &api.StoreSnapshot{}
+	if err := proto.Unmarshal(run, store); err != nil {
 		return nil, nil, err
 	}
-	if !s.fill(len(store.Tasks), func(i int) *api.Task { return store.Tasks[i] }) {
-		store = &api.StoreSnapshot{}
-		if err := proto.Unmarshal(run, store); err != nil {
-			return nil, nil, err
-		}
-		return store, nil, nil
-	}
-	specs = make([][]byte, len(s.slots))
-	for i, slot := range s.slots {
-		specs[i] = slot.encoded
-	}
-	return store, specs, nil
+	return store, nil, nil
 }
 
 // cutRequest is req with the specs of its actions' tasks cut where they
