@@ -345,21 +345,28 @@ func (n *Node) Run(ctx context.Context) error {
 // Stop stops serving, stops the manager and releases the data dir.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
+		w := watchStop(n.log, stopReportEvery, "the node's loops")
+		defer w.end()
 		if n.loopCancel != nil {
 			n.loopCancel()
 		}
 		n.loopWG.Wait()
 		// The dashboard first: its event streams end with it, and its
 		// login needs initMu no more than its pages do.
+		w.enter("the dashboard")
 		if n.dashboardSrv != nil {
 			n.dashboardSrv.Stop()
 		}
+		w.enter("an init, join or role change in progress")
 		n.initMu.Lock()
 		defer n.initMu.Unlock()
+		w.enter("the hand-over of leadership")
 		n.handOver()
 		// The agent next: its session streams to this node's own server
 		// would hold the graceful stop up to its deadline.
+		w.enter("the agent")
 		n.stopAgent()
+		w.enter("the servers' graceful stop")
 		var stopping sync.WaitGroup
 		for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
 			if srv != nil {
@@ -376,14 +383,19 @@ func (n *Node) Stop() error {
 			os.Remove(n.cfg.socketPath())
 		}
 		if m := n.mgr.Load(); m != nil {
+			w.enter("the manager")
 			n.stopErr = m.Stop()
 		}
+		w.enter("the connections to other managers")
 		n.managerConns.CloseAll()
 		if n.metricsSrv != nil {
+			w.enter("the metrics server")
 			n.metricsSrv.Stop()
 		}
+		w.enter("the agent's and the networks' goroutines")
 		n.wg.Wait()
 		if n.containerd != nil {
+			w.enter("the containerd client")
 			n.containerd.Close()
 		}
 		if err := n.lock.release(); err != nil && n.stopErr == nil {
