@@ -149,9 +149,8 @@ func (d *daemon) stop() {
 			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, d.waitErr)
 		}
 	case <-time.After(stopTimeout):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed", d.name, stopTimeout)
+		killWithStacks(d.cmd.Process, d.exited)
+		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stuckGoroutines(d.log()))
 	}
 }
 

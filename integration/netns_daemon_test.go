@@ -300,9 +300,8 @@ func (d *nsDaemon) stop(t testing.TB) {
 			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
 		}
 	case <-time.After(stopTimeout):
-		_ = d.cmd.Process.Signal(syscall.SIGKILL)
-		<-d.exited
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed", d.name, stopTimeout)
+		killWithStacks(d.cmd.Process, d.exited)
+		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stuckGoroutines(d.log()))
 	}
 }
 
