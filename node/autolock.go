@@ -33,8 +33,11 @@ func (s nodeService) Unlock(_ context.Context, req *api.UnlockNodeRequest) (*api
 // key changes nothing and is counted, and after a few wrong keys further
 // attempts wait (unlocklimit.go); an unlocked node answers its state.
 func (n *Node) unlock(text string) (*api.UnlockNodeResponse, error) {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if n.State() != api.NodeState_NODE_STATE_LOCKED {
 		return &api.UnlockNodeResponse{State: n.State()}, nil
 	}
@@ -127,8 +130,11 @@ func (n *Node) kickAutolock() { kick(n.autolockKick) }
 //
 // A node found with two data keys (a rotation cut short) resumes at 2.
 func (n *Node) reconcileAutolock(ctx context.Context, m *manager.Manager) error {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if n.Manager() != m || n.State() == api.NodeState_NODE_STATE_LOCKED {
 		return nil // m stopped meanwhile (demotion, shutdown)
 	}

@@ -60,8 +60,11 @@ func (n *Node) installTrust(newPEM, oldPEM []byte) error {
 	if !sharesCA(newCAs, oldCAs) {
 		return errors.New("the leader's CA bundle shares no CA with this node's: refused")
 	}
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	_, certPEM, keyPEM, err := n.loadNodeFiles()
 	if err != nil {
 		return err

@@ -135,8 +135,11 @@ func (n *Node) secretJoin(ctx context.Context, addr string, req *api.SecretJoinR
 // installJoined makes this uninitialized node the manager resp admitted,
 // as a token join does once the leader answered.
 func (n *Node) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if n.initialized() {
 		return errors.New("initialized meanwhile")
 	}

@@ -85,8 +85,11 @@ func (n *Node) runStaticFormation(ctx context.Context) {
 
 // formStatic writes this member's raft state and starts it.
 func (n *Node) formStatic() error {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if n.initialized() {
 		return nil
 	}

@@ -29,8 +29,11 @@ const initTimeout = 30 * time.Second
 // raft state, and the raft state appears atomically, so a crash part-way
 // leaves the node uninitialized and init can run again.
 func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if n.initialized() {
 		cid, _ := n.clusterID.Load().(string)
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", cid)

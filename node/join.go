@@ -28,8 +28,11 @@ const joinTimeout = time.Minute
 // peer belongs to (cluster-lifecycle "Join"). The key never leaves this
 // node; the peer is trusted only if it proves the CA the token names.
 func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if req.Rejoin {
 		return n.rejoinCluster(ctx, req)
 	}

@@ -6,6 +6,7 @@ package node
 import (
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -113,8 +114,12 @@ func listenPrivateSocket(path string) (net.Listener, error) {
 	return lis, nil
 }
 
-// gracefulStop lets in-flight calls finish for up to grace, then cuts them.
-func gracefulStop(srv *grpc.Server, grace time.Duration) {
+// gracefulStop lets in-flight calls finish for up to grace, then cuts
+// them. A cut call's context is cancelled, but grpc's GracefulStop still
+// waits for its handler to return: one that does not within another
+// grace is logged and left behind, so that the daemon's stop goes on (the
+// process is ending) instead of waiting for it for good.
+func gracefulStop(log *slog.Logger, srv *grpc.Server, grace time.Duration) {
 	done := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
@@ -122,8 +127,13 @@ func gracefulStop(srv *grpc.Server, grace time.Duration) {
 	}()
 	select {
 	case <-done:
+		return
 	case <-time.After(grace):
-		srv.Stop()
-		<-done
+	}
+	srv.Stop()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		log.Warn("gRPC calls still running after their server stopped; stopping without them", "waited", 2*grace)
 	}
 }

@@ -48,11 +48,14 @@ type Node struct {
 	log  *slog.Logger
 	lock *dirLock
 
-	// initMu serializes Init against itself and Stop.
-	initMu sync.Mutex
-	state  atomic.Int32 // api.NodeState
-	mgr    atomic.Pointer[manager.Manager]
-	tls    atomic.Pointer[tls.Config]
+	// initMu serializes what changes what the node runs (init, join,
+	// unlock, a role change, ...) against itself and Stop; take it with
+	// lockInit, which refuses once stopping is set.
+	initMu   sync.Mutex
+	stopping bool         // guarded by initMu
+	state    atomic.Int32 // api.NodeState
+	mgr      atomic.Pointer[manager.Manager]
+	tls      atomic.Pointer[tls.Config]
 	// clientTLSCache is the config for dialing other nodes (peers.go);
 	// clientCert the certificate it presents, read at each handshake.
 	clientTLSCache atomic.Pointer[tls.Config]
@@ -359,7 +362,8 @@ func (n *Node) Stop() error {
 		}
 		w.enter("an init, join or role change in progress")
 		n.initMu.Lock()
-		defer n.initMu.Unlock()
+		n.stopping = true
+		n.initMu.Unlock()
 		w.enter("the hand-over of leadership")
 		n.handOver()
 		// The agent next: its session streams to this node's own server
@@ -370,7 +374,7 @@ func (n *Node) Stop() error {
 		var stopping sync.WaitGroup
 		for _, srv := range []*grpc.Server{n.unixSrv, n.tcpSrv} {
 			if srv != nil {
-				stopping.Go(func() { gracefulStop(srv, 5*time.Second) })
+				stopping.Go(func() { gracefulStop(n.log, srv, 5*time.Second) })
 			}
 		}
 		stopping.Wait()

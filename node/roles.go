@@ -143,8 +143,11 @@ func checkRenewal(resp *api.RenewCertificateResponse, caPEM []byte, old ca.NodeI
 // installCert saves the new certificate and changes what runs to match
 // its role.
 func (n *Node) installCert(ctx context.Context, resp *api.RenewCertificateResponse, keyPEM []byte, id ca.NodeIdentity, oldNotAfter time.Time) error {
-	n.initMu.Lock()
-	defer n.initMu.Unlock()
+	unlock, err := n.lockInit()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
