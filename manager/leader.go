@@ -33,12 +33,21 @@ type leaderRunner struct {
 	raft       leadership
 	log        *slog.Logger
 	subsystems []Subsystem
-	stop       chan struct{}
-	done       chan struct{}
+	// running ends at stop: the loop returns, and with it a barrier it
+	// waits on (which, on a leader cut off from its quorum, would last
+	// an election timeout or more).
+	running context.Context
+	stop    context.CancelFunc
+	done    chan struct{}
 
 	// Owned by loop.
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+}
+
+func newLeaderRunner(raft leadership, log *slog.Logger, subsystems []Subsystem) *leaderRunner {
+	running, stop := context.WithCancel(context.Background())
+	return &leaderRunner{raft: raft, log: log, subsystems: subsystems, running: running, stop: stop, done: make(chan struct{})}
 }
 
 func (r *leaderRunner) loop() {
@@ -55,7 +64,7 @@ func (r *leaderRunner) loop() {
 		}
 		select {
 		case <-changed:
-		case <-r.stop:
+		case <-r.running.Done():
 			return
 		case <-r.raft.Done():
 			return
@@ -64,12 +73,14 @@ func (r *leaderRunner) loop() {
 }
 
 func (r *leaderRunner) startAll() {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(r.running)
 	// Subsystems decide from the store: first let it hold everything
 	// committed before this term. Should leadership go meanwhile, the next
 	// change of leader brings the loop back here.
 	if err := r.raft.Barrier(ctx); err != nil {
-		r.log.Warn("leader barrier", "err", err)
+		if r.running.Err() == nil {
+			r.log.Warn("leader barrier", "err", err)
+		}
 		cancel()
 		return
 	}

@@ -115,7 +115,7 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	m.raft, m.transport = n, tr
 	m.voters = rolemanager.NewVoterReconciler(rolemanager.Config{Raft: n, Logger: o.logger.With("component", "voter-reconciler")})
 	subsystems := m.assemble(o)
-	m.leader = &leaderRunner{raft: n, log: o.logger, subsystems: subsystems, stop: make(chan struct{}), done: make(chan struct{})}
+	m.leader = newLeaderRunner(n, o.logger, subsystems)
 	go m.leader.loop()
 	go func() {
 		defer close(m.probeDone)
@@ -169,7 +169,7 @@ func (m *Manager) EndRaftStreams() { m.raftService.EndStreams() }
 // Stop stops the leader subsystems, the raft member and its transport,
 // closes the connections to the leader and the store's watches.
 func (m *Manager) Stop() error {
-	close(m.leader.stop)
+	m.leader.stop()
 	<-m.leader.done
 	close(m.probeStop)
 	<-m.probeDone
