@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
+	"github.com/jaco-project/jaco/internal/stackdump"
 )
 
 // Deadlines of a daemon's lifecycle. Generous because -race binaries on a
@@ -149,8 +150,8 @@ func (d *daemon) stop() {
 			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, d.waitErr)
 		}
 	case <-time.After(stopTimeout):
-		killWithStacks(d.cmd.Process, d.exited)
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stuckGoroutines(d.log()))
+		stackdump.QuitThenKill(d.cmd.Process, d.exited)
+		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stackdump.Condense(d.log()))
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/jaco-project/jaco/internal/containerdtest"
+	"github.com/jaco-project/jaco/internal/stackdump"
 )
 
 // nsDaemon is a jacod running inside a host's namespace, listening on
@@ -300,8 +301,8 @@ func (d *nsDaemon) stop(t testing.TB) {
 			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
 		}
 	case <-time.After(stopTimeout):
-		killWithStacks(d.cmd.Process, d.exited)
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stuckGoroutines(d.log()))
+		stackdump.QuitThenKill(d.cmd.Process, d.exited)
+		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stackdump.Condense(d.log()))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/stackdump"
 )
 
 // Bounds of one daemon's start and stop, for a loaded two-core machine.
@@ -254,9 +255,8 @@ func (m *member) stop() error {
 	case <-exited:
 		return crashed
 	case <-time.After(stopTimeout):
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-		return errors.Join(crashed, fmt.Errorf("jacod %s did not stop within %s of SIGTERM; killed", m.name, stopTimeout))
+		stackdump.QuitThenKill(cmd.Process, exited)
+		return errors.Join(crashed, fmt.Errorf("jacod %s did not stop within %s of SIGTERM; killed; the stacks it waited in:\n%s", m.name, stopTimeout, stackdump.Condense(m.logSince())))
 	}
 }
 
