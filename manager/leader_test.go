@@ -46,10 +46,8 @@ func TestLeaderRunnerStartsAfterBarrierAndStops(t *testing.T) {
 // quorum is gone, until raft notices.
 type stuckBarrier struct{ done chan struct{} }
 
-func (stuckBarrier) RaftID() uint64 { return 1 }
-func (stuckBarrier) Leader() (uint64, <-chan struct{}) {
-	return 1, nil
-}
+func (stuckBarrier) RaftID() uint64                    { return 1 }
+func (stuckBarrier) Leader() (uint64, <-chan struct{}) { return 1, nil }
 func (stuckBarrier) Barrier(ctx context.Context) error {
 	<-ctx.Done()
 	return ctx.Err()
