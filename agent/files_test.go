@@ -8,32 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/syncbuf"
 )
-
-// syncBuffer is a log sink the test reads while the agent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // assignFiles adds tasks as assign does, with the secrets and configs
 // they name in the same message (and in every later COMPLETE set).
@@ -98,7 +80,7 @@ func TestSecretsReachTheReplicaOnlyInMemory(t *testing.T) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	cfg := testConfig(dir, []string{d.addr}, rt)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := startAgent(t, cfg)
 	waitFor(t, "a session", d.sessionsReach(1))

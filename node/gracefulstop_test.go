@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/jaco-project/jaco/internal/syncbuf"
 )
 
 // A call whose handler ignores its context does not keep the daemon's
@@ -46,7 +48,7 @@ func TestGracefulStopDoesNotWaitForAStuckHandlerForGood(t *testing.T) {
 		t.Fatal("the call did not reach its handler within 10 s")
 	}
 
-	var out logLines
+	var out syncbuf.Buffer
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)

@@ -1,36 +1,18 @@
 package node
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/syncbuf"
 )
-
-// logLines is a log destination tests read while it is written.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // A stop that waits says, again and again, which step it waits in; one
 // that ends says last how long it took.
 func TestStopWatchNamesTheStepItWaitsIn(t *testing.T) {
-	var out logLines
+	var out syncbuf.Buffer
 	w := watchStop(slog.New(slog.NewTextHandler(&out, nil)), 5*time.Millisecond, "the node's loops")
 	w.enter("the manager")
 	deadline := time.Now().Add(10 * time.Second)
@@ -49,7 +31,7 @@ func TestStopWatchNamesTheStepItWaitsIn(t *testing.T) {
 
 // A stop quicker than the report period logs only its end.
 func TestStopWatchQuietForAQuickStop(t *testing.T) {
-	var out logLines
+	var out syncbuf.Buffer
 	w := watchStop(slog.New(slog.NewTextHandler(&out, nil)), time.Hour, "the node's loops")
 	w.enter("the manager")
 	w.end()

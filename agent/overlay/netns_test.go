@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jaco-project/jaco/internal/syncbuf"
 	"github.com/jaco-project/jaco/internal/testenv"
 )
 
@@ -28,27 +29,10 @@ type node struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	replies chan helperReply
-	stderr  *lockedBuffer
+	stderr  *syncbuf.Buffer
 
 	pub  PublicKey
 	kind Kind
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // requireNetns skips (fails under JACO_TEST_STRICT, as in CI) where this
@@ -145,7 +129,7 @@ func startHelper(t *testing.T, name, ns string) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &node{t: t, name: name, ns: ns, replies: make(chan helperReply), stderr: &lockedBuffer{}}
+	n := &node{t: t, name: name, ns: ns, replies: make(chan helperReply), stderr: &syncbuf.Buffer{}}
 	n.cmd = exec.Command("ip", "netns", "exec", ns, exe)
 	n.cmd.Env = append(os.Environ(), helperEnv+"=1")
 	n.cmd.Stderr = n.stderr

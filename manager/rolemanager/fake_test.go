@@ -1,7 +1,6 @@
 package rolemanager
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -227,22 +226,4 @@ func (f *fakeRaft) stats() (changes, statusCalls int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.changes, f.statusCalls
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jaco-project/jaco/internal/syncbuf"
 	"github.com/jaco-project/jaco/internal/testclock"
 	jacoraft "github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/voterset"
@@ -18,9 +19,9 @@ import (
 // The manager's raft member is what the reconciler drives.
 var _ Raft = (*jacoraft.Node)(nil)
 
-func newTestReconciler(f *fakeRaft) (*VoterReconciler, *testclock.Clock, *syncBuffer) {
+func newTestReconciler(f *fakeRaft) (*VoterReconciler, *testclock.Clock, *syncbuf.Buffer) {
 	clock := testclock.New(epoch)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	r := NewVoterReconciler(Config{
 		Raft:   f,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -410,7 +411,7 @@ func TestRunRetriesAfterErrors(t *testing.T) {
 	f.replicate()
 	f.set(func(f *fakeRaft) { f.changeErr = errors.New("boom") })
 	clock := testclock.New(epoch)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	r := NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	stop := runInBackground(t, r)
