@@ -56,8 +56,10 @@ type Manager struct {
 
 	removed     chan struct{} // closed when a peer says this member was removed
 	removedOnce sync.Once
-	probeStop   chan struct{}
-	probeDone   chan struct{}
+	// stopProbe ends the removal probe and a call it has in flight;
+	// probeDone is closed once it has returned.
+	stopProbe context.CancelFunc
+	probeDone chan struct{}
 	// stopPacing stops the garbage collector's pacer; pacingDone is
 	// closed once it has put the collector back.
 	stopPacing context.CancelFunc
@@ -78,7 +80,7 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	}
 	st := store.New(nil)
 	m := &Manager{store: st, log: o.logger, dial: dial, quorumLossWindow: o.quorumLossWindow,
-		removed: make(chan struct{}), probeStop: make(chan struct{}), probeDone: make(chan struct{})}
+		removed: make(chan struct{}), probeDone: make(chan struct{})}
 	m.forward = connpool.New(m.dialLeader)
 	// The transport reports to the raft member, which needs the transport
 	// to exist first: the reporter is filled in once the member is.
@@ -117,9 +119,11 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	subsystems := m.assemble(o)
 	m.leader = newLeaderRunner(n, o.logger, subsystems)
 	go m.leader.loop()
+	var probing context.Context
+	probing, m.stopProbe = context.WithCancel(context.Background())
 	go func() {
 		defer close(m.probeDone)
-		m.probeRemoval(m.probeStop)
+		m.probeRemoval(probing)
 	}()
 	var pacing context.Context
 	pacing, m.stopPacing = context.WithCancel(context.Background())
@@ -171,7 +175,7 @@ func (m *Manager) EndRaftStreams() { m.raftService.EndStreams() }
 func (m *Manager) Stop() error {
 	m.leader.stop()
 	<-m.leader.done
-	close(m.probeStop)
+	m.stopProbe()
 	<-m.probeDone
 	m.stopPacing()
 	<-m.pacingDone

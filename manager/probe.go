@@ -20,12 +20,15 @@ const (
 	probeCallLimit = 2 * time.Second
 )
 
-func (m *Manager) probeRemoval(stop <-chan struct{}) {
+// probeRemoval asks the peers, while no leader is heard from, until ctx
+// ends: the manager's stop, which also ends a call to a peer that does
+// not answer (a paused or cut-off one) instead of waiting out its limit.
+func (m *Manager) probeRemoval(ctx context.Context) {
 	ticker := time.NewTicker(probeInterval)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-stop:
+		case <-ctx.Done():
 			return
 		case <-m.raft.Done():
 			return
@@ -46,7 +49,7 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 			if peer.RaftId == m.raft.RaftID() {
 				continue
 			}
-			if m.askPeer(peer.Address) {
+			if m.askPeer(ctx, peer.Address) {
 				m.markRemoved()
 				return
 			}
@@ -55,13 +58,13 @@ func (m *Manager) probeRemoval(stop <-chan struct{}) {
 }
 
 // askPeer reports whether the manager at addr says this one was removed.
-func (m *Manager) askPeer(addr string) bool {
+func (m *Manager) askPeer(ctx context.Context, addr string) bool {
 	conn, err := m.dial(addr)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), probeCallLimit)
+	ctx, cancel := context.WithTimeout(ctx, probeCallLimit)
 	defer cancel()
 	_, err = api.NewRaftServiceClient(conn).ResolveAddress(ctx, &api.ResolveAddressRequest{RaftId: m.raft.RaftID()})
 	return reason.Of(err) == reason.NodeRemoved

@@ -115,7 +115,8 @@ type Node struct {
 	// leaderlessSince is when the member last had no leader (zero while
 	// it has one): the measure of a lost quorum.
 	leaderlessSince time.Time
-	// leaderContact is when a leader's message last arrived (unix nanos).
+	// leaderContact is when a leader's message last arrived, or this
+	// member stopped leading (unix nanos).
 	leaderContact atomic.Int64
 	// openCommit is the commit index the log held when the member opened;
 	// applied is the index the applier holds (written by the Ready loop
@@ -353,6 +354,12 @@ func (n *Node) trackLeadership(rd raft.Ready) {
 		n.term = rd.HardState.Term
 	}
 	if rd.SoftState != nil {
+		if n.wasLeader && rd.SoftState.RaftState != raft.StateLeader {
+			// It led until now: the last leader it heard from is itself,
+			// and the removal probe waits as long from here as from any
+			// leader's message (a hand-over, a step-down).
+			n.leaderContact.Store(time.Now().UnixNano())
+		}
 		n.wasLeader = rd.SoftState.RaftState == raft.StateLeader
 		n.setLeader(rd.SoftState.Lead)
 	}
