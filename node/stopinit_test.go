@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -8,18 +9,21 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
-// waitingForInitLock is whether a goroutine of fn waits for initMu.
-func waitingForInitLock(fn string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, fn) {
-			return true
+// waitingForInitLock is a condition: a goroutine of fn waits for initMu.
+func waitingForInitLock(fn string) func() error {
+	return func() error {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		for _, g := range strings.Split(string(buf), "\n\n") {
+			if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, fn) {
+				return nil
+			}
 		}
+		return fmt.Errorf("no goroutine of %s waits for initMu", fn)
 	}
-	return false
 }
 
 // An init that arrives while the daemon stops must not hold the stop up
@@ -31,27 +35,19 @@ func TestStopIsNotHeldByAnInitArrivingDuringIt(t *testing.T) {
 	dir := t.TempDir()
 	n, stop := startNode(t, dir)
 	c := localClient(t, dir)
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 10 s", what)
-			}
-		}
-	}
 	n.initMu.Lock()
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
 		stop()
 	}()
-	waitFor("the stop waits for initMu", func() bool { return waitingForInitLock("node.(*Node).Stop") })
+	waitfor.Eventually(t, 10*time.Second, waitingForInitLock("node.(*Node).Stop"))
 	inited := make(chan error, 1)
 	go func() {
 		_, err := c.Cluster.Init(ctxT(t), &api.InitClusterRequest{})
 		inited <- err
 	}()
-	waitFor("the init waits for initMu", func() bool { return waitingForInitLock("node.(*Node).initCluster") })
+	waitfor.Eventually(t, 10*time.Second, waitingForInitLock("node.(*Node).initCluster"))
 	n.initMu.Unlock()
 
 	select {

@@ -1,12 +1,14 @@
 package node
 
 import (
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/internal/syncbuf"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // A stop that waits says, again and again, which step it waits in; one
@@ -15,17 +17,16 @@ func TestStopWatchNamesTheStepItWaitsIn(t *testing.T) {
 	var out syncbuf.Buffer
 	w := watchStop(slog.New(slog.NewTextHandler(&out, nil)), 5*time.Millisecond, "the node's loops")
 	w.enter("the manager")
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(out.String(), `msg="jacod still stopping" step="the manager"`) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no two reports of the step within 10 s; log:\n%s", out.String())
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if n := strings.Count(out.String(), `msg="jacod still stopping" step="the manager"`); n < 2 {
+			return fmt.Errorf("%d reports of the step, want 2; log:\n%s", n, out.String())
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	w.end() // returns once the reports have stopped
-	logged := out.String()
-	if !strings.HasSuffix(logged, "\n") || !strings.Contains(logged[strings.LastIndex(logged[:len(logged)-1], "\n")+1:], `msg="jacod stopped" took=`) {
-		t.Fatalf("the last line is not how long the stop took; log:\n%s", logged)
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, `msg="jacod stopped" took=`) {
+		t.Fatalf("the last line is not how long the stop took: %s", last)
 	}
 }
 
