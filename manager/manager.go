@@ -56,14 +56,11 @@ type Manager struct {
 
 	removed     chan struct{} // closed when a peer says this member was removed
 	removedOnce sync.Once
-	// stopProbe ends the removal probe and a call it has in flight;
-	// probeDone is closed once it has returned.
-	stopProbe context.CancelFunc
-	probeDone chan struct{}
-	// stopPacing stops the garbage collector's pacer; pacingDone is
-	// closed once it has put the collector back.
-	stopPacing context.CancelFunc
-	pacingDone chan struct{}
+	// stopBackground ends the removal probe (and a call it has in
+	// flight) and the garbage collector's pacer (which puts the
+	// collector back); background waits for both.
+	stopBackground context.CancelFunc
+	background     sync.WaitGroup
 	// events holds the changes this manager applied recently, which
 	// recorder feeds from the store (docs/adr/0034-events.md).
 	events   *events.Log
@@ -80,7 +77,7 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	}
 	st := store.New(nil)
 	m := &Manager{store: st, log: o.logger, dial: dial, quorumLossWindow: o.quorumLossWindow,
-		removed: make(chan struct{}), probeDone: make(chan struct{})}
+		removed: make(chan struct{})}
 	m.forward = connpool.New(m.dialLeader)
 	// The transport reports to the raft member, which needs the transport
 	// to exist first: the reporter is filled in once the member is.
@@ -119,21 +116,12 @@ func Open(raftDir string, sealer *encryption.Sealer, dial Dialer, opts ...Option
 	subsystems := m.assemble(o)
 	m.leader = newLeaderRunner(n, o.logger, subsystems)
 	go m.leader.loop()
-	var probing context.Context
-	probing, m.stopProbe = context.WithCancel(context.Background())
-	go func() {
-		defer close(m.probeDone)
-		m.probeRemoval(probing)
-	}()
-	var pacing context.Context
-	pacing, m.stopPacing = context.WithCancel(context.Background())
-	m.pacingDone = make(chan struct{})
-	go func() {
-		defer close(m.pacingDone)
-		if o.gcHeadroom > 0 {
-			gcpace.Run(pacing, o.gcHeadroom, gcpace.DefaultMaxPercent)
-		}
-	}()
+	var background context.Context
+	background, m.stopBackground = context.WithCancel(context.Background())
+	m.background.Go(func() { m.probeRemoval(background) })
+	if o.gcHeadroom > 0 {
+		m.background.Go(func() { gcpace.Run(background, o.gcHeadroom, gcpace.DefaultMaxPercent) })
+	}
 	return m, nil
 }
 
@@ -175,10 +163,8 @@ func (m *Manager) EndRaftStreams() { m.raftService.EndStreams() }
 func (m *Manager) Stop() error {
 	m.leader.stop()
 	<-m.leader.done
-	m.stopProbe()
-	<-m.probeDone
-	m.stopPacing()
-	<-m.pacingDone
+	m.stopBackground()
+	m.background.Wait()
 	m.recorder.Stop()
 	m.events.Close() // ends the event streams
 	m.raftService.EndStreams()
