@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// failoverResult is one SIGKILL of a leader.
+// failoverResult is one leader lost: SIGKILLed, or paused with SIGSTOP.
 type failoverResult struct {
 	System       string         `json:"system"`
 	Round        int            `json:"round"`
@@ -24,13 +26,71 @@ type failoverResult struct {
 type failoverOpts struct {
 	systems        []string
 	kills          int
+	fault          fault
 	every, timeout time.Duration
 	giveUp         time.Duration
 	settle         time.Duration
 }
 
-// runFailovers kills each system's leader o.kills times, on one cluster
-// per system.
+// fault is how the benchmark takes the leader away.
+type fault string
+
+const (
+	// faultKill SIGKILLs the leader, then restarts it: the kernel closes
+	// its sockets, so its peers see their connections break.
+	faultKill fault = "kill"
+	// faultPause SIGSTOPs the leader, then SIGCONTs it: its sockets stay
+	// open and say nothing, as a leader's hung process or vanished machine
+	// would, so only the election timeout finds it gone.
+	faultPause fault = "pause"
+)
+
+func parseFault(s string) (fault, error) {
+	switch f := fault(s); f {
+	case faultKill, faultPause:
+		return f, nil
+	}
+	return "", fmt.Errorf("unknown fault %q (want kill or pause)", s)
+}
+
+// what names the fault's signal in reports.
+func (f fault) what() string {
+	if f == faultPause {
+		return "SIGSTOP"
+	}
+	return "SIGKILL"
+}
+
+// take takes member i of c away, as f says.
+func (f fault) take(c cluster, i int) error {
+	if f == faultKill {
+		c.kill(i)
+		return nil
+	}
+	return signalMember(c, i, syscall.SIGSTOP)
+}
+
+// bringBack brings member i of c back after take.
+func (f fault) bringBack(c cluster, i int) error {
+	if f == faultKill {
+		return c.restart(i)
+	}
+	return signalMember(c, i, syscall.SIGCONT)
+}
+
+func signalMember(c cluster, i int, sig syscall.Signal) error {
+	pid := c.pids()[i]
+	if pid == 0 {
+		return fmt.Errorf("%s: %s is not running", sig, c.memberName(i))
+	}
+	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("%s to %s: %w", sig, c.memberName(i), err)
+	}
+	return nil
+}
+
+// runFailovers takes each system's leader away o.kills times (o.fault),
+// on one cluster per system.
 func runFailovers(ctx context.Context, env *env, o failoverOpts) ([]*failoverResult, error) {
 	var out []*failoverResult
 	for _, sys := range o.systems {
@@ -73,11 +133,16 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 		}
 		r := &failoverResult{System: sys, Round: round, Killed: c.memberName(li), FailedBefore: make(map[string]int)}
 		killed := time.Now()
-		c.kill(li)
+		if err := o.fault.take(c, li); err != nil {
+			closeW()
+			return out, err
+		}
 		ack, attempts, failed := retryUntilAck(ctx, w, o)
 		closeW()
 		if ack.IsZero() {
-			return out, fmt.Errorf("round %d: no write acknowledged within %s of the kill: %v", round, o.giveUp, failed)
+			// A paused member left so would hold the cluster's stop.
+			_ = o.fault.bringBack(c, li)
+			return out, fmt.Errorf("round %d: no write acknowledged within %s of the %s: %v", round, o.giveUp, o.fault.what(), failed)
 		}
 		r.FirstAckMS = float64(ack.Sub(killed)) / 1e6
 		r.Attempts, r.FailedBefore = attempts, failed
@@ -86,15 +151,15 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 		}
 
 		restarted := time.Now()
-		if err := c.restart(li); err != nil {
+		if err := o.fault.bringBack(c, li); err != nil {
 			return out, err
 		}
 		if err := waitFor(ctx, 90*time.Second, 50*time.Millisecond, c.healthy); err != nil {
 			return out, fmt.Errorf("round %d: %s did not rejoin: %w", round, c.memberName(li), err)
 		}
 		r.RejoinMS = float64(time.Since(restarted)) / 1e6
-		log.Printf("%s failover %2d: killed %s, first ack after %.0f ms (%d attempts), new leader %s, rejoined in %.0f ms",
-			sys, round, r.Killed, r.FirstAckMS, r.Attempts, r.NewLeader, r.RejoinMS)
+		log.Printf("%s failover %2d: %s to %s, first ack after %.0f ms (%d attempts), new leader %s, rejoined in %.0f ms",
+			sys, round, o.fault.what(), r.Killed, r.FirstAckMS, r.Attempts, r.NewLeader, r.RejoinMS)
 		out = append(out, r)
 	}
 	return out, nil

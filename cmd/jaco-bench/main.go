@@ -1,7 +1,8 @@
 // Command jaco-bench measures a three-manager jaco cluster next to a
 // three-member etcd on the same machine, on loopback only: committed writes
-// at fixed offered rates (open loop), time from a leader's SIGKILL to the
-// first acknowledged write, and time from `jaco node join` to VOTER.
+// at fixed offered rates (open loop), time from a leader's SIGKILL (or
+// SIGSTOP) to the first acknowledged write, and time from `jaco node
+// join` to VOTER.
 // scripts/bench-cluster.sh installs what it needs and runs it; the results
 // go to docs/bench/cluster/ (see docs/bench/cluster.md). `jaco-bench
 // containers` measures create → running of replicas under containerd
@@ -110,6 +111,7 @@ func run() error {
 		jo         joinOpts
 		jacoTCP    bool
 		reqTimeout time.Duration
+		faultName  string
 	)
 	flag.StringVar(&e.work, "work", "", "scratch directory for the data dirs and logs (required; removed by the caller)")
 	flag.StringVar(&e.jaco.jacod, "jacod", "bin/jacod", "jacod binary")
@@ -127,7 +129,8 @@ func run() error {
 	flag.DurationVar(&reqTimeout, "request-timeout", 10*time.Second, "timeout of one write in the rate benchmark")
 	flag.DurationVar(&o.settle, "settle", 3*time.Second, "pause between forming a cluster and loading it; its CPU use is measured as idle")
 	flag.BoolVar(&jacoTCP, "jaco-tcp", false, "rate benchmark: write to jaco over TCP+TLS with the operator token instead of the unix socket")
-	flag.IntVar(&fo.kills, "kills", 20, "leader SIGKILLs per system")
+	flag.IntVar(&fo.kills, "kills", 20, "failover: leaders taken away per system")
+	flag.StringVar(&faultName, "fault", string(faultKill), "failover: how the leader is taken away: kill (SIGKILL, then a restart) or pause (SIGSTOP, then SIGCONT: no socket closes, only the election timeout finds it)")
 	flag.DurationVar(&fo.every, "attempt-every", 10*time.Millisecond, "failover: a write attempt is started this often")
 	flag.DurationVar(&fo.timeout, "attempt-timeout", 500*time.Millisecond, "failover: timeout of one write attempt")
 	flag.DurationVar(&fo.giveUp, "give-up", 30*time.Second, "failover: stop retrying after this long")
@@ -150,6 +153,9 @@ func run() error {
 	}
 	for _, c := range cl {
 		o.clients = append(o.clients, int(c))
+	}
+	if fo.fault, err = parseFault(faultName); err != nil {
+		return fmt.Errorf("-fault: %w", err)
 	}
 	o.systems = strings.Split(systems, ",")
 	fo.systems = o.systems

@@ -220,6 +220,7 @@ func writeFailover(out string, rs []*failoverResult, o failoverOpts) error {
 		"when":            time.Now().UTC().Format(time.RFC3339),
 		"attempt_every":   o.every.String(),
 		"attempt_timeout": o.timeout.String(),
+		"fault":           o.fault,
 		"results":         rs,
 	}
 	if err := writeJSON(filepath.Join(out, "failover.json"), meta); err != nil {
@@ -233,8 +234,12 @@ func writeFailover(out string, rs []*failoverResult, o failoverOpts) error {
 		return err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "### Leader SIGKILL → first acknowledged write (attempt every %s, %s timeout each)\n\n", o.every, o.timeout)
-	b.WriteString("| system | kills | min ms | p50 ms | p99 ms | max ms | mean ms | restart → healthy p50 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	back := "restart"
+	if o.fault == faultPause {
+		back = "SIGCONT"
+	}
+	fmt.Fprintf(&b, "### Leader %s → first acknowledged write (attempt every %s, %s timeout each)\n\n", o.fault.what(), o.every, o.timeout)
+	fmt.Fprintf(&b, "| system | leaders lost | min ms | p50 ms | p99 ms | max ms | mean ms | %s → healthy p50 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", back)
 	stats := map[string]latStats{}
 	for _, sys := range o.systems {
 		s, ns := failoverStats(rs, sys)
