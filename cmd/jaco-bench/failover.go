@@ -146,8 +146,15 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 		}
 		r.FirstAckMS = float64(ack.Sub(killed)) / 1e6
 		r.Attempts, r.FailedBefore = attempts, failed
-		if nl, err := c.leader(ctx); err == nil {
-			r.NewLeader = c.memberName(nl)
+		newLeader := func() {
+			if nl, err := c.leader(ctx); err == nil {
+				r.NewLeader = c.memberName(nl)
+			}
+		}
+		if o.fault == faultKill {
+			// leader asks the running members: a paused one would not
+			// answer, so that fault asks once it is back.
+			newLeader()
 		}
 
 		restarted := time.Now()
@@ -158,6 +165,9 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 			return out, fmt.Errorf("round %d: %s did not rejoin: %w", round, c.memberName(li), err)
 		}
 		r.RejoinMS = float64(time.Since(restarted)) / 1e6
+		if o.fault == faultPause {
+			newLeader()
+		}
 		log.Printf("%s failover %2d: %s to %s, first ack after %.0f ms (%d attempts), new leader %s, rejoined in %.0f ms",
 			sys, round, o.fault.what(), r.Killed, r.FirstAckMS, r.Attempts, r.NewLeader, r.RejoinMS)
 		out = append(out, r)
