@@ -61,6 +61,14 @@ func (f fault) what() string {
 	return "SIGKILL"
 }
 
+// back names how the member comes back in reports.
+func (f fault) back() string {
+	if f == faultPause {
+		return "SIGCONT"
+	}
+	return "restart"
+}
+
 // take takes member i of c away, as f says.
 func (f fault) take(c cluster, i int) error {
 	if f == faultKill {
@@ -146,16 +154,6 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 		}
 		r.FirstAckMS = float64(ack.Sub(killed)) / 1e6
 		r.Attempts, r.FailedBefore = attempts, failed
-		newLeader := func() {
-			if nl, err := c.leader(ctx); err == nil {
-				r.NewLeader = c.memberName(nl)
-			}
-		}
-		if o.fault == faultKill {
-			// leader asks the running members: a paused one would not
-			// answer, so that fault asks once it is back.
-			newLeader()
-		}
 
 		restarted := time.Now()
 		if err := o.fault.bringBack(c, li); err != nil {
@@ -165,8 +163,10 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 			return out, fmt.Errorf("round %d: %s did not rejoin: %w", round, c.memberName(li), err)
 		}
 		r.RejoinMS = float64(time.Since(restarted)) / 1e6
-		if o.fault == faultPause {
-			newLeader()
+		// Asked once the member is back: a paused one answers no status
+		// call, and every member must agree on the leader.
+		if nl, err := c.leader(ctx); err == nil {
+			r.NewLeader = c.memberName(nl)
 		}
 		log.Printf("%s failover %2d: %s to %s, first ack after %.0f ms (%d attempts), new leader %s, rejoined in %.0f ms",
 			sys, round, o.fault.what(), r.Killed, r.FirstAckMS, r.Attempts, r.NewLeader, r.RejoinMS)

@@ -234,12 +234,8 @@ func writeFailover(out string, rs []*failoverResult, o failoverOpts) error {
 		return err
 	}
 	var b strings.Builder
-	back := "restart"
-	if o.fault == faultPause {
-		back = "SIGCONT"
-	}
 	fmt.Fprintf(&b, "### Leader %s → first acknowledged write (attempt every %s, %s timeout each)\n\n", o.fault.what(), o.every, o.timeout)
-	fmt.Fprintf(&b, "| system | leaders lost | min ms | p50 ms | p99 ms | max ms | mean ms | %s → healthy p50 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", back)
+	fmt.Fprintf(&b, "| system | leaders lost | min ms | p50 ms | p99 ms | max ms | mean ms | %s → healthy p50 ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n", o.fault.back())
 	stats := map[string]latStats{}
 	for _, sys := range o.systems {
 		s, ns := failoverStats(rs, sys)
