@@ -336,6 +336,59 @@ func (ServiceMode) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{5}
 }
 
+// MountType is what a mount puts at its target.
+type MountType int32
+
+const (
+	MountType_MOUNT_TYPE_UNSPECIFIED MountType = 0 // bind
+	// BIND: a directory or file of the node, at source.
+	MountType_MOUNT_TYPE_BIND MountType = 1
+	// TMPFS: a fresh file system in memory, private to the replica and gone
+	// with it; no source.
+	MountType_MOUNT_TYPE_TMPFS MountType = 2
+)
+
+// Enum value maps for MountType.
+var (
+	MountType_name = map[int32]string{
+		0: "MOUNT_TYPE_UNSPECIFIED",
+		1: "MOUNT_TYPE_BIND",
+		2: "MOUNT_TYPE_TMPFS",
+	}
+	MountType_value = map[string]int32{
+		"MOUNT_TYPE_UNSPECIFIED": 0,
+		"MOUNT_TYPE_BIND":        1,
+		"MOUNT_TYPE_TMPFS":       2,
+	}
+)
+
+func (x MountType) Enum() *MountType {
+	p := new(MountType)
+	*p = x
+	return p
+}
+
+func (x MountType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MountType) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[6].Descriptor()
+}
+
+func (MountType) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[6]
+}
+
+func (x MountType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MountType.Descriptor instead.
+func (MountType) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{6}
+}
+
 // PublishMode is Swarm's port publishing mode.
 type PublishMode int32
 
@@ -375,11 +428,11 @@ func (x PublishMode) String() string {
 }
 
 func (PublishMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[6].Descriptor()
+	return file_api_objects_proto_enumTypes[7].Descriptor()
 }
 
 func (PublishMode) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[6]
+	return &file_api_objects_proto_enumTypes[7]
 }
 
 func (x PublishMode) Number() protoreflect.EnumNumber {
@@ -388,7 +441,7 @@ func (x PublishMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PublishMode.Descriptor instead.
 func (PublishMode) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{6}
+	return file_api_objects_proto_rawDescGZIP(), []int{7}
 }
 
 type RestartCondition int32
@@ -424,11 +477,11 @@ func (x RestartCondition) String() string {
 }
 
 func (RestartCondition) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[7].Descriptor()
+	return file_api_objects_proto_enumTypes[8].Descriptor()
 }
 
 func (RestartCondition) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[7]
+	return &file_api_objects_proto_enumTypes[8]
 }
 
 func (x RestartCondition) Number() protoreflect.EnumNumber {
@@ -437,7 +490,7 @@ func (x RestartCondition) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RestartCondition.Descriptor instead.
 func (RestartCondition) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{7}
+	return file_api_objects_proto_rawDescGZIP(), []int{8}
 }
 
 // EndpointMode is Swarm's --endpoint-mode.
@@ -477,11 +530,11 @@ func (x EndpointMode) String() string {
 }
 
 func (EndpointMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[8].Descriptor()
+	return file_api_objects_proto_enumTypes[9].Descriptor()
 }
 
 func (EndpointMode) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[8]
+	return &file_api_objects_proto_enumTypes[9]
 }
 
 func (x EndpointMode) Number() protoreflect.EnumNumber {
@@ -490,7 +543,7 @@ func (x EndpointMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use EndpointMode.Descriptor instead.
 func (EndpointMode) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{8}
+	return file_api_objects_proto_rawDescGZIP(), []int{9}
 }
 
 // UpdateOrder: stop the old replica before starting its replacement, or
@@ -528,11 +581,11 @@ func (x UpdateOrder) String() string {
 }
 
 func (UpdateOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[9].Descriptor()
+	return file_api_objects_proto_enumTypes[10].Descriptor()
 }
 
 func (UpdateOrder) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[9]
+	return &file_api_objects_proto_enumTypes[10]
 }
 
 func (x UpdateOrder) Number() protoreflect.EnumNumber {
@@ -541,7 +594,7 @@ func (x UpdateOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateOrder.Descriptor instead.
 func (UpdateOrder) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{9}
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
 }
 
 // UpdateFailureAction is what an update does once more replicas failed
@@ -584,11 +637,11 @@ func (x UpdateFailureAction) String() string {
 }
 
 func (UpdateFailureAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[10].Descriptor()
+	return file_api_objects_proto_enumTypes[11].Descriptor()
 }
 
 func (UpdateFailureAction) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[10]
+	return &file_api_objects_proto_enumTypes[11]
 }
 
 func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
@@ -597,7 +650,7 @@ func (x UpdateFailureAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateFailureAction.Descriptor instead.
 func (UpdateFailureAction) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 // UpdateState is where a service's latest update (or rollback) stands.
@@ -646,11 +699,11 @@ func (x UpdateState) String() string {
 }
 
 func (UpdateState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[11].Descriptor()
+	return file_api_objects_proto_enumTypes[12].Descriptor()
 }
 
 func (UpdateState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[11]
+	return &file_api_objects_proto_enumTypes[12]
 }
 
 func (x UpdateState) Number() protoreflect.EnumNumber {
@@ -659,7 +712,7 @@ func (x UpdateState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use UpdateState.Descriptor instead.
 func (UpdateState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 // RebalanceState is where a service's rebalance stands.
@@ -702,11 +755,11 @@ func (x RebalanceState) String() string {
 }
 
 func (RebalanceState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[12].Descriptor()
+	return file_api_objects_proto_enumTypes[13].Descriptor()
 }
 
 func (RebalanceState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[12]
+	return &file_api_objects_proto_enumTypes[13]
 }
 
 func (x RebalanceState) Number() protoreflect.EnumNumber {
@@ -715,7 +768,7 @@ func (x RebalanceState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RebalanceState.Descriptor instead.
 func (RebalanceState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 // TaskState orders a replica's life; a replica only moves forward.
@@ -781,11 +834,11 @@ func (x TaskState) String() string {
 }
 
 func (TaskState) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[13].Descriptor()
+	return file_api_objects_proto_enumTypes[14].Descriptor()
 }
 
 func (TaskState) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[13]
+	return &file_api_objects_proto_enumTypes[14]
 }
 
 func (x TaskState) Number() protoreflect.EnumNumber {
@@ -794,7 +847,7 @@ func (x TaskState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskState.Descriptor instead.
 func (TaskState) EnumDescriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 type CARotation_Phase int32
@@ -839,11 +892,11 @@ func (x CARotation_Phase) String() string {
 }
 
 func (CARotation_Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[14].Descriptor()
+	return file_api_objects_proto_enumTypes[15].Descriptor()
 }
 
 func (CARotation_Phase) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[14]
+	return &file_api_objects_proto_enumTypes[15]
 }
 
 func (x CARotation_Phase) Number() protoreflect.EnumNumber {
@@ -2175,12 +2228,20 @@ func (x *Node) GetCertCaFingerprint() string {
 
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// source is a path on the node; target the path in the container.
-	Source        string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
-	Target        string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
-	Readonly      bool   `protobuf:"varint,3,opt,name=readonly,proto3" json:"readonly,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// source is a path on the node (bind); target the path in the replica.
+	Source   string    `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Target   string    `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	Readonly bool      `protobuf:"varint,3,opt,name=readonly,proto3" json:"readonly,omitempty"`
+	Type     MountType `protobuf:"varint,4,opt,name=type,proto3,enum=jaco.api.MountType" json:"type,omitempty"`
+	// tmpfs_size_bytes bounds a tmpfs (0: the kernel's default, half of
+	// the node's memory); tmpfs_mode is its root's mode (0: 01777).
+	TmpfsSizeBytes int64  `protobuf:"varint,5,opt,name=tmpfs_size_bytes,json=tmpfsSizeBytes,proto3" json:"tmpfs_size_bytes,omitempty"`
+	TmpfsMode      uint32 `protobuf:"varint,6,opt,name=tmpfs_mode,json=tmpfsMode,proto3" json:"tmpfs_mode,omitempty"`
+	// create_host_path: a bind's missing source is made as a directory
+	// (compose's bind.create_host_path); otherwise the replica fails.
+	CreateHostPath bool `protobuf:"varint,7,opt,name=create_host_path,json=createHostPath,proto3" json:"create_host_path,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Mount) Reset() {
@@ -2234,6 +2295,96 @@ func (x *Mount) GetReadonly() bool {
 	return false
 }
 
+func (x *Mount) GetType() MountType {
+	if x != nil {
+		return x.Type
+	}
+	return MountType_MOUNT_TYPE_UNSPECIFIED
+}
+
+func (x *Mount) GetTmpfsSizeBytes() int64 {
+	if x != nil {
+		return x.TmpfsSizeBytes
+	}
+	return 0
+}
+
+func (x *Mount) GetTmpfsMode() uint32 {
+	if x != nil {
+		return x.TmpfsMode
+	}
+	return 0
+}
+
+func (x *Mount) GetCreateHostPath() bool {
+	if x != nil {
+		return x.CreateHostPath
+	}
+	return false
+}
+
+// Ulimit is one resource limit (setrlimit(2)) a replica's processes start
+// with: name as Docker spells it (nofile, nproc, core, memlock, ...).
+type Ulimit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Soft          int64                  `protobuf:"varint,2,opt,name=soft,proto3" json:"soft,omitempty"`
+	Hard          int64                  `protobuf:"varint,3,opt,name=hard,proto3" json:"hard,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Ulimit) Reset() {
+	*x = Ulimit{}
+	mi := &file_api_objects_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Ulimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Ulimit) ProtoMessage() {}
+
+func (x *Ulimit) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
+func (*Ulimit) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Ulimit) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Ulimit) GetSoft() int64 {
+	if x != nil {
+		return x.Soft
+	}
+	return 0
+}
+
+func (x *Ulimit) GetHard() int64 {
+	if x != nil {
+		return x.Hard
+	}
+	return 0
+}
+
 type PortConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// protocol is "tcp" (default) or "udp".
@@ -2250,7 +2401,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2262,7 +2413,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2275,7 +2426,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -2320,7 +2471,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2332,7 +2483,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2345,7 +2496,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -2378,7 +2529,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2541,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2554,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2441,7 +2592,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2604,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2617,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2516,7 +2667,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2528,7 +2679,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2541,7 +2692,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2657,7 +2808,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2669,7 +2820,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2682,7 +2833,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2700,7 +2851,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2712,7 +2863,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2725,7 +2876,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2739,7 +2890,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2902,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2915,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -2791,7 +2942,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2803,7 +2954,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2816,7 +2967,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -2880,14 +3031,53 @@ type ServiceSpec struct {
 	// registry_auth are the credentials the agents pull the image with
 	// (service create --with-registry-auth); sealed in raft like all state,
 	// sent only to nodes running the service, never shown by inspect.
-	RegistryAuth  *RegistryAuth `protobuf:"bytes,28,opt,name=registry_auth,json=registryAuth,proto3" json:"registry_auth,omitempty"`
+	RegistryAuth *RegistryAuth `protobuf:"bytes,28,opt,name=registry_auth,json=registryAuth,proto3" json:"registry_auth,omitempty"`
+	// Process options (Docker's names), for containers and hook bundles.
+	// user is USER[:GROUP], names or numeric ids (names resolved in the
+	// image's /etc/passwd and /etc/group, or the node's for a bundle);
+	// groups are supplementary groups added to it (group_add).
+	User   string   `protobuf:"bytes,29,opt,name=user,proto3" json:"user,omitempty"`
+	Groups []string `protobuf:"bytes,30,rep,name=groups,proto3" json:"groups,omitempty"`
+	// workdir is the directory the process starts in (containers: made
+	// when missing, as Docker does).
+	Workdir string `protobuf:"bytes,31,opt,name=workdir,proto3" json:"workdir,omitempty"`
+	// stop_signal replaces SIGINT as the stop ladder's first signal
+	// ("SIGTERM" or "TERM"); unset, a container takes its image's
+	// STOPSIGNAL, then SIGINT (docs/adr/0059).
+	StopSignal string    `protobuf:"bytes,32,opt,name=stop_signal,json=stopSignal,proto3" json:"stop_signal,omitempty"`
+	Ulimits    []*Ulimit `protobuf:"bytes,33,rep,name=ulimits,proto3" json:"ulimits,omitempty"`
+	// Container options; a hook bundle refuses them (invalid_spec).
+	// hostname is the replica's host name (default: its container id's
+	// first 12 characters); templates allowed.
+	Hostname string `protobuf:"bytes,34,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	// cap_add and cap_drop change the default capability set ("NET_ADMIN"
+	// or "CAP_NET_ADMIN"; "ALL").
+	CapAdd  []string `protobuf:"bytes,35,rep,name=cap_add,json=capAdd,proto3" json:"cap_add,omitempty"`
+	CapDrop []string `protobuf:"bytes,36,rep,name=cap_drop,json=capDrop,proto3" json:"cap_drop,omitempty"`
+	// sysctls are namespaced kernel parameters only (net.*, kernel.shm*,
+	// kernel.msg*, kernel.sem, fs.mqueue.*): a node-wide one is refused.
+	Sysctls map[string]string `protobuf:"bytes,37,rep,name=sysctls,proto3" json:"sysctls,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// init runs a minimal init (tini) as PID 1 that forwards signals to the
+	// command and reaps zombies.
+	Init bool `protobuf:"varint,38,opt,name=init,proto3" json:"init,omitempty"`
+	// read_only mounts the root file system read-only.
+	ReadOnly bool `protobuf:"varint,39,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	// extra_hosts are "HOST:IP" lines added to /etc/hosts.
+	ExtraHosts []string `protobuf:"bytes,40,rep,name=extra_hosts,json=extraHosts,proto3" json:"extra_hosts,omitempty"`
+	// dns, dns_search and dns_options replace the resolver configuration
+	// the replica would get (nameservers, search domains, options).
+	Dns        []string `protobuf:"bytes,41,rep,name=dns,proto3" json:"dns,omitempty"`
+	DnsSearch  []string `protobuf:"bytes,42,rep,name=dns_search,json=dnsSearch,proto3" json:"dns_search,omitempty"`
+	DnsOptions []string `protobuf:"bytes,43,rep,name=dns_options,json=dnsOptions,proto3" json:"dns_options,omitempty"`
+	// shm_size_bytes is /dev/shm's size (0: 64 MiB, as Docker).
+	ShmSizeBytes  int64 `protobuf:"varint,44,opt,name=shm_size_bytes,json=shmSizeBytes,proto3" json:"shm_size_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3089,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3102,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -3111,6 +3301,118 @@ func (x *ServiceSpec) GetRegistryAuth() *RegistryAuth {
 	return nil
 }
 
+func (x *ServiceSpec) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetGroups() []string {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetWorkdir() string {
+	if x != nil {
+		return x.Workdir
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetStopSignal() string {
+	if x != nil {
+		return x.StopSignal
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetUlimits() []*Ulimit {
+	if x != nil {
+		return x.Ulimits
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetCapAdd() []string {
+	if x != nil {
+		return x.CapAdd
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetCapDrop() []string {
+	if x != nil {
+		return x.CapDrop
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetSysctls() map[string]string {
+	if x != nil {
+		return x.Sysctls
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetInit() bool {
+	if x != nil {
+		return x.Init
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetExtraHosts() []string {
+	if x != nil {
+		return x.ExtraHosts
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetDns() []string {
+	if x != nil {
+		return x.Dns
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetDnsSearch() []string {
+	if x != nil {
+		return x.DnsSearch
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetDnsOptions() []string {
+	if x != nil {
+		return x.DnsOptions
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetShmSizeBytes() int64 {
+	if x != nil {
+		return x.ShmSizeBytes
+	}
+	return 0
+}
+
 // FileReference names a secret or config and where a replica sees it.
 type FileReference struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3131,7 +3433,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3445,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3458,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FileReference) GetName() string {
@@ -3216,7 +3518,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3530,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3543,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -3284,7 +3586,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3598,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3611,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Secret) GetId() string {
@@ -3345,7 +3647,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3357,7 +3659,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3370,7 +3672,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Config) GetId() string {
@@ -3407,7 +3709,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3721,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3734,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3479,7 +3781,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3491,7 +3793,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3504,7 +3806,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3563,7 +3865,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3877,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3890,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -3633,7 +3935,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3645,7 +3947,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3658,7 +3960,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -3700,7 +4002,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3712,7 +4014,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3725,7 +4027,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Service) GetId() string {
@@ -3804,7 +4106,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +4118,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +4131,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -3891,7 +4193,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +4205,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +4218,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -3952,7 +4254,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4266,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4279,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -4033,7 +4335,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4045,7 +4347,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4058,7 +4360,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{37}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -4114,7 +4416,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4428,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4441,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{38}
+	return file_api_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Task) GetId() string {
@@ -4262,7 +4564,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4274,7 +4576,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4287,7 +4589,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{39}
+	return file_api_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *JoinToken) GetId() string {
@@ -4466,11 +4768,20 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"S\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x01\n" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1a\n" +
-	"\breadonly\x18\x03 \x01(\bR\breadonly\"\xaa\x01\n" +
+	"\breadonly\x18\x03 \x01(\bR\breadonly\x12'\n" +
+	"\x04type\x18\x04 \x01(\x0e2\x13.jaco.api.MountTypeR\x04type\x12(\n" +
+	"\x10tmpfs_size_bytes\x18\x05 \x01(\x03R\x0etmpfsSizeBytes\x12\x1d\n" +
+	"\n" +
+	"tmpfs_mode\x18\x06 \x01(\rR\ttmpfsMode\x12(\n" +
+	"\x10create_host_path\x18\a \x01(\bR\x0ecreateHostPath\"D\n" +
+	"\x06Ulimit\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04soft\x18\x02 \x01(\x03R\x04soft\x12\x12\n" +
+	"\x04hard\x18\x03 \x01(\x03R\x04hard\"\xaa\x01\n" +
 	"\n" +
 	"PortConfig\x12\x1a\n" +
 	"\bprotocol\x18\x01 \x01(\tR\bprotocol\x12\x1f\n" +
@@ -4512,8 +4823,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\xa3\n" +
-	"\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xca\x0e\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -4546,8 +4856,31 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"entrypoint\x18\x1b \x03(\tR\n" +
 	"entrypoint\x12;\n" +
-	"\rregistry_auth\x18\x1c \x01(\v2\x16.jaco.api.RegistryAuthR\fregistryAuth\x1a9\n" +
+	"\rregistry_auth\x18\x1c \x01(\v2\x16.jaco.api.RegistryAuthR\fregistryAuth\x12\x12\n" +
+	"\x04user\x18\x1d \x01(\tR\x04user\x12\x16\n" +
+	"\x06groups\x18\x1e \x03(\tR\x06groups\x12\x18\n" +
+	"\aworkdir\x18\x1f \x01(\tR\aworkdir\x12\x1f\n" +
+	"\vstop_signal\x18  \x01(\tR\n" +
+	"stopSignal\x12*\n" +
+	"\aulimits\x18! \x03(\v2\x10.jaco.api.UlimitR\aulimits\x12\x1a\n" +
+	"\bhostname\x18\" \x01(\tR\bhostname\x12\x17\n" +
+	"\acap_add\x18# \x03(\tR\x06capAdd\x12\x19\n" +
+	"\bcap_drop\x18$ \x03(\tR\acapDrop\x12<\n" +
+	"\asysctls\x18% \x03(\v2\".jaco.api.ServiceSpec.SysctlsEntryR\asysctls\x12\x12\n" +
+	"\x04init\x18& \x01(\bR\x04init\x12\x1b\n" +
+	"\tread_only\x18' \x01(\bR\breadOnly\x12\x1f\n" +
+	"\vextra_hosts\x18( \x03(\tR\n" +
+	"extraHosts\x12\x10\n" +
+	"\x03dns\x18) \x03(\tR\x03dns\x12\x1d\n" +
+	"\n" +
+	"dns_search\x18* \x03(\tR\tdnsSearch\x12\x1f\n" +
+	"\vdns_options\x18+ \x03(\tR\n" +
+	"dnsOptions\x12$\n" +
+	"\x0eshm_size_bytes\x18, \x01(\x03R\fshmSizeBytes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fSysctlsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x83\x01\n" +
 	"\rFileReference\x12\x12\n" +
@@ -4682,7 +5015,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x15DRAIN_STATE_TIMED_OUT\x10\x03*C\n" +
 	"\vServiceMode\x12\x1b\n" +
 	"\x17SERVICE_MODE_REPLICATED\x10\x00\x12\x17\n" +
-	"\x13SERVICE_MODE_GLOBAL\x10\x01*\\\n" +
+	"\x13SERVICE_MODE_GLOBAL\x10\x01*R\n" +
+	"\tMountType\x12\x1a\n" +
+	"\x16MOUNT_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fMOUNT_TYPE_BIND\x10\x01\x12\x14\n" +
+	"\x10MOUNT_TYPE_TMPFS\x10\x02*\\\n" +
 	"\vPublishMode\x12\x1c\n" +
 	"\x18PUBLISH_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PUBLISH_MODE_INGRESS\x10\x01\x12\x15\n" +
@@ -4743,8 +5080,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 15)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 16)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -4752,166 +5089,172 @@ var file_api_objects_proto_goTypes = []any{
 	(NodeStatusState)(0),          // 3: jaco.api.NodeStatusState
 	(DrainState)(0),               // 4: jaco.api.DrainState
 	(ServiceMode)(0),              // 5: jaco.api.ServiceMode
-	(PublishMode)(0),              // 6: jaco.api.PublishMode
-	(RestartCondition)(0),         // 7: jaco.api.RestartCondition
-	(EndpointMode)(0),             // 8: jaco.api.EndpointMode
-	(UpdateOrder)(0),              // 9: jaco.api.UpdateOrder
-	(UpdateFailureAction)(0),      // 10: jaco.api.UpdateFailureAction
-	(UpdateState)(0),              // 11: jaco.api.UpdateState
-	(RebalanceState)(0),           // 12: jaco.api.RebalanceState
-	(TaskState)(0),                // 13: jaco.api.TaskState
-	(CARotation_Phase)(0),         // 14: jaco.api.CARotation.Phase
-	(*Meta)(nil),                  // 15: jaco.api.Meta
-	(*Cluster)(nil),               // 16: jaco.api.Cluster
-	(*BackupSchedule)(nil),        // 17: jaco.api.BackupSchedule
-	(*BackupRecord)(nil),          // 18: jaco.api.BackupRecord
-	(*CARotation)(nil),            // 19: jaco.api.CARotation
-	(*Network)(nil),               // 20: jaco.api.Network
-	(*NetworkSpec)(nil),           // 21: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 22: jaco.api.NodeStatus
-	(*Resources)(nil),             // 23: jaco.api.Resources
-	(*NodeDescription)(nil),       // 24: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 25: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 26: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 27: jaco.api.NodeDrain
-	(*Node)(nil),                  // 28: jaco.api.Node
-	(*Mount)(nil),                 // 29: jaco.api.Mount
-	(*PortConfig)(nil),            // 30: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 31: jaco.api.HookBundle
-	(*Placement)(nil),             // 32: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 33: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 34: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 35: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 36: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 37: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 38: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 39: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 40: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 41: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 42: jaco.api.Secret
-	(*Config)(nil),                // 43: jaco.api.Config
-	(*FileSpec)(nil),              // 44: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 45: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 46: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 47: jaco.api.NetworkAccess
-	(*Service)(nil),               // 48: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 49: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 50: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 51: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 52: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 53: jaco.api.Task
-	(*JoinToken)(nil),             // 54: jaco.api.JoinToken
-	nil,                           // 55: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 56: jaco.api.Node.LabelsEntry
-	nil,                           // 57: jaco.api.HookBundle.FilesEntry
-	nil,                           // 58: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 59: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 60: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 61: google.protobuf.Duration
+	(MountType)(0),                // 6: jaco.api.MountType
+	(PublishMode)(0),              // 7: jaco.api.PublishMode
+	(RestartCondition)(0),         // 8: jaco.api.RestartCondition
+	(EndpointMode)(0),             // 9: jaco.api.EndpointMode
+	(UpdateOrder)(0),              // 10: jaco.api.UpdateOrder
+	(UpdateFailureAction)(0),      // 11: jaco.api.UpdateFailureAction
+	(UpdateState)(0),              // 12: jaco.api.UpdateState
+	(RebalanceState)(0),           // 13: jaco.api.RebalanceState
+	(TaskState)(0),                // 14: jaco.api.TaskState
+	(CARotation_Phase)(0),         // 15: jaco.api.CARotation.Phase
+	(*Meta)(nil),                  // 16: jaco.api.Meta
+	(*Cluster)(nil),               // 17: jaco.api.Cluster
+	(*BackupSchedule)(nil),        // 18: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 19: jaco.api.BackupRecord
+	(*CARotation)(nil),            // 20: jaco.api.CARotation
+	(*Network)(nil),               // 21: jaco.api.Network
+	(*NetworkSpec)(nil),           // 22: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 23: jaco.api.NodeStatus
+	(*Resources)(nil),             // 24: jaco.api.Resources
+	(*NodeDescription)(nil),       // 25: jaco.api.NodeDescription
+	(*OverlayEndpoint)(nil),       // 26: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 27: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 28: jaco.api.NodeDrain
+	(*Node)(nil),                  // 29: jaco.api.Node
+	(*Mount)(nil),                 // 30: jaco.api.Mount
+	(*Ulimit)(nil),                // 31: jaco.api.Ulimit
+	(*PortConfig)(nil),            // 32: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 33: jaco.api.HookBundle
+	(*Placement)(nil),             // 34: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 35: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 36: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 37: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 38: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 39: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 40: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 41: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 42: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 43: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 44: jaco.api.Secret
+	(*Config)(nil),                // 45: jaco.api.Config
+	(*FileSpec)(nil),              // 46: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 47: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 48: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 49: jaco.api.NetworkAccess
+	(*Service)(nil),               // 50: jaco.api.Service
+	(*RebalanceStatus)(nil),       // 51: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 52: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 53: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 54: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 55: jaco.api.Task
+	(*JoinToken)(nil),             // 56: jaco.api.JoinToken
+	nil,                           // 57: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 58: jaco.api.Node.LabelsEntry
+	nil,                           // 59: jaco.api.HookBundle.FilesEntry
+	nil,                           // 60: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 61: jaco.api.ServiceSpec.SysctlsEntry
+	nil,                           // 62: jaco.api.FileSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 63: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 64: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	60, // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	60, // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	61, // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
-	61, // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
-	17, // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
-	18, // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
-	19, // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
-	61, // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
-	60, // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
-	60, // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
-	14, // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
-	60, // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
-	15, // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	21, // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	55, // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
-	3,  // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	60, // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	23, // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	25, // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,  // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	61, // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	60, // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	15, // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,  // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,  // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	56, // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	22, // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	24, // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,  // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	27, // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	26, // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,  // 32: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	57, // 33: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	7,  // 34: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	61, // 35: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	61, // 36: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	35, // 37: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	37, // 38: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	38, // 39: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	36, // 40: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	61, // 41: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	61, // 42: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	61, // 43: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,  // 44: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	31, // 45: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	23, // 46: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	23, // 47: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	29, // 48: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	30, // 49: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	32, // 50: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	33, // 51: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	34, // 52: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	61, // 53: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	61, // 54: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	47, // 55: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	45, // 56: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	45, // 57: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	8,  // 58: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	40, // 59: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	40, // 60: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	58, // 61: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	41, // 62: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	15, // 63: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	44, // 64: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	15, // 65: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	44, // 66: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	59, // 67: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	61, // 68: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	9,  // 69: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	10, // 70: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	61, // 71: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	11, // 72: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	60, // 73: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	60, // 74: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	15, // 75: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	39, // 76: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	39, // 77: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	46, // 78: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	50, // 79: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	49, // 80: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	12, // 81: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	60, // 82: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	60, // 83: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	13, // 84: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	60, // 85: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	52, // 86: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	15, // 87: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	13, // 88: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	51, // 89: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	39, // 90: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	60, // 91: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	60, // 92: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	15, // 93: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,  // 94: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	60, // 95: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	60, // 96: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	97, // [97:97] is the sub-list for method output_type
-	97, // [97:97] is the sub-list for method input_type
-	97, // [97:97] is the sub-list for extension type_name
-	97, // [97:97] is the sub-list for extension extendee
-	0,  // [0:97] is the sub-list for field type_name
+	63,  // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	63,  // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	16,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	64,  // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	64,  // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	18,  // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	19,  // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	20,  // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
+	64,  // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	63,  // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	63,  // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	15,  // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
+	63,  // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	16,  // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	22,  // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	57,  // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	3,   // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
+	63,  // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	24,  // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	26,  // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	4,   // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	64,  // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	63,  // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	16,  // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,   // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,   // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	58,  // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	23,  // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	25,  // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,   // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	28,  // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	27,  // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	6,   // 32: jaco.api.Mount.type:type_name -> jaco.api.MountType
+	7,   // 33: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	59,  // 34: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	8,   // 35: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	64,  // 36: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	64,  // 37: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	37,  // 38: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	39,  // 39: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	40,  // 40: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	38,  // 41: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	64,  // 42: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	64,  // 43: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	64,  // 44: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,   // 45: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	33,  // 46: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	24,  // 47: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	24,  // 48: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	30,  // 49: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	32,  // 50: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	34,  // 51: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	35,  // 52: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	36,  // 53: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	64,  // 54: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	64,  // 55: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	49,  // 56: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	47,  // 57: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	47,  // 58: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	9,   // 59: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	42,  // 60: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	42,  // 61: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	60,  // 62: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	43,  // 63: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	31,  // 64: jaco.api.ServiceSpec.ulimits:type_name -> jaco.api.Ulimit
+	61,  // 65: jaco.api.ServiceSpec.sysctls:type_name -> jaco.api.ServiceSpec.SysctlsEntry
+	16,  // 66: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	46,  // 67: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	16,  // 68: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	46,  // 69: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	62,  // 70: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	64,  // 71: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	10,  // 72: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	11,  // 73: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	64,  // 74: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	12,  // 75: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	63,  // 76: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	63,  // 77: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	16,  // 78: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	41,  // 79: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	41,  // 80: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	48,  // 81: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	52,  // 82: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	51,  // 83: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	13,  // 84: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	63,  // 85: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	63,  // 86: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14,  // 87: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	63,  // 88: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	54,  // 89: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	16,  // 90: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	14,  // 91: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	53,  // 92: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	41,  // 93: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	63,  // 94: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	63,  // 95: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	16,  // 96: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,   // 97: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	63,  // 98: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	63,  // 99: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	100, // [100:100] is the sub-list for method output_type
+	100, // [100:100] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -4919,7 +5262,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[19].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[20].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -4930,8 +5273,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      15,
-			NumMessages:   45,
+			NumEnums:      16,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

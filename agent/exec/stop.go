@@ -12,7 +12,8 @@ import (
 )
 
 // ErrFailedToStop wraps the error of a stop ladder that had to SIGKILL the
-// replica: it ignored SIGINT and SIGQUIT through both grace periods.
+// replica: it ignored its stop signal and SIGQUIT through both grace
+// periods.
 var ErrFailedToStop = errors.New("replica failed to stop in time")
 
 // ErrStillRunning wraps (with ErrFailedToStop) the error of a ladder
@@ -30,6 +31,9 @@ type Stoppable interface {
 
 // Ladder is the stop ladder of docs/design.md §9 for one replica.
 type Ladder struct {
+	// StopSignal is the first signal (the spec's stop_signal); 0 is
+	// SIGINT.
+	StopSignal            syscall.Signal
 	StopGrace, AbortGrace time.Duration
 	// KillWait bounds the wait for the end after SIGKILL (a process in
 	// uninterruptible sleep may take a while).
@@ -37,16 +41,20 @@ type Ladder struct {
 	Log      *slog.Logger
 }
 
-// Run sends SIGINT and waits up to StopGrace, then SIGQUIT and up to
+// Run sends the stop signal and waits up to StopGrace, then SIGQUIT and up to
 // AbortGrace, then SIGKILL and up to KillWait. It returns nil when the
 // replica ended before SIGKILL, an error wrapping ErrFailedToStop when it
 // took SIGKILL (and ErrStillRunning too when even that did not end it in
 // time), or ctx's error.
 func (l Ladder) Run(ctx context.Context, s Stoppable) error {
+	first := l.StopSignal
+	if first == 0 {
+		first = syscall.SIGINT
+	}
 	for _, r := range []struct {
 		sig   syscall.Signal
 		grace time.Duration
-	}{{syscall.SIGINT, l.StopGrace}, {syscall.SIGQUIT, l.AbortGrace}} {
+	}{{first, l.StopGrace}, {syscall.SIGQUIT, l.AbortGrace}} {
 		l.Log.InfoContext(ctx, "stopping replica", "signal", SignalName(r.sig), "grace", r.grace)
 		if done, err := l.step(ctx, s, r.sig, r.grace); err != nil || done {
 			return err
@@ -63,8 +71,8 @@ func (l Ladder) Run(ctx context.Context, s Stoppable) error {
 	if !done {
 		return fmt.Errorf("%w: %w %s", ErrFailedToStop, ErrStillRunning, l.KillWait)
 	}
-	return fmt.Errorf("%w: ignored SIGINT for %s and SIGQUIT for %s, killed with SIGKILL",
-		ErrFailedToStop, l.StopGrace, l.AbortGrace)
+	return fmt.Errorf("%w: ignored %s for %s and SIGQUIT for %s, killed with SIGKILL",
+		ErrFailedToStop, SignalName(first), l.StopGrace, l.AbortGrace)
 }
 
 func (l Ladder) step(ctx context.Context, s Stoppable, sig syscall.Signal, grace time.Duration) (bool, error) {
