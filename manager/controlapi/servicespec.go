@@ -3,7 +3,6 @@ package controlapi
 import (
 	"fmt"
 	"math"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -77,10 +76,11 @@ func validateSpec(spec *api.ServiceSpec) error {
 			return invalid("resources cannot be negative")
 		}
 	}
-	for _, m := range spec.Mounts {
-		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
-			return invalid("mount %s:%s: source and target must be absolute paths", m.Source, m.Target)
-		}
+	if err := validateMounts(spec); err != nil {
+		return err
+	}
+	if err := validateProcess(spec); err != nil {
+		return err
 	}
 	if err := validatePorts(spec.Ports); err != nil {
 		return err

@@ -28,6 +28,16 @@ var specListLimits = []struct {
 	{"networks", limits.MaxServiceNetworks, func(s *api.ServiceSpec) int { return len(s.GetNetworks()) }},
 	{"secrets", 64, func(s *api.ServiceSpec) int { return len(s.GetSecrets()) }},
 	{"configs", 64, func(s *api.ServiceSpec) int { return len(s.GetConfigs()) }},
+	{"groups", 32, func(s *api.ServiceSpec) int { return len(s.GetGroups()) }},
+	{"ulimits", 16, func(s *api.ServiceSpec) int { return len(s.GetUlimits()) }},
+	{"cap_add", 64, func(s *api.ServiceSpec) int { return len(s.GetCapAdd()) }},
+	{"cap_drop", 64, func(s *api.ServiceSpec) int { return len(s.GetCapDrop()) }},
+	{"sysctls", 64, func(s *api.ServiceSpec) int { return len(s.GetSysctls()) }},
+	{"extra_hosts", 256, func(s *api.ServiceSpec) int { return len(s.GetExtraHosts()) }},
+	// resolv.conf(5): glibc reads at most 3 nameservers and 6 search domains.
+	{"dns", 3, func(s *api.ServiceSpec) int { return len(s.GetDns()) }},
+	{"dns_search", 6, func(s *api.ServiceSpec) int { return len(s.GetDnsSearch()) }},
+	{"dns_options", 16, func(s *api.ServiceSpec) int { return len(s.GetDnsOptions()) }},
 }
 
 // checkSpecLists refuses a spec with a list longer than its bound, naming

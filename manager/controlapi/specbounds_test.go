@@ -55,6 +55,29 @@ func TestSpecListBounds(t *testing.T) {
 			for _, n := range names(l.max + 1) {
 				spec.Configs = append(spec.Configs, &api.FileReference{Name: n})
 			}
+		case "groups":
+			spec.Groups = names(l.max + 1)
+		case "ulimits":
+			for range l.max + 1 {
+				spec.Ulimits = append(spec.Ulimits, &api.Ulimit{Name: "nofile"})
+			}
+		case "cap_add":
+			spec.CapAdd = names(l.max + 1)
+		case "cap_drop":
+			spec.CapDrop = names(l.max + 1)
+		case "sysctls":
+			spec.Sysctls = map[string]string{}
+			for _, n := range names(l.max + 1) {
+				spec.Sysctls["net."+n] = "1"
+			}
+		case "extra_hosts":
+			spec.ExtraHosts = names(l.max + 1)
+		case "dns":
+			spec.Dns = names(l.max + 1)
+		case "dns_search":
+			spec.DnsSearch = names(l.max + 1)
+		case "dns_options":
+			spec.DnsOptions = names(l.max + 1)
 		default:
 			t.Fatalf("no case for %s", l.field)
 		}
