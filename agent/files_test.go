@@ -92,7 +92,7 @@ func TestSecretsReachTheReplicaOnlyInMemory(t *testing.T) {
 		t.Fatalf("replica files %v", rep.Files)
 	}
 	sec, conf := rep.Files[0], rep.Files[1]
-	if !sec.Secret || sec.Name != "db_pass" || sec.Path != "/run/secrets/db_pass" || sec.Mode != 0o400 || sec.UID != 1000 || !bytes.Equal(sec.Data, secretValue) {
+	if !sec.Secret || sec.Name != "db_pass" || sec.Path != "/run/secrets/db_pass" || sec.Mode != 0o444 || sec.UID != 1000 || !bytes.Equal(sec.Data, secretValue) {
 		t.Errorf("secret file %v", sec)
 	}
 	if conf.Secret || conf.Path != "/etc/app.conf" || conf.Mode != 0o444 || string(conf.Data) != "level=info" {

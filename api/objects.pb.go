@@ -3423,7 +3423,7 @@ type FileReference struct {
 	// target is the file name under /run/secrets (absolute path for
 	// configs; default /NAME) or, for hook bundles, under JACO_SECRETS_DIR.
 	Target string `protobuf:"bytes,3,opt,name=target,proto3" json:"target,omitempty"`
-	// mode defaults to 0400 (secrets) or 0444 (configs); uid and gid to 0.
+	// mode defaults to 0444, as Swarm's; uid and gid to 0.
 	Mode          uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
 	Uid           uint32 `protobuf:"varint,5,opt,name=uid,proto3" json:"uid,omitempty"`
 	Gid           uint32 `protobuf:"varint,6,opt,name=gid,proto3" json:"gid,omitempty"`

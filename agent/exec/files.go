@@ -24,7 +24,7 @@ const (
 	EnvSecretsDir = "JACO_SECRETS_DIR"
 	EnvConfigsDir = "JACO_CONFIGS_DIR"
 
-	DefaultSecretMode fs.FileMode = 0o400
+	DefaultSecretMode fs.FileMode = 0o444
 	DefaultConfigMode fs.FileMode = 0o444
 )
 
@@ -95,7 +95,7 @@ func (e *MissingFileError) Error() string {
 type FileLookup func(ref *api.FileReference) (*api.FileSpec, bool)
 
 // ResolveFiles turns the spec's references into Files, defaults filled
-// in (a secret at SecretsDir/NAME with mode 0400, a config at /NAME with
+// in (a secret at SecretsDir/NAME with mode 0444, a config at /NAME with
 // mode 0444). A reference lookup cannot find is left out: the runtime's
 // Prepare refuses the replica (Replica.CheckFiles). A target that is not
 // a plain path, or two files at one path, is an error.

@@ -52,9 +52,9 @@ func TestResolveFilesDefaults(t *testing.T) {
 		secret    bool
 		data      string
 	}{
-		{"/run/secrets/db_pass", "db_pass", 0o400, 0, 0, true, "a"},
+		{"/run/secrets/db_pass", "db_pass", 0o444, 0, 0, true, "a"},
 		{"/run/secrets/tls/key.pem", "tls/key.pem", 0o440, 1000, 1001, true, "b"},
-		{"/etc/abs", "etc/abs", 0o400, 0, 0, true, "c"},
+		{"/etc/abs", "etc/abs", 0o444, 0, 0, true, "c"},
 		{"/app.conf", "app.conf", 0o444, 0, 0, false, "d"},
 		{"/etc/nginx/nginx.conf", "etc/nginx/nginx.conf", 0o640, 0, 0, false, "e"},
 		{"/rel.conf", "rel.conf", 0o444, 0, 0, false, "f"},

@@ -23,11 +23,17 @@ import (
 	"github.com/jaco-project/jaco/api"
 )
 
-// Defaults for the fields a spec leaves zero.
+// Defaults for the fields a spec leaves zero: Docker's, so an image's
+// healthcheck written for Docker is judged as Docker judges it (a slow
+// database is not killed after 3 s; docs/adr/0059).
 const (
-	DefaultInterval = 5 * time.Second
-	DefaultTimeout  = 3 * time.Second
+	DefaultInterval = 30 * time.Second
+	DefaultTimeout  = 30 * time.Second
 	DefaultRetries  = 3
+	// StartInterval is the longest wait between probes during the start
+	// period of a replica not yet healthy (Docker's start_interval), so a
+	// long interval does not hold back its first healthy report.
+	StartInterval = 5 * time.Second
 )
 
 // ErrUnhealthy is returned by Run when the check failed retries times in a
@@ -40,10 +46,12 @@ type Target interface {
 	Exec(ctx context.Context, argv []string) (int, error)
 }
 
-// Params are a check's timings with defaults filled in.
+// Params are a check's timings with defaults filled in. StartInterval is
+// the wait between probes inside the start period until the first
+// success: the shorter of Interval and the package's StartInterval.
 type Params struct {
-	Interval, Timeout, StartPeriod time.Duration
-	Retries                        int
+	Interval, Timeout, StartPeriod, StartInterval time.Duration
+	Retries                                       int
 }
 
 // ParamsOf returns hc's timings with the defaults for zero fields.
@@ -52,6 +60,7 @@ func ParamsOf(hc *api.HealthCheck) Params {
 	if d := hc.GetInterval().AsDuration(); d > 0 {
 		p.Interval = d
 	}
+	p.StartInterval = min(p.Interval, StartInterval)
 	if d := hc.GetTimeout().AsDuration(); d > 0 {
 		p.Timeout = d
 	}
@@ -80,11 +89,16 @@ func RunWatch(ctx context.Context, hc *api.HealthCheck, target Target, w Watch) 
 		}
 		return runNotify(ctx, hc, n, w)
 	}
+	return runProbes(ctx, hc, ParamsOf(hc), target, w)
+}
+
+// runProbes probes target per hc on p's timings (RunWatch without a
+// notify check).
+func runProbes(ctx context.Context, hc *api.HealthCheck, p Params, target Target, w Watch) error {
 	onHealthy := w.Healthy
 	if onHealthy == nil {
 		onHealthy = func() {}
 	}
-	p := ParamsOf(hc)
 	startEnds := time.Now().Add(p.StartPeriod)
 	healthy, everHealthy := false, false
 	failures := 0
@@ -116,7 +130,11 @@ func RunWatch(ctx context.Context, hc *api.HealthCheck, target Target, w Watch) 
 				return fmt.Errorf("%w: %d checks in a row failed, last: %w", ErrUnhealthy, failures, err)
 			}
 		}
-		t.Reset(p.Interval)
+		next := p.Interval
+		if !everHealthy && time.Now().Before(startEnds) {
+			next = p.StartInterval
+		}
+		t.Reset(next)
 	}
 }
 

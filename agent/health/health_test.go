@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jaco-project/jaco/api"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // target is a replica at 127.0.0.1 whose check command exits with code.
@@ -153,9 +156,65 @@ func TestRunStopsWithContext(t *testing.T) {
 	}
 }
 
+// A check that sets no timings is judged as Docker judges it: every 30 s,
+// each probe given 30 s, unhealthy after 3 failures, no start period.
 func TestDefaults(t *testing.T) {
 	p := ParamsOf(&api.HealthCheck{})
-	if p.Interval != DefaultInterval || p.Timeout != DefaultTimeout || p.Retries != DefaultRetries || p.StartPeriod != 0 {
-		t.Fatalf("ParamsOf(empty) = %+v", p)
+	want := Params{Interval: 30 * time.Second, Timeout: 30 * time.Second, Retries: 3, StartInterval: 5 * time.Second}
+	if p != want {
+		t.Fatalf("ParamsOf(empty) = %+v, want Docker's %+v", p, want)
 	}
+	if p := ParamsOf(&api.HealthCheck{Interval: durationpb.New(time.Second)}); p.StartInterval != time.Second {
+		t.Fatalf("StartInterval with a 1 s interval = %v, want the interval", p.StartInterval)
+	}
+}
+
+// Inside the start period a replica not yet healthy is probed every
+// StartInterval, not every Interval: a long interval does not hold back
+// its first healthy report; once healthy, probes follow the interval.
+func TestStartIntervalBeforeFirstHealthy(t *testing.T) {
+	tg := &target{}
+	tg.code.Store(1)
+	var probes atomic.Int32
+	counting := &countingTarget{target: tg, probes: &probes}
+	p := Params{Interval: time.Hour, Timeout: time.Second, StartPeriod: time.Minute, StartInterval: 20 * time.Millisecond, Retries: 3}
+	healthy := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- runProbes(ctx, commandCheck(), p, counting, Watch{Healthy: func() { healthy <- struct{}{} }})
+	}()
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if n := probes.Load(); n < 3 {
+			return fmt.Errorf("%d probes in the start period, want 3", n)
+		}
+		return nil
+	})
+	tg.code.Store(0)
+	select {
+	case <-healthy:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no healthy transition within 5 s; the start interval was not used")
+	}
+	after := probes.Load()
+	tg.code.Store(1) // a probe now would count; none comes within the hour
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("runProbes = %v, want context.Canceled", err)
+	}
+	if n := probes.Load(); n != after {
+		t.Fatalf("%d probes after healthy, want none before the hour's interval", n-after)
+	}
+}
+
+// countingTarget counts the probes made against target.
+type countingTarget struct {
+	*target
+	probes *atomic.Int32
+}
+
+func (c *countingTarget) Exec(ctx context.Context, argv []string) (int, error) {
+	c.probes.Add(1)
+	return c.target.Exec(ctx, argv)
 }

@@ -12,11 +12,13 @@ import (
 )
 
 // The defaults a reference gets when the spec is accepted, as Swarm's:
-// a secret is a file named after it under /run/secrets, readable by its
-// owner only; a config is /NAME, readable by all. uid and gid default to
-// 0 by being 0.
+// a secret is a file named after it under /run/secrets, a config is
+// /NAME, both readable by all, since images read them after dropping
+// root (postgres reads POSTGRES_PASSWORD_FILE as its own user; the
+// replica's mount namespace keeps them from other replicas). uid and gid
+// default to 0 by being 0.
 const (
-	defaultSecretMode = 0o400
+	defaultSecretMode = 0o444
 	defaultConfigMode = 0o444
 	// secretsDir is where a container replica sees its secrets; a config
 	// may not take a path a secret has there.

@@ -17,7 +17,7 @@ func TestFileRefDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []*api.FileReference{
-		{Name: "db-pass", Target: "db-pass", Mode: 0o400},
+		{Name: "db-pass", Target: "db-pass", Mode: 0o444},
 		{Name: "tls.key", Target: "key.pem", Mode: 0o440, Uid: 33, Gid: 33},
 		{Name: "nginx.conf", Target: "/nginx.conf", Mode: 0o444},
 		{Name: "app", Target: "/etc/app.yml", Mode: 0o400},

@@ -111,8 +111,8 @@ func TestServiceFileReferences(t *testing.T) {
 	create(t, s, spec)
 	st.View(func(tx store.ReadTx) {
 		got := tx.FindServiceByName("web").GetSpec()
-		if r := got.GetSecrets()[0]; r.Id != sec.Id || r.Target != "db-pass" || r.Mode != 0o400 {
-			t.Errorf("stored secret reference %v; want id %s, target db-pass, mode 0400", r, sec.Id)
+		if r := got.GetSecrets()[0]; r.Id != sec.Id || r.Target != "db-pass" || r.Mode != 0o444 {
+			t.Errorf("stored secret reference %v; want id %s, target db-pass, mode 0444", r, sec.Id)
 		}
 		if r := got.GetConfigs()[0]; r.Id != cfg.Config.Id || r.Target != "/app.yml" || r.Mode != 0o444 {
 			t.Errorf("stored config reference %v; want id %s, target /app.yml, mode 0444", r, cfg.Config.Id)
