@@ -1599,8 +1599,13 @@ type ReplicaCount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// live: replicas that should run (desired RUNNING); running: those of
 	// them that run.
-	Live          uint64 `protobuf:"varint,1,opt,name=live,proto3" json:"live,omitempty"`
-	Running       uint64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	Live    uint64 `protobuf:"varint,1,opt,name=live,proto3" json:"live,omitempty"`
+	Running uint64 `protobuf:"varint,2,opt,name=running,proto3" json:"running,omitempty"`
+	// completed: replicas that ran to their end, exit 0, and are not run
+	// again (desired COMPLETE): a job's progress (docs/adr/0060-jobs.md).
+	// The orchestrator takes an older iteration's out of their slots, so
+	// these are the current iteration's but for a moment after a change.
+	Completed     uint64 `protobuf:"varint,3,opt,name=completed,proto3" json:"completed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1645,6 +1650,13 @@ func (x *ReplicaCount) GetLive() uint64 {
 func (x *ReplicaCount) GetRunning() uint64 {
 	if x != nil {
 		return x.Running
+	}
+	return 0
+}
+
+func (x *ReplicaCount) GetCompleted() uint64 {
+	if x != nil {
+		return x.Completed
 	}
 	return 0
 }
@@ -3455,6 +3467,408 @@ func (*RemoveNetworkResponse) Descriptor() ([]byte, []int) {
 	return file_api_control_proto_rawDescGZIP(), []int{58}
 }
 
+type CreateVolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Spec          *VolumeSpec            `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateVolumeRequest) Reset() {
+	*x = CreateVolumeRequest{}
+	mi := &file_api_control_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateVolumeRequest) ProtoMessage() {}
+
+func (x *CreateVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateVolumeRequest.ProtoReflect.Descriptor instead.
+func (*CreateVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CreateVolumeRequest) GetSpec() *VolumeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type CreateVolumeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        *Volume                `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateVolumeResponse) Reset() {
+	*x = CreateVolumeResponse{}
+	mi := &file_api_control_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateVolumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateVolumeResponse) ProtoMessage() {}
+
+func (x *CreateVolumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateVolumeResponse.ProtoReflect.Descriptor instead.
+func (*CreateVolumeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *CreateVolumeResponse) GetVolume() *Volume {
+	if x != nil {
+		return x.Volume
+	}
+	return nil
+}
+
+type GetVolumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// volume is an id or a name.
+	Volume        string          `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,2,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVolumeRequest) Reset() {
+	*x = GetVolumeRequest{}
+	mi := &file_api_control_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVolumeRequest) ProtoMessage() {}
+
+func (x *GetVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVolumeRequest.ProtoReflect.Descriptor instead.
+func (*GetVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GetVolumeRequest) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+func (x *GetVolumeRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type GetVolumeResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Volume *Volume                `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	// services are the names of the services whose spec (or previous spec)
+	// names the volume.
+	Services []string `protobuf:"bytes,2,rep,name=services,proto3" json:"services,omitempty"`
+	// hostname is the name of the node the volume lives on, when it is
+	// placed and the node is known.
+	Hostname      string `protobuf:"bytes,3,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetVolumeResponse) Reset() {
+	*x = GetVolumeResponse{}
+	mi := &file_api_control_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetVolumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetVolumeResponse) ProtoMessage() {}
+
+func (x *GetVolumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetVolumeResponse.ProtoReflect.Descriptor instead.
+func (*GetVolumeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *GetVolumeResponse) GetVolume() *Volume {
+	if x != nil {
+		return x.Volume
+	}
+	return nil
+}
+
+func (x *GetVolumeResponse) GetServices() []string {
+	if x != nil {
+		return x.Services
+	}
+	return nil
+}
+
+func (x *GetVolumeResponse) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+type ListVolumesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// page_size caps the volumes in the reply (0: the server's cap, 1000).
+	// The server may send fewer: it ends a page at 1 MiB, one item at least.
+	PageSize uint32 `protobuf:"varint,1,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// page_token is the previous reply's next_page_token; empty for the
+	// first page.
+	PageToken     string          `protobuf:"bytes,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	Consistency   ReadConsistency `protobuf:"varint,3,opt,name=consistency,proto3,enum=jaco.api.ReadConsistency" json:"consistency,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVolumesRequest) Reset() {
+	*x = ListVolumesRequest{}
+	mi := &file_api_control_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVolumesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVolumesRequest) ProtoMessage() {}
+
+func (x *ListVolumesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVolumesRequest.ProtoReflect.Descriptor instead.
+func (*ListVolumesRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ListVolumesRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListVolumesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListVolumesRequest) GetConsistency() ReadConsistency {
+	if x != nil {
+		return x.Consistency
+	}
+	return ReadConsistency_READ_CONSISTENCY_UNSPECIFIED
+}
+
+type ListVolumesResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Volumes []*Volume              `protobuf:"bytes,1,rep,name=volumes,proto3" json:"volumes,omitempty"`
+	// next_page_token asks for the next page; empty after the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListVolumesResponse) Reset() {
+	*x = ListVolumesResponse{}
+	mi := &file_api_control_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListVolumesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListVolumesResponse) ProtoMessage() {}
+
+func (x *ListVolumesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListVolumesResponse.ProtoReflect.Descriptor instead.
+func (*ListVolumesResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ListVolumesResponse) GetVolumes() []*Volume {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+func (x *ListVolumesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type RemoveVolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Volume        string                 `protobuf:"bytes,1,opt,name=volume,proto3" json:"volume,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveVolumeRequest) Reset() {
+	*x = RemoveVolumeRequest{}
+	mi := &file_api_control_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveVolumeRequest) ProtoMessage() {}
+
+func (x *RemoveVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveVolumeRequest.ProtoReflect.Descriptor instead.
+func (*RemoveVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *RemoveVolumeRequest) GetVolume() string {
+	if x != nil {
+		return x.Volume
+	}
+	return ""
+}
+
+type RemoveVolumeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveVolumeResponse) Reset() {
+	*x = RemoveVolumeResponse{}
+	mi := &file_api_control_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveVolumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveVolumeResponse) ProtoMessage() {}
+
+func (x *RemoveVolumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_control_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveVolumeResponse.ProtoReflect.Descriptor instead.
+func (*RemoveVolumeResponse) Descriptor() ([]byte, []int) {
+	return file_api_control_proto_rawDescGZIP(), []int{66}
+}
+
 type RemoveServiceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Service       string                 `protobuf:"bytes,1,opt,name=service,proto3" json:"service,omitempty"`
@@ -3464,7 +3878,7 @@ type RemoveServiceRequest struct {
 
 func (x *RemoveServiceRequest) Reset() {
 	*x = RemoveServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3476,7 +3890,7 @@ func (x *RemoveServiceRequest) String() string {
 func (*RemoveServiceRequest) ProtoMessage() {}
 
 func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[59]
+	mi := &file_api_control_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3489,7 +3903,7 @@ func (x *RemoveServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{59}
+	return file_api_control_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveServiceRequest) GetService() string {
@@ -3507,7 +3921,7 @@ type RemoveServiceResponse struct {
 
 func (x *RemoveServiceResponse) Reset() {
 	*x = RemoveServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3519,7 +3933,7 @@ func (x *RemoveServiceResponse) String() string {
 func (*RemoveServiceResponse) ProtoMessage() {}
 
 func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[60]
+	mi := &file_api_control_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3532,7 +3946,7 @@ func (x *RemoveServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServiceResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{60}
+	return file_api_control_proto_rawDescGZIP(), []int{68}
 }
 
 type GetServiceRequest struct {
@@ -3545,7 +3959,7 @@ type GetServiceRequest struct {
 
 func (x *GetServiceRequest) Reset() {
 	*x = GetServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3557,7 +3971,7 @@ func (x *GetServiceRequest) String() string {
 func (*GetServiceRequest) ProtoMessage() {}
 
 func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[61]
+	mi := &file_api_control_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3570,7 +3984,7 @@ func (x *GetServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceRequest.ProtoReflect.Descriptor instead.
 func (*GetServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{61}
+	return file_api_control_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GetServiceRequest) GetService() string {
@@ -3596,7 +4010,7 @@ type GetServiceResponse struct {
 
 func (x *GetServiceResponse) Reset() {
 	*x = GetServiceResponse{}
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3608,7 +4022,7 @@ func (x *GetServiceResponse) String() string {
 func (*GetServiceResponse) ProtoMessage() {}
 
 func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[62]
+	mi := &file_api_control_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3621,7 +4035,7 @@ func (x *GetServiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServiceResponse.ProtoReflect.Descriptor instead.
 func (*GetServiceResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{62}
+	return file_api_control_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetServiceResponse) GetService() *Service {
@@ -3646,7 +4060,7 @@ type ListServicesRequest struct {
 
 func (x *ListServicesRequest) Reset() {
 	*x = ListServicesRequest{}
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +4072,7 @@ func (x *ListServicesRequest) String() string {
 func (*ListServicesRequest) ProtoMessage() {}
 
 func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[63]
+	mi := &file_api_control_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +4085,7 @@ func (x *ListServicesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesRequest.ProtoReflect.Descriptor instead.
 func (*ListServicesRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{63}
+	return file_api_control_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListServicesRequest) GetPageSize() uint32 {
@@ -3709,7 +4123,7 @@ type ListServicesResponse struct {
 
 func (x *ListServicesResponse) Reset() {
 	*x = ListServicesResponse{}
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3721,7 +4135,7 @@ func (x *ListServicesResponse) String() string {
 func (*ListServicesResponse) ProtoMessage() {}
 
 func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[64]
+	mi := &file_api_control_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3734,7 +4148,7 @@ func (x *ListServicesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServicesResponse.ProtoReflect.Descriptor instead.
 func (*ListServicesResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{64}
+	return file_api_control_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ListServicesResponse) GetServices() []*Service {
@@ -3776,7 +4190,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3788,7 +4202,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[65]
+	mi := &file_api_control_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3801,7 +4215,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{65}
+	return file_api_control_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListTasksRequest) GetService() string {
@@ -3850,7 +4264,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3862,7 +4276,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[66]
+	mi := &file_api_control_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3875,7 +4289,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{66}
+	return file_api_control_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3912,7 +4326,7 @@ type UpdateNodeRequest struct {
 
 func (x *UpdateNodeRequest) Reset() {
 	*x = UpdateNodeRequest{}
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3924,7 +4338,7 @@ func (x *UpdateNodeRequest) String() string {
 func (*UpdateNodeRequest) ProtoMessage() {}
 
 func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[67]
+	mi := &file_api_control_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3937,7 +4351,7 @@ func (x *UpdateNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeRequest.ProtoReflect.Descriptor instead.
 func (*UpdateNodeRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{67}
+	return file_api_control_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UpdateNodeRequest) GetNode() string {
@@ -3998,7 +4412,7 @@ type UpdateNodeResponse struct {
 
 func (x *UpdateNodeResponse) Reset() {
 	*x = UpdateNodeResponse{}
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4010,7 +4424,7 @@ func (x *UpdateNodeResponse) String() string {
 func (*UpdateNodeResponse) ProtoMessage() {}
 
 func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[68]
+	mi := &file_api_control_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4023,7 +4437,7 @@ func (x *UpdateNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateNodeResponse.ProtoReflect.Descriptor instead.
 func (*UpdateNodeResponse) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{68}
+	return file_api_control_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *UpdateNodeResponse) GetNode() *Node {
@@ -4055,7 +4469,7 @@ type WatchEventsRequest struct {
 
 func (x *WatchEventsRequest) Reset() {
 	*x = WatchEventsRequest{}
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +4481,7 @@ func (x *WatchEventsRequest) String() string {
 func (*WatchEventsRequest) ProtoMessage() {}
 
 func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[69]
+	mi := &file_api_control_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +4494,7 @@ func (x *WatchEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEventsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{69}
+	return file_api_control_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *WatchEventsRequest) GetSince() *timestamppb.Timestamp {
@@ -4123,9 +4537,10 @@ type Event struct {
 	// several changes).
 	Sequence uint64 `protobuf:"varint,2,opt,name=sequence,proto3" json:"sequence,omitempty"`
 	Index    uint64 `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
-	// type: node, service, task, cluster, secret, config, network; "store"
-	// for a reset (action "reset": a snapshot from the leader replaced this
-	// manager's store, and the changes it covered have no events).
+	// type: node, service, task, cluster, secret, config, network, volume;
+	// "store" for a reset (action "reset": a snapshot from the leader
+	// replaced this manager's store, and the changes it covered have no
+	// events).
 	Type string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	// action: create, update, remove; "state" for an update of a task or
 	// node that changed its state (from and to say which).
@@ -4156,7 +4571,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4168,7 +4583,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[70]
+	mi := &file_api_control_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4181,7 +4596,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{70}
+	return file_api_control_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Event) GetTime() *timestamppb.Timestamp {
@@ -4300,7 +4715,7 @@ type EventChange struct {
 
 func (x *EventChange) Reset() {
 	*x = EventChange{}
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4312,7 +4727,7 @@ func (x *EventChange) String() string {
 func (*EventChange) ProtoMessage() {}
 
 func (x *EventChange) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[71]
+	mi := &file_api_control_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4325,7 +4740,7 @@ func (x *EventChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventChange.ProtoReflect.Descriptor instead.
 func (*EventChange) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{71}
+	return file_api_control_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *EventChange) GetField() string {
@@ -4366,7 +4781,7 @@ type EventsGap struct {
 
 func (x *EventsGap) Reset() {
 	*x = EventsGap{}
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4378,7 +4793,7 @@ func (x *EventsGap) String() string {
 func (*EventsGap) ProtoMessage() {}
 
 func (x *EventsGap) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[72]
+	mi := &file_api_control_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4391,7 +4806,7 @@ func (x *EventsGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventsGap.ProtoReflect.Descriptor instead.
 func (*EventsGap) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{72}
+	return file_api_control_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *EventsGap) GetHeldSince() *timestamppb.Timestamp {
@@ -4426,7 +4841,7 @@ type WatchEventsMessage struct {
 
 func (x *WatchEventsMessage) Reset() {
 	*x = WatchEventsMessage{}
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4438,7 +4853,7 @@ func (x *WatchEventsMessage) String() string {
 func (*WatchEventsMessage) ProtoMessage() {}
 
 func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[73]
+	mi := &file_api_control_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4451,7 +4866,7 @@ func (x *WatchEventsMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEventsMessage.ProtoReflect.Descriptor instead.
 func (*WatchEventsMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{73}
+	return file_api_control_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *WatchEventsMessage) GetEvents() []*Event {
@@ -4478,7 +4893,7 @@ type WatchServiceRequest struct {
 
 func (x *WatchServiceRequest) Reset() {
 	*x = WatchServiceRequest{}
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4490,7 +4905,7 @@ func (x *WatchServiceRequest) String() string {
 func (*WatchServiceRequest) ProtoMessage() {}
 
 func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[74]
+	mi := &file_api_control_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4503,7 +4918,7 @@ func (x *WatchServiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceRequest.ProtoReflect.Descriptor instead.
 func (*WatchServiceRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{74}
+	return file_api_control_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *WatchServiceRequest) GetService() string {
@@ -4526,16 +4941,19 @@ type SlotProgress struct {
 	RunningSince *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=running_since,json=runningSince,proto3" json:"running_since,omitempty"`
 	// message and reason: the occupant's status, or of the slot's latest
 	// failed task when the occupant has not run yet.
-	Message       string    `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
-	Reason        string    `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
-	DesiredState  TaskState `protobuf:"varint,9,opt,name=desired_state,json=desiredState,proto3,enum=jaco.api.TaskState" json:"desired_state,omitempty"`
+	Message      string    `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	Reason       string    `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	DesiredState TaskState `protobuf:"varint,9,opt,name=desired_state,json=desiredState,proto3,enum=jaco.api.TaskState" json:"desired_state,omitempty"`
+	// job_iteration is the occupant's (Task.job_iteration): a job's slot
+	// finished in an earlier iteration has not finished this one.
+	JobIteration  uint64 `protobuf:"varint,10,opt,name=job_iteration,json=jobIteration,proto3" json:"job_iteration,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SlotProgress) Reset() {
 	*x = SlotProgress{}
-	mi := &file_api_control_proto_msgTypes[75]
+	mi := &file_api_control_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4547,7 +4965,7 @@ func (x *SlotProgress) String() string {
 func (*SlotProgress) ProtoMessage() {}
 
 func (x *SlotProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[75]
+	mi := &file_api_control_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4560,7 +4978,7 @@ func (x *SlotProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SlotProgress.ProtoReflect.Descriptor instead.
 func (*SlotProgress) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{75}
+	return file_api_control_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *SlotProgress) GetSlot() uint64 {
@@ -4626,6 +5044,13 @@ func (x *SlotProgress) GetDesiredState() TaskState {
 	return TaskState_TASK_STATE_UNSPECIFIED
 }
 
+func (x *SlotProgress) GetJobIteration() uint64 {
+	if x != nil {
+		return x.JobIteration
+	}
+	return 0
+}
+
 type WatchServiceMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// service as the answering manager's store holds it; removed once it is
@@ -4648,7 +5073,7 @@ type WatchServiceMessage struct {
 
 func (x *WatchServiceMessage) Reset() {
 	*x = WatchServiceMessage{}
-	mi := &file_api_control_proto_msgTypes[76]
+	mi := &file_api_control_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +5085,7 @@ func (x *WatchServiceMessage) String() string {
 func (*WatchServiceMessage) ProtoMessage() {}
 
 func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[76]
+	mi := &file_api_control_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +5098,7 @@ func (x *WatchServiceMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchServiceMessage.ProtoReflect.Descriptor instead.
 func (*WatchServiceMessage) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{76}
+	return file_api_control_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *WatchServiceMessage) GetService() *Service {
@@ -4732,7 +5157,7 @@ type ServiceLogsRequest struct {
 
 func (x *ServiceLogsRequest) Reset() {
 	*x = ServiceLogsRequest{}
-	mi := &file_api_control_proto_msgTypes[77]
+	mi := &file_api_control_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4744,7 +5169,7 @@ func (x *ServiceLogsRequest) String() string {
 func (*ServiceLogsRequest) ProtoMessage() {}
 
 func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_control_proto_msgTypes[77]
+	mi := &file_api_control_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4757,7 +5182,7 @@ func (x *ServiceLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceLogsRequest.ProtoReflect.Descriptor instead.
 func (*ServiceLogsRequest) Descriptor() ([]byte, []int) {
-	return file_api_control_proto_rawDescGZIP(), []int{77}
+	return file_api_control_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ServiceLogsRequest) GetService() string {
@@ -4792,7 +5217,7 @@ var File_api_control_proto protoreflect.FileDescriptor
 
 const file_api_control_proto_rawDesc = "" +
 	"\n" +
-	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fapi/agent.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\"7\n" +
+	"\x11api/control.proto\x12\bjaco.api\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x0fapi/agent.proto\x1a\x11api/objects.proto\x1a\x11api/options.proto\x1a\x0fapi/stack.proto\"7\n" +
 	"\x12InitClusterRequest\x12!\n" +
 	"\foverlay_pool\x18\x01 \x01(\tR\voverlayPool\"t\n" +
 	"\x13InitClusterResponse\x12\x1d\n" +
@@ -4912,10 +5337,11 @@ const file_api_control_proto_rawDesc = "" +
 	"\x11ListNodesResponse\x12$\n" +
 	"\x05nodes\x18\x01 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12.\n" +
-	"\x06counts\x18\x03 \x03(\v2\x16.jaco.api.ReplicaCountR\x06counts\"<\n" +
+	"\x06counts\x18\x03 \x03(\v2\x16.jaco.api.ReplicaCountR\x06counts\"Z\n" +
 	"\fReplicaCount\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\x04R\x04live\x12\x18\n" +
-	"\arunning\x18\x02 \x01(\x04R\arunning\"a\n" +
+	"\arunning\x18\x02 \x01(\x04R\arunning\x12\x1c\n" +
+	"\tcompleted\x18\x03 \x01(\x04R\tcompleted\"a\n" +
 	"\x0eGetNodeRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
 	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"5\n" +
@@ -5008,7 +5434,29 @@ const file_api_control_proto_rawDesc = "" +
 	"\bnetworks\x18\x01 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\"0\n" +
 	"\x14RemoveNetworkRequest\x12\x18\n" +
 	"\anetwork\x18\x01 \x01(\tR\anetwork\"\x17\n" +
-	"\x15RemoveNetworkResponse\"0\n" +
+	"\x15RemoveNetworkResponse\"?\n" +
+	"\x13CreateVolumeRequest\x12(\n" +
+	"\x04spec\x18\x01 \x01(\v2\x14.jaco.api.VolumeSpecR\x04spec\"@\n" +
+	"\x14CreateVolumeResponse\x12(\n" +
+	"\x06volume\x18\x01 \x01(\v2\x10.jaco.api.VolumeR\x06volume\"g\n" +
+	"\x10GetVolumeRequest\x12\x16\n" +
+	"\x06volume\x18\x01 \x01(\tR\x06volume\x12;\n" +
+	"\vconsistency\x18\x02 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"u\n" +
+	"\x11GetVolumeResponse\x12(\n" +
+	"\x06volume\x18\x01 \x01(\v2\x10.jaco.api.VolumeR\x06volume\x12\x1a\n" +
+	"\bservices\x18\x02 \x03(\tR\bservices\x12\x1a\n" +
+	"\bhostname\x18\x03 \x01(\tR\bhostname\"\x8d\x01\n" +
+	"\x12ListVolumesRequest\x12\x1b\n" +
+	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x02 \x01(\tR\tpageToken\x12;\n" +
+	"\vconsistency\x18\x03 \x01(\x0e2\x19.jaco.api.ReadConsistencyR\vconsistency\"i\n" +
+	"\x13ListVolumesResponse\x12*\n" +
+	"\avolumes\x18\x01 \x03(\v2\x10.jaco.api.VolumeR\avolumes\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"-\n" +
+	"\x13RemoveVolumeRequest\x12\x16\n" +
+	"\x06volume\x18\x01 \x01(\tR\x06volume\"\x16\n" +
+	"\x14RemoveVolumeResponse\"0\n" +
 	"\x14RemoveServiceRequest\x12\x18\n" +
 	"\aservice\x18\x01 \x01(\tR\aservice\"\x17\n" +
 	"\x15RemoveServiceResponse\"j\n" +
@@ -5088,7 +5536,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x06events\x18\x01 \x03(\v2\x0f.jaco.api.EventR\x06events\x12%\n" +
 	"\x03gap\x18\x02 \x01(\v2\x13.jaco.api.EventsGapR\x03gap\"/\n" +
 	"\x13WatchServiceRequest\x12\x18\n" +
-	"\aservice\x18\x01 \x01(\tR\aservice\"\xcf\x02\n" +
+	"\aservice\x18\x01 \x01(\tR\aservice\"\xf4\x02\n" +
 	"\fSlotProgress\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x04R\x04slot\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x17\n" +
@@ -5098,7 +5546,9 @@ const file_api_control_proto_rawDesc = "" +
 	"\rrunning_since\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x18\n" +
 	"\amessage\x18\a \x01(\tR\amessage\x12\x16\n" +
 	"\x06reason\x18\b \x01(\tR\x06reason\x128\n" +
-	"\rdesired_state\x18\t \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\"\x90\x02\n" +
+	"\rdesired_state\x18\t \x01(\x0e2\x13.jaco.api.TaskStateR\fdesiredState\x12#\n" +
+	"\rjob_iteration\x18\n" +
+	" \x01(\x04R\fjobIteration\"\x90\x02\n" +
 	"\x13WatchServiceMessage\x12+\n" +
 	"\aservice\x18\x01 \x01(\v2\x11.jaco.api.ServiceR\aservice\x12\x18\n" +
 	"\aremoved\x18\x02 \x01(\bR\aremoved\x12,\n" +
@@ -5136,7 +5586,7 @@ const file_api_control_proto_rawDesc = "" +
 	"\x06Unlock\x12\x1b.jaco.api.UnlockNodeRequest\x1a\x1c.jaco.api.UnlockNodeResponse\"~\xda\xf3\x18z\n" +
 	"\x01\x02\x12\x02\x02\x03\x1aqa node is unlocked through its local socket only: the key must not travel to a server that cannot prove who it is\x12\xb8\x01\n" +
 	"\x0eDashboardLogin\x12\x1f.jaco.api.DashboardLoginRequest\x1a .jaco.api.DashboardLoginResponse\"c\xda\xf3\x18_\n" +
-	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\xe9%\n" +
+	"\x01\x02\x1aZa dashboard login link is given through the local socket only: it signs in as the operator2\x87,\n" +
 	"\x0eControlService\x12\xa1\x01\n" +
 	"\rUpdateCluster\x12\x1e.jaco.api.UpdateClusterRequest\x1a\x1f.jaco.api.UpdateClusterResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x92\x01\n" +
@@ -5159,6 +5609,8 @@ const file_api_control_proto_rawDesc = "" +
 	"\rCreateService\x12\x1e.jaco.api.CreateServiceRequest\x1a\x1f.jaco.api.CreateServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
 	"\rUpdateService\x12\x1e.jaco.api.UpdateServiceRequest\x1a\x1f.jaco.api.UpdateServiceResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9b\x01\n" +
+	"\vDeployStack\x12\x1c.jaco.api.DeployStackRequest\x1a\x1d.jaco.api.DeployStackResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xaa\x01\n" +
 	"\x10RebalanceService\x12!.jaco.api.RebalanceServiceRequest\x1a\".jaco.api.RebalanceServiceResponse\"O\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa1\x01\n" +
@@ -5188,6 +5640,14 @@ const file_api_control_proto_rawDesc = "" +
 	"GetNetwork\x12\x1b.jaco.api.GetNetworkRequest\x1a\x1c.jaco.api.GetNetworkResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\xa2\x01\n" +
 	"\fListNetworks\x12\x1d.jaco.api.ListNetworksRequest\x1a\x1e.jaco.api.ListNetworksResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fCreateVolume\x12\x1d.jaco.api.CreateVolumeRequest\x1a\x1e.jaco.api.CreateVolumeResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9e\x01\n" +
+	"\fRemoveVolume\x12\x1d.jaco.api.RemoveVolumeRequest\x1a\x1e.jaco.api.RemoveVolumeResponse\"O\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x99\x01\n" +
+	"\tGetVolume\x12\x1a.jaco.api.GetVolumeRequest\x1a\x1b.jaco.api.GetVolumeResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
+	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9f\x01\n" +
+	"\vListVolumes\x12\x1c.jaco.api.ListVolumesRequest\x1a\x1d.jaco.api.ListVolumesResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
 	"\x02\x02\x03\x1aCthis call needs the operator token (JACO_TOKEN) or the local socket \x01\x12\x9c\x01\n" +
 	"\n" +
 	"GetService\x12\x1b.jaco.api.GetServiceRequest\x1a\x1c.jaco.api.GetServiceResponse\"S\xd0\xf3\x18\x01\xda\xf3\x18K\n" +
@@ -5216,7 +5676,7 @@ func file_api_control_proto_rawDescGZIP() []byte {
 }
 
 var file_api_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 79)
+var file_api_control_proto_msgTypes = make([]protoimpl.MessageInfo, 87)
 var file_api_control_proto_goTypes = []any{
 	(NodeState)(0),                   // 0: jaco.api.NodeState
 	(MemberStatus)(0),                // 1: jaco.api.MemberStatus
@@ -5280,197 +5740,225 @@ var file_api_control_proto_goTypes = []any{
 	(*ListNetworksResponse)(nil),     // 59: jaco.api.ListNetworksResponse
 	(*RemoveNetworkRequest)(nil),     // 60: jaco.api.RemoveNetworkRequest
 	(*RemoveNetworkResponse)(nil),    // 61: jaco.api.RemoveNetworkResponse
-	(*RemoveServiceRequest)(nil),     // 62: jaco.api.RemoveServiceRequest
-	(*RemoveServiceResponse)(nil),    // 63: jaco.api.RemoveServiceResponse
-	(*GetServiceRequest)(nil),        // 64: jaco.api.GetServiceRequest
-	(*GetServiceResponse)(nil),       // 65: jaco.api.GetServiceResponse
-	(*ListServicesRequest)(nil),      // 66: jaco.api.ListServicesRequest
-	(*ListServicesResponse)(nil),     // 67: jaco.api.ListServicesResponse
-	(*ListTasksRequest)(nil),         // 68: jaco.api.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 69: jaco.api.ListTasksResponse
-	(*UpdateNodeRequest)(nil),        // 70: jaco.api.UpdateNodeRequest
-	(*UpdateNodeResponse)(nil),       // 71: jaco.api.UpdateNodeResponse
-	(*WatchEventsRequest)(nil),       // 72: jaco.api.WatchEventsRequest
-	(*Event)(nil),                    // 73: jaco.api.Event
-	(*EventChange)(nil),              // 74: jaco.api.EventChange
-	(*EventsGap)(nil),                // 75: jaco.api.EventsGap
-	(*WatchEventsMessage)(nil),       // 76: jaco.api.WatchEventsMessage
-	(*WatchServiceRequest)(nil),      // 77: jaco.api.WatchServiceRequest
-	(*SlotProgress)(nil),             // 78: jaco.api.SlotProgress
-	(*WatchServiceMessage)(nil),      // 79: jaco.api.WatchServiceMessage
-	(*ServiceLogsRequest)(nil),       // 80: jaco.api.ServiceLogsRequest
-	nil,                              // 81: jaco.api.UpdateNodeRequest.SetLabelsEntry
-	(Suffrage)(0),                    // 82: jaco.api.Suffrage
-	(*BackupSchedule)(nil),           // 83: jaco.api.BackupSchedule
-	(*BackupRecord)(nil),             // 84: jaco.api.BackupRecord
-	(*timestamppb.Timestamp)(nil),    // 85: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 86: google.protobuf.Duration
-	(*Node)(nil),                     // 87: jaco.api.Node
-	(NodeRole)(0),                    // 88: jaco.api.NodeRole
-	(*ServiceSpec)(nil),              // 89: jaco.api.ServiceSpec
-	(*Service)(nil),                  // 90: jaco.api.Service
-	(*FileSpec)(nil),                 // 91: jaco.api.FileSpec
-	(*Secret)(nil),                   // 92: jaco.api.Secret
-	(*Config)(nil),                   // 93: jaco.api.Config
-	(*NetworkSpec)(nil),              // 94: jaco.api.NetworkSpec
-	(*Network)(nil),                  // 95: jaco.api.Network
-	(*Task)(nil),                     // 96: jaco.api.Task
-	(NodeAvailability)(0),            // 97: jaco.api.NodeAvailability
-	(TaskState)(0),                   // 98: jaco.api.TaskState
-	(*LogsMessage)(nil),              // 99: jaco.api.LogsMessage
+	(*CreateVolumeRequest)(nil),      // 62: jaco.api.CreateVolumeRequest
+	(*CreateVolumeResponse)(nil),     // 63: jaco.api.CreateVolumeResponse
+	(*GetVolumeRequest)(nil),         // 64: jaco.api.GetVolumeRequest
+	(*GetVolumeResponse)(nil),        // 65: jaco.api.GetVolumeResponse
+	(*ListVolumesRequest)(nil),       // 66: jaco.api.ListVolumesRequest
+	(*ListVolumesResponse)(nil),      // 67: jaco.api.ListVolumesResponse
+	(*RemoveVolumeRequest)(nil),      // 68: jaco.api.RemoveVolumeRequest
+	(*RemoveVolumeResponse)(nil),     // 69: jaco.api.RemoveVolumeResponse
+	(*RemoveServiceRequest)(nil),     // 70: jaco.api.RemoveServiceRequest
+	(*RemoveServiceResponse)(nil),    // 71: jaco.api.RemoveServiceResponse
+	(*GetServiceRequest)(nil),        // 72: jaco.api.GetServiceRequest
+	(*GetServiceResponse)(nil),       // 73: jaco.api.GetServiceResponse
+	(*ListServicesRequest)(nil),      // 74: jaco.api.ListServicesRequest
+	(*ListServicesResponse)(nil),     // 75: jaco.api.ListServicesResponse
+	(*ListTasksRequest)(nil),         // 76: jaco.api.ListTasksRequest
+	(*ListTasksResponse)(nil),        // 77: jaco.api.ListTasksResponse
+	(*UpdateNodeRequest)(nil),        // 78: jaco.api.UpdateNodeRequest
+	(*UpdateNodeResponse)(nil),       // 79: jaco.api.UpdateNodeResponse
+	(*WatchEventsRequest)(nil),       // 80: jaco.api.WatchEventsRequest
+	(*Event)(nil),                    // 81: jaco.api.Event
+	(*EventChange)(nil),              // 82: jaco.api.EventChange
+	(*EventsGap)(nil),                // 83: jaco.api.EventsGap
+	(*WatchEventsMessage)(nil),       // 84: jaco.api.WatchEventsMessage
+	(*WatchServiceRequest)(nil),      // 85: jaco.api.WatchServiceRequest
+	(*SlotProgress)(nil),             // 86: jaco.api.SlotProgress
+	(*WatchServiceMessage)(nil),      // 87: jaco.api.WatchServiceMessage
+	(*ServiceLogsRequest)(nil),       // 88: jaco.api.ServiceLogsRequest
+	nil,                              // 89: jaco.api.UpdateNodeRequest.SetLabelsEntry
+	(Suffrage)(0),                    // 90: jaco.api.Suffrage
+	(*BackupSchedule)(nil),           // 91: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),             // 92: jaco.api.BackupRecord
+	(*timestamppb.Timestamp)(nil),    // 93: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 94: google.protobuf.Duration
+	(*Node)(nil),                     // 95: jaco.api.Node
+	(NodeRole)(0),                    // 96: jaco.api.NodeRole
+	(*ServiceSpec)(nil),              // 97: jaco.api.ServiceSpec
+	(*Service)(nil),                  // 98: jaco.api.Service
+	(*FileSpec)(nil),                 // 99: jaco.api.FileSpec
+	(*Secret)(nil),                   // 100: jaco.api.Secret
+	(*Config)(nil),                   // 101: jaco.api.Config
+	(*NetworkSpec)(nil),              // 102: jaco.api.NetworkSpec
+	(*Network)(nil),                  // 103: jaco.api.Network
+	(*VolumeSpec)(nil),               // 104: jaco.api.VolumeSpec
+	(*Volume)(nil),                   // 105: jaco.api.Volume
+	(*Task)(nil),                     // 106: jaco.api.Task
+	(NodeAvailability)(0),            // 107: jaco.api.NodeAvailability
+	(TaskState)(0),                   // 108: jaco.api.TaskState
+	(*DeployStackRequest)(nil),       // 109: jaco.api.DeployStackRequest
+	(*DeployStackResponse)(nil),      // 110: jaco.api.DeployStackResponse
+	(*LogsMessage)(nil),              // 111: jaco.api.LogsMessage
 }
 var file_api_control_proto_depIdxs = []int32{
 	1,   // 0: jaco.api.Member.status:type_name -> jaco.api.MemberStatus
-	82,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
+	90,  // 1: jaco.api.Member.suffrage:type_name -> jaco.api.Suffrage
 	0,   // 2: jaco.api.ClusterStatusResponse.state:type_name -> jaco.api.NodeState
 	8,   // 3: jaco.api.ClusterStatusResponse.members:type_name -> jaco.api.Member
-	83,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
-	84,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
+	91,  // 4: jaco.api.ClusterStatusResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	92,  // 5: jaco.api.ClusterStatusResponse.last_backup:type_name -> jaco.api.BackupRecord
 	10,  // 6: jaco.api.ClusterStatusResponse.ca_rotation:type_name -> jaco.api.CARotationProgress
-	85,  // 7: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
+	93,  // 7: jaco.api.CARotationProgress.started_at:type_name -> google.protobuf.Timestamp
 	0,   // 8: jaco.api.UnlockNodeResponse.state:type_name -> jaco.api.NodeState
-	85,  // 9: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
+	93,  // 9: jaco.api.DashboardLoginResponse.expires_at:type_name -> google.protobuf.Timestamp
 	10,  // 10: jaco.api.RotateCAResponse.progress:type_name -> jaco.api.CARotationProgress
-	86,  // 11: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
-	86,  // 12: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
-	86,  // 13: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
+	94,  // 11: jaco.api.UpdateClusterRequest.partition_grace:type_name -> google.protobuf.Duration
+	94,  // 12: jaco.api.UpdateClusterRequest.down_grace:type_name -> google.protobuf.Duration
+	94,  // 13: jaco.api.UpdateClusterRequest.backup_interval:type_name -> google.protobuf.Duration
 	18,  // 14: jaco.api.UpdateClusterRequest.backup_key:type_name -> jaco.api.BackupKeyChange
-	86,  // 15: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
-	86,  // 16: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
-	83,  // 17: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
+	94,  // 15: jaco.api.UpdateClusterResponse.partition_grace:type_name -> google.protobuf.Duration
+	94,  // 16: jaco.api.UpdateClusterResponse.down_grace:type_name -> google.protobuf.Duration
+	91,  // 17: jaco.api.UpdateClusterResponse.backup_schedule:type_name -> jaco.api.BackupSchedule
 	2,   // 18: jaco.api.ListNodesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 19: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
+	95,  // 19: jaco.api.ListNodesResponse.nodes:type_name -> jaco.api.Node
 	24,  // 20: jaco.api.ListNodesResponse.counts:type_name -> jaco.api.ReplicaCount
 	2,   // 21: jaco.api.GetNodeRequest.consistency:type_name -> jaco.api.ReadConsistency
-	87,  // 22: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
-	88,  // 23: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
-	86,  // 24: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
-	85,  // 25: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
-	86,  // 26: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	89,  // 27: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	90,  // 28: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
-	89,  // 29: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
-	90,  // 30: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
-	90,  // 31: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
-	91,  // 32: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
-	92,  // 33: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
+	95,  // 22: jaco.api.GetNodeResponse.node:type_name -> jaco.api.Node
+	96,  // 23: jaco.api.IssueJoinTokenRequest.role:type_name -> jaco.api.NodeRole
+	94,  // 24: jaco.api.IssueJoinTokenRequest.ttl:type_name -> google.protobuf.Duration
+	93,  // 25: jaco.api.IssueJoinTokenResponse.expires_at:type_name -> google.protobuf.Timestamp
+	94,  // 26: jaco.api.RemoveNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	97,  // 27: jaco.api.CreateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	98,  // 28: jaco.api.CreateServiceResponse.service:type_name -> jaco.api.Service
+	97,  // 29: jaco.api.UpdateServiceRequest.spec:type_name -> jaco.api.ServiceSpec
+	98,  // 30: jaco.api.UpdateServiceResponse.service:type_name -> jaco.api.Service
+	98,  // 31: jaco.api.RebalanceServiceResponse.services:type_name -> jaco.api.Service
+	99,  // 32: jaco.api.CreateSecretRequest.spec:type_name -> jaco.api.FileSpec
+	100, // 33: jaco.api.CreateSecretResponse.secret:type_name -> jaco.api.Secret
 	2,   // 34: jaco.api.GetSecretRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 35: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
+	100, // 35: jaco.api.GetSecretResponse.secret:type_name -> jaco.api.Secret
 	2,   // 36: jaco.api.ListSecretsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	92,  // 37: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
-	91,  // 38: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
-	93,  // 39: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
+	100, // 37: jaco.api.ListSecretsResponse.secrets:type_name -> jaco.api.Secret
+	99,  // 38: jaco.api.CreateConfigRequest.spec:type_name -> jaco.api.FileSpec
+	101, // 39: jaco.api.CreateConfigResponse.config:type_name -> jaco.api.Config
 	2,   // 40: jaco.api.GetConfigRequest.consistency:type_name -> jaco.api.ReadConsistency
-	93,  // 41: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
+	101, // 41: jaco.api.GetConfigResponse.config:type_name -> jaco.api.Config
 	2,   // 42: jaco.api.ListConfigsRequest.consistency:type_name -> jaco.api.ReadConsistency
-	93,  // 43: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
-	94,  // 44: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
-	95,  // 45: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
+	101, // 43: jaco.api.ListConfigsResponse.configs:type_name -> jaco.api.Config
+	102, // 44: jaco.api.CreateNetworkRequest.spec:type_name -> jaco.api.NetworkSpec
+	103, // 45: jaco.api.CreateNetworkResponse.network:type_name -> jaco.api.Network
 	2,   // 46: jaco.api.GetNetworkRequest.consistency:type_name -> jaco.api.ReadConsistency
-	95,  // 47: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
+	103, // 47: jaco.api.GetNetworkResponse.network:type_name -> jaco.api.Network
 	57,  // 48: jaco.api.GetNetworkResponse.peers:type_name -> jaco.api.NetworkPeer
 	2,   // 49: jaco.api.ListNetworksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	95,  // 50: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
-	2,   // 51: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 52: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
-	2,   // 53: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
-	90,  // 54: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
-	24,  // 55: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
-	2,   // 56: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
-	96,  // 57: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
-	97,  // 58: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
-	81,  // 59: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
-	88,  // 60: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
-	86,  // 61: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
-	87,  // 62: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
-	85,  // 63: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
-	85,  // 64: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
-	74,  // 65: jaco.api.Event.changes:type_name -> jaco.api.EventChange
-	85,  // 66: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
-	73,  // 67: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
-	75,  // 68: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
-	98,  // 69: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
-	85,  // 70: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
-	98,  // 71: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
-	90,  // 72: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
-	78,  // 73: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
-	85,  // 74: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
-	85,  // 75: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
-	3,   // 76: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
-	5,   // 77: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
-	7,   // 78: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
-	11,  // 79: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
-	13,  // 80: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
-	17,  // 81: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
-	15,  // 82: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
-	20,  // 83: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
-	22,  // 84: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
-	25,  // 85: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
-	27,  // 86: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
-	29,  // 87: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
-	70,  // 88: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
-	31,  // 89: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
-	33,  // 90: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
-	35,  // 91: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
-	62,  // 92: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
-	37,  // 93: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
-	43,  // 94: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
-	39,  // 95: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
-	41,  // 96: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
-	45,  // 97: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
-	51,  // 98: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
-	47,  // 99: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
-	49,  // 100: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
-	53,  // 101: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
-	60,  // 102: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
-	55,  // 103: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
-	58,  // 104: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
-	64,  // 105: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
-	66,  // 106: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
-	68,  // 107: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
-	77,  // 108: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
-	72,  // 109: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
-	80,  // 110: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
-	4,   // 111: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
-	6,   // 112: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
-	9,   // 113: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
-	12,  // 114: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
-	14,  // 115: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
-	19,  // 116: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
-	16,  // 117: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
-	21,  // 118: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
-	23,  // 119: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
-	26,  // 120: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
-	28,  // 121: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
-	30,  // 122: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
-	71,  // 123: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
-	32,  // 124: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
-	34,  // 125: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
-	36,  // 126: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
-	63,  // 127: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
-	38,  // 128: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
-	44,  // 129: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
-	40,  // 130: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
-	42,  // 131: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
-	46,  // 132: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
-	52,  // 133: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
-	48,  // 134: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
-	50,  // 135: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
-	54,  // 136: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
-	61,  // 137: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
-	56,  // 138: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
-	59,  // 139: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
-	65,  // 140: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
-	67,  // 141: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
-	69,  // 142: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
-	79,  // 143: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
-	76,  // 144: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
-	99,  // 145: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
-	111, // [111:146] is the sub-list for method output_type
-	76,  // [76:111] is the sub-list for method input_type
-	76,  // [76:76] is the sub-list for extension type_name
-	76,  // [76:76] is the sub-list for extension extendee
-	0,   // [0:76] is the sub-list for field type_name
+	103, // 50: jaco.api.ListNetworksResponse.networks:type_name -> jaco.api.Network
+	104, // 51: jaco.api.CreateVolumeRequest.spec:type_name -> jaco.api.VolumeSpec
+	105, // 52: jaco.api.CreateVolumeResponse.volume:type_name -> jaco.api.Volume
+	2,   // 53: jaco.api.GetVolumeRequest.consistency:type_name -> jaco.api.ReadConsistency
+	105, // 54: jaco.api.GetVolumeResponse.volume:type_name -> jaco.api.Volume
+	2,   // 55: jaco.api.ListVolumesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	105, // 56: jaco.api.ListVolumesResponse.volumes:type_name -> jaco.api.Volume
+	2,   // 57: jaco.api.GetServiceRequest.consistency:type_name -> jaco.api.ReadConsistency
+	98,  // 58: jaco.api.GetServiceResponse.service:type_name -> jaco.api.Service
+	2,   // 59: jaco.api.ListServicesRequest.consistency:type_name -> jaco.api.ReadConsistency
+	98,  // 60: jaco.api.ListServicesResponse.services:type_name -> jaco.api.Service
+	24,  // 61: jaco.api.ListServicesResponse.counts:type_name -> jaco.api.ReplicaCount
+	2,   // 62: jaco.api.ListTasksRequest.consistency:type_name -> jaco.api.ReadConsistency
+	106, // 63: jaco.api.ListTasksResponse.tasks:type_name -> jaco.api.Task
+	107, // 64: jaco.api.UpdateNodeRequest.availability:type_name -> jaco.api.NodeAvailability
+	89,  // 65: jaco.api.UpdateNodeRequest.set_labels:type_name -> jaco.api.UpdateNodeRequest.SetLabelsEntry
+	96,  // 66: jaco.api.UpdateNodeRequest.role:type_name -> jaco.api.NodeRole
+	94,  // 67: jaco.api.UpdateNodeRequest.drain_timeout:type_name -> google.protobuf.Duration
+	95,  // 68: jaco.api.UpdateNodeResponse.node:type_name -> jaco.api.Node
+	93,  // 69: jaco.api.WatchEventsRequest.since:type_name -> google.protobuf.Timestamp
+	93,  // 70: jaco.api.Event.time:type_name -> google.protobuf.Timestamp
+	82,  // 71: jaco.api.Event.changes:type_name -> jaco.api.EventChange
+	93,  // 72: jaco.api.EventsGap.held_since:type_name -> google.protobuf.Timestamp
+	81,  // 73: jaco.api.WatchEventsMessage.events:type_name -> jaco.api.Event
+	83,  // 74: jaco.api.WatchEventsMessage.gap:type_name -> jaco.api.EventsGap
+	108, // 75: jaco.api.SlotProgress.state:type_name -> jaco.api.TaskState
+	93,  // 76: jaco.api.SlotProgress.running_since:type_name -> google.protobuf.Timestamp
+	108, // 77: jaco.api.SlotProgress.desired_state:type_name -> jaco.api.TaskState
+	98,  // 78: jaco.api.WatchServiceMessage.service:type_name -> jaco.api.Service
+	86,  // 79: jaco.api.WatchServiceMessage.slots:type_name -> jaco.api.SlotProgress
+	93,  // 80: jaco.api.WatchServiceMessage.settled_running_since:type_name -> google.protobuf.Timestamp
+	93,  // 81: jaco.api.ServiceLogsRequest.since:type_name -> google.protobuf.Timestamp
+	3,   // 82: jaco.api.ClusterService.Init:input_type -> jaco.api.InitClusterRequest
+	5,   // 83: jaco.api.ClusterService.Join:input_type -> jaco.api.JoinClusterRequest
+	7,   // 84: jaco.api.ClusterService.Status:input_type -> jaco.api.ClusterStatusRequest
+	11,  // 85: jaco.api.NodeService.Unlock:input_type -> jaco.api.UnlockNodeRequest
+	13,  // 86: jaco.api.NodeService.DashboardLogin:input_type -> jaco.api.DashboardLoginRequest
+	17,  // 87: jaco.api.ControlService.UpdateCluster:input_type -> jaco.api.UpdateClusterRequest
+	15,  // 88: jaco.api.ControlService.RotateCA:input_type -> jaco.api.RotateCARequest
+	20,  // 89: jaco.api.ControlService.GetUnlockKey:input_type -> jaco.api.GetUnlockKeyRequest
+	22,  // 90: jaco.api.ControlService.ListNodes:input_type -> jaco.api.ListNodesRequest
+	25,  // 91: jaco.api.ControlService.GetNode:input_type -> jaco.api.GetNodeRequest
+	27,  // 92: jaco.api.ControlService.IssueJoinToken:input_type -> jaco.api.IssueJoinTokenRequest
+	29,  // 93: jaco.api.ControlService.RemoveNode:input_type -> jaco.api.RemoveNodeRequest
+	78,  // 94: jaco.api.ControlService.UpdateNode:input_type -> jaco.api.UpdateNodeRequest
+	31,  // 95: jaco.api.ControlService.CreateService:input_type -> jaco.api.CreateServiceRequest
+	33,  // 96: jaco.api.ControlService.UpdateService:input_type -> jaco.api.UpdateServiceRequest
+	109, // 97: jaco.api.ControlService.DeployStack:input_type -> jaco.api.DeployStackRequest
+	35,  // 98: jaco.api.ControlService.RebalanceService:input_type -> jaco.api.RebalanceServiceRequest
+	70,  // 99: jaco.api.ControlService.RemoveService:input_type -> jaco.api.RemoveServiceRequest
+	37,  // 100: jaco.api.ControlService.CreateSecret:input_type -> jaco.api.CreateSecretRequest
+	43,  // 101: jaco.api.ControlService.RemoveSecret:input_type -> jaco.api.RemoveSecretRequest
+	39,  // 102: jaco.api.ControlService.GetSecret:input_type -> jaco.api.GetSecretRequest
+	41,  // 103: jaco.api.ControlService.ListSecrets:input_type -> jaco.api.ListSecretsRequest
+	45,  // 104: jaco.api.ControlService.CreateConfig:input_type -> jaco.api.CreateConfigRequest
+	51,  // 105: jaco.api.ControlService.RemoveConfig:input_type -> jaco.api.RemoveConfigRequest
+	47,  // 106: jaco.api.ControlService.GetConfig:input_type -> jaco.api.GetConfigRequest
+	49,  // 107: jaco.api.ControlService.ListConfigs:input_type -> jaco.api.ListConfigsRequest
+	53,  // 108: jaco.api.ControlService.CreateNetwork:input_type -> jaco.api.CreateNetworkRequest
+	60,  // 109: jaco.api.ControlService.RemoveNetwork:input_type -> jaco.api.RemoveNetworkRequest
+	55,  // 110: jaco.api.ControlService.GetNetwork:input_type -> jaco.api.GetNetworkRequest
+	58,  // 111: jaco.api.ControlService.ListNetworks:input_type -> jaco.api.ListNetworksRequest
+	62,  // 112: jaco.api.ControlService.CreateVolume:input_type -> jaco.api.CreateVolumeRequest
+	68,  // 113: jaco.api.ControlService.RemoveVolume:input_type -> jaco.api.RemoveVolumeRequest
+	64,  // 114: jaco.api.ControlService.GetVolume:input_type -> jaco.api.GetVolumeRequest
+	66,  // 115: jaco.api.ControlService.ListVolumes:input_type -> jaco.api.ListVolumesRequest
+	72,  // 116: jaco.api.ControlService.GetService:input_type -> jaco.api.GetServiceRequest
+	74,  // 117: jaco.api.ControlService.ListServices:input_type -> jaco.api.ListServicesRequest
+	76,  // 118: jaco.api.ControlService.ListTasks:input_type -> jaco.api.ListTasksRequest
+	85,  // 119: jaco.api.ControlService.WatchService:input_type -> jaco.api.WatchServiceRequest
+	80,  // 120: jaco.api.ControlService.WatchEvents:input_type -> jaco.api.WatchEventsRequest
+	88,  // 121: jaco.api.ControlService.ServiceLogs:input_type -> jaco.api.ServiceLogsRequest
+	4,   // 122: jaco.api.ClusterService.Init:output_type -> jaco.api.InitClusterResponse
+	6,   // 123: jaco.api.ClusterService.Join:output_type -> jaco.api.JoinClusterResponse
+	9,   // 124: jaco.api.ClusterService.Status:output_type -> jaco.api.ClusterStatusResponse
+	12,  // 125: jaco.api.NodeService.Unlock:output_type -> jaco.api.UnlockNodeResponse
+	14,  // 126: jaco.api.NodeService.DashboardLogin:output_type -> jaco.api.DashboardLoginResponse
+	19,  // 127: jaco.api.ControlService.UpdateCluster:output_type -> jaco.api.UpdateClusterResponse
+	16,  // 128: jaco.api.ControlService.RotateCA:output_type -> jaco.api.RotateCAResponse
+	21,  // 129: jaco.api.ControlService.GetUnlockKey:output_type -> jaco.api.GetUnlockKeyResponse
+	23,  // 130: jaco.api.ControlService.ListNodes:output_type -> jaco.api.ListNodesResponse
+	26,  // 131: jaco.api.ControlService.GetNode:output_type -> jaco.api.GetNodeResponse
+	28,  // 132: jaco.api.ControlService.IssueJoinToken:output_type -> jaco.api.IssueJoinTokenResponse
+	30,  // 133: jaco.api.ControlService.RemoveNode:output_type -> jaco.api.RemoveNodeResponse
+	79,  // 134: jaco.api.ControlService.UpdateNode:output_type -> jaco.api.UpdateNodeResponse
+	32,  // 135: jaco.api.ControlService.CreateService:output_type -> jaco.api.CreateServiceResponse
+	34,  // 136: jaco.api.ControlService.UpdateService:output_type -> jaco.api.UpdateServiceResponse
+	110, // 137: jaco.api.ControlService.DeployStack:output_type -> jaco.api.DeployStackResponse
+	36,  // 138: jaco.api.ControlService.RebalanceService:output_type -> jaco.api.RebalanceServiceResponse
+	71,  // 139: jaco.api.ControlService.RemoveService:output_type -> jaco.api.RemoveServiceResponse
+	38,  // 140: jaco.api.ControlService.CreateSecret:output_type -> jaco.api.CreateSecretResponse
+	44,  // 141: jaco.api.ControlService.RemoveSecret:output_type -> jaco.api.RemoveSecretResponse
+	40,  // 142: jaco.api.ControlService.GetSecret:output_type -> jaco.api.GetSecretResponse
+	42,  // 143: jaco.api.ControlService.ListSecrets:output_type -> jaco.api.ListSecretsResponse
+	46,  // 144: jaco.api.ControlService.CreateConfig:output_type -> jaco.api.CreateConfigResponse
+	52,  // 145: jaco.api.ControlService.RemoveConfig:output_type -> jaco.api.RemoveConfigResponse
+	48,  // 146: jaco.api.ControlService.GetConfig:output_type -> jaco.api.GetConfigResponse
+	50,  // 147: jaco.api.ControlService.ListConfigs:output_type -> jaco.api.ListConfigsResponse
+	54,  // 148: jaco.api.ControlService.CreateNetwork:output_type -> jaco.api.CreateNetworkResponse
+	61,  // 149: jaco.api.ControlService.RemoveNetwork:output_type -> jaco.api.RemoveNetworkResponse
+	56,  // 150: jaco.api.ControlService.GetNetwork:output_type -> jaco.api.GetNetworkResponse
+	59,  // 151: jaco.api.ControlService.ListNetworks:output_type -> jaco.api.ListNetworksResponse
+	63,  // 152: jaco.api.ControlService.CreateVolume:output_type -> jaco.api.CreateVolumeResponse
+	69,  // 153: jaco.api.ControlService.RemoveVolume:output_type -> jaco.api.RemoveVolumeResponse
+	65,  // 154: jaco.api.ControlService.GetVolume:output_type -> jaco.api.GetVolumeResponse
+	67,  // 155: jaco.api.ControlService.ListVolumes:output_type -> jaco.api.ListVolumesResponse
+	73,  // 156: jaco.api.ControlService.GetService:output_type -> jaco.api.GetServiceResponse
+	75,  // 157: jaco.api.ControlService.ListServices:output_type -> jaco.api.ListServicesResponse
+	77,  // 158: jaco.api.ControlService.ListTasks:output_type -> jaco.api.ListTasksResponse
+	87,  // 159: jaco.api.ControlService.WatchService:output_type -> jaco.api.WatchServiceMessage
+	84,  // 160: jaco.api.ControlService.WatchEvents:output_type -> jaco.api.WatchEventsMessage
+	111, // 161: jaco.api.ControlService.ServiceLogs:output_type -> jaco.api.LogsMessage
+	122, // [122:162] is the sub-list for method output_type
+	82,  // [82:122] is the sub-list for method input_type
+	82,  // [82:82] is the sub-list for extension type_name
+	82,  // [82:82] is the sub-list for extension extendee
+	0,   // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_api_control_proto_init() }
@@ -5481,15 +5969,16 @@ func file_api_control_proto_init() {
 	file_api_agent_proto_init()
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
+	file_api_stack_proto_init()
 	file_api_control_proto_msgTypes[14].OneofWrappers = []any{}
-	file_api_control_proto_msgTypes[67].OneofWrappers = []any{}
+	file_api_control_proto_msgTypes[75].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_control_proto_rawDesc), len(file_api_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   79,
+			NumMessages:   87,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

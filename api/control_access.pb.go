@@ -83,6 +83,11 @@ func init() {
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,
 		},
+		"/jaco.api.ControlService/DeployStack": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
 		"/jaco.api.ControlService/RebalanceService": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
@@ -149,6 +154,26 @@ func init() {
 			Unauthenticated: true,
 		},
 		"/jaco.api.ControlService/ListNetworks": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/CreateVolume": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/RemoveVolume": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/GetVolume": {
+			Allow:           []access.Caller{access.Local, access.Operator},
+			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
+			Unauthenticated: true,
+		},
+		"/jaco.api.ControlService/ListVolumes": {
 			Allow:           []access.Caller{access.Local, access.Operator},
 			Refusal:         "this call needs the operator token (JACO_TOKEN) or the local socket",
 			Unauthenticated: true,

@@ -377,6 +377,7 @@ const (
 	ControlService_UpdateNode_FullMethodName       = "/jaco.api.ControlService/UpdateNode"
 	ControlService_CreateService_FullMethodName    = "/jaco.api.ControlService/CreateService"
 	ControlService_UpdateService_FullMethodName    = "/jaco.api.ControlService/UpdateService"
+	ControlService_DeployStack_FullMethodName      = "/jaco.api.ControlService/DeployStack"
 	ControlService_RebalanceService_FullMethodName = "/jaco.api.ControlService/RebalanceService"
 	ControlService_RemoveService_FullMethodName    = "/jaco.api.ControlService/RemoveService"
 	ControlService_CreateSecret_FullMethodName     = "/jaco.api.ControlService/CreateSecret"
@@ -391,6 +392,10 @@ const (
 	ControlService_RemoveNetwork_FullMethodName    = "/jaco.api.ControlService/RemoveNetwork"
 	ControlService_GetNetwork_FullMethodName       = "/jaco.api.ControlService/GetNetwork"
 	ControlService_ListNetworks_FullMethodName     = "/jaco.api.ControlService/ListNetworks"
+	ControlService_CreateVolume_FullMethodName     = "/jaco.api.ControlService/CreateVolume"
+	ControlService_RemoveVolume_FullMethodName     = "/jaco.api.ControlService/RemoveVolume"
+	ControlService_GetVolume_FullMethodName        = "/jaco.api.ControlService/GetVolume"
+	ControlService_ListVolumes_FullMethodName      = "/jaco.api.ControlService/ListVolumes"
 	ControlService_GetService_FullMethodName       = "/jaco.api.ControlService/GetService"
 	ControlService_ListServices_FullMethodName     = "/jaco.api.ControlService/ListServices"
 	ControlService_ListTasks_FullMethodName        = "/jaco.api.ControlService/ListTasks"
@@ -416,6 +421,10 @@ type ControlServiceClient interface {
 	UpdateNode(ctx context.Context, in *UpdateNodeRequest, opts ...grpc.CallOption) (*UpdateNodeResponse, error)
 	CreateService(ctx context.Context, in *CreateServiceRequest, opts ...grpc.CallOption) (*CreateServiceResponse, error)
 	UpdateService(ctx context.Context, in *UpdateServiceRequest, opts ...grpc.CallOption) (*UpdateServiceResponse, error)
+	// DeployStack creates and updates a stack's networks, secrets, configs,
+	// volumes and services, and removes those it prunes, in one write:
+	// every part or none (docs/adr/0062-atomic-stack-deploy.md).
+	DeployStack(ctx context.Context, in *DeployStackRequest, opts ...grpc.CallOption) (*DeployStackResponse, error)
 	RebalanceService(ctx context.Context, in *RebalanceServiceRequest, opts ...grpc.CallOption) (*RebalanceServiceResponse, error)
 	RemoveService(ctx context.Context, in *RemoveServiceRequest, opts ...grpc.CallOption) (*RemoveServiceResponse, error)
 	CreateSecret(ctx context.Context, in *CreateSecretRequest, opts ...grpc.CallOption) (*CreateSecretResponse, error)
@@ -430,6 +439,10 @@ type ControlServiceClient interface {
 	RemoveNetwork(ctx context.Context, in *RemoveNetworkRequest, opts ...grpc.CallOption) (*RemoveNetworkResponse, error)
 	GetNetwork(ctx context.Context, in *GetNetworkRequest, opts ...grpc.CallOption) (*GetNetworkResponse, error)
 	ListNetworks(ctx context.Context, in *ListNetworksRequest, opts ...grpc.CallOption) (*ListNetworksResponse, error)
+	CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error)
+	RemoveVolume(ctx context.Context, in *RemoveVolumeRequest, opts ...grpc.CallOption) (*RemoveVolumeResponse, error)
+	GetVolume(ctx context.Context, in *GetVolumeRequest, opts ...grpc.CallOption) (*GetVolumeResponse, error)
+	ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error)
 	GetService(ctx context.Context, in *GetServiceRequest, opts ...grpc.CallOption) (*GetServiceResponse, error)
 	ListServices(ctx context.Context, in *ListServicesRequest, opts ...grpc.CallOption) (*ListServicesResponse, error)
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
@@ -548,6 +561,16 @@ func (c *controlServiceClient) UpdateService(ctx context.Context, in *UpdateServ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UpdateServiceResponse)
 	err := c.cc.Invoke(ctx, ControlService_UpdateService_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) DeployStack(ctx context.Context, in *DeployStackRequest, opts ...grpc.CallOption) (*DeployStackResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeployStackResponse)
+	err := c.cc.Invoke(ctx, ControlService_DeployStack_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -694,6 +717,46 @@ func (c *controlServiceClient) ListNetworks(ctx context.Context, in *ListNetwork
 	return out, nil
 }
 
+func (c *controlServiceClient) CreateVolume(ctx context.Context, in *CreateVolumeRequest, opts ...grpc.CallOption) (*CreateVolumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateVolumeResponse)
+	err := c.cc.Invoke(ctx, ControlService_CreateVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) RemoveVolume(ctx context.Context, in *RemoveVolumeRequest, opts ...grpc.CallOption) (*RemoveVolumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveVolumeResponse)
+	err := c.cc.Invoke(ctx, ControlService_RemoveVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) GetVolume(ctx context.Context, in *GetVolumeRequest, opts ...grpc.CallOption) (*GetVolumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetVolumeResponse)
+	err := c.cc.Invoke(ctx, ControlService_GetVolume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlServiceClient) ListVolumes(ctx context.Context, in *ListVolumesRequest, opts ...grpc.CallOption) (*ListVolumesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListVolumesResponse)
+	err := c.cc.Invoke(ctx, ControlService_ListVolumes_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *controlServiceClient) GetService(ctx context.Context, in *GetServiceRequest, opts ...grpc.CallOption) (*GetServiceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetServiceResponse)
@@ -798,6 +861,10 @@ type ControlServiceServer interface {
 	UpdateNode(context.Context, *UpdateNodeRequest) (*UpdateNodeResponse, error)
 	CreateService(context.Context, *CreateServiceRequest) (*CreateServiceResponse, error)
 	UpdateService(context.Context, *UpdateServiceRequest) (*UpdateServiceResponse, error)
+	// DeployStack creates and updates a stack's networks, secrets, configs,
+	// volumes and services, and removes those it prunes, in one write:
+	// every part or none (docs/adr/0062-atomic-stack-deploy.md).
+	DeployStack(context.Context, *DeployStackRequest) (*DeployStackResponse, error)
 	RebalanceService(context.Context, *RebalanceServiceRequest) (*RebalanceServiceResponse, error)
 	RemoveService(context.Context, *RemoveServiceRequest) (*RemoveServiceResponse, error)
 	CreateSecret(context.Context, *CreateSecretRequest) (*CreateSecretResponse, error)
@@ -812,6 +879,10 @@ type ControlServiceServer interface {
 	RemoveNetwork(context.Context, *RemoveNetworkRequest) (*RemoveNetworkResponse, error)
 	GetNetwork(context.Context, *GetNetworkRequest) (*GetNetworkResponse, error)
 	ListNetworks(context.Context, *ListNetworksRequest) (*ListNetworksResponse, error)
+	CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error)
+	RemoveVolume(context.Context, *RemoveVolumeRequest) (*RemoveVolumeResponse, error)
+	GetVolume(context.Context, *GetVolumeRequest) (*GetVolumeResponse, error)
+	ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error)
 	GetService(context.Context, *GetServiceRequest) (*GetServiceResponse, error)
 	ListServices(context.Context, *ListServicesRequest) (*ListServicesResponse, error)
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
@@ -866,6 +937,9 @@ func (UnimplementedControlServiceServer) CreateService(context.Context, *CreateS
 func (UnimplementedControlServiceServer) UpdateService(context.Context, *UpdateServiceRequest) (*UpdateServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateService not implemented")
 }
+func (UnimplementedControlServiceServer) DeployStack(context.Context, *DeployStackRequest) (*DeployStackResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeployStack not implemented")
+}
 func (UnimplementedControlServiceServer) RebalanceService(context.Context, *RebalanceServiceRequest) (*RebalanceServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RebalanceService not implemented")
 }
@@ -907,6 +981,18 @@ func (UnimplementedControlServiceServer) GetNetwork(context.Context, *GetNetwork
 }
 func (UnimplementedControlServiceServer) ListNetworks(context.Context, *ListNetworksRequest) (*ListNetworksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListNetworks not implemented")
+}
+func (UnimplementedControlServiceServer) CreateVolume(context.Context, *CreateVolumeRequest) (*CreateVolumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateVolume not implemented")
+}
+func (UnimplementedControlServiceServer) RemoveVolume(context.Context, *RemoveVolumeRequest) (*RemoveVolumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveVolume not implemented")
+}
+func (UnimplementedControlServiceServer) GetVolume(context.Context, *GetVolumeRequest) (*GetVolumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetVolume not implemented")
+}
+func (UnimplementedControlServiceServer) ListVolumes(context.Context, *ListVolumesRequest) (*ListVolumesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListVolumes not implemented")
 }
 func (UnimplementedControlServiceServer) GetService(context.Context, *GetServiceRequest) (*GetServiceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetService not implemented")
@@ -1123,6 +1209,24 @@ func _ControlService_UpdateService_Handler(srv interface{}, ctx context.Context,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControlServiceServer).UpdateService(ctx, req.(*UpdateServiceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_DeployStack_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeployStackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).DeployStack(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_DeployStack_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).DeployStack(ctx, req.(*DeployStackRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1379,6 +1483,78 @@ func _ControlService_ListNetworks_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControlService_CreateVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateVolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).CreateVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_CreateVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).CreateVolume(ctx, req.(*CreateVolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_RemoveVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveVolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).RemoveVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_RemoveVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).RemoveVolume(ctx, req.(*RemoveVolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_GetVolume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetVolumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).GetVolume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_GetVolume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).GetVolume(ctx, req.(*GetVolumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControlService_ListVolumes_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListVolumesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServiceServer).ListVolumes(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControlService_ListVolumes_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServiceServer).ListVolumes(ctx, req.(*ListVolumesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ControlService_GetService_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetServiceRequest)
 	if err := dec(in); err != nil {
@@ -1514,6 +1690,10 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ControlService_UpdateService_Handler,
 		},
 		{
+			MethodName: "DeployStack",
+			Handler:    _ControlService_DeployStack_Handler,
+		},
+		{
 			MethodName: "RebalanceService",
 			Handler:    _ControlService_RebalanceService_Handler,
 		},
@@ -1568,6 +1748,22 @@ var ControlService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListNetworks",
 			Handler:    _ControlService_ListNetworks_Handler,
+		},
+		{
+			MethodName: "CreateVolume",
+			Handler:    _ControlService_CreateVolume_Handler,
+		},
+		{
+			MethodName: "RemoveVolume",
+			Handler:    _ControlService_RemoveVolume_Handler,
+		},
+		{
+			MethodName: "GetVolume",
+			Handler:    _ControlService_GetVolume_Handler,
+		},
+		{
+			MethodName: "ListVolumes",
+			Handler:    _ControlService_ListVolumes_Handler,
 		},
 		{
 			MethodName: "GetService",

@@ -128,6 +128,17 @@ func (p *raftProxyControlServiceServer) UpdateService(ctx context.Context, r *Up
 	return NewControlServiceClient(conn).UpdateService(ctx, r)
 }
 
+func (p *raftProxyControlServiceServer) DeployStack(ctx context.Context, r *DeployStackRequest) (*DeployStackResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.DeployStack(ctx, r)
+	}
+	return NewControlServiceClient(conn).DeployStack(ctx, r)
+}
+
 func (p *raftProxyControlServiceServer) RebalanceService(ctx context.Context, r *RebalanceServiceRequest) (*RebalanceServiceResponse, error) {
 	conn, ctx, err := p.router.Route(ctx)
 	if err != nil {
@@ -256,6 +267,42 @@ func (p *raftProxyControlServiceServer) ListNetworks(ctx context.Context, r *Lis
 		return nil, err
 	}
 	return p.local.ListNetworks(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) CreateVolume(ctx context.Context, r *CreateVolumeRequest) (*CreateVolumeResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.CreateVolume(ctx, r)
+	}
+	return NewControlServiceClient(conn).CreateVolume(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) RemoveVolume(ctx context.Context, r *RemoveVolumeRequest) (*RemoveVolumeResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.RemoveVolume(ctx, r)
+	}
+	return NewControlServiceClient(conn).RemoveVolume(ctx, r)
+}
+
+func (p *raftProxyControlServiceServer) GetVolume(ctx context.Context, r *GetVolumeRequest) (*GetVolumeResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.GetVolume(ctx, r) // local_read: never forwarded
+}
+
+func (p *raftProxyControlServiceServer) ListVolumes(ctx context.Context, r *ListVolumesRequest) (*ListVolumesResponse, error) {
+	if err := p.router.LocalRead(ctx, r); err != nil {
+		return nil, err
+	}
+	return p.local.ListVolumes(ctx, r) // local_read: never forwarded
 }
 
 func (p *raftProxyControlServiceServer) GetService(ctx context.Context, r *GetServiceRequest) (*GetServiceResponse, error) {

@@ -27,3 +27,23 @@ func DownGraceOf(c *Cluster) time.Duration {
 	}
 	return DefaultDownGrace
 }
+
+// Stop ladder defaults (docs/design.md §9).
+const (
+	DefaultStopGracePeriod  = 2 * time.Minute
+	DefaultAbortGracePeriod = 30 * time.Second
+)
+
+// StopGracePeriods returns the spec's stop and abort grace periods with
+// the defaults filled in: what the runtimes wait, and what a client
+// waiting for a replica to stop must allow.
+func StopGracePeriods(spec *ServiceSpec) (stop, abort time.Duration) {
+	stop, abort = DefaultStopGracePeriod, DefaultAbortGracePeriod
+	if d := spec.GetStopGracePeriod(); d != nil {
+		stop = d.AsDuration()
+	}
+	if d := spec.GetAbortGracePeriod(); d != nil {
+		abort = d.AsDuration()
+	}
+	return stop, abort
+}

@@ -295,6 +295,13 @@ const (
 	ServiceMode_SERVICE_MODE_REPLICATED ServiceMode = 0
 	// GLOBAL: one replica on every eligible node.
 	ServiceMode_SERVICE_MODE_GLOBAL ServiceMode = 1
+	// REPLICATED_JOB: replicas run to completion instead of being kept
+	// running: `replicas` completions, at most max_concurrent at once
+	// (docs/adr/0060-jobs.md).
+	ServiceMode_SERVICE_MODE_REPLICATED_JOB ServiceMode = 2
+	// GLOBAL_JOB: one completion on every eligible node, nodes that become
+	// eligible later included (docs/adr/0060-jobs.md).
+	ServiceMode_SERVICE_MODE_GLOBAL_JOB ServiceMode = 3
 )
 
 // Enum value maps for ServiceMode.
@@ -302,10 +309,14 @@ var (
 	ServiceMode_name = map[int32]string{
 		0: "SERVICE_MODE_REPLICATED",
 		1: "SERVICE_MODE_GLOBAL",
+		2: "SERVICE_MODE_REPLICATED_JOB",
+		3: "SERVICE_MODE_GLOBAL_JOB",
 	}
 	ServiceMode_value = map[string]int32{
-		"SERVICE_MODE_REPLICATED": 0,
-		"SERVICE_MODE_GLOBAL":     1,
+		"SERVICE_MODE_REPLICATED":     0,
+		"SERVICE_MODE_GLOBAL":         1,
+		"SERVICE_MODE_REPLICATED_JOB": 2,
+		"SERVICE_MODE_GLOBAL_JOB":     3,
 	}
 )
 
@@ -346,6 +357,11 @@ const (
 	// TMPFS: a fresh file system in memory, private to the replica and gone
 	// with it; no source.
 	MountType_MOUNT_TYPE_TMPFS MountType = 2
+	// VOLUME: a cluster volume (source, its name), kept on the node it
+	// lives on and bound to every replica naming it; with no source, an
+	// anonymous volume, a directory of the replica's own gone with it
+	// (docs/adr/0061-volumes.md).
+	MountType_MOUNT_TYPE_VOLUME MountType = 3
 )
 
 // Enum value maps for MountType.
@@ -354,11 +370,13 @@ var (
 		0: "MOUNT_TYPE_UNSPECIFIED",
 		1: "MOUNT_TYPE_BIND",
 		2: "MOUNT_TYPE_TMPFS",
+		3: "MOUNT_TYPE_VOLUME",
 	}
 	MountType_value = map[string]int32{
 		"MOUNT_TYPE_UNSPECIFIED": 0,
 		"MOUNT_TYPE_BIND":        1,
 		"MOUNT_TYPE_TMPFS":       2,
+		"MOUNT_TYPE_VOLUME":      3,
 	}
 )
 
@@ -2087,8 +2105,13 @@ type Node struct {
 	// was issued by: a CA rotation's progress (docs/adr/0041).
 	TrustFingerprint  string `protobuf:"bytes,40,opt,name=trust_fingerprint,json=trustFingerprint,proto3" json:"trust_fingerprint,omitempty"`
 	CertCaFingerprint string `protobuf:"bytes,41,opt,name=cert_ca_fingerprint,json=certCaFingerprint,proto3" json:"cert_ca_fingerprint,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// removed_volumes are the latest volumes removed (jaco volume rm) that
+	// lived on this node, newest last, at most api.MaxRemovedVolumes: the
+	// agent deletes each one's directory when it holds that volume's id
+	// (docs/adr/0061-volumes.md).
+	RemovedVolumes []*VolumeRef `protobuf:"bytes,42,rep,name=removed_volumes,json=removedVolumes,proto3" json:"removed_volumes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
@@ -2226,6 +2249,13 @@ func (x *Node) GetCertCaFingerprint() string {
 	return ""
 }
 
+func (x *Node) GetRemovedVolumes() []*VolumeRef {
+	if x != nil {
+		return x.RemovedVolumes
+	}
+	return nil
+}
+
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// source is a path on the node (bind); target the path in the replica.
@@ -2240,8 +2270,21 @@ type Mount struct {
 	// create_host_path: a bind's missing source is made as a directory
 	// (compose's bind.create_host_path); otherwise the replica fails.
 	CreateHostPath bool `protobuf:"varint,7,opt,name=create_host_path,json=createHostPath,proto3" json:"create_host_path,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// volume_options are a volume mount's driver options (Docker's
+	// volume-opt: type, device, o): those of the volume the manager creates
+	// when the named one does not exist. The manager fills them with the
+	// volume's own when the spec is accepted, so the agent needs no other
+	// source for them.
+	VolumeOptions map[string]string `protobuf:"bytes,8,rep,name=volume_options,json=volumeOptions,proto3" json:"volume_options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// volume_id is the named volume's id, filled in by the manager when the
+	// spec is accepted (as a file reference's id).
+	VolumeId string `protobuf:"bytes,9,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	// volume_no_copy: a volume mount's volume is not filled with what the
+	// image holds at target when it is empty (Docker's volume-nocopy;
+	// docs/adr/0061-volumes.md, copy-up). Unset, it is, as Docker does.
+	VolumeNoCopy  bool `protobuf:"varint,10,opt,name=volume_no_copy,json=volumeNoCopy,proto3" json:"volume_no_copy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Mount) Reset() {
@@ -2319,6 +2362,27 @@ func (x *Mount) GetTmpfsMode() uint32 {
 func (x *Mount) GetCreateHostPath() bool {
 	if x != nil {
 		return x.CreateHostPath
+	}
+	return false
+}
+
+func (x *Mount) GetVolumeOptions() map[string]string {
+	if x != nil {
+		return x.VolumeOptions
+	}
+	return nil
+}
+
+func (x *Mount) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *Mount) GetVolumeNoCopy() bool {
+	if x != nil {
+		return x.VolumeNoCopy
 	}
 	return false
 }
@@ -3070,7 +3134,12 @@ type ServiceSpec struct {
 	DnsSearch  []string `protobuf:"bytes,42,rep,name=dns_search,json=dnsSearch,proto3" json:"dns_search,omitempty"`
 	DnsOptions []string `protobuf:"bytes,43,rep,name=dns_options,json=dnsOptions,proto3" json:"dns_options,omitempty"`
 	// shm_size_bytes is /dev/shm's size (0: 64 MiB, as Docker).
-	ShmSizeBytes  int64 `protobuf:"varint,44,opt,name=shm_size_bytes,json=shmSizeBytes,proto3" json:"shm_size_bytes,omitempty"`
+	ShmSizeBytes int64 `protobuf:"varint,44,opt,name=shm_size_bytes,json=shmSizeBytes,proto3" json:"shm_size_bytes,omitempty"`
+	// max_concurrent bounds how many replicas of a replicated job run at
+	// once, so a job of many completions need not take the whole cluster
+	// (0: replicas, all at once, as `docker service create` defaults it).
+	// Replicated jobs only (docs/adr/0060-jobs.md).
+	MaxConcurrent uint64 `protobuf:"varint,45,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3409,6 +3478,13 @@ func (x *ServiceSpec) GetDnsOptions() []string {
 func (x *ServiceSpec) GetShmSizeBytes() int64 {
 	if x != nil {
 		return x.ShmSizeBytes
+	}
+	return 0
+}
+
+func (x *ServiceSpec) GetMaxConcurrent() uint64 {
+	if x != nil {
+		return x.MaxConcurrent
 	}
 	return 0
 }
@@ -3995,7 +4071,13 @@ type Service struct {
 	VirtualIps []*VirtualIP `protobuf:"bytes,7,rep,name=virtual_ips,json=virtualIps,proto3" json:"virtual_ips,omitempty"`
 	// rebalance is the service's latest rebalance (jaco service rebalance,
 	// docs/adr/0040); unset when it was never asked for.
-	Rebalance     *RebalanceStatus `protobuf:"bytes,8,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
+	Rebalance *RebalanceStatus `protobuf:"bytes,8,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
+	// job_status is a job's current iteration: the Control API starts a new
+	// one with every change of the spec (force_update included), so the
+	// orchestrator can tell this run's completions from the last run's
+	// without comparing specs. Unset for services that are not jobs
+	// (docs/adr/0060-jobs.md).
+	JobStatus     *JobStatus `protobuf:"bytes,9,opt,name=job_status,json=jobStatus,proto3" json:"job_status,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4086,6 +4168,71 @@ func (x *Service) GetRebalance() *RebalanceStatus {
 	return nil
 }
 
+func (x *Service) GetJobStatus() *JobStatus {
+	if x != nil {
+		return x.JobStatus
+	}
+	return nil
+}
+
+// JobStatus is where a job's runs stand.
+type JobStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// iteration counts the job's runs, from 1: tasks of an older iteration
+	// are history, and a slot completed in one does not count in the next.
+	Iteration uint64 `protobuf:"varint,1,opt,name=iteration,proto3" json:"iteration,omitempty"`
+	// last_execution is when the current iteration was asked for (the
+	// answering manager's clock): what `service inspect` shows as the
+	// job's last run.
+	LastExecution *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=last_execution,json=lastExecution,proto3" json:"last_execution,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobStatus) Reset() {
+	*x = JobStatus{}
+	mi := &file_api_objects_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobStatus) ProtoMessage() {}
+
+func (x *JobStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
+func (*JobStatus) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *JobStatus) GetIteration() uint64 {
+	if x != nil {
+		return x.Iteration
+	}
+	return 0
+}
+
+func (x *JobStatus) GetLastExecution() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastExecution
+	}
+	return nil
+}
+
 // RebalanceStatus is a service's rebalance: the fewest replicas moved so
 // that the eligible nodes hold its replicas evenly (docs/adr/0040).
 type RebalanceStatus struct {
@@ -4106,7 +4253,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4118,7 +4265,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4131,7 +4278,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -4193,7 +4340,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4205,7 +4352,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4218,7 +4365,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -4254,7 +4401,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4413,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4426,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{37}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -4335,7 +4482,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4347,7 +4494,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4360,7 +4507,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{38}
+	return file_api_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -4409,14 +4556,24 @@ type Task struct {
 	Unstable bool `protobuf:"varint,14,opt,name=unstable,proto3" json:"unstable,omitempty"`
 	// rebalance: a rebalance started this task to take over from replaces,
 	// on another node (docs/adr/0040).
-	Rebalance     bool `protobuf:"varint,15,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
+	Rebalance bool `protobuf:"varint,15,opt,name=rebalance,proto3" json:"rebalance,omitempty"`
+	// job_iteration is the iteration of its job the task runs for
+	// (Service.job_status): a completion counts for that iteration only,
+	// also after a leader change (docs/adr/0060-jobs.md).
+	JobIteration uint64 `protobuf:"varint,16,opt,name=job_iteration,json=jobIteration,proto3" json:"job_iteration,omitempty"`
+	// volumes are the per-slot volumes the scheduler resolved for this
+	// replica when it assigned it: one for each volume mount whose source
+	// is a template (db-{{.Task.Slot}}). The spec keeps the template, as
+	// the service's does, so the replica never looks outdated for it
+	// (docs/adr/0061-volumes.md).
+	Volumes       []*TaskVolume `protobuf:"bytes,17,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4428,7 +4585,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4441,7 +4598,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{39}
+	return file_api_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Task) GetId() string {
@@ -4549,6 +4706,92 @@ func (x *Task) GetRebalance() bool {
 	return false
 }
 
+func (x *Task) GetJobIteration() uint64 {
+	if x != nil {
+		return x.JobIteration
+	}
+	return 0
+}
+
+func (x *Task) GetVolumes() []*TaskVolume {
+	if x != nil {
+		return x.Volumes
+	}
+	return nil
+}
+
+// TaskVolume is the volume a templated volume mount of one replica
+// mounts: the mount's source expanded for the replica's slot, and that
+// volume's id and driver options, which the agent needs to mount it.
+type TaskVolume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// target is the mount's target (unique among a spec's mounts).
+	Target        string            `protobuf:"bytes,1,opt,name=target,proto3" json:"target,omitempty"`
+	Name          string            `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Id            string            `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	Options       map[string]string `protobuf:"bytes,4,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskVolume) Reset() {
+	*x = TaskVolume{}
+	mi := &file_api_objects_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskVolume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskVolume) ProtoMessage() {}
+
+func (x *TaskVolume) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskVolume.ProtoReflect.Descriptor instead.
+func (*TaskVolume) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *TaskVolume) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *TaskVolume) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TaskVolume) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TaskVolume) GetOptions() map[string]string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
 type JoinToken struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -4564,7 +4807,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[40]
+	mi := &file_api_objects_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4576,7 +4819,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[40]
+	mi := &file_api_objects_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4589,7 +4832,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{40}
+	return file_api_objects_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *JoinToken) GetId() string {
@@ -4632,6 +4875,226 @@ func (x *JoinToken) GetConsumedAt() *timestamppb.Timestamp {
 		return x.ConsumedAt
 	}
 	return nil
+}
+
+// Volume is a named local volume: a directory on one node that outlives
+// the replicas using it. The scheduler records the node with the first
+// replica it places there and places every later replica naming it on
+// that node only (docs/adr/0061-volumes.md).
+type Volume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta  *Meta                  `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	Spec  *VolumeSpec            `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// node_id is the node the volume lives on; empty until a replica using
+	// it is placed. Written once, by the scheduler, in the write that
+	// places that replica.
+	NodeId string `protobuf:"bytes,4,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// placed_at is when node_id was recorded (the leader's clock).
+	PlacedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=placed_at,json=placedAt,proto3" json:"placed_at,omitempty"`
+	// created_by_service names the service whose spec named the volume
+	// before it existed: the manager created it then, as Docker's local
+	// driver does on first use. Empty for `jaco volume create`.
+	CreatedByService string `protobuf:"bytes,6,opt,name=created_by_service,json=createdByService,proto3" json:"created_by_service,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Volume) Reset() {
+	*x = Volume{}
+	mi := &file_api_objects_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Volume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Volume) ProtoMessage() {}
+
+func (x *Volume) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Volume.ProtoReflect.Descriptor instead.
+func (*Volume) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Volume) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Volume) GetMeta() *Meta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Volume) GetSpec() *VolumeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Volume) GetNodeId() string {
+	if x != nil {
+		return x.NodeId
+	}
+	return ""
+}
+
+func (x *Volume) GetPlacedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PlacedAt
+	}
+	return nil
+}
+
+func (x *Volume) GetCreatedByService() string {
+	if x != nil {
+		return x.CreatedByService
+	}
+	return ""
+}
+
+type VolumeSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name follows the rules of service names (no '/').
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// driver is "local", the only one.
+	Driver string `protobuf:"bytes,2,opt,name=driver,proto3" json:"driver,omitempty"`
+	// options are the local driver's, as Docker's: type (tmpfs, none),
+	// device, o. None: a plain directory on the node's disk.
+	Options       map[string]string `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Labels        map[string]string `protobuf:"bytes,4,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeSpec) Reset() {
+	*x = VolumeSpec{}
+	mi := &file_api_objects_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeSpec) ProtoMessage() {}
+
+func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
+func (*VolumeSpec) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *VolumeSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeSpec) GetDriver() string {
+	if x != nil {
+		return x.Driver
+	}
+	return ""
+}
+
+func (x *VolumeSpec) GetOptions() map[string]string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *VolumeSpec) GetLabels() map[string]string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+// VolumeRef names a volume that no longer exists.
+type VolumeRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeRef) Reset() {
+	*x = VolumeRef{}
+	mi := &file_api_objects_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeRef) ProtoMessage() {}
+
+func (x *VolumeRef) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeRef.ProtoReflect.Descriptor instead.
+func (*VolumeRef) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *VolumeRef) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *VolumeRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
 }
 
 var File_api_objects_proto protoreflect.FileDescriptor
@@ -4748,7 +5211,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
 	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
-	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xc9\x05\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\x87\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
@@ -4765,10 +5228,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x05drain\x18\f \x01(\v2\x13.jaco.api.NodeDrainR\x05drain\x12=\n" +
 	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x12+\n" +
 	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
-	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x1a9\n" +
+	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x12<\n" +
+	"\x0fremoved_volumes\x18* \x03(\v2\x13.jaco.api.VolumeRefR\x0eremovedVolumes\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xef\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x03\n" +
 	"\x05Mount\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1a\n" +
@@ -4777,7 +5241,14 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10tmpfs_size_bytes\x18\x05 \x01(\x03R\x0etmpfsSizeBytes\x12\x1d\n" +
 	"\n" +
 	"tmpfs_mode\x18\x06 \x01(\rR\ttmpfsMode\x12(\n" +
-	"\x10create_host_path\x18\a \x01(\bR\x0ecreateHostPath\"D\n" +
+	"\x10create_host_path\x18\a \x01(\bR\x0ecreateHostPath\x12I\n" +
+	"\x0evolume_options\x18\b \x03(\v2\".jaco.api.Mount.VolumeOptionsEntryR\rvolumeOptions\x12\x1b\n" +
+	"\tvolume_id\x18\t \x01(\tR\bvolumeId\x12$\n" +
+	"\x0evolume_no_copy\x18\n" +
+	" \x01(\bR\fvolumeNoCopy\x1a@\n" +
+	"\x12VolumeOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"D\n" +
 	"\x06Ulimit\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04soft\x18\x02 \x01(\x03R\x04soft\x12\x12\n" +
@@ -4823,7 +5294,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\xca\x0e\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xf1\x0e\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -4876,7 +5347,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"dns_search\x18* \x03(\tR\tdnsSearch\x12\x1f\n" +
 	"\vdns_options\x18+ \x03(\tR\n" +
 	"dnsOptions\x12$\n" +
-	"\x0eshm_size_bytes\x18, \x01(\x03R\fshmSizeBytes\x1a9\n" +
+	"\x0eshm_size_bytes\x18, \x01(\x03R\fshmSizeBytes\x12%\n" +
+	"\x0emax_concurrent\x18- \x01(\x04R\rmaxConcurrent\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
@@ -4926,7 +5398,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\rNetworkAccess\x12\x12\n" +
 	"\x04open\x18\x01 \x01(\bR\x04open\x12\x1d\n" +
 	"\n" +
-	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\xf3\x02\n" +
+	"allow_from\x18\x02 \x03(\tR\tallowFrom\"\xa7\x03\n" +
 	"\aService\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12)\n" +
@@ -4936,7 +5408,12 @@ const file_api_objects_proto_rawDesc = "" +
 	"\rupdate_status\x18\x06 \x01(\v2\x16.jaco.api.UpdateStatusR\fupdateStatus\x124\n" +
 	"\vvirtual_ips\x18\a \x03(\v2\x13.jaco.api.VirtualIPR\n" +
 	"virtualIps\x127\n" +
-	"\trebalance\x18\b \x01(\v2\x19.jaco.api.RebalanceStatusR\trebalance\"\x9f\x02\n" +
+	"\trebalance\x18\b \x01(\v2\x19.jaco.api.RebalanceStatusR\trebalance\x122\n" +
+	"\n" +
+	"job_status\x18\t \x01(\v2\x13.jaco.api.JobStatusR\tjobStatus\"l\n" +
+	"\tJobStatus\x12\x1c\n" +
+	"\titeration\x18\x01 \x01(\x04R\titeration\x12A\n" +
+	"\x0elast_execution\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\rlastExecution\"\x9f\x02\n" +
 	"\x0fRebalanceStatus\x12.\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x18.jaco.api.RebalanceStateR\x05state\x12=\n" +
 	"\frequested_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x12=\n" +
@@ -4961,7 +5438,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x0eNetworkAddress\x12\x1d\n" +
 	"\n" +
 	"network_id\x18\x01 \x01(\tR\tnetworkId\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xb1\x04\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x86\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1d\n" +
@@ -4980,7 +5457,18 @@ const file_api_objects_proto_rawDesc = "" +
 	"\breplaces\x18\f \x01(\tR\breplaces\x12?\n" +
 	"\rrunning_since\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\frunningSince\x12\x1a\n" +
 	"\bunstable\x18\x0e \x01(\bR\bunstable\x12\x1c\n" +
-	"\trebalance\x18\x0f \x01(\bR\trebalance\"\xf3\x01\n" +
+	"\trebalance\x18\x0f \x01(\bR\trebalance\x12#\n" +
+	"\rjob_iteration\x18\x10 \x01(\x04R\fjobIteration\x12.\n" +
+	"\avolumes\x18\x11 \x03(\v2\x14.jaco.api.TaskVolumeR\avolumes\"\xc1\x01\n" +
+	"\n" +
+	"TaskVolume\x12\x16\n" +
+	"\x06target\x18\x01 \x01(\tR\x06target\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12;\n" +
+	"\aoptions\x18\x04 \x03(\v2!.jaco.api.TaskVolume.OptionsEntryR\aoptions\x1a:\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf3\x01\n" +
 	"\tJoinToken\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x12\n" +
@@ -4989,7 +5477,29 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
 	"\vconsumed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"consumedAt*R\n" +
+	"consumedAt\"\xe6\x01\n" +
+	"\x06Volume\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
+	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12(\n" +
+	"\x04spec\x18\x03 \x01(\v2\x14.jaco.api.VolumeSpecR\x04spec\x12\x17\n" +
+	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x127\n" +
+	"\tplaced_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bplacedAt\x12,\n" +
+	"\x12created_by_service\x18\x06 \x01(\tR\x10createdByService\"\xa6\x02\n" +
+	"\n" +
+	"VolumeSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06driver\x18\x02 \x01(\tR\x06driver\x12;\n" +
+	"\aoptions\x18\x03 \x03(\v2!.jaco.api.VolumeSpec.OptionsEntryR\aoptions\x128\n" +
+	"\x06labels\x18\x04 \x03(\v2 .jaco.api.VolumeSpec.LabelsEntryR\x06labels\x1a:\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
+	"\tVolumeRef\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name*R\n" +
 	"\bNodeRole\x12\x19\n" +
 	"\x15NODE_ROLE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10NODE_ROLE_WORKER\x10\x01\x12\x15\n" +
@@ -5012,14 +5522,17 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x10DRAIN_STATE_NONE\x10\x00\x12\x18\n" +
 	"\x14DRAIN_STATE_DRAINING\x10\x01\x12\x17\n" +
 	"\x13DRAIN_STATE_DRAINED\x10\x02\x12\x19\n" +
-	"\x15DRAIN_STATE_TIMED_OUT\x10\x03*C\n" +
+	"\x15DRAIN_STATE_TIMED_OUT\x10\x03*\x81\x01\n" +
 	"\vServiceMode\x12\x1b\n" +
 	"\x17SERVICE_MODE_REPLICATED\x10\x00\x12\x17\n" +
-	"\x13SERVICE_MODE_GLOBAL\x10\x01*R\n" +
+	"\x13SERVICE_MODE_GLOBAL\x10\x01\x12\x1f\n" +
+	"\x1bSERVICE_MODE_REPLICATED_JOB\x10\x02\x12\x1b\n" +
+	"\x17SERVICE_MODE_GLOBAL_JOB\x10\x03*i\n" +
 	"\tMountType\x12\x1a\n" +
 	"\x16MOUNT_TYPE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fMOUNT_TYPE_BIND\x10\x01\x12\x14\n" +
-	"\x10MOUNT_TYPE_TMPFS\x10\x02*\\\n" +
+	"\x10MOUNT_TYPE_TMPFS\x10\x02\x12\x15\n" +
+	"\x11MOUNT_TYPE_VOLUME\x10\x03*\\\n" +
 	"\vPublishMode\x12\x1c\n" +
 	"\x18PUBLISH_MODE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14PUBLISH_MODE_INGRESS\x10\x01\x12\x15\n" +
@@ -5081,7 +5594,7 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 }
 
 var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 16)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -5134,127 +5647,147 @@ var file_api_objects_proto_goTypes = []any{
 	(*UpdateStatus)(nil),          // 48: jaco.api.UpdateStatus
 	(*NetworkAccess)(nil),         // 49: jaco.api.NetworkAccess
 	(*Service)(nil),               // 50: jaco.api.Service
-	(*RebalanceStatus)(nil),       // 51: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 52: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 53: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 54: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 55: jaco.api.Task
-	(*JoinToken)(nil),             // 56: jaco.api.JoinToken
-	nil,                           // 57: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 58: jaco.api.Node.LabelsEntry
-	nil,                           // 59: jaco.api.HookBundle.FilesEntry
-	nil,                           // 60: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 61: jaco.api.ServiceSpec.SysctlsEntry
-	nil,                           // 62: jaco.api.FileSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 63: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 64: google.protobuf.Duration
+	(*JobStatus)(nil),             // 51: jaco.api.JobStatus
+	(*RebalanceStatus)(nil),       // 52: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 53: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 54: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 55: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 56: jaco.api.Task
+	(*TaskVolume)(nil),            // 57: jaco.api.TaskVolume
+	(*JoinToken)(nil),             // 58: jaco.api.JoinToken
+	(*Volume)(nil),                // 59: jaco.api.Volume
+	(*VolumeSpec)(nil),            // 60: jaco.api.VolumeSpec
+	(*VolumeRef)(nil),             // 61: jaco.api.VolumeRef
+	nil,                           // 62: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 63: jaco.api.Node.LabelsEntry
+	nil,                           // 64: jaco.api.Mount.VolumeOptionsEntry
+	nil,                           // 65: jaco.api.HookBundle.FilesEntry
+	nil,                           // 66: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 67: jaco.api.ServiceSpec.SysctlsEntry
+	nil,                           // 68: jaco.api.FileSpec.LabelsEntry
+	nil,                           // 69: jaco.api.TaskVolume.OptionsEntry
+	nil,                           // 70: jaco.api.VolumeSpec.OptionsEntry
+	nil,                           // 71: jaco.api.VolumeSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 72: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 73: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	63,  // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	63,  // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	72,  // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	72,  // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
 	16,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	64,  // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
-	64,  // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	73,  // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	73,  // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
 	18,  // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
 	19,  // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
 	20,  // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
-	64,  // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
-	63,  // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
-	63,  // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	73,  // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	72,  // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	72,  // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
 	15,  // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
-	63,  // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	72,  // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
 	16,  // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
 	22,  // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	57,  // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	62,  // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
 	3,   // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	63,  // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	72,  // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
 	24,  // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
 	26,  // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
 	4,   // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	64,  // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	63,  // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	73,  // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	72,  // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
 	16,  // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
 	0,   // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
 	2,   // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	58,  // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	63,  // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
 	23,  // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
 	25,  // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
 	0,   // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
 	28,  // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
 	27,  // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	6,   // 32: jaco.api.Mount.type:type_name -> jaco.api.MountType
-	7,   // 33: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	59,  // 34: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	8,   // 35: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	64,  // 36: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	64,  // 37: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	37,  // 38: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	39,  // 39: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	40,  // 40: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	38,  // 41: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	64,  // 42: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	64,  // 43: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	64,  // 44: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,   // 45: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	33,  // 46: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	24,  // 47: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	24,  // 48: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	30,  // 49: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	32,  // 50: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	34,  // 51: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	35,  // 52: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	36,  // 53: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	64,  // 54: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	64,  // 55: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	49,  // 56: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	47,  // 57: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	47,  // 58: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	9,   // 59: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	42,  // 60: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	42,  // 61: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	60,  // 62: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	43,  // 63: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	31,  // 64: jaco.api.ServiceSpec.ulimits:type_name -> jaco.api.Ulimit
-	61,  // 65: jaco.api.ServiceSpec.sysctls:type_name -> jaco.api.ServiceSpec.SysctlsEntry
-	16,  // 66: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	46,  // 67: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	16,  // 68: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	46,  // 69: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	62,  // 70: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	64,  // 71: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	10,  // 72: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	11,  // 73: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	64,  // 74: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	12,  // 75: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	63,  // 76: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	63,  // 77: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	16,  // 78: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	41,  // 79: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	41,  // 80: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	48,  // 81: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	52,  // 82: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	51,  // 83: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	13,  // 84: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	63,  // 85: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	63,  // 86: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14,  // 87: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	63,  // 88: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	54,  // 89: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	16,  // 90: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	14,  // 91: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	53,  // 92: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	41,  // 93: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	63,  // 94: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	63,  // 95: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	16,  // 96: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,   // 97: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	63,  // 98: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	63,  // 99: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	100, // [100:100] is the sub-list for method output_type
-	100, // [100:100] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	61,  // 32: jaco.api.Node.removed_volumes:type_name -> jaco.api.VolumeRef
+	6,   // 33: jaco.api.Mount.type:type_name -> jaco.api.MountType
+	64,  // 34: jaco.api.Mount.volume_options:type_name -> jaco.api.Mount.VolumeOptionsEntry
+	7,   // 35: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	65,  // 36: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	8,   // 37: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	73,  // 38: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	73,  // 39: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	37,  // 40: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	39,  // 41: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	40,  // 42: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	38,  // 43: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	73,  // 44: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	73,  // 45: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	73,  // 46: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,   // 47: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	33,  // 48: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	24,  // 49: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	24,  // 50: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	30,  // 51: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	32,  // 52: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	34,  // 53: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	35,  // 54: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	36,  // 55: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	73,  // 56: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	73,  // 57: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	49,  // 58: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	47,  // 59: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	47,  // 60: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	9,   // 61: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	42,  // 62: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	42,  // 63: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	66,  // 64: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	43,  // 65: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	31,  // 66: jaco.api.ServiceSpec.ulimits:type_name -> jaco.api.Ulimit
+	67,  // 67: jaco.api.ServiceSpec.sysctls:type_name -> jaco.api.ServiceSpec.SysctlsEntry
+	16,  // 68: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	46,  // 69: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	16,  // 70: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	46,  // 71: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	68,  // 72: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	73,  // 73: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	10,  // 74: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	11,  // 75: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	73,  // 76: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	12,  // 77: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	72,  // 78: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	72,  // 79: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	16,  // 80: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	41,  // 81: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	41,  // 82: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	48,  // 83: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	53,  // 84: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	52,  // 85: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	51,  // 86: jaco.api.Service.job_status:type_name -> jaco.api.JobStatus
+	72,  // 87: jaco.api.JobStatus.last_execution:type_name -> google.protobuf.Timestamp
+	13,  // 88: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	72,  // 89: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	72,  // 90: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14,  // 91: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	72,  // 92: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	55,  // 93: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	16,  // 94: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	14,  // 95: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	54,  // 96: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	41,  // 97: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	72,  // 98: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	72,  // 99: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	57,  // 100: jaco.api.Task.volumes:type_name -> jaco.api.TaskVolume
+	69,  // 101: jaco.api.TaskVolume.options:type_name -> jaco.api.TaskVolume.OptionsEntry
+	16,  // 102: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,   // 103: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	72,  // 104: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	72,  // 105: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	16,  // 106: jaco.api.Volume.meta:type_name -> jaco.api.Meta
+	60,  // 107: jaco.api.Volume.spec:type_name -> jaco.api.VolumeSpec
+	72,  // 108: jaco.api.Volume.placed_at:type_name -> google.protobuf.Timestamp
+	70,  // 109: jaco.api.VolumeSpec.options:type_name -> jaco.api.VolumeSpec.OptionsEntry
+	71,  // 110: jaco.api.VolumeSpec.labels:type_name -> jaco.api.VolumeSpec.LabelsEntry
+	111, // [111:111] is the sub-list for method output_type
+	111, // [111:111] is the sub-list for method input_type
+	111, // [111:111] is the sub-list for extension type_name
+	111, // [111:111] is the sub-list for extension extendee
+	0,   // [0:111] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -5274,7 +5807,7 @@ func file_api_objects_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
 			NumEnums:      16,
-			NumMessages:   47,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -87,6 +87,7 @@ type StoreAction struct {
 	//	*StoreAction_Network
 	//	*StoreAction_Secret
 	//	*StoreAction_Config
+	//	*StoreAction_Volume
 	Target        isStoreAction_Target `protobuf_oneof:"target"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -208,6 +209,15 @@ func (x *StoreAction) GetConfig() *Config {
 	return nil
 }
 
+func (x *StoreAction) GetVolume() *Volume {
+	if x != nil {
+		if x, ok := x.Target.(*StoreAction_Volume); ok {
+			return x.Volume
+		}
+	}
+	return nil
+}
+
 type isStoreAction_Target interface {
 	isStoreAction_Target()
 }
@@ -244,6 +254,10 @@ type StoreAction_Config struct {
 	Config *Config `protobuf:"bytes,9,opt,name=config,proto3,oneof"`
 }
 
+type StoreAction_Volume struct {
+	Volume *Volume `protobuf:"bytes,10,opt,name=volume,proto3,oneof"`
+}
+
 func (*StoreAction_Cluster) isStoreAction_Target() {}
 
 func (*StoreAction_Node) isStoreAction_Target() {}
@@ -259,6 +273,8 @@ func (*StoreAction_Network) isStoreAction_Target() {}
 func (*StoreAction_Secret) isStoreAction_Target() {}
 
 func (*StoreAction_Config) isStoreAction_Target() {}
+
+func (*StoreAction_Volume) isStoreAction_Target() {}
 
 // InternalRaftRequest is the payload of every normal raft entry: a batch of
 // store actions applied all or nothing.
@@ -326,6 +342,7 @@ type StoreSnapshot struct {
 	Networks      []*Network             `protobuf:"bytes,6,rep,name=networks,proto3" json:"networks,omitempty"`
 	Secrets       []*Secret              `protobuf:"bytes,7,rep,name=secrets,proto3" json:"secrets,omitempty"`
 	Configs       []*Config              `protobuf:"bytes,8,rep,name=configs,proto3" json:"configs,omitempty"`
+	Volumes       []*Volume              `protobuf:"bytes,9,rep,name=volumes,proto3" json:"volumes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -412,6 +429,13 @@ func (x *StoreSnapshot) GetSecrets() []*Secret {
 func (x *StoreSnapshot) GetConfigs() []*Config {
 	if x != nil {
 		return x.Configs
+	}
+	return nil
+}
+
+func (x *StoreSnapshot) GetVolumes() []*Volume {
+	if x != nil {
+		return x.Volumes
 	}
 	return nil
 }
@@ -1349,7 +1373,7 @@ var File_api_raft_proto protoreflect.FileDescriptor
 
 const file_api_raft_proto_rawDesc = "" +
 	"\n" +
-	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xff\x03\n" +
+	"\x0eapi/raft.proto\x12\bjaco.api\x1a\x11api/objects.proto\x1a\x11api/options.proto\"\xab\x04\n" +
 	"\vStoreAction\x12.\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x1a.jaco.api.StoreAction.KindR\x04kind\x12-\n" +
 	"\acluster\x18\x02 \x01(\v2\x11.jaco.api.ClusterH\x00R\acluster\x12$\n" +
@@ -1360,7 +1384,9 @@ const file_api_raft_proto_rawDesc = "" +
 	"join_token\x18\x06 \x01(\v2\x13.jaco.api.JoinTokenH\x00R\tjoinToken\x12-\n" +
 	"\anetwork\x18\a \x01(\v2\x11.jaco.api.NetworkH\x00R\anetwork\x12*\n" +
 	"\x06secret\x18\b \x01(\v2\x10.jaco.api.SecretH\x00R\x06secret\x12*\n" +
-	"\x06config\x18\t \x01(\v2\x10.jaco.api.ConfigH\x00R\x06config\"O\n" +
+	"\x06config\x18\t \x01(\v2\x10.jaco.api.ConfigH\x00R\x06config\x12*\n" +
+	"\x06volume\x18\n" +
+	" \x01(\v2\x10.jaco.api.VolumeH\x00R\x06volume\"O\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vKIND_CREATE\x10\x01\x12\x0f\n" +
@@ -1369,7 +1395,7 @@ const file_api_raft_proto_rawDesc = "" +
 	"\x06target\"V\n" +
 	"\x13InternalRaftRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12/\n" +
-	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\xf6\x02\n" +
+	"\aactions\x18\x02 \x03(\v2\x15.jaco.api.StoreActionR\aactions\"\xa2\x03\n" +
 	"\rStoreSnapshot\x12-\n" +
 	"\bclusters\x18\x01 \x03(\v2\x11.jaco.api.ClusterR\bclusters\x12$\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x0e.jaco.api.NodeR\x05nodes\x12-\n" +
@@ -1379,7 +1405,8 @@ const file_api_raft_proto_rawDesc = "" +
 	"joinTokens\x12-\n" +
 	"\bnetworks\x18\x06 \x03(\v2\x11.jaco.api.NetworkR\bnetworks\x12*\n" +
 	"\asecrets\x18\a \x03(\v2\x10.jaco.api.SecretR\asecrets\x12*\n" +
-	"\aconfigs\x18\b \x03(\v2\x10.jaco.api.ConfigR\aconfigs\"X\n" +
+	"\aconfigs\x18\b \x03(\v2\x10.jaco.api.ConfigR\aconfigs\x12*\n" +
+	"\avolumes\x18\t \x03(\v2\x10.jaco.api.VolumeR\avolumes\"X\n" +
 	"\n" +
 	"RaftMember\x12\x17\n" +
 	"\araft_id\x18\x01 \x01(\x04R\x06raftId\x12\x17\n" +
@@ -1501,7 +1528,8 @@ var file_api_raft_proto_goTypes = []any{
 	(*Network)(nil),                    // 25: jaco.api.Network
 	(*Secret)(nil),                     // 26: jaco.api.Secret
 	(*Config)(nil),                     // 27: jaco.api.Config
-	(NodeRole)(0),                      // 28: jaco.api.NodeRole
+	(*Volume)(nil),                     // 28: jaco.api.Volume
+	(NodeRole)(0),                      // 29: jaco.api.NodeRole
 }
 var file_api_raft_proto_depIdxs = []int32{
 	0,  // 0: jaco.api.StoreAction.kind:type_name -> jaco.api.StoreAction.Kind
@@ -1513,45 +1541,47 @@ var file_api_raft_proto_depIdxs = []int32{
 	25, // 6: jaco.api.StoreAction.network:type_name -> jaco.api.Network
 	26, // 7: jaco.api.StoreAction.secret:type_name -> jaco.api.Secret
 	27, // 8: jaco.api.StoreAction.config:type_name -> jaco.api.Config
-	1,  // 9: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
-	20, // 10: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
-	21, // 11: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
-	22, // 12: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
-	23, // 13: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
-	24, // 14: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
-	25, // 15: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
-	26, // 16: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
-	27, // 17: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
-	3,  // 18: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
-	4,  // 19: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
-	4,  // 20: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
-	4,  // 21: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
-	28, // 22: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 23: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
-	28, // 24: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
-	4,  // 25: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
-	4,  // 26: jaco.api.UpdateAddressResponse.members:type_name -> jaco.api.RaftMember
-	7,  // 27: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
-	7,  // 28: jaco.api.RaftService.RaftMessages:input_type -> jaco.api.ProcessRaftMessageRequest
-	9,  // 29: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
-	11, // 30: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
-	13, // 31: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
-	15, // 32: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
-	16, // 33: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
-	18, // 34: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
-	8,  // 35: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
-	8,  // 36: jaco.api.RaftService.RaftMessages:output_type -> jaco.api.ProcessRaftMessageResponse
-	10, // 37: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
-	12, // 38: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
-	14, // 39: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
-	14, // 40: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
-	17, // 41: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
-	19, // 42: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
-	35, // [35:43] is the sub-list for method output_type
-	27, // [27:35] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	28, // 9: jaco.api.StoreAction.volume:type_name -> jaco.api.Volume
+	1,  // 10: jaco.api.InternalRaftRequest.actions:type_name -> jaco.api.StoreAction
+	20, // 11: jaco.api.StoreSnapshot.clusters:type_name -> jaco.api.Cluster
+	21, // 12: jaco.api.StoreSnapshot.nodes:type_name -> jaco.api.Node
+	22, // 13: jaco.api.StoreSnapshot.services:type_name -> jaco.api.Service
+	23, // 14: jaco.api.StoreSnapshot.tasks:type_name -> jaco.api.Task
+	24, // 15: jaco.api.StoreSnapshot.join_tokens:type_name -> jaco.api.JoinToken
+	25, // 16: jaco.api.StoreSnapshot.networks:type_name -> jaco.api.Network
+	26, // 17: jaco.api.StoreSnapshot.secrets:type_name -> jaco.api.Secret
+	27, // 18: jaco.api.StoreSnapshot.configs:type_name -> jaco.api.Config
+	28, // 19: jaco.api.StoreSnapshot.volumes:type_name -> jaco.api.Volume
+	3,  // 20: jaco.api.RaftSnapshot.store:type_name -> jaco.api.StoreSnapshot
+	4,  // 21: jaco.api.RaftSnapshot.members:type_name -> jaco.api.RaftMember
+	4,  // 22: jaco.api.RaftSnapshot.removed_members:type_name -> jaco.api.RaftMember
+	4,  // 23: jaco.api.WALMetadata.join_peers:type_name -> jaco.api.RaftMember
+	29, // 24: jaco.api.JoinResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 25: jaco.api.JoinResponse.members:type_name -> jaco.api.RaftMember
+	29, // 26: jaco.api.RenewCertificateResponse.role:type_name -> jaco.api.NodeRole
+	4,  // 27: jaco.api.RenewCertificateResponse.members:type_name -> jaco.api.RaftMember
+	4,  // 28: jaco.api.UpdateAddressResponse.members:type_name -> jaco.api.RaftMember
+	7,  // 29: jaco.api.RaftService.ProcessRaftMessage:input_type -> jaco.api.ProcessRaftMessageRequest
+	7,  // 30: jaco.api.RaftService.RaftMessages:input_type -> jaco.api.ProcessRaftMessageRequest
+	9,  // 31: jaco.api.RaftService.StreamRaftMessage:input_type -> jaco.api.StreamRaftMessageRequest
+	11, // 32: jaco.api.RaftService.ResolveAddress:input_type -> jaco.api.ResolveAddressRequest
+	13, // 33: jaco.api.MembershipService.Join:input_type -> jaco.api.JoinRequest
+	15, // 34: jaco.api.MembershipService.Rejoin:input_type -> jaco.api.RejoinRequest
+	16, // 35: jaco.api.MembershipService.RenewCertificate:input_type -> jaco.api.RenewCertificateRequest
+	18, // 36: jaco.api.MembershipService.UpdateAddress:input_type -> jaco.api.UpdateAddressRequest
+	8,  // 37: jaco.api.RaftService.ProcessRaftMessage:output_type -> jaco.api.ProcessRaftMessageResponse
+	8,  // 38: jaco.api.RaftService.RaftMessages:output_type -> jaco.api.ProcessRaftMessageResponse
+	10, // 39: jaco.api.RaftService.StreamRaftMessage:output_type -> jaco.api.StreamRaftMessageResponse
+	12, // 40: jaco.api.RaftService.ResolveAddress:output_type -> jaco.api.ResolveAddressResponse
+	14, // 41: jaco.api.MembershipService.Join:output_type -> jaco.api.JoinResponse
+	14, // 42: jaco.api.MembershipService.Rejoin:output_type -> jaco.api.JoinResponse
+	17, // 43: jaco.api.MembershipService.RenewCertificate:output_type -> jaco.api.RenewCertificateResponse
+	19, // 44: jaco.api.MembershipService.UpdateAddress:output_type -> jaco.api.UpdateAddressResponse
+	37, // [37:45] is the sub-list for method output_type
+	29, // [29:37] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_api_raft_proto_init() }
@@ -1570,6 +1600,7 @@ func file_api_raft_proto_init() {
 		(*StoreAction_Network)(nil),
 		(*StoreAction_Secret)(nil),
 		(*StoreAction_Config)(nil),
+		(*StoreAction_Volume)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -27,5 +27,7 @@ func (t *Task) Shallow() *Task {
 		RunningSince: t.RunningSince,
 		Unstable:     t.Unstable,
 		Rebalance:    t.Rebalance,
+		JobIteration: t.JobIteration,
+		Volumes:      t.Volumes,
 	}
 }

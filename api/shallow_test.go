@@ -41,8 +41,13 @@ func TestShallowSharesMessages(t *testing.T) {
 // someValue is a non-zero value for fd in m.
 func someValue(m protoreflect.Message, fd protoreflect.FieldDescriptor) protoreflect.Value {
 	switch {
+	case fd.IsList() && fd.Message() != nil:
+		// One empty element: a list of one is set, and kept or dropped.
+		l := m.NewField(fd).List()
+		l.Append(protoreflect.ValueOfMessage(l.NewElement().Message()))
+		return protoreflect.ValueOfList(l)
 	case fd.IsList() || fd.IsMap():
-		panic("Task has no list or map field; extend someValue")
+		panic("Task has no map field nor list of scalars; extend someValue")
 	case fd.Message() != nil:
 		// An empty message is set, and so kept or dropped, all the same.
 		return protoreflect.ValueOfMessage(m.NewField(fd).Message())

@@ -171,7 +171,8 @@ func ExtraHost(s string) (host string, ip netip.Addr, err error) {
 }
 
 // ContainerOnly names the options of spec that only a container can have
-// (a hook bundle runs on the node's own file system and host name).
+// (a hook bundle runs on the node's own root file system, host name and
+// capabilities).
 func ContainerOnly(spec *api.ServiceSpec) []string {
 	var set []string
 	add := func(name string, on bool) {
@@ -190,7 +191,7 @@ func ContainerOnly(spec *api.ServiceSpec) []string {
 	add("dns_search", len(spec.GetDnsSearch()) > 0)
 	add("dns_options", len(spec.GetDnsOptions()) > 0)
 	add("shm_size", spec.GetShmSizeBytes() != 0)
-	// A bundle sees the node's own file system: a mount would be ignored.
-	add("mounts", len(spec.GetMounts()) > 0)
+	// Mounts are not here: a bundle gets them in a mount namespace of its
+	// own, over the node's paths (agent/exec/hooks).
 	return set
 }

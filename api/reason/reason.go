@@ -93,14 +93,24 @@ const (
 	// the services.
 	SecretInUse = "secret_in_use"
 	ConfigInUse = "config_in_use"
+	// VolumeInUse refuses removing a volume a service's spec or previous
+	// spec names, or a replica not yet ended uses; the message names them
+	// (docs/adr/0061-volumes.md).
+	VolumeInUse = "volume_in_use"
+	// VolumeUnavailable is a pending replica's status reason: a volume it
+	// mounts lives on a node that cannot take it now (down, drained,
+	// paused); the replica waits for that node and is never placed
+	// elsewhere, on an empty volume. The message names the volume and the
+	// node (docs/adr/0061-volumes.md).
+	VolumeUnavailable = "volume_unavailable"
 	// AddressInUse refuses moving a manager to an advertise address
 	// another node of the cluster is recorded at; the message names it.
 	// Nothing was changed (docs/adr/0038).
 	AddressInUse = "address_in_use"
 	// UnsupportedComposeKey is a compose file key jaco cannot honour
-	// (build, privileged, a volume that is not a bind mount, ...), named
-	// in the message: `jaco stack deploy` refuses the whole file before
-	// it changes anything. The CLI sets it; no server call returns it.
+	// (privileged, devices, build without image, ...), every one named in
+	// the message: `jaco stack deploy` refuses the whole file before it
+	// changes anything. The CLI sets it; no server call returns it.
 	UnsupportedComposeKey = "unsupported_compose_key"
 	// InvalidLaunchConfig is a launch configuration directory with
 	// something wrong (an unknown key, a bad value, a missing launch

@@ -122,11 +122,15 @@ func RebalanceRequest(now time.Time) *api.RebalanceStatus {
 }
 
 // Rebalanceable says why svc cannot be rebalanced now ("" when it can):
-// a global service holds one replica per node, and an update rolling or
-// paused moves replicas itself.
+// a global service holds one replica per node, a job's replicas run to
+// completion (moving one would run it twice; docs/adr/0060-jobs.md), and
+// an update rolling or paused moves replicas itself.
 func Rebalanceable(svc *api.Service) string {
-	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	switch svc.GetSpec().GetMode() {
+	case api.ServiceMode_SERVICE_MODE_GLOBAL:
 		return "it is global: one replica per node, nothing to even out"
+	case api.ServiceMode_SERVICE_MODE_REPLICATED_JOB, api.ServiceMode_SERVICE_MODE_GLOBAL_JOB:
+		return "it is a job: its replicas run to completion, nothing to even out"
 	}
 	switch st := svc.GetUpdateStatus().GetState(); {
 	case Rolling(st):
