@@ -55,7 +55,8 @@ func (c clusterState) Collect(ch chan<- prometheus.Metric) {
 	// The words the scheduler and the orchestrator write are served at 0
 	// too: an alert on a series that is sometimes absent is easy to get
 	// wrong.
-	pending := map[string]int{"none": 0, scheduler.ReasonNoSuitableNode: 0, scheduler.ReasonWaitingOnDependency: 0}
+	pending := map[string]int{"none": 0, scheduler.ReasonNoSuitableNode: 0, scheduler.ReasonWaitingOnDependency: 0,
+		scheduler.ReasonVolumeUnavailable: 0}
 	updates := zeroes(api.UpdateState_UPDATE_STATE_UNSPECIFIED.Descriptor())
 	drains := zeroes(api.DrainState_DRAIN_STATE_NONE.Descriptor())
 	rebalances := zeroes(api.RebalanceState_REBALANCE_STATE_UNSPECIFIED.Descriptor())

@@ -64,16 +64,8 @@ var configKind = fileKind[*api.Config]{
 // It returns the stored object (data included: the caller strips it).
 func (k fileKind[T]) create(ctx context.Context, s *Server, spec *api.FileSpec) (T, error) {
 	var none T
-	if spec == nil {
-		return none, invalid("no %s spec", k.word)
-	}
-	if err := checkName(k.word, spec.Name); err != nil {
+	if err := k.check(spec); err != nil {
 		return none, err
-	}
-	// The size only: the data is never quoted, in errors or logs.
-	if n := len(spec.Data); n > MaxFileBytes {
-		return none, reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
-			"%s %s: the data is %d bytes; the limit is %d", k.word, spec.Name, n, MaxFileBytes)
 	}
 	id, err := identity.NewID()
 	if err != nil {
@@ -92,6 +84,23 @@ func (k fileKind[T]) create(ctx context.Context, s *Server, spec *api.FileSpec) 
 	var stored T
 	s.store.View(func(tx store.ReadTx) { stored = k.byID(tx, id) })
 	return stored, nil
+}
+
+// check refuses a spec create (or DeployStack) would not record: no
+// spec, a bad name, data over MaxFileBytes.
+func (k fileKind[T]) check(spec *api.FileSpec) error {
+	if spec == nil {
+		return invalid("no %s spec", k.word)
+	}
+	if err := checkName(k.word, spec.Name); err != nil {
+		return err
+	}
+	// The size only: the data is never quoted, in errors or logs.
+	if n := len(spec.Data); n > MaxFileBytes {
+		return reason.Error(codes.ResourceExhausted, reason.LimitExceeded,
+			"%s %s: the data is %d bytes; the limit is %d", k.word, spec.Name, n, MaxFileBytes)
+	}
+	return nil
 }
 
 // remove deletes the object idOrName names, refused while a service's

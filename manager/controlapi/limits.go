@@ -23,7 +23,7 @@ func checkLimits(tx store.ReadTx, spec, was *api.ServiceSpec) error {
 					"(remove one, or jaco cluster update --max-services changes it)", spec.GetName(), n, limit)
 		}
 	}
-	if spec.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if api.PerNode(spec.GetMode()) {
 		return nil // one replica per node: the nodes bound it
 	}
 	replicas, grows := spec.GetReplicas(), spec.GetReplicas() > was.GetReplicas()
@@ -58,7 +58,7 @@ func checkClusterTotals(tx store.ReadTx, spec *api.ServiceSpec, replicas, size u
 	totalReplicas, totalBytes := replicas, replicas*size
 	for _, svc := range tx.ListServices() {
 		other := svc.GetSpec()
-		if other.GetName() == spec.GetName() || other.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		if other.GetName() == spec.GetName() || api.PerNode(other.GetMode()) {
 			continue
 		}
 		totalReplicas += other.GetReplicas()

@@ -24,25 +24,8 @@ import (
 // (docs/adr/0026).
 func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkRequest) (*api.CreateNetworkResponse, error) {
 	spec := req.GetSpec()
-	if spec == nil {
-		return nil, invalid("no network spec")
-	}
-	if err := checkName("network", spec.Name); err != nil {
-		return nil, err
-	}
-	if spec.Name == api.IngressNetwork || spec.Ingress {
-		return nil, invalid("the %s network is the routing mesh's: the cluster makes it with the first service publishing a port (-p), and no other network can be it",
-			api.IngressNetwork)
-	}
-	var asked netip.Prefix
-	if spec.Subnet != "" {
-		p, err := ipam.ParseSubnet(spec.Subnet)
-		if err != nil {
-			return nil, invalid("network %s: %v", spec.Name, err)
-		}
-		asked = p
-	}
-	if err := checkLabels(spec.Labels); err != nil {
+	asked, err := checkNetworkSpec(spec)
+	if err != nil {
 		return nil, err
 	}
 	id, err := identity.NewID()
@@ -59,6 +42,30 @@ func (s *Server) CreateNetwork(ctx context.Context, req *api.CreateNetworkReques
 	var stored *api.Network
 	s.store.View(func(tx store.ReadTx) { stored = tx.GetNetwork(id) })
 	return &api.CreateNetworkResponse{Network: stored}, nil
+}
+
+// checkNetworkSpec refuses a spec CreateNetwork (or DeployStack) would
+// not record, and returns the subnet it asks for (invalid: none).
+func checkNetworkSpec(spec *api.NetworkSpec) (netip.Prefix, error) {
+	if spec == nil {
+		return netip.Prefix{}, invalid("no network spec")
+	}
+	if err := checkName("network", spec.Name); err != nil {
+		return netip.Prefix{}, err
+	}
+	if spec.Name == api.IngressNetwork || spec.Ingress {
+		return netip.Prefix{}, invalid("the %s network is the routing mesh's: the cluster makes it with the first service publishing a port (-p), and no other network can be it",
+			api.IngressNetwork)
+	}
+	var asked netip.Prefix
+	if spec.Subnet != "" {
+		p, err := ipam.ParseSubnet(spec.Subnet)
+		if err != nil {
+			return netip.Prefix{}, invalid("network %s: %v", spec.Name, err)
+		}
+		asked = p
+	}
+	return asked, checkLabels(spec.Labels)
 }
 
 // createNetworkTx records network id of spec (its name, labels and

@@ -107,8 +107,9 @@ func validateProcess(spec *api.ServiceSpec) error {
 }
 
 // validateMounts checks each mount alone and that no two share a target:
-// a bind needs absolute paths, a tmpfs no source; the tmpfs settings are
-// a tmpfs's only, create_host_path a bind's.
+// a bind needs absolute paths, a tmpfs no source, a volume a volume name
+// or none; the tmpfs settings are a tmpfs's only, create_host_path a
+// bind's, the volume options a volume's.
 func validateMounts(spec *api.ServiceSpec) error {
 	targets := map[string]bool{}
 	for _, m := range spec.Mounts {
@@ -117,6 +118,9 @@ func validateMounts(spec *api.ServiceSpec) error {
 		}
 		if m.Target == "/" {
 			return invalid("a mount cannot replace the root file system (target /)")
+		}
+		if err := validateVolumeMount(spec, m); err != nil {
+			return err
 		}
 		switch m.Type {
 		case api.MountType_MOUNT_TYPE_UNSPECIFIED, api.MountType_MOUNT_TYPE_BIND:
@@ -139,8 +143,9 @@ func validateMounts(spec *api.ServiceSpec) error {
 			if m.TmpfsMode&^0o7777 != 0 {
 				return invalid("tmpfs mount at %s: mode %#o: want permission bits (at most 07777)", m.Target, m.TmpfsMode)
 			}
+		case api.MountType_MOUNT_TYPE_VOLUME: // validateVolumeMount
 		default:
-			return invalid("mount at %s: type %d: want bind or tmpfs", m.Target, m.Type)
+			return invalid("mount at %s: type %d: want bind, tmpfs or volume", m.Target, m.Type)
 		}
 		t := path.Clean(m.Target)
 		if targets[t] {

@@ -17,8 +17,8 @@ func TestValidateSpecProcessOptions(t *testing.T) {
 		User: "postgres:999", Groups: []string{"audio", "1001"}, Workdir: "/var/lib/db",
 		StopSignal: "SIGTERM", Ulimits: []*api.Ulimit{{Name: "nofile", Soft: 1024, Hard: 4096}, {Name: "core", Soft: -1, Hard: -1}},
 		Hostname: "db-{{.Task.Slot}}", CapAdd: []string{"NET_ADMIN", "cap_sys_time"}, CapDrop: []string{"ALL"},
-		Sysctls:  map[string]string{"net.core.somaxconn": "1024", "kernel.shmmax": "68719476736", "fs.mqueue.msg_max": "20"},
-		Init:     true, ReadOnly: true, ExtraHosts: []string{"gateway:198.18.0.1", "v6host:[2001:db8::1]", "other=198.18.0.2"},
+		Sysctls: map[string]string{"net.core.somaxconn": "1024", "kernel.shmmax": "68719476736", "fs.mqueue.msg_max": "20"},
+		Init:    true, ReadOnly: true, ExtraHosts: []string{"gateway:198.18.0.1", "v6host:[2001:db8::1]", "other=198.18.0.2"},
 		Dns: []string{"198.18.0.53"}, DnsSearch: []string{"svc.local"}, DnsOptions: []string{"ndots:2", "rotate"},
 		ShmSizeBytes: 256 << 20,
 		Mounts: []*api.Mount{
@@ -30,9 +30,17 @@ func TestValidateSpecProcessOptions(t *testing.T) {
 		t.Fatalf("validateSpec(every option) = %v, want nil", err)
 	}
 	bundle := &api.ServiceSpec{Name: "job", Bundle: &api.HookBundle{Files: map[string][]byte{"launch": []byte("#!/bin/sh\n")}},
-		User: "nobody", Groups: []string{"nogroup"}, Workdir: "/tmp", StopSignal: "TERM", Ulimits: []*api.Ulimit{{Name: "nofile", Soft: 64, Hard: 64}}}
+		User: "nobody", Groups: []string{"nogroup"}, Workdir: "/tmp", StopSignal: "TERM", Ulimits: []*api.Ulimit{{Name: "nofile", Soft: 64, Hard: 64}},
+		// A bundle gets mounts in a namespace of its own (agent/exec/hooks).
+		Mounts: []*api.Mount{
+			{Source: "/srv/data", Target: "/data", CreateHostPath: true, Readonly: true},
+			{Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/run/job", TmpfsSizeBytes: 1 << 20},
+			{Type: api.MountType_MOUNT_TYPE_VOLUME, Source: "job-data", Target: "/var/lib/job"},
+			{Type: api.MountType_MOUNT_TYPE_VOLUME, Target: "/scratch"},
+		},
+	}
 	if err := validateSpec(bundle); err != nil {
-		t.Fatalf("validateSpec(bundle with process options) = %v, want nil", err)
+		t.Fatalf("validateSpec(bundle with process options and mounts) = %v, want nil", err)
 	}
 
 	img := func(edit func(*api.ServiceSpec)) *api.ServiceSpec {
@@ -93,7 +101,7 @@ func TestValidateSpecProcessOptions(t *testing.T) {
 			s.Mounts = []*api.Mount{{Source: "/a", Target: "/data"}, {Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/data/"}}
 		}), "two mounts target /data"},
 		{bundled(func(s *api.ServiceSpec) { s.Hostname = "h"; s.ReadOnly = true }), "hook bundle: hostname, read_only apply to containers only"},
-		{bundled(func(s *api.ServiceSpec) { s.Mounts = []*api.Mount{{Source: "/a", Target: "/b"}} }), "mounts apply to containers only"},
+		{bundled(func(s *api.ServiceSpec) { s.Mounts = []*api.Mount{{Source: "a", Target: "/b"}} }), "the source must be an absolute path"},
 		{bundled(func(s *api.ServiceSpec) { s.Init = true }), "init"},
 	} {
 		err := validateSpec(tc.spec)

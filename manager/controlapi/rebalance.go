@@ -40,12 +40,12 @@ func (s *Server) RebalanceService(ctx context.Context, req *api.RebalanceService
 			if why := rollout.Rebalanceable(svc); why != "" {
 				if !req.All {
 					code, word := codes.FailedPrecondition, reason.UpdateInProgress
-					if svc.Spec.GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+					if m := svc.Spec.GetMode(); api.PerNode(m) || api.IsJob(m) {
 						word = reason.InvalidSpec
 					}
 					return reason.Error(code, word, "service %s cannot be rebalanced: %s", svc.Spec.GetName(), why)
 				}
-				if svc.Spec.GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+				if m := svc.Spec.GetMode(); !api.PerNode(m) && !api.IsJob(m) {
 					resp.Skipped = append(resp.Skipped, fmt.Sprintf("%s: %s", svc.Spec.GetName(), why))
 				}
 				continue

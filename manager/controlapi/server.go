@@ -83,6 +83,10 @@ func countReplicas(tx store.ReadTx, serviceID, nodeID string) *api.ReplicaCount 
 				c.Running++
 			}
 		}
+		if t.GetDesiredState() == api.TaskState_TASK_STATE_COMPLETE &&
+			t.GetStatus().GetState() == api.TaskState_TASK_STATE_COMPLETE && t.GetStatus().GetExitCode() == 0 {
+			c.Completed++
+		}
 		return true
 	})
 	return c

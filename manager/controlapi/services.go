@@ -28,26 +28,35 @@ func (s *Server) CreateService(ctx context.Context, req *api.CreateServiceReques
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
-	svc := &api.Service{Id: id, Meta: &api.Meta{}, Spec: req.Spec, SpecVersion: 1}
-	err = s.update(ctx, func(tx *store.Tx) error {
-		if tx.FindServiceByName(req.Spec.Name) != nil {
-			return reason.Error(codes.AlreadyExists, reason.InvalidSpec, "a service named %s exists already", req.Spec.Name)
-		}
-		if err := checkReferences(tx, req.Spec); err != nil {
-			return err
-		}
-		if err := checkLimits(tx, req.Spec, nil); err != nil {
-			return err
-		}
-		if err := ensureIngress(tx, req.Spec); err != nil {
-			return err
-		}
-		return tx.Create(svc)
-	})
+	svc := &api.Service{Id: id, Meta: &api.Meta{}, Spec: req.Spec, SpecVersion: 1, JobStatus: newJobStatus(req.Spec)}
+	err = s.update(ctx, func(tx *store.Tx) error { return createServiceTx(tx, svc) })
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
 	return &api.CreateServiceResponse{Service: withoutRegistryAuth(s.service(svc.Id))}, nil
+}
+
+// createServiceTx records svc, whose spec validateSpec passed, in tx
+// after the checks against the store; DeployStack runs it for each new
+// service of a stack, in the same write (docs/adr/0062-atomic-stack-deploy.md).
+func createServiceTx(tx *store.Tx, svc *api.Service) error {
+	spec := svc.Spec
+	if tx.FindServiceByName(spec.Name) != nil {
+		return reason.Error(codes.AlreadyExists, reason.InvalidSpec, "a service named %s exists already", spec.Name)
+	}
+	if err := checkReferences(tx, spec); err != nil {
+		return err
+	}
+	if err := checkLimits(tx, spec, nil); err != nil {
+		return err
+	}
+	if err := ensureIngress(tx, spec); err != nil {
+		return err
+	}
+	if err := ensureVolumes(tx, spec); err != nil {
+		return err
+	}
+	return tx.Create(svc)
 }
 
 // UpdateService replaces a service's spec, or returns it to its previous
@@ -65,50 +74,63 @@ func (s *Server) UpdateService(ctx context.Context, req *api.UpdateServiceReques
 	}
 	var id string
 	err := s.update(ctx, func(tx *store.Tx) error {
-		svc := findService(tx, req.Service)
-		if svc == nil {
-			return notFound("service", req.Service)
-		}
-		id = svc.Id
-		if req.Version != 0 && req.Version != svc.Meta.GetVersion() {
-			return reason.Error(codes.Aborted, reason.VersionConflict,
-				"service %s changed since version %d (now %d); read it again", svc.Spec.Name, req.Version, svc.Meta.GetVersion())
-		}
-		if req.Rollback {
-			return rollBack(tx, svc)
-		}
-		if req.Spec.Name != svc.Spec.Name {
-			return invalid("a service cannot be renamed (%s to %s)", svc.Spec.Name, req.Spec.Name)
-		}
-		if modeWord(req.Spec.Mode) != modeWord(svc.Spec.Mode) {
-			return invalid("a service's mode cannot change (%s to %s): remove it and create it again",
-				modeWord(svc.Spec.Mode), modeWord(req.Spec.Mode))
-		}
-		keepRegistryAuth(req.Spec, svc.Spec)
-		if proto.Equal(req.Spec, svc.Spec) {
-			return resume(tx, svc)
-		}
-		if err := checkReferences(tx, req.Spec); err != nil {
-			return err
-		}
-		if err := checkLimits(tx, req.Spec, svc.Spec); err != nil {
-			return err
-		}
-		if err := ensureIngress(tx, req.Spec); err != nil {
-			return err
-		}
-		if rollout.Replaces(svc.Spec, req.Spec) {
-			svc.PreviousSpec = svc.Spec
-			svc.SpecVersion++
-			svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_UPDATING, "update in progress")
-		}
-		svc.Spec = req.Spec
-		return tx.Update(svc)
+		var err error
+		id, err = updateServiceTx(tx, req)
+		return err
 	})
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
 	return &api.UpdateServiceResponse{Service: withoutRegistryAuth(s.service(id))}, nil
+}
+
+// updateServiceTx records in tx the change req asks for (its spec, when
+// not a rollback, passed validateSpec) and returns the service's id;
+// DeployStack runs it for each changed service of a stack, in the same
+// write (docs/adr/0062-atomic-stack-deploy.md).
+func updateServiceTx(tx *store.Tx, req *api.UpdateServiceRequest) (string, error) {
+	svc := findService(tx, req.Service)
+	if svc == nil {
+		return "", notFound("service", req.Service)
+	}
+	if req.Version != 0 && req.Version != svc.Meta.GetVersion() {
+		return svc.Id, reason.Error(codes.Aborted, reason.VersionConflict,
+			"service %s changed since version %d (now %d); read it again", svc.Spec.Name, req.Version, svc.Meta.GetVersion())
+	}
+	if req.Rollback {
+		return svc.Id, rollBack(tx, svc)
+	}
+	if req.Spec.Name != svc.Spec.Name {
+		return svc.Id, invalid("a service cannot be renamed (%s to %s)", svc.Spec.Name, req.Spec.Name)
+	}
+	if modeWord(req.Spec.Mode) != modeWord(svc.Spec.Mode) {
+		return svc.Id, invalid("a service's mode cannot change (%s to %s): remove it and create it again",
+			modeWord(svc.Spec.Mode), modeWord(req.Spec.Mode))
+	}
+	keepRegistryAuth(req.Spec, svc.Spec)
+	if proto.Equal(req.Spec, svc.Spec) {
+		return svc.Id, resume(tx, svc)
+	}
+	if err := checkReferences(tx, req.Spec); err != nil {
+		return svc.Id, err
+	}
+	if err := checkLimits(tx, req.Spec, svc.Spec); err != nil {
+		return svc.Id, err
+	}
+	if err := ensureIngress(tx, req.Spec); err != nil {
+		return svc.Id, err
+	}
+	if err := ensureVolumes(tx, req.Spec); err != nil {
+		return svc.Id, err
+	}
+	if rollout.Replaces(svc.Spec, req.Spec) {
+		svc.PreviousSpec = svc.Spec
+		svc.SpecVersion++
+		svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_UPDATING, "update in progress")
+	}
+	nextJobIteration(svc)
+	svc.Spec = req.Spec
+	return svc.Id, tx.Update(svc)
 }
 
 // rollBack swaps svc's spec with its previous one and starts a rollback
@@ -129,9 +151,13 @@ func rollBack(tx *store.Tx, svc *api.Service) error {
 	if err := ensureIngress(tx, prev); err != nil {
 		return err
 	}
+	if err := ensureVolumes(tx, prev); err != nil {
+		return err
+	}
 	svc.PreviousSpec, svc.Spec = svc.Spec, prev
 	svc.SpecVersion++
 	svc.UpdateStatus = updateStatus(api.UpdateState_UPDATE_STATE_ROLLBACK_STARTED, "rollback requested")
+	nextJobIteration(svc)
 	return tx.Update(svc)
 }
 
@@ -155,12 +181,7 @@ func updateStatus(state api.UpdateState, msg string) *api.UpdateStatus {
 	return &api.UpdateStatus{State: state, StartedAt: timestamppb.Now(), Message: msg}
 }
 
-func modeWord(m api.ServiceMode) string {
-	if m == api.ServiceMode_SERVICE_MODE_GLOBAL {
-		return "global"
-	}
-	return "replicated"
-}
+func modeWord(m api.ServiceMode) string { return api.ModeWord(m) }
 
 // RemoveService deletes a service; the orchestrator stops its replicas.
 // A service others depend on stays until they are gone or changed.
@@ -170,22 +191,28 @@ func (s *Server) RemoveService(ctx context.Context, req *api.RemoveServiceReques
 		if svc == nil {
 			return notFound("service", req.Service)
 		}
-		var dependents []string
-		for _, o := range tx.ListServices() {
-			if slices.Contains(o.Spec.DependsOn, svc.Spec.Name) {
-				dependents = append(dependents, o.Spec.Name)
-			}
-		}
-		if len(dependents) > 0 {
-			return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
-				"service %s is a dependency of %s; remove or change those first", svc.Spec.Name, strings.Join(dependents, ", "))
-		}
-		return tx.Delete(svc)
+		return removeServiceTx(tx, svc)
 	})
 	if err != nil {
 		return nil, apierror.ToStatus(err)
 	}
 	return &api.RemoveServiceResponse{}, nil
+}
+
+// removeServiceTx records the removal of svc in tx, refused while another
+// service depends on it; DeployStack's prune runs it in the deploy's write.
+func removeServiceTx(tx *store.Tx, svc *api.Service) error {
+	var dependents []string
+	for _, o := range tx.ListServices() {
+		if slices.Contains(o.Spec.DependsOn, svc.Spec.Name) {
+			dependents = append(dependents, o.Spec.Name)
+		}
+	}
+	if len(dependents) > 0 {
+		return reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
+			"service %s is a dependency of %s; remove or change those first", svc.Spec.Name, strings.Join(dependents, ", "))
+	}
+	return tx.Delete(svc)
 }
 
 // GetService finds a service by id or name in the local store.

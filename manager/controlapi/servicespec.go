@@ -14,6 +14,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/api/rollout"
+	"github.com/jaco-project/jaco/api/spectemplate"
 	"github.com/jaco-project/jaco/manager/placement"
 	"github.com/jaco-project/jaco/manager/state/store"
 )
@@ -58,6 +59,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 		return invalid("service %s has both an image and a hook bundle; choose one", spec.Name)
 	}
 	if err := validateBundle(spec.Bundle); err != nil {
+		return err
+	}
+	if err := validateJob(spec); err != nil { // jobspec.go
 		return err
 	}
 	if spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL && spec.Replicas != 0 {
@@ -108,6 +112,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	}
 	if err := fillFileRefs(spec); err != nil {
 		return err
+	}
+	if err := spectemplate.Check(spec); err != nil {
+		return invalid("service %s: %v", spec.Name, err)
 	}
 	return validateHealth(spec)
 }

@@ -156,7 +156,7 @@ func compactSlots(msg *api.WatchServiceMessage) {
 		return
 	}
 	svc := msg.GetService()
-	replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL
+	replicated := !api.PerNode(svc.GetSpec().GetMode())
 	var listed []*api.SlotProgress
 	for _, s := range msg.Slots {
 		inPlace := !replicated || s.GetSlot() <= svc.GetSpec().GetReplicas()
@@ -204,7 +204,7 @@ type slotKey struct {
 // the service carries the spec, and a client follows a roll by
 // spec_version.
 func slotProgress(svc *api.Service, tasks []*api.Task) []*api.SlotProgress {
-	global := svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL
+	global := api.PerNode(svc.GetSpec().GetMode())
 	bySlot := map[slotKey][]*api.Task{}
 	for _, t := range tasks {
 		k := slotKey{slot: t.Slot}
@@ -283,5 +283,6 @@ func describeSlot(svc *api.Service, tasks []*api.Task) *api.SlotProgress {
 		RunningSince: proto.CloneOf(occ.RunningSince), // occ is the store's own
 		Message:      why.GetStatus().GetMessage(),
 		Reason:       why.GetStatus().GetReason(),
+		JobIteration: occ.GetJobIteration(),
 	}
 }

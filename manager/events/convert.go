@@ -21,11 +21,12 @@ const (
 	TypeSecret  = "secret"
 	TypeConfig  = "config"
 	TypeNetwork = "network"
+	TypeVolume  = "volume"
 	TypeStore   = "store"
 )
 
 // Types are the object types a caller may filter on.
-var Types = []string{TypeNode, TypeService, TypeTask, TypeCluster, TypeSecret, TypeConfig, TypeNetwork}
+var Types = []string{TypeNode, TypeService, TypeTask, TypeCluster, TypeSecret, TypeConfig, TypeNetwork, TypeVolume}
 
 // The actions of an event.
 const (
@@ -90,6 +91,11 @@ func FromStore(e store.Event, at time.Time) *api.Event {
 		return newEvent(TypeSecret, obj.GetSpec().GetName())
 	case *api.Config:
 		return newEvent(TypeConfig, obj.GetSpec().GetName())
+	case *api.Volume:
+		// The node it lives on, once the scheduler recorded it.
+		ev := newEvent(TypeVolume, obj.GetSpec().GetName())
+		ev.NodeId = obj.GetNodeId()
+		return ev
 	}
 	return nil
 }

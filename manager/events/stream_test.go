@@ -108,8 +108,8 @@ func TestStreamEndsWhenTheLogCloses(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
-	if _, err := NewFilter(&api.WatchEventsRequest{Types: []string{"volume"}}, nil); !errors.Is(err, ErrUnknownType) {
-		t.Fatalf("type volume: %v, want ErrUnknownType", err)
+	if _, err := NewFilter(&api.WatchEventsRequest{Types: []string{"plugin"}}, nil); !errors.Is(err, ErrUnknownType) {
+		t.Fatalf("type plugin: %v, want ErrUnknownType", err)
 	}
 	f, err := NewFilter(&api.WatchEventsRequest{Types: []string{"task", "node"}, Nodes: []string{"w1"}},
 		func(h string) []string {

@@ -148,7 +148,7 @@ func (d *dirty) resolve(tx store.ReadTx) {
 		return
 	}
 	for _, s := range tx.ListServices() {
-		if s.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		if api.PerNode(s.GetSpec().GetMode()) {
 			d.services[s.GetId()] = true
 		}
 	}

@@ -16,6 +16,20 @@
 //     that is READY, ACTIVE and matches the placement. A task is stopped
 //     when its node is drained, stops matching, is DOWN or is removed; a
 //     paused node keeps its task but gets no new one.
+//   - Jobs (jobs.go, docs/adr/0060-jobs.md) run to completion. A
+//     replicated job fills its empty slots 1..spec.replicas, lowest
+//     first, while fewer than max_concurrent (0: replicas) of its tasks
+//     are busy (live, or stopping and not yet terminal); a slot is done
+//     once finished. A global job runs one task on every node a global
+//     service would, nodes that become eligible later included; a
+//     completion stays on a node that is drained, down or no longer
+//     matches. Every task of a job carries the service's
+//     job_status.iteration as its job_iteration; a task of an older
+//     iteration leaves its slot (stopped when live, else desired
+//     SHUTDOWN), so a new iteration runs every slot once more. A job's
+//     live replica on a draining node is stopped, not handed over, and
+//     its slot refilled once it has stopped. Jobs are neither rolled by
+//     the update machine nor rebalanced.
 //   - Every new task carries a copy of the service spec, its spec_version,
 //     desired RUNNING and status PENDING. Restarts also carry not_before
 //     (now + restart delay), which marks them as restart attempts.
@@ -23,8 +37,9 @@
 //     SHUTDOWN) while desired RUNNING is replaced in its slot (or on its
 //     node) when spec.restart allows it (condition any | on-failure | none;
 //     max_attempts counts earlier restarts of the slot with the same
-//     spec_version whose not_before falls within window). The old task gets
-//     desired SHUTDOWN. When the policy says no, the task gets desired
+//     spec_version and job iteration whose not_before falls within window;
+//     for a job, condition any is on-failure, as Swarm's). The old task
+//     gets desired SHUTDOWN. When the policy says no, the task gets desired
 //     COMPLETE: the slot is finished and is not refilled until the spec
 //     changes.
 //   - Node DOWN or removed (never UNKNOWN): tasks on it that have not

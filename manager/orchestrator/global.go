@@ -23,8 +23,10 @@ func (p *pass) keeps(fits func(*api.Node) bool, n *api.Node) bool {
 		fits(n)
 }
 
-// reconcileGlobal keeps one task of svc on every eligible node.
+// reconcileGlobal keeps one task of svc on every eligible node; for a
+// global job, one completion of its current iteration (jobs.go).
 func (p *pass) reconcileGlobal(svc *api.Service) error {
+	job := api.IsJob(svc.GetSpec().GetMode())
 	fits := placement.Matcher(svc.GetSpec().GetPlacement())
 	byNode := map[string]*group{}
 	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
@@ -40,6 +42,13 @@ func (p *pass) reconcileGlobal(svc *api.Service) error {
 			byNode[t.GetNodeId()] = g
 		}
 		g.tasks = append(g.tasks, t)
+	}
+	if job {
+		for _, g := range byNode {
+			if err := p.leaveIteration(svc, g); err != nil {
+				return err
+			}
+		}
 	}
 	for _, n := range p.tx.ListNodes() {
 		p.nodes[n.GetId()] = n
@@ -64,8 +73,10 @@ func (p *pass) reconcileGlobal(svc *api.Service) error {
 		}
 	}
 	may := func(g *group) bool { return eligible(fits, p.node(g.nodeID)) }
-	if err := p.roll(svc, occupied, may); err != nil {
-		return err
+	if !job { // a job runs a new iteration instead of rolling
+		if err := p.roll(svc, occupied, may); err != nil {
+			return err
+		}
 	}
 	limit := historyLimit(svc)
 	for _, g := range groups {
@@ -92,11 +103,19 @@ func (p *pass) reconcileNode(svc *api.Service, fits func(*api.Node) bool, g *gro
 	n := p.node(g.nodeID)
 	if !p.keeps(fits, n) {
 		down := p.nodeLost(g.nodeID)
+		job := api.IsJob(svc.GetSpec().GetMode())
 		for _, t := range g.tasks {
 			var err error
 			switch {
 			case down && p.lost(t):
 				err = p.orphan(t)
+			case job && n != nil && ended(t) && completed(t):
+				// A global job's completion stands on a node that is
+				// drained, down or no longer matches: were it dropped,
+				// the node would run the job again once it is back.
+				t.DesiredState = api.TaskState_TASK_STATE_COMPLETE
+				err = p.update(t)
+			case job && n != nil && finished(t):
 			case occupant(t):
 				err = p.retire(t)
 			}

@@ -27,6 +27,9 @@ type harness struct {
 	p     *storetest.Proposer
 	clock *testclock.Clock
 	o     *Orchestrator
+	// afterPass, when set, runs after every pass of step: a property
+	// that must hold at every write, not only once a step has converged.
+	afterPass func()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -54,6 +57,9 @@ func (h *harness) step() {
 		stored := h.storedTasks()
 		if err := h.o.reconcile(context.Background(), d); err != nil {
 			h.t.Fatalf("reconcile: %v", err)
+		}
+		if h.afterPass != nil {
+			h.afterPass()
 		}
 		for shared, was := range stored {
 			if !proto.Equal(shared, was) {

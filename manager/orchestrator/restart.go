@@ -35,10 +35,16 @@ func failed(t *api.Task) bool {
 }
 
 // shouldRestart decides whether the ended task t of svc gets a replacement
-// now. group is every task of t's slot (or node), t included.
+// now. group is every task of t's slot (or node), t included. A job's
+// condition any is on-failure, as Swarm has it: a completion is what a job
+// is for, and running it again would be a second one (docs/adr/0060-jobs.md).
 func shouldRestart(svc *api.Service, t *api.Task, group []*api.Task, now time.Time) bool {
 	p := svc.GetSpec().GetRestart()
-	switch p.GetCondition() {
+	cond := p.GetCondition()
+	if cond == api.RestartCondition_RESTART_CONDITION_ANY && api.IsJob(svc.GetSpec().GetMode()) {
+		cond = api.RestartCondition_RESTART_CONDITION_ON_FAILURE
+	}
+	switch cond {
 	case api.RestartCondition_RESTART_CONDITION_NONE:
 		return false
 	case api.RestartCondition_RESTART_CONDITION_ON_FAILURE:
@@ -53,7 +59,8 @@ func shouldRestart(svc *api.Service, t *api.Task, group []*api.Task, now time.Ti
 	window := p.GetWindow().AsDuration()
 	var attempts uint64
 	for _, o := range group {
-		if !restartAttempt(o) || o.GetSpecVersion() != svc.GetSpecVersion() {
+		// A new spec, or a job's new iteration, starts a new count.
+		if !restartAttempt(o) || o.GetSpecVersion() != svc.GetSpecVersion() || o.GetJobIteration() != t.GetJobIteration() {
 			continue
 		}
 		if window > 0 && !o.GetNotBefore().AsTime().After(now.Add(-window)) {

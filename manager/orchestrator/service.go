@@ -9,8 +9,11 @@ func (p *pass) reconcileService(id string) error {
 	if svc == nil {
 		return p.reconcileRemoved(id)
 	}
-	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	switch svc.GetSpec().GetMode() {
+	case api.ServiceMode_SERVICE_MODE_GLOBAL, api.ServiceMode_SERVICE_MODE_GLOBAL_JOB:
 		return p.reconcileGlobal(svc)
+	case api.ServiceMode_SERVICE_MODE_REPLICATED_JOB:
+		return p.reconcileJob(svc)
 	}
 	return p.reconcileReplicated(svc)
 }

@@ -40,6 +40,9 @@ func newTask(svc *api.Service, slot uint64, nodeID string, now time.Time, notBef
 	if notBefore != nil {
 		t.NotBefore = timestamppb.New(*notBefore)
 	}
+	if api.IsJob(svc.GetSpec().GetMode()) {
+		t.JobIteration = jobIteration(svc)
+	}
 	return t, nil
 }
 

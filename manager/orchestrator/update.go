@@ -50,7 +50,8 @@ func stableAt(t *api.Task, pol rollout.Policy) time.Time {
 // completed under a restart policy that lets it stay complete, is no
 // failure.
 func (p *pass) markUnstable(svc *api.Service, t *api.Task) error {
-	if !ended(t) || t.GetUnstable() {
+	// A job is not rolled out (docs/adr/0060-jobs.md): no update to fail.
+	if !ended(t) || t.GetUnstable() || api.IsJob(svc.GetSpec().GetMode()) {
 		return nil
 	}
 	switch state(t) {

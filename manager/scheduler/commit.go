@@ -109,6 +109,16 @@ func (s *Scheduler) propose(ctx context.Context, chunk []write) chunkResult {
 	recorded := 0
 	err := s.st.Update(ctx, func(tx *store.Tx) error {
 		for _, w := range chunk {
+			// A volume recorded as living on the task's node goes first:
+			// changed meanwhile (placed by an earlier proposal, removed),
+			// the task is decided again instead.
+			if stale, err := updateVolumes(tx, w); stale || err != nil {
+				if err != nil {
+					return err
+				}
+				r.stale = append(r.stale, w)
+				continue
+			}
 			if err := tx.Update(w.task); err != nil {
 				if errors.Is(err, store.ErrVersionConflict) || errors.Is(err, store.ErrNotFound) {
 					r.stale = append(r.stale, w)
@@ -133,7 +143,8 @@ func (s *Scheduler) undo(ix *index, writes []write) {
 	for i := len(writes) - 1; i >= 0; i-- {
 		w := writes[i]
 		id := w.task.GetId()
-		w.task.NodeId, w.task.Status = w.oldNodeID, w.oldStatus
+		w.task.NodeId, w.task.Status, w.task.Volumes = w.oldNodeID, w.oldStatus, w.oldTaskVolumes
+		undoVolumes(ix, w)
 		if w.prev != nil || ix.pending[id] == nil {
 			ix.replace(id, ix.tasks[id], w.prev)
 			if w.prev == nil {
@@ -154,6 +165,7 @@ func (s *Scheduler) reread(ix *index, writes []write) {
 	s.undo(ix, writes)
 	s.st.View(func(tx store.ReadTx) {
 		for _, w := range writes {
+			rereadVolumes(ix, tx, w)
 			id := w.task.GetId()
 			if t := tx.GetTask(id); t != nil {
 				ix.setTask(t)

@@ -29,6 +29,16 @@ type write struct {
 	// prev is the index record before a tentative assignment; nil for a
 	// status write.
 	prev *taskRecord
+	// volumes are the volumes the assignment records as living on its
+	// node, written before the task in the same proposal; oldVolumes
+	// their index entries before, nil for a per-slot volume it creates
+	// (volumes.go).
+	volumes, oldVolumes []*api.Volume
+	// onVolumes names every volume the assigned task mounts: the
+	// proposal checks they live on its node. oldTaskVolumes is the
+	// task's volumes field before (slot volumes the assignment resolves).
+	onVolumes      []string
+	oldTaskVolumes []*api.TaskVolume
 }
 
 // groupKey collects the pending tasks that share one placement pass: the
@@ -91,6 +101,9 @@ func (s *Scheduler) decideGroup(ix *index, serviceID string, tasks []*api.Task, 
 	p, err := newNeeds(serviceID, spec)
 	if err != nil {
 		return pendAll(ReasonNoSuitableNode, "no suitable node (invalid placement: "+err.Error()+")")
+	}
+	if names := api.VolumeNames(spec); len(names) > 0 || api.HasSlotVolumes(spec) {
+		return s.decideWithVolumes(ix, serviceID, p, spec, names, tasks, writes)
 	}
 
 	var free []*api.Task
@@ -180,7 +193,7 @@ func waitingOn(ix *index, spec *api.ServiceSpec) string {
 // and records the write.
 func (s *Scheduler) assign(ix *index, writes []write, t *api.Task, ni *nodeInfo) []write {
 	prev := ix.tasks[t.GetId()]
-	w := write{task: t, oldNodeID: t.GetNodeId(), oldStatus: t.GetStatus(), prev: prev}
+	w := write{task: t, oldNodeID: t.GetNodeId(), oldStatus: t.GetStatus(), prev: prev, oldTaskVolumes: t.GetVolumes()}
 	t.NodeId = ni.id
 	t.Status = &api.TaskStatus{
 		State:     api.TaskState_TASK_STATE_ASSIGNED,
@@ -209,7 +222,7 @@ func (s *Scheduler) setPending(writes []write, t *api.Task, reason, msg string) 
 		now.Sub(old.GetTimestamp().AsTime()) < s.messageInterval) {
 		return writes
 	}
-	w := write{task: t, oldNodeID: t.GetNodeId(), oldStatus: old}
+	w := write{task: t, oldNodeID: t.GetNodeId(), oldStatus: old, oldTaskVolumes: t.GetVolumes()}
 	t.Status = &api.TaskStatus{
 		State:     api.TaskState_TASK_STATE_PENDING,
 		Reason:    reason,

@@ -61,6 +61,9 @@ type index struct {
 	// something a past decision relied on changed.
 	fresh      map[string]bool
 	recheckAll bool
+	// volumes are the named volumes by name, with the node each lives on
+	// (volumes.go).
+	volumes map[string]*api.Volume
 	// specs lets the pending tasks of a service share their spec: each
 	// comes from its own event, with its own copy, and 100 000 pending
 	// replicas held 2 KB each for it. Nothing here changes a task's spec.
@@ -77,6 +80,7 @@ func newIndex() *index {
 		held:          map[string]int{},
 		pending:       map[string]*api.Task{},
 		fresh:         map[string]bool{},
+		volumes:       map[string]*api.Volume{},
 		specs:         api.NewSpecs(),
 	}
 }
@@ -88,6 +92,9 @@ func (ix *index) load(tx store.ReadTx) {
 	}
 	for _, s := range tx.ListServices() {
 		ix.setService(s)
+	}
+	for _, v := range tx.ListVolumes() {
+		ix.setVolume(v)
 	}
 	// Shallow copies: the index keeps pending tasks, whose fields a
 	// decision sets, and never changes a message of one in place.
@@ -118,6 +125,12 @@ func (ix *index) apply(e store.Event) {
 			ix.deleteTask(o.GetId(), e.Index)
 		} else {
 			ix.setTask(o)
+		}
+	case *api.Volume:
+		if e.Kind == store.EventDelete {
+			ix.deleteVolume(o)
+		} else {
+			ix.setVolume(o)
 		}
 	}
 }

@@ -110,7 +110,8 @@ func New(st *store.Store, opts ...Option) *Scheduler {
 func (s *Scheduler) Run(ctx context.Context) {
 	ix := newIndex()
 	events := s.st.ViewAndWatch(ctx, ix.load, store.Any(
-		store.ObjectType[*api.Node](), store.ObjectType[*api.Service](), store.ObjectType[*api.Task]()))
+		store.ObjectType[*api.Node](), store.ObjectType[*api.Service](), store.ObjectType[*api.Task](),
+		store.ObjectType[*api.Volume]()))
 	timer := time.NewTimer(0) // the first pass
 	defer timer.Stop()
 	armed, seen := true, 0

@@ -61,6 +61,12 @@ type ReadTx interface {
 	FindConfigByName(name string) *api.Config
 	ListConfigs() []*api.Config
 
+	GetVolume(id string) *api.Volume
+	FindVolumeByName(name string) *api.Volume
+	ListVolumes() []*api.Volume
+	// ScanVolumes is ScanNodes for volumes.
+	ScanVolumes(after string, fn func(*api.Volume) bool)
+
 	// ScanNodes, ScanServices and ScanTasks call fn with a clone of each
 	// object whose id sorts after after ("" for the first), in id order,
 	// until fn returns false: a page of a listing clones what it sends,
@@ -205,6 +211,19 @@ func (r readTx) FindConfigByName(name string) *api.Config {
 }
 func (r readTx) ListConfigs() []*api.Config {
 	return list[*api.Config](r.view(), tableConfig, indexID, "")
+}
+
+func (r readTx) GetVolume(id string) *api.Volume {
+	return first[*api.Volume](r.view(), tableVolume, indexID, id)
+}
+func (r readTx) FindVolumeByName(name string) *api.Volume {
+	return first[*api.Volume](r.view(), tableVolume, indexName, name)
+}
+func (r readTx) ListVolumes() []*api.Volume {
+	return list[*api.Volume](r.view(), tableVolume, indexID, "")
+}
+func (r readTx) ScanVolumes(after string, fn func(*api.Volume) bool) {
+	scan(r.view(), tableVolume, indexID, "", after, nil, fn)
 }
 
 func (r readTx) EachTask(serviceID, nodeID string, fn func(*api.Task) bool) {

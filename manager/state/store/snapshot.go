@@ -111,6 +111,7 @@ func (s *Store) Restore(snap *api.StoreSnapshot, index uint64) error {
 		restore(txn, snap.GetNetworks()),
 		restore(txn, snap.GetSecrets()),
 		restore(txn, snap.GetConfigs()),
+		restore(txn, snap.GetVolumes()),
 	)
 	if err != nil {
 		return fmt.Errorf("restore snapshot at %d: %w", index, err)

@@ -15,7 +15,8 @@ import (
 )
 
 // Object is a stored object: *api.Cluster, *api.Node, *api.Service,
-// *api.Task, *api.JoinToken, *api.Network, *api.Secret or *api.Config.
+// *api.Task, *api.JoinToken, *api.Network, *api.Secret, *api.Config or
+// *api.Volume.
 type Object interface {
 	proto.Message
 	GetId() string
@@ -33,6 +34,7 @@ const (
 	tableNetwork   = "network"
 	tableSecret    = "secret"
 	tableConfig    = "config"
+	tableVolume    = "volume"
 
 	indexID        = "id" // every table's order, not a secondary index
 	indexHostname  = "hostname"
@@ -112,6 +114,8 @@ var tables = byType(
 		index{indexName, unique, stringKey(func(s *api.Secret) string { return s.GetSpec().GetName() })}),
 	define[api.Config](tableConfig,
 		index{indexName, unique, stringKey(func(c *api.Config) string { return c.GetSpec().GetName() })}),
+	define[api.Volume](tableVolume,
+		index{indexName, unique, stringKey(func(v *api.Volume) string { return v.GetSpec().GetName() })}),
 	define[api.Task](tableTask,
 		index{indexServiceID, grouped, stringKey(func(t *api.Task) string { return t.GetServiceId() })},
 		index{indexNodeID, grouped, stringKey(func(t *api.Task) string { return t.GetNodeId() })}),
@@ -265,6 +269,8 @@ func target(a *api.StoreAction) Object {
 		return t.Secret
 	case *api.StoreAction_Config:
 		return t.Config
+	case *api.StoreAction_Volume:
+		return t.Volume
 	}
 	return nil
 }
@@ -289,6 +295,8 @@ func newAction(kind api.StoreAction_Kind, obj Object) (*api.StoreAction, error) 
 		a.Target = &api.StoreAction_Secret{Secret: o}
 	case *api.Config:
 		a.Target = &api.StoreAction_Config{Config: o}
+	case *api.Volume:
+		a.Target = &api.StoreAction_Volume{Volume: o}
 	default:
 		return nil, fmt.Errorf("%T is not stored: %w", obj, ErrInvalid)
 	}
