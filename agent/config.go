@@ -76,6 +76,11 @@ type Config struct {
 	// block of and their services' endpoints from every session message
 	// (docs/adr/0026). It must not block.
 	Networks func(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint)
+	// RemovedVolumes, when set, is handed the volumes removed from the
+	// cluster that lived on this node (Node.removed_volumes) from every
+	// session message, for their directories to go
+	// (docs/adr/0061-volumes.md). It must not block.
+	RemovedVolumes func(refs []*api.VolumeRef)
 	// Disconnected, when set, is called each time a session the
 	// dispatcher opened ends (not when the agent stops): what Overlay and
 	// Networks last got is stale until the next session message. It must

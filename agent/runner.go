@@ -10,9 +10,11 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/logs"
+	"github.com/jaco-project/jaco/agent/volumes"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/api/spectemplate"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -251,7 +253,19 @@ func (r *taskRunner) controller() (exec.Controller, error) {
 		return nil, &rejection{ReasonInvalidSpec, err.Error()}
 	}
 	t := r.snapshot()
-	spec := t.GetSpec()
+	// The runtime sees the spec with its templates expanded for this
+	// replica on this node, in t, a copy; r.task keeps them as the manager
+	// stored them, for the db and the reports: the manager compares specs
+	// to decide updates (docs/design.md §9). The manager checked them
+	// (spectemplate.Check), so this fails only where an agent differs.
+	spec, err := spectemplate.Expand(t.GetSpec(), spectemplate.NewContext(t, r.w.node))
+	if err != nil {
+		return nil, &rejection{ReasonInvalidSpec, fmt.Sprintf("expand the spec's templates on node %s: %v", r.w.node.Hostname, err)}
+	}
+	if err := volumes.SlotVolumes(t, spec); err != nil {
+		return nil, &rejection{ReasonInvalidSpec, err.Error()}
+	}
+	t.Spec = spec
 	want, err := runtimeFor(spec)
 	if err != nil {
 		return nil, err

@@ -243,6 +243,9 @@ func (a *Agent) followOverlay(m *api.SessionMessage) {
 	if a.cfg.Networks != nil && m.GetNode() != nil {
 		a.cfg.Networks(m.GetNode(), m.GetNetworks(), m.GetEndpoints())
 	}
+	if a.cfg.RemovedVolumes != nil && len(m.GetNode().GetRemovedVolumes()) > 0 {
+		a.cfg.RemovedVolumes(m.GetNode().GetRemovedVolumes())
+	}
 }
 
 // Redescribe ends the session running now, if any, so that the next one

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 
 	"github.com/jaco-project/jaco/agent/db"
 	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/spectemplate"
 )
 
 // worker keeps one runner per replica assigned to this node.
@@ -23,6 +25,8 @@ type worker struct {
 	logs *logs.Store
 	// ctx is the agent's run context; runners end with it.
 	ctx context.Context
+	// node is this node as templates in specs see it (.Node).
+	node spectemplate.Node
 
 	// starts bounds the replicas preparing or starting at once.
 	starts chan struct{}
@@ -43,7 +47,20 @@ func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter, m *age
 	store.Logger = cfg.Logger
 	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, metrics: m, ctx: ctx, logs: store,
 		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{},
-		files: newFileStore(), heard: make(chan struct{})}
+		files: newFileStore(), heard: make(chan struct{}), node: templateNode(cfg)}
+}
+
+// templateNode is this node for the templates of the specs it runs: its
+// id, its name in the cluster as .Node.Hostname (what `jaco node ls`
+// shows; the machine's hostname unless the node was named otherwise),
+// and the platform as a Docker engine reports it (Architecture x86_64,
+// not amd64).
+func templateNode(cfg *Config) spectemplate.Node {
+	host := cfg.NodeName
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	return spectemplate.Node{ID: cfg.NodeID, Hostname: host, Platform: spectemplate.HostPlatform()}
 }
 
 // load starts runners for the tasks the db holds (an agent restart): they

@@ -50,6 +50,9 @@ type Config struct {
 	// ContainerSubnet is the CNI bridge subnet for this node's containers;
 	// empty derives one from the node id.
 	ContainerSubnet string
+	// VolumesDir holds the named volumes living on this node (empty:
+	// DATA_DIR/volumes; docs/adr/0061-volumes.md).
+	VolumesDir string
 	// NoOverlay keeps the node off the overlay: it publishes its overlay
 	// unavailable and runs no replica on a network (docs/adr/0026).
 	NoOverlay bool
@@ -159,6 +162,14 @@ func (c *Config) socketPath() string { return c.dir().Socket() }
 func (c *Config) nodeDir() string    { return c.dir().Node() }
 func (c *Config) raftDir() string    { return c.dir().Raft() }
 func (c *Config) dekPath() string    { return c.dir().DataKeys() }
+
+// volumesDir is where the named volumes living on this node are kept.
+func (c *Config) volumesDir() string {
+	if c.VolumesDir != "" {
+		return c.VolumesDir
+	}
+	return c.dir().Volumes()
+}
 
 // advertiseAddr picks the address to advertise for a TCP listener bound
 // at bound: the configured one, else the bound host when it is specific,

@@ -79,10 +79,11 @@ func (n *Node) startAgent() error {
 			d.Overlay = ov.describe()
 			return d
 		},
-		Overlay:      ov.follow,
-		Networks:     plane.follow,
-		Disconnected: plane.disconnected,
-		Logger:       n.log,
+		Overlay:        ov.follow,
+		Networks:       plane.follow,
+		RemovedVolumes: newVolumeSweeper(ctx, &n.wg, n.cfg.volumesDir(), n.log).sweep,
+		Disconnected:   plane.disconnected,
+		Logger:         n.log,
 	})
 	if err != nil {
 		cancel()
@@ -115,7 +116,7 @@ func (n *Node) startAgent() error {
 // containerd comes the node's network isolation (nil without it). Both
 // attach replicas to overlay networks through networks.
 func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networks) ([]exec.Runtime, *isolation.Ruleset, error) {
-	hookOpts := []hooks.Option{hooks.WithLogger(n.log.With("runtime", "hooks"))}
+	hookOpts := []hooks.Option{hooks.WithLogger(n.log.With("runtime", "hooks")), hooks.WithVolumesDir(n.cfg.volumesDir())}
 	if att, err := netattach.New(n.cfg.dir().OverlayLeases(), ctrd.DefaultCNIBinDirs); err != nil {
 		n.log.Warn("hook bundles cannot join overlay networks", "err", err)
 	} else {
@@ -137,6 +138,7 @@ func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networ
 		ctrd.WithNodeID(nodeID),
 		ctrd.WithSubnet(n.cfg.ContainerSubnet),
 		ctrd.WithStateDir(n.cfg.dir().ContainerdState()),
+		ctrd.WithVolumesDir(n.cfg.volumesDir()),
 		ctrd.WithLogger(n.log),
 	)
 	if err != nil {

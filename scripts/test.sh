@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
 
 ensure_pkgs make git gcc libc6-dev protobuf-compiler ca-certificates iproute2 nftables \
-	containerd runc containernetworking-plugins busybox-static iptables util-linux docker-registry chromium
+	containerd runc containernetworking-plugins busybox-static tini iptables util-linux docker-registry chromium
 ensure_promtool
 ensure_go
 log "$(go version)"

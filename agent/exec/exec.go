@@ -120,22 +120,3 @@ type Controller interface {
 	// and returns its exit code.
 	Exec(ctx context.Context, argv []string) (int, error)
 }
-
-// Stop ladder defaults (docs/design.md §9).
-const (
-	DefaultStopGracePeriod  = 2 * time.Minute
-	DefaultAbortGracePeriod = 30 * time.Second
-)
-
-// StopGracePeriods returns the spec's stop and abort grace periods with
-// the defaults filled in.
-func StopGracePeriods(spec *api.ServiceSpec) (stop, abort time.Duration) {
-	stop, abort = DefaultStopGracePeriod, DefaultAbortGracePeriod
-	if d := spec.GetStopGracePeriod(); d != nil {
-		stop = d.AsDuration()
-	}
-	if d := spec.GetAbortGracePeriod(); d != nil {
-		abort = d.AsDuration()
-	}
-	return stop, abort
-}

@@ -94,6 +94,7 @@ func run(args []string) int {
 	f.StringVar(&logFormat, "log-format", envOr("JACO_LOG_FORMAT", "text"), "text (key=value) or json (one object a line) ($JACO_LOG_FORMAT)")
 	f.Uint64Var(&cfg.SnapshotInterval, "snapshot-interval", envUint("JACO_SNAPSHOT_INTERVAL", 0), "applied raft entries between snapshots at least (past 1 MiB, also as many log bytes as the last snapshot); 0 for the default 10000 ($JACO_SNAPSHOT_INTERVAL)")
 	f.Uint64Var(&gcHeadroomMiB, "gc-headroom", envUint("JACO_GC_HEADROOM", gcpace.DefaultHeadroom>>20), "MiB a manager's heap may grow by at least between garbage collections (or by as much as is live); 0 leaves it to GOGC, and GOGC set in the environment overrides it ($JACO_GC_HEADROOM)")
+	f.StringVar(&cfg.VolumesDir, "volumes-dir", os.Getenv("JACO_VOLUMES_DIR"), "where the named volumes living on this node are kept; empty: DATA_DIR/volumes ($JACO_VOLUMES_DIR)")
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
 	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
 	f.BoolVar(&overlayOn, "overlay", envOr("JACO_OVERLAY", "true") != "false", "join the encrypted overlay other nodes' replicas reach this node's over; off, the node runs no replica on a network ($JACO_OVERLAY)")

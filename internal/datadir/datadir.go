@@ -48,6 +48,10 @@ func (d Dir) OverlayLeases() string { return filepath.Join(d.ContainerdState(), 
 // replicas on overlay networks.
 func (d Dir) HooksNetns() string { return d.join("runtime", "hooks", "netns") }
 
+// Volumes is the default volumes dir: one directory per named volume
+// living on this node (agent/volumes, docs/adr/0061-volumes.md).
+func (d Dir) Volumes() string { return d.join("volumes") }
+
 // OperatorToken is where a node that formed a cluster from flags leaves
 // the operator token.
 func (d Dir) OperatorToken() string { return d.join("operator-token") }

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"runtime"
@@ -51,6 +52,10 @@ type config struct {
 	busybox string
 	files   []file
 	cmd     []string
+	// dirs are directories WithDir adds, by path: their mode.
+	dirs map[string]int64
+	// owners are WithOwner's uid and gid, by path.
+	owners map[string][2]int
 }
 
 type file struct {
@@ -72,6 +77,45 @@ func WithFile(p string, data []byte, mode os.FileMode) Option {
 	return func(c *config) { c.files = append(c.files, file{path: p, data: data, mode: int64(mode.Perm())}) }
 }
 
+// WithDir adds a directory at the absolute path p (parent directories
+// are made) with the given permission bits (setuid, setgid and sticky
+// included). A directory WithFile or another path makes has mode 0755.
+func WithDir(p string, mode os.FileMode) Option {
+	return func(c *config) {
+		if c.dirs == nil {
+			c.dirs = map[string]int64{}
+		}
+		c.dirs[p] = tarMode(mode)
+	}
+}
+
+// WithOwner makes the file or directory at p (one WithFile or WithDir
+// adds, or a parent they make) owned by uid and gid; the rest are root's.
+func WithOwner(p string, uid, gid int) Option {
+	return func(c *config) {
+		if c.owners == nil {
+			c.owners = map[string][2]int{}
+		}
+		c.owners[p] = [2]int{uid, gid}
+	}
+}
+
+// tarMode is mode's permission bits with setuid, setgid and sticky, as a
+// tar header holds them.
+func tarMode(mode os.FileMode) int64 {
+	m := int64(mode.Perm())
+	if mode&os.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if mode&os.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if mode&os.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	return m
+}
+
 // WithCmd sets the image's default command (default ["sh"]).
 func WithCmd(argv ...string) Option { return func(c *config) { c.cmd = argv } }
 
@@ -89,7 +133,7 @@ func Build(w io.Writer, ref string, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("build image %s: read busybox: %w", ref, err)
 	}
-	layer, diffID, err := buildLayer(bb, c.files)
+	layer, diffID, err := buildLayer(bb, c)
 	if err != nil {
 		return fmt.Errorf("build image %s: layer: %w", ref, err)
 	}
@@ -97,10 +141,16 @@ func Build(w io.Writer, ref string, opts ...Option) error {
 }
 
 // buildLayer returns the gzip layer and the digest of its uncompressed tar.
-func buildLayer(busybox []byte, extra []file) (gz []byte, diffID digest.Digest, err error) {
+func buildLayer(busybox []byte, c config) (gz []byte, diffID digest.Digest, err error) {
 	var raw bytes.Buffer
 	tw := tar.NewWriter(&raw)
 	dirs := map[string]bool{}
+	own := func(h *tar.Header) *tar.Header {
+		if o, ok := c.owners["/"+strings.TrimSuffix(h.Name, "/")]; ok {
+			h.Uid, h.Gid = o[0], o[1]
+		}
+		return h
+	}
 	mkdir := func(p string) error {
 		var parts []string
 		for d := path.Dir(p); d != "/" && d != "."; d = path.Dir(d) {
@@ -112,7 +162,11 @@ func buildLayer(busybox []byte, extra []file) (gz []byte, diffID digest.Digest, 
 				continue
 			}
 			dirs[d] = true
-			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: 0o755, ModTime: epoch}); err != nil {
+			mode, ok := c.dirs[d]
+			if !ok {
+				mode = 0o755
+			}
+			if err := tw.WriteHeader(own(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: mode, ModTime: epoch})); err != nil {
 				return err
 			}
 		}
@@ -125,7 +179,7 @@ func buildLayer(busybox []byte, extra []file) (gz []byte, diffID digest.Digest, 
 		if err := mkdir(path.Dir(f.path)); err != nil {
 			return err
 		}
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch}
+		h := own(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch})
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
@@ -156,8 +210,16 @@ func buildLayer(busybox []byte, extra []file) (gz []byte, diffID digest.Digest, 
 			return nil, "", err
 		}
 	}
-	for _, f := range extra {
+	for _, f := range c.files {
 		if err := writeFile(f); err != nil {
+			return nil, "", err
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(c.dirs)) {
+		if !path.IsAbs(d) || path.Clean(d) != d || d == "/" {
+			return nil, "", fmt.Errorf("directory path %q: want a clean absolute path", d)
+		}
+		if err := mkdir(d); err != nil {
 			return nil, "", err
 		}
 	}

@@ -158,3 +158,66 @@ func TestImportedByContainerd(t *testing.T) {
 		t.Fatalf("unpack: %v", err)
 	}
 }
+
+// layerHeaders returns the tar headers of the archive's one layer, by name.
+func layerHeaders(t *testing.T, archive []byte) map[string]*tar.Header {
+	t.Helper()
+	files, _ := untar(t, bytes.NewReader(archive))
+	var index ocispec.Index
+	if err := json.Unmarshal(files["index.json"], &index); err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(files["blobs/sha256/"+index.Manifests[0].Digest.Encoded()], &m); err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(files["blobs/sha256/"+m.Layers[0].Digest.Encoded()]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*tar.Header{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = h
+	}
+}
+
+// WithDir and WithOwner give directories and files the mode and owner
+// asked for; a parent made on the way is root's, mode 0755.
+func TestBuildDirsAndOwners(t *testing.T) {
+	h := layerHeaders(t, build(t,
+		WithFile("/data/seed", []byte("seed"), 0o640), WithOwner("/data/seed", 472, 473),
+		WithDir("/data", 0o750), WithOwner("/data", 472, 0),
+		WithDir("/data/sub", 0o775|os.ModeSetgid), WithOwner("/data/sub", 472, 472),
+		WithDir("/srv/empty", 0o700),
+	))
+	for _, w := range []struct {
+		name     string
+		typ      byte
+		mode     int64
+		uid, gid int
+	}{
+		{"data/", tar.TypeDir, 0o750, 472, 0},
+		{"data/seed", tar.TypeReg, 0o640, 472, 473},
+		{"data/sub/", tar.TypeDir, 0o2775, 472, 472},
+		{"srv/", tar.TypeDir, 0o755, 0, 0},
+		{"srv/empty/", tar.TypeDir, 0o700, 0, 0},
+	} {
+		got, ok := h[w.name]
+		if !ok {
+			t.Errorf("%s: not in the layer", w.name)
+			continue
+		}
+		if got.Typeflag != w.typ || got.Mode != w.mode || got.Uid != w.uid || got.Gid != w.gid {
+			t.Errorf("%s: type %c mode %o owner %d:%d; want type %c mode %o owner %d:%d",
+				w.name, got.Typeflag, got.Mode, got.Uid, got.Gid, w.typ, w.mode, w.uid, w.gid)
+		}
+	}
+}

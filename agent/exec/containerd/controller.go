@@ -31,8 +31,9 @@ var _ exec.Controller = (*controller)(nil)
 
 // Prepare writes the replica's secrets and configs to its tmpfs, unpacks
 // the image, resolves the spec's overlay networks (waiting for the node's
-// blocks), makes the network namespace and creates the container (not its
-// task). When it fails, the tmpfs goes.
+// blocks), makes the network namespace, creates the container (not its
+// task) and fills its empty volumes from the image (copyUp). When it
+// fails, the tmpfs goes.
 func (c *controller) Prepare(ctx context.Context) (err error) {
 	if err := c.checkIsolation(); err != nil {
 		return err
@@ -50,15 +51,22 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	if _, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
-		return nil // prepared before (agent restart)
-	} else if !errdefs.IsNotFound(err) {
+	// Checked and made also for a container prepared before: the node may
+	// have lost a created host path or its init binary since.
+	files, err := c.prepareOptions()
+	if err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}
-	for _, m := range c.rep.Task.GetSpec().GetMounts() {
-		if !filepath.IsAbs(m.GetSource()) || !filepath.IsAbs(m.GetTarget()) {
-			return fmt.Errorf("replica %s: mount %s:%s: source and target must be absolute paths", c.id, m.GetSource(), m.GetTarget())
+	if _, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
+		// Prepared before (agent restart): a copy into its volumes may
+		// have been cut short with the agent, so it is done again unless
+		// the container ran.
+		if started, err := c.started(ctx); err != nil || started {
+			return err
 		}
+		return c.copyUp(ctx, files.volumeMounts)
+	} else if !errdefs.IsNotFound(err) {
+		return fmt.Errorf("replica %s: %w", c.id, err)
 	}
 	img, err := c.rt.ensureImage(ctx, c.rep.Task.GetSpec().GetImage(), c.rep.Task.GetSpec().GetRegistryAuth())
 	if err != nil {
@@ -68,11 +76,17 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	resolvConf, err := c.resolveNetworks(ctx, &st)
-	if err != nil {
+	if err := c.resolveNetworks(ctx, &st); err != nil {
 		return err
 	}
+	if files.resolvConf, err = c.writeResolvConf(st); err != nil {
+		return fmt.Errorf("replica %s: %w", c.id, err)
+	}
 	if err := c.ensureNetns(&st); err != nil {
+		return fmt.Errorf("replica %s: %w", c.id, err)
+	}
+	opts, err := specOpts(img, c.rep, st.Netns, files)
+	if err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}
 	_, err = c.rt.client.NewContainer(ctx, c.id,
@@ -80,7 +94,7 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 		client.WithSnapshotter(Snapshotter),
 		client.WithNewSnapshot(c.id, img),
 		client.WithRuntime(RuncRuntime, &runc.Options{Root: c.rt.runcRoot()}),
-		client.WithNewSpec(specOpts(img, c.rep, st.Netns, resolvConf)...),
+		client.WithNewSpec(opts...),
 		client.WithContainerLabels(map[string]string{
 			"jaco.replica": c.rep.Task.GetId(),
 			"jaco.service": c.rep.Task.GetServiceName(),
@@ -89,7 +103,7 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 	if err != nil && !errdefs.IsAlreadyExists(err) {
 		return fmt.Errorf("replica %s: create container: %w", c.id, err)
 	}
-	return nil
+	return c.copyUp(ctx, files.volumeMounts)
 }
 
 // Start wires the network (eth0 on the node's bridge, eth1… on the
@@ -144,6 +158,9 @@ func (c *controller) Start(ctx context.Context) error {
 		return err
 	}
 	if err := c.attach(ctx, st.Address); err != nil {
+		return err
+	}
+	if err := c.writeHosts(st.Address); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(c.rep.LogPath), 0o755); err != nil {

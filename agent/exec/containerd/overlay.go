@@ -10,13 +10,12 @@ import (
 	"slices"
 
 	"github.com/jaco-project/jaco/agent/exec"
-	"github.com/jaco-project/jaco/agent/netattach"
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // resolvConfFile is the replica's resolv.conf in Replica.Dir, mounted at
-// /etc/resolv.conf of a replica on overlay networks.
+// /etc/resolv.conf of a replica on overlay networks or with DNS options
+// (etcfiles.go).
 const resolvConfFile = "resolv.conf"
 
 // firstOverlayIf is the index of the first overlay interface: eth0 is the
@@ -44,36 +43,27 @@ func (c *controller) checkNetworks() error {
 
 // resolveNetworks records, before anything else is made for the replica,
 // how it attaches to each network its spec names, waiting (bounded by ctx)
-// for the node to hold a block of each, and writes its resolv.conf. A
-// replica resolved before (Prepare again) keeps what it has. It returns the
-// resolv.conf's path, "" for a spec without networks.
-func (c *controller) resolveNetworks(ctx context.Context, st *replicaState) (string, error) {
+// for the node to hold a block of each. A replica resolved before
+// (Prepare again) keeps what it has. Its resolv.conf follows from them
+// (writeResolvConf).
+func (c *controller) resolveNetworks(ctx context.Context, st *replicaState) error {
 	names := api.TaskNetworks(c.rep.Task.GetSpec())
-	if len(names) == 0 {
-		return "", nil
+	if len(names) == 0 || len(st.Networks) == len(names) {
+		return nil
 	}
-	if len(st.Networks) != len(names) {
-		atts := make([]exec.Attachment, 0, len(names))
-		for _, name := range names {
-			att, err := c.rt.networks.Attachment(ctx, name)
-			if err != nil {
-				return "", fmt.Errorf("replica %s: network %q: %w", c.id, name, err)
-			}
-			if _, err := c.rt.attacher.ConfList(att); err != nil {
-				return "", fmt.Errorf("replica %s: %w", c.id, err)
-			}
-			atts = append(atts, att)
+	atts := make([]exec.Attachment, 0, len(names))
+	for _, name := range names {
+		att, err := c.rt.networks.Attachment(ctx, name)
+		if err != nil {
+			return fmt.Errorf("replica %s: network %q: %w", c.id, name, err)
 		}
-		st.Networks = atts
-		if err := saveState(c.rep.Dir, *st); err != nil {
-			return "", err
+		if _, err := c.rt.attacher.ConfList(att); err != nil {
+			return fmt.Errorf("replica %s: %w", c.id, err)
 		}
+		atts = append(atts, att)
 	}
-	path := filepath.Join(c.rep.Dir, resolvConfFile)
-	if err := durable.WriteFile(path, netattach.ResolvConf(st.Networks), 0o644); err != nil {
-		return "", fmt.Errorf("replica %s: write resolv.conf: %w", c.id, err)
-	}
-	return path, nil
+	st.Networks = atts
+	return saveState(c.rep.Dir, *st)
 }
 
 // setupOverlay attaches the replica's namespace to its networks once and

@@ -30,6 +30,15 @@
 //     tmpfs of its own in Replica.Dir and bind-mounted read-only into the
 //     container, secrets at /run/secrets/TARGET, configs at their targets
 //     (secrets.go); Remove unmounts it.
+//   - The spec's process and container options (docs/adr/0059) apply as
+//     Docker applies them: user and groups resolved in the image, workdir,
+//     ulimits, host name (unset: the node's, which the container's UTS
+//     namespace starts as), capabilities, sysctls, read-only root,
+//     /dev/shm's size, tmpfs mounts (options.go, mounts.go); DNS options
+//     and extra hosts as read-only /etc/resolv.conf and /etc/hosts written
+//     in Replica.Dir (etcfiles.go); init as the node's static tini,
+//     mounted at InitPath and run as PID 1 (init.go); the stop ladder's
+//     first signal is the spec's stop_signal, else the image's STOPSIGNAL.
 //   - Images come from the node's content store (LoadImage, i.e. `jaco
 //     image load`) or are pulled by reference when missing: over HTTPS
 //     only, verified against the system trust store, with the spec's
@@ -93,16 +102,22 @@ type Runtime struct {
 	// what the replica recorded).
 	networks exec.Networks
 	attacher *netattach.Attacher
-	log      *slog.Logger
+	// initBinary is WithInitBinary's path ("": DefaultInitBinaries).
+	initBinary string
+	// volumesDir is WithVolumesDir's (volumes.go).
+	volumesDir string
+	log        *slog.Logger
 }
 
 type options struct {
-	nodeID    string
-	stateDir  string
-	subnet    string
-	isolation Isolation
-	networks  exec.Networks
-	log       *slog.Logger
+	nodeID     string
+	stateDir   string
+	subnet     string
+	isolation  Isolation
+	networks   exec.Networks
+	initBinary string
+	volumesDir string
+	log        *slog.Logger
 }
 
 // Option configures New.
@@ -181,14 +196,16 @@ func New(ctx context.Context, address string, opts ...Option) (*Runtime, error) 
 		return nil, fmt.Errorf("containerd runtime: containerd at %s: %w", address, err)
 	}
 	return &Runtime{
-		client:    c,
-		names:     names,
-		stateDir:  o.stateDir,
-		cni:       cni,
-		isolation: o.isolation,
-		networks:  o.networks,
-		attacher:  attacher,
-		log:       o.log.With("runtime", exec.RuntimeContainerd, "namespace", names.Namespace),
+		client:     c,
+		names:      names,
+		stateDir:   o.stateDir,
+		cni:        cni,
+		isolation:  o.isolation,
+		networks:   o.networks,
+		attacher:   attacher,
+		initBinary: o.initBinary,
+		volumesDir: o.volumesDir,
+		log:        o.log.With("runtime", exec.RuntimeContainerd, "namespace", names.Namespace),
 	}, nil
 }
 

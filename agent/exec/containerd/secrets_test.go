@@ -78,7 +78,7 @@ func mounted(t *testing.T, dir string) bool {
 	return bytes.Contains(b, []byte(" "+dir+" "))
 }
 
-// A container sees its secret at /run/secrets/NAME (content, mode 0400
+// A container sees its secret at /run/secrets/NAME (content, mode 0444
 // and owner) and its config at its target, both read-only, also when the
 // tmpfs went away between an agent's Prepare and the next agent's; after
 // Remove the tmpfs is unmounted and the secret is nowhere under the
@@ -120,7 +120,7 @@ echo x > /run/secrets/db_pass 2>/dev/null || echo secret-read-only; sleep 1`},
 	if e := wait(t, c); e.Code != 0 {
 		t.Fatalf("exit %+v", e)
 	}
-	for _, want := range []string{"secret 400 1000 1001", hex.EncodeToString(sum[:]), "config 444", "config-line", "secret-read-only"} {
+	for _, want := range []string{"secret 444 1000 1001", hex.EncodeToString(sum[:]), "config 444", "config-line", "secret-read-only"} {
 		waitLog(t, rep, want)
 	}
 	// The search finds the value where it is (the replica's tmpfs), so

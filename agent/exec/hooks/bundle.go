@@ -73,10 +73,11 @@ func openLog(path string) (*os.File, error) {
 }
 
 // runCommand runs argv in its own process group with env in dir, in sb,
-// output appended to log (discarded when nil), and returns its exit code (128+signal when a signal
-// ended it). When ctx ends the whole group is killed. err is set only when
-// the command could not run or ctx ended.
-func runCommand(ctx context.Context, argv, env []string, dir string, log *os.File, sb sandbox) (int, error) {
+// as p says (h is the exec helper it may need), output appended to log
+// (discarded when nil), and returns its exit code (128+signal when a
+// signal ended it). When ctx ends the whole group is killed. err is set
+// only when the command could not run or ctx ended.
+func runCommand(ctx context.Context, argv, env []string, dir string, log *os.File, sb sandbox, p proc, h execHelper) (int, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	cmd.Dir = dir
@@ -86,7 +87,7 @@ func runCommand(ctx context.Context, argv, env []string, dir string, log *os.Fil
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err := sb.start(cmd)
+	err := p.start(cmd, h, sb.start)
 	if err == nil {
 		err = cmd.Wait()
 	}

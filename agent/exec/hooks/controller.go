@@ -65,6 +65,15 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 	if done, err := c.started(); err != nil || done {
 		return err
 	}
+	// Checked before anything is fetched or written: a user, group or
+	// workdir the node lacks fails here, with what is missing.
+	opts, err := c.options()
+	if err != nil {
+		return err
+	}
+	if err := checkMountTargets(c.rep.Task.GetSpec().GetMounts(), c.rep.Dir); err != nil {
+		return fmt.Errorf("replica %s: %w", c.id(), err)
+	}
 	if err := c.prepareFiles(); err != nil {
 		return errors.Join(err, c.rep.RemoveFiles())
 	}
@@ -73,11 +82,19 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 			err = errors.Join(err, c.rep.RemoveFiles())
 		}
 	}()
+	// Every time: the tmpfs may have been mounted anew.
+	if err := c.grantAccess(opts.proc); err != nil {
+		return err
+	}
 	if _, err := os.Stat(c.path(preparedFile)); err == nil {
 		return nil
 	}
 	bundle := c.rep.Task.GetSpec().GetBundle()
 	if err := writeBundle(c.bundlePath(), bundle.GetFiles()); err != nil {
+		return err
+	}
+	mounts, err := c.prepareMounts(opts.proc)
+	if err != nil {
 		return err
 	}
 	if c.networked() {
@@ -86,14 +103,17 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 		}
 	}
 	if c.hasHook(api.HookPrepare) {
-		if err := c.runPrepare(ctx, bundle.GetPrepareStartLimit()); err != nil {
+		// With the mounts (a namespace of its own per attempt), so that it
+		// can fill a volume at its target; on the host network, where it
+		// fetches.
+		if err := c.runPrepare(ctx, bundle.GetPrepareStartLimit(), sandbox{Mounts: mounts}); err != nil {
 			return err
 		}
 	}
 	return writeJSON(c.path(preparedFile), time.Now().UTC())
 }
 
-func (c *controller) runPrepare(ctx context.Context, limit uint32) error {
+func (c *controller) runPrepare(ctx context.Context, limit uint32, sb sandbox) error {
 	if limit == 0 {
 		limit = DefaultPrepareStartLimit
 	}
@@ -104,7 +124,7 @@ func (c *controller) runPrepare(ctx context.Context, limit uint32) error {
 	defer log.Close()
 	var last string
 	for attempt := uint32(1); attempt <= limit; attempt++ {
-		code, err := runCommand(ctx, []string{c.hookPath(api.HookPrepare)}, c.hookEnv(), c.bundlePath(), log, sandbox{})
+		code, err := runCommand(ctx, []string{c.hookPath(api.HookPrepare)}, c.hookEnv(), c.bundlePath(), log, sb, proc{}, execHelper{})
 		switch {
 		case ctx.Err() != nil:
 			return fmt.Errorf("prepare: %w", ctx.Err())
@@ -146,15 +166,22 @@ func (c *controller) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	opts, err := c.options()
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
 	spec := launchSpec{
-		Argv:    append([]string{c.hookPath(api.HookLaunch)}, c.rep.Task.GetSpec().GetCommand()...),
-		Env:     c.hookEnv(),
-		Dir:     c.bundlePath(),
-		Sandbox: sb,
+		Argv:       append([]string{c.hookPath(api.HookLaunch)}, c.rep.Task.GetSpec().GetCommand()...),
+		Env:        c.hookEnv(),
+		Dir:        opts.dir,
+		Bundle:     c.bundlePath(),
+		Proc:       opts.proc,
+		StopSignal: opts.stop,
+		Sandbox:    sb,
 	}
 	if c.notifies() {
 		// Bound before launch runs, so that its first READY=1 finds it.
-		conn, err := c.bindNotify()
+		conn, err := c.bindNotify(opts.proc.Cred)
 		if err != nil {
 			return fmt.Errorf("start: %w", err)
 		}
@@ -293,8 +320,8 @@ func (e exitRecord) exit() exec.Exit {
 }
 
 // Remove runs cleanup (when the bundle has one and is still on the node),
-// unmounts the tmpfs of the replica's files and deletes the bundle and the
-// state files. A failing cleanup is
+// unmounts the tmpfs of the replica's files and deletes the bundle, its
+// anonymous volumes and the state files. A failing cleanup is
 // reported, but the files are deleted all the same, so a second Remove
 // succeeds.
 func (c *controller) Remove(ctx context.Context) error {
@@ -319,6 +346,9 @@ func (c *controller) Remove(ctx context.Context) error {
 	if err := os.RemoveAll(c.bundlePath()); err != nil {
 		return fmt.Errorf("remove bundle: %w", err)
 	}
+	if err := c.removeMounts(); err != nil {
+		return err
+	}
 	for _, name := range stateFiles {
 		if err := os.Remove(c.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove %s: %w", name, err)
@@ -333,7 +363,7 @@ func (c *controller) runCleanup(ctx context.Context) error {
 		return err
 	}
 	defer log.Close()
-	code, err := runCommand(ctx, []string{c.hookPath(api.HookCleanup)}, c.hookEnv(), c.bundlePath(), log, sandbox{})
+	code, err := runCommand(ctx, []string{c.hookPath(api.HookCleanup)}, c.hookEnv(), c.bundlePath(), log, sandbox{}, proc{}, execHelper{})
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit code %d", code)
 	}
@@ -344,8 +374,10 @@ func (c *controller) runCleanup(ctx context.Context) error {
 	return nil
 }
 
-// Exec runs argv with the replica's env in its bundle directory, in its
-// network namespace and with its resolv.conf when it is on networks;
+// Exec runs argv with the replica's env, user and limits in its workdir
+// (its bundle directory by default), in its network namespace and with
+// its resolv.conf when it is on networks, and with its mounts: in the
+// running replica's own mount namespace when it has one (runningMountNS);
 // output is discarded (a health check's verdict is its exit code).
 func (c *controller) Exec(ctx context.Context, argv []string) (int, error) {
 	if len(argv) == 0 {
@@ -358,5 +390,15 @@ func (c *controller) Exec(ctx context.Context, argv []string) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("exec: %w", err)
 	}
-	return runCommand(ctx, argv, c.hookEnv(), c.bundlePath(), nil, sb)
+	opts, err := c.options()
+	if err != nil {
+		return -1, fmt.Errorf("exec: %w", err)
+	}
+	if sb.ownMounts() {
+		if ns := c.runningMountNS(); ns != nil {
+			defer ns.Close()
+			sb.join = ns
+		}
+	}
+	return runCommand(ctx, argv, c.hookEnv(), opts.dir, nil, sb, opts.proc, c.execHelper())
 }

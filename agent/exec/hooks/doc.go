@@ -20,13 +20,18 @@
 //     ended without being asked to stop or exited with code 1 (also after
 //     a Stop, as the spec says). Running it in the shim means it runs even
 //     while jacod is down, and Wait returns only once it is done.
-//   - Stop asks the shim to signal launch's process group: SIGINT, then
-//     SIGQUIT after the stop grace period, then SIGKILL after the abort
-//     grace period (the shim turns SIGTERM into SIGKILL of the group,
-//     since it cannot forward a SIGKILL it never receives). Any of those
-//     signals marks the replica as asked to stop.
-//   - Remove runs cleanup and deletes the bundle and the state files; the
-//     agent owns Dir itself and LogPath. It refuses while anything runs.
+//   - Stop asks the shim to signal launch's process group: the spec's
+//     stop_signal (SIGINT by default), then SIGQUIT after the stop grace
+//     period, then SIGKILL after the abort grace period. The shim is
+//     always sent SIGINT, SIGQUIT and SIGTERM: it forwards SIGINT as the
+//     stop signal recorded in the launch spec Start wrote (so a later
+//     jacod stops launch with the same signal, and a stop signal of
+//     SIGTERM, or one that would end the shim, never reaches the shim
+//     itself), and turns SIGTERM into SIGKILL of the group, since it
+//     cannot forward a SIGKILL it never receives. Any of those signals
+//     marks the replica as asked to stop.
+//   - Remove runs cleanup and deletes the bundle, the anonymous volumes
+//     and the state files; the agent owns Dir itself and LogPath. It refuses while anything runs.
 //   - Secrets and configs (Replica.Files) are in a tmpfs of the replica's
 //     own in Dir, made by Prepare and unmounted by Remove after cleanup:
 //     every hook and Exec finds secrets in $JACO_SECRETS_DIR (at their
@@ -48,16 +53,81 @@
 // and the signal's name ("SIGKILL"), as shells do. A shim killed outright
 // leaves launch running: Wait then follows launch and, once it is gone,
 // returns ErrShimLost (its exit code is lost with the shim), and Stop
-// signals launch's group itself.
+// signals launch's group itself, the stop signal first.
 //
 // launch, prepare, finish, cleanup and Exec commands get the spec's env
-// (after a default PATH) followed by the JACO_ variables, run in
-// Dir/bundle, and append their stdout and stderr to LogPath.
+// (after a default PATH) followed by the JACO_ variables and append
+// their stdout and stderr to LogPath (Exec's output is discarded).
+//
+// Process options (docs/design.md §9). launch, finish and Exec commands
+// run as the spec says; prepare and cleanup run as jacod does (root, its
+// limits, in Dir/bundle): they set up and tear down what the replica
+// needs on the node (prepare with the replica's mounts: see below).
+//
+//   - user (USER[:GROUP], names looked up on the node, numbers as they
+//     are) and groups: USER alone takes the user's primary group, as
+//     Docker does; a number the node has no user for has none and is
+//     refused without a GROUP (the node's root group is not given on the
+//     node's own file system). The supplementary groups are exactly
+//     groups. groups alone keep jacod's user. The user reaches its hooks,
+//     its secrets and configs (each with its own owner and mode) and its
+//     notify socket: Prepare gives it a POSIX ACL entry letting that uid
+//     search Dir and each directory above it it could not (u:UID:--x,
+//     left in place: access.go says why), and the notify socket is
+//     handed to it. A user, group or workdir the node lacks fails Prepare
+//     and Start.
+//   - workdir: where launch, finish and Exec commands start (Dir/bundle
+//     by default). It must be an absolute path to a directory on the
+//     node, and one missing is refused, not created: on the node's own
+//     file system, making directories is not the runtime's to do.
+//   - ulimits: launch, finish and Exec commands start with them. os/exec
+//     cannot set limits on a child, and setting them on the starting
+//     process would bind it too, so such a command starts as an exec
+//     helper (jacod's binary again, "hook-shim" with
+//     JACO_HOOK_SHIM_STAGE=exec) that sets them, then the user, on
+//     itself as root and execs the command in its own place, same pid and
+//     group (proc.go).
+//
+// Mounts and volumes (docs/adr/0059, docs/adr/0061-volumes.md). A
+// replica's mounts are a container's: binds of node paths (read-only when
+// the spec says, create_host_path making a missing source 0755), tmpfs
+// mounts (size, mode; nosuid, nodev, noexec as Docker's), named volumes
+// (the node's volume directory, <volumes-dir>/<name>/_data, made on first
+// use through agent/volumes exactly as the containerd runtime makes it,
+// and kept when the replica goes) and anonymous ones (a directory in Dir,
+// deleted by Remove). They are made in a mount namespace of the
+// replica's own, a slave copy of the host's (the one resolv.conf is bound
+// in for a replica on networks, sandbox.go), over the node's own paths;
+// nothing of them shows on the node.
+//
+//   - A target must exist on the node, a directory (a file for a bind of
+//     a file): a bundle's root file system is the node's, and as with
+//     workdir, making directories there is not the runtime's to do;
+//     Prepare fails naming a missing one, before making anything. A target
+//     inside another mount is inside that mount, and made there when
+//     missing. No target may hide Dir or /proc.
+//   - Prepare makes the volume directories and the bind sources asked for
+//     and records the mounts in Dir. A volume directory the replica may
+//     own (a named volume made now, an anonymous one) is given to the
+//     spec's user, when it has one: there is no image whose directory
+//     owner Docker would copy, and a root-owned volume would be one the
+//     user cannot write. A volume already in use keeps its owner.
+//   - launch and finish see the mounts (the shim is started in the
+//     namespace); an Exec command enters the running replica's namespace,
+//     so it sees launch's tmpfs and not an empty one of its own (a new
+//     namespace when nothing runs).
+//   - prepare sees them too, as root, in a namespace of its own per
+//     attempt: it may fill a volume (or bind source) at its target, as
+//     launch will find it; a tmpfs it writes goes with it.
+//   - cleanup runs on the host's namespace, without them: the replica's
+//     mounts went with its last process, as a container's do, and cleanup
+//     must run even when a source or target vanished meanwhile.
 //
 // Networks (docs/adr/0026). A replica's networks are api.TaskNetworks:
 // its spec's, then the ingress network when it publishes a port through
 // the routing mesh (host-mode ports add none). A replica on no network
-// runs on the node's own network and file system, as above. One on
+// runs on the node's own network and file system (with its mounts, as
+// above). One on
 // networks (the runtime needs WithNetworks) runs in a network namespace
 // of its own:
 //
@@ -77,9 +147,10 @@
 //     /etc/resolv.conf, a file naming the node's DNS server on the first
 //     network's gateway with ndots:0 (netattach.ResolvConf): they run in
 //     a mount namespace of their own, a slave copy of the host's with that
-//     file bound over /etc/resolv.conf; the rest of the file system is the
-//     host's. The shim is started in both namespaces, so everything it
-//     runs is in them (sandbox.start says how).
+//     file bound over /etc/resolv.conf (and the spec's mounts made); the
+//     rest of the file system is the host's. The shim is started in both
+//     namespaces, so everything it runs is in them (sandbox.start says
+//     how).
 //   - prepare and cleanup run on the host network: they set up and tear
 //     down what the replica needs on the node (fetching included), and
 //     cleanup runs once the replica is detached.

@@ -71,7 +71,7 @@ echo "launch config=$(cat "$JACO_CONFIGS_DIR/etc/app.conf")"
 	if exit := waitExit(t, c); exit.Code != 0 {
 		t.Fatalf("exit = %+v, want code 0", exit)
 	}
-	for _, want := range []string{"prepare-sees-secret", "launch secret=" + strings.ToUpper(value), "mode 400 1000 1000", "launch config=level=debug"} {
+	for _, want := range []string{"prepare-sees-secret", "launch secret=" + strings.ToUpper(value), "mode 444 1000 1000", "launch config=level=debug"} {
 		waitLog(t, rep, want)
 	}
 	if !mountedAt(t, rep.FilesDir()) {

@@ -48,19 +48,26 @@ func (c *controller) networked() bool { return len(api.TaskNetworks(c.rep.Task.G
 func (c *controller) readNet() (netState, bool, error) { return readRecord[netState](c.path(netFile)) }
 
 // sandbox is where the replica's launch, finish and Exec commands run:
-// the host without networks.
+// its network namespace and resolv.conf when it is on networks, its
+// mounts when its spec has some; the host otherwise.
 func (c *controller) sandbox() (sandbox, error) {
-	if !c.networked() {
-		return sandbox{}, nil
+	var sb sandbox
+	if c.networked() {
+		st, ok, err := c.readNet()
+		if err != nil {
+			return sandbox{}, err
+		}
+		if !ok || !st.attached() {
+			return sandbox{}, fmt.Errorf("replica %s is not attached to its networks (prepare first)", c.rep.Task.GetId())
+		}
+		sb = st.sandbox
 	}
-	st, ok, err := c.readNet()
+	ms, err := c.readMounts()
 	if err != nil {
 		return sandbox{}, err
 	}
-	if !ok || !st.attached() {
-		return sandbox{}, fmt.Errorf("replica %s is not attached to its networks (prepare first)", c.rep.Task.GetId())
-	}
-	return st.sandbox, nil
+	sb.Mounts = ms
+	return sb, nil
 }
 
 // setupNetworks gives the replica a network namespace attached to each of

@@ -39,8 +39,10 @@ func (c *controller) notifyEnv() []string {
 
 // bindNotify binds the replica's notify socket, replacing the file an
 // earlier jacod left: a socket nobody reads refuses datagrams, so a
-// launch that outlived that jacod reaches this one at the same path.
-func (c *controller) bindNotify() (*net.UnixConn, error) {
+// launch that outlived that jacod reaches this one at the same path. A
+// launch running as another user (cred) owns the socket: sending to it
+// needs write permission on it.
+func (c *controller) bindNotify(cred *credential) (*net.UnixConn, error) {
 	p := c.path(notifySocketFile)
 	if len(p) > maxSocketPath {
 		return nil, fmt.Errorf("notify socket path %s is longer than %d bytes", p, maxSocketPath)
@@ -51,6 +53,12 @@ func (c *controller) bindNotify() (*net.UnixConn, error) {
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
 	if err != nil {
 		return nil, fmt.Errorf("bind notify socket: %w", err)
+	}
+	if cred != nil {
+		if err := os.Chown(p, int(cred.UID), int(cred.GID)); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("hand notify socket to uid %d: %w", cred.UID, err)
+		}
 	}
 	return conn, nil
 }
@@ -89,7 +97,12 @@ func (c *controller) Notifications(ctx context.Context) (<-chan exec.Notificatio
 		if !started {
 			return nil, errors.New("notifications: the replica was not started")
 		}
-		if conn, err = c.bindNotify(); err != nil {
+		// The user launch runs as is the one it was started with.
+		var spec launchSpec
+		if err := readJSON(c.path(launchFile), &spec); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("notifications: read launch spec: %w", err)
+		}
+		if conn, err = c.bindNotify(spec.Proc.Cred); err != nil {
 			return nil, fmt.Errorf("notifications: %w", err)
 		}
 	}

@@ -51,6 +51,9 @@ type Runtime struct {
 	nets     exec.Networks
 	attacher *netattach.Attacher
 	netnsDir string
+
+	// volumesDir is the node's volumes dir (WithVolumesDir).
+	volumesDir string
 }
 
 // Option configures a Runtime.
@@ -94,6 +97,14 @@ func WithNetworks(nets exec.Networks, attacher *netattach.Attacher, netnsDir str
 	return func(r *Runtime) {
 		r.nets, r.attacher, r.netnsDir = nets, attacher, netnsDir
 	}
+}
+
+// WithVolumesDir sets the node's volumes dir (jacod --volumes-dir), the
+// one the containerd runtime is given: a named volume is the same
+// directory whichever runtime mounts it. Without it, a replica mounting a
+// named volume fails to prepare.
+func WithVolumesDir(dir string) Option {
+	return func(r *Runtime) { r.volumesDir = dir }
 }
 
 // WithLogger sets the logger (default slog.Default()).

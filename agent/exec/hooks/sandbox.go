@@ -14,15 +14,27 @@ import (
 // resolvers; a replica on networks sees its own in its place.
 const hostResolvConf = "/etc/resolv.conf"
 
-// sandbox is where the processes of a replica on overlay networks run:
-// its network namespace, and the file they see as /etc/resolv.conf. The
-// zero sandbox is the host (a replica without networks).
+// sandbox is where the processes of a replica run: its network namespace
+// and the file they see as /etc/resolv.conf (a replica on overlay
+// networks), and the spec's mounts (mounts.go). The zero sandbox is the
+// host (a replica without networks or mounts).
 type sandbox struct {
-	Netns      string `json:"netns,omitempty"`
-	ResolvConf string `json:"resolv_conf,omitempty"`
+	Netns      string      `json:"netns,omitempty"`
+	ResolvConf string      `json:"resolv_conf,omitempty"`
+	Mounts     []mountSpec `json:"mounts,omitempty"`
+
+	// join, when set, is the mount namespace of a running replica, which
+	// an Exec command enters rather than make its own: a tmpfs of the
+	// replica's exists only there, and a namespace made anew would hold
+	// another, empty one. The caller closes it.
+	join *os.File
 }
 
-func (s sandbox) host() bool { return s.Netns == "" }
+func (s sandbox) host() bool { return s.Netns == "" && !s.ownMounts() && s.join == nil }
+
+// ownMounts reports whether the sandbox's processes need a mount
+// namespace of their own.
+func (s sandbox) ownMounts() bool { return s.ResolvConf != "" || len(s.Mounts) > 0 }
 
 // start starts cmd in the sandbox.
 //
@@ -63,23 +75,28 @@ func (s sandbox) start(cmd *osexec.Cmd) error {
 // handed back, into the sandbox. back moves it back to its namespaces
 // (best effort: the thread is not used again either way).
 //
-// resolv.conf: the C library and Go's resolver read /etc/resolv.conf of
-// the mount namespace, which is the host's. So the thread takes a mount
-// namespace of its own (a copy of the host's; unshare also gives the
-// thread its own root and working directory, which the kernel requires
-// of a thread that changes mount namespace), marks every mount in it a
-// slave (mounts made on the host later still show, nothing mounted here
-// reaches the host) and binds the replica's resolv.conf over
-// /etc/resolv.conf (over the file it names when that is a symlink). The
-// rest of the file system is the host's, as for a replica without
-// networks. The namespace lives as long as a process in it: the shim and
-// its hooks, or one Exec command.
+// Mounts: the C library and Go's resolver read /etc/resolv.conf of the
+// mount namespace, and a bundle's mounts are made over the node's own
+// paths, so they cannot be made in the host's. So the thread takes a
+// mount namespace of its own (a copy of the host's; unshare also gives
+// the thread its own root and working directory, which the kernel
+// requires of a thread that changes mount namespace), marks every mount
+// in it a slave (mounts made on the host later still show, nothing
+// mounted here reaches the host), binds the replica's resolv.conf over
+// /etc/resolv.conf (over the file it names when that is a symlink) and
+// makes the spec's mounts (makeMounts). The rest of the file system is
+// the host's. The namespace lives as long as a process in it: the shim
+// and its hooks, a prepare, or an Exec command that could not join the
+// running replica's (join).
 func (s sandbox) enter() (back func(), err error) {
-	ns, err := os.Open(s.Netns)
-	if err != nil {
-		return nil, fmt.Errorf("open network namespace: %w", err)
+	// Opened first: a mount may cover the path.
+	var ns *os.File
+	if s.Netns != "" {
+		if ns, err = os.Open(s.Netns); err != nil {
+			return nil, fmt.Errorf("open network namespace: %w", err)
+		}
+		defer ns.Close()
 	}
-	defer ns.Close()
 	var origs []*os.File
 	back = func() {
 		for i := len(origs) - 1; i >= 0; i-- {
@@ -92,24 +109,48 @@ func (s sandbox) enter() (back func(), err error) {
 			back()
 		}
 	}()
-	for _, kind := range []string{"mnt", "net"} {
+	var kinds []string
+	if s.ownMounts() || s.join != nil {
+		kinds = append(kinds, "mnt")
+	}
+	if s.Netns != "" {
+		kinds = append(kinds, "net")
+	}
+	for _, kind := range kinds {
 		f, err := os.Open("/proc/thread-self/ns/" + kind)
 		if err != nil {
 			return nil, fmt.Errorf("open own %s namespace: %w", kind, err)
 		}
 		origs = append(origs, f)
 	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return nil, fmt.Errorf("new mount namespace: %w", err)
+	switch {
+	case s.join != nil:
+		if err := unix.Unshare(unix.CLONE_FS); err != nil {
+			return nil, fmt.Errorf("own root and working directory: %w", err)
+		}
+		if err := unix.Setns(int(s.join.Fd()), unix.CLONE_NEWNS); err != nil {
+			return nil, fmt.Errorf("enter the replica's mount namespace: %w", err)
+		}
+	case s.ownMounts():
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return nil, fmt.Errorf("new mount namespace: %w", err)
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			return nil, fmt.Errorf("make mounts slaves: %w", err)
+		}
+		if s.ResolvConf != "" {
+			if err := unix.Mount(s.ResolvConf, hostResolvConf, "", unix.MS_BIND, ""); err != nil {
+				return nil, fmt.Errorf("bind %s over %s: %w", s.ResolvConf, hostResolvConf, err)
+			}
+		}
+		if err := makeMounts(s.Mounts); err != nil {
+			return nil, err
+		}
 	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return nil, fmt.Errorf("make mounts slaves: %w", err)
-	}
-	if err := unix.Mount(s.ResolvConf, hostResolvConf, "", unix.MS_BIND, ""); err != nil {
-		return nil, fmt.Errorf("bind %s over %s: %w", s.ResolvConf, hostResolvConf, err)
-	}
-	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-		return nil, fmt.Errorf("enter network namespace %s: %w", s.Netns, err)
+	if ns != nil {
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			return nil, fmt.Errorf("enter network namespace %s: %w", s.Netns, err)
+		}
 	}
 	return back, nil
 }

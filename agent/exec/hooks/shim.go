@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,8 +31,13 @@ const readyFD = 3
 // The first stage starts a copy of itself in a new session and exits, so
 // the runtime that started it need not reap it and it outlives jacod. The
 // second stage runs launch (and finish when due), forwards stop signals
-// to the running hook's process group and records how launch ended.
+// to the running hook's process group and records how launch ended. A
+// hook with resource limits is started through a third, the exec helper
+// (see execStage).
 func ShimMain(args []string) int {
+	if os.Getenv(shimStageEnv) == execStage {
+		return runExecStage()
+	}
 	if len(args) != 1 {
 		fmt.Fprintf(os.Stderr, "jaco hook-shim: usage: %s DIR\n", ShimCommand)
 		return 2
@@ -93,7 +99,7 @@ func shimRun(dir string) int {
 		return fail(err)
 	}
 
-	fwd := &forwarder{}
+	fwd := &forwarder{stop: spec.StopSignal}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM)
 	var wg sync.WaitGroup
@@ -140,7 +146,7 @@ func shimRun(dir string) int {
 
 // runFinish runs the bundle's finish, if any and unless a kill was asked.
 func runFinish(fwd *forwarder, spec launchSpec) (ran bool, errText string) {
-	path := filepath.Join(spec.Dir, api.HookFinish)
+	path := filepath.Join(cmp.Or(spec.Bundle, spec.Dir), api.HookFinish)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return false, ""
 	}
@@ -159,9 +165,14 @@ func runFinish(fwd *forwarder, spec launchSpec) (ran bool, errText string) {
 }
 
 // forwarder passes stop signals on to the process group of the hook the
-// shim runs at the moment. SIGTERM, which only the runtime sends, means
-// "kill": the shim cannot forward a SIGKILL it never receives.
+// shim runs at the moment. SIGINT, the ladder's first rung, is passed on
+// as the spec's stop signal (stop): the runtime cannot send that signal
+// to the shim itself, as SIGTERM means "kill" here and most others would
+// end the shim. SIGTERM, which only the runtime sends, means "kill": the
+// shim cannot forward a SIGKILL it never receives. SIGQUIT passes as it
+// is.
 type forwarder struct {
+	stop      syscall.Signal
 	mu        sync.Mutex
 	pgid      int
 	stopAsked bool
@@ -173,8 +184,11 @@ func (f *forwarder) run(sigs <-chan os.Signal) {
 		sig := s.(syscall.Signal)
 		f.mu.Lock()
 		f.stopAsked = true
-		if sig == syscall.SIGTERM {
+		switch {
+		case sig == syscall.SIGTERM:
 			f.killAsked, sig = true, syscall.SIGKILL
+		case sig == syscall.SIGINT && f.stop != 0:
+			sig = f.stop
 		}
 		if f.pgid > 0 {
 			if err := syscall.Kill(-f.pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -199,10 +213,13 @@ func (f *forwarder) runChild(cmd *exec.Cmd, spec launchSpec, started func(pid in
 	cmd.Dir = spec.Dir
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	path := cmd.Path
 	f.mu.Lock()
-	if err := cmd.Start(); err != nil {
+	// Held through an exec helper's start too: a stop asked meanwhile
+	// waits for the group to exist.
+	if err := spec.Proc.start(cmd, selfHelper(), (*exec.Cmd).Start); err != nil {
 		f.mu.Unlock()
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+		return nil, fmt.Errorf("start %s: %w", path, err)
 	}
 	f.pgid = cmd.Process.Pid
 	f.mu.Unlock()
@@ -218,7 +235,7 @@ func (f *forwarder) runChild(cmd *exec.Cmd, spec launchSpec, started func(pid in
 	f.clear()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
-		return nil, fmt.Errorf("wait %s: %w", cmd.Path, err)
+		return nil, fmt.Errorf("wait %s: %w", path, err)
 	}
 	return cmd.ProcessState, nil
 }

@@ -26,7 +26,7 @@ const (
 )
 
 // stateFiles are removed by Remove, after the bundle.
-var stateFiles = []string{launchFile, shimFile, childFile, exitFile, preparedFile, notifySocketFile, notifyReadyFile}
+var stateFiles = []string{launchFile, shimFile, childFile, exitFile, preparedFile, notifySocketFile, notifyReadyFile, mountsFile}
 
 // launchSpec is everything the shim needs to run launch and finish; the
 // runtime writes it before starting the shim, so the shim's command line
@@ -34,9 +34,21 @@ var stateFiles = []string{launchFile, shimFile, childFile, exitFile, preparedFil
 type launchSpec struct {
 	Argv []string `json:"argv"`
 	Env  []string `json:"env"`
-	Dir  string   `json:"dir"`
+	// Dir is where launch and finish start: the spec's workdir, else
+	// the bundle.
+	Dir string `json:"dir"`
+	// Bundle is the bundle's directory, where finish is (Dir in a spec
+	// written before workdir).
+	Bundle string `json:"bundle,omitempty"`
+	// Proc is the user and limits of launch and finish.
+	Proc proc `json:"proc,omitzero"`
+	// StopSignal is what the shim sends launch's group when asked to
+	// stop with SIGINT (0: SIGINT itself, as a spec written before
+	// stop_signal has it). It lives here so that every controller, a
+	// later jacod's included, and the shim agree on it (see stop.go).
+	StopSignal syscall.Signal `json:"stop_signal,omitempty"`
 	// Sandbox is where the shim runs launch and finish: the host
-	// without networks.
+	// without networks and mounts.
 	Sandbox sandbox `json:"sandbox,omitzero"`
 }
 

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec"
+	"github.com/jaco-project/jaco/api"
 )
 
 // processes are the replica's recorded shim and launch (zero records when
@@ -30,18 +32,43 @@ func (c *controller) processes() (processes, error) {
 // shim that was killed outright.
 func (p processes) running() bool { return p.shim.alive() || p.launch.alive() }
 
-// signal sends a rung's signal: through the shim, which forwards it to the
-// group of the hook it runs (SIGKILL is asked with SIGTERM, as the shim
-// cannot catch SIGKILL), or straight to launch's group when the shim is
-// gone.
-func (p processes) signal(sig syscall.Signal) error {
+// signal sends a rung's signal (stop is the ladder's first): through the
+// shim, which forwards it to the group of the hook it runs, or straight
+// to launch's group when the shim is gone. The shim is asked with the
+// signals it reads as rungs (forwarder): SIGINT for the stop signal,
+// which it turns into the launch spec's (the stop signal itself might
+// be SIGTERM, or one that ends the shim), SIGQUIT as it is, and SIGTERM
+// for SIGKILL, which it cannot catch.
+func (p processes) signal(sig, stop syscall.Signal) error {
 	if p.shim.alive() {
-		if sig == syscall.SIGKILL {
+		switch {
+		case sig == syscall.SIGKILL:
 			sig = syscall.SIGTERM
+		case sig == stop:
+			sig = syscall.SIGINT
 		}
 		return p.shim.signal(sig)
 	}
 	return p.launch.signalGroup(sig)
+}
+
+// stopSignal is the signal launch was started to stop with: the one in
+// its launch spec, which the shim forwards, so that a later jacod stops
+// it as the one that started it did. A launch spec that cannot be read
+// falls back on the task's spec.
+func (c *controller) stopSignal() syscall.Signal {
+	var spec launchSpec
+	err := readJSON(c.path(launchFile), &spec)
+	if err == nil {
+		return cmp.Or(spec.StopSignal, syscall.SIGINT)
+	}
+	// WARN: the replica is still stopped, with the task's stop signal.
+	c.log.Warn("read launch spec for its stop signal", "err", err)
+	sig, err := stopSignal(c.rep.Task.GetSpec())
+	if err != nil {
+		c.log.Warn("stop signal of the spec, stopping with SIGINT", "err", err)
+	}
+	return cmp.Or(sig, syscall.SIGINT)
 }
 
 // Stop runs the stop ladder (exec.Ladder) on the replica's shim and
@@ -52,9 +79,10 @@ func (c *controller) Stop(ctx context.Context) error {
 	if err != nil || !p.running() {
 		return err
 	}
-	stopGrace, abortGrace := exec.StopGracePeriods(c.rep.Task.GetSpec())
-	ladder := exec.Ladder{StopGrace: stopGrace, AbortGrace: abortGrace, KillWait: c.rt.killWait, Log: c.log}
-	err = ladder.Run(ctx, stoppable{c: c, p: p})
+	stopGrace, abortGrace := api.StopGracePeriods(c.rep.Task.GetSpec())
+	stop := c.stopSignal()
+	ladder := exec.Ladder{StopSignal: stop, StopGrace: stopGrace, AbortGrace: abortGrace, KillWait: c.rt.killWait, Log: c.log}
+	err = ladder.Run(ctx, stoppable{c: c, p: p, stop: stop})
 	if errors.Is(err, exec.ErrStillRunning) {
 		c.killDirectly(p)
 	}
@@ -63,15 +91,16 @@ func (c *controller) Stop(ctx context.Context) error {
 
 // stoppable is the replica's processes as the ladder drives them.
 type stoppable struct {
-	c *controller
-	p processes
+	c    *controller
+	p    processes
+	stop syscall.Signal
 }
 
 func (s stoppable) Signal(_ context.Context, sig syscall.Signal) (bool, error) {
 	if !s.p.running() {
 		return true, nil
 	}
-	return false, s.p.signal(sig)
+	return false, s.p.signal(sig, s.stop)
 }
 
 func (s stoppable) WaitGone(ctx context.Context, d time.Duration) (bool, error) {
