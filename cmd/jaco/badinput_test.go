@@ -34,6 +34,7 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	bundleDir := t.TempDir()
 	create := func(args ...string) []string {
 		return append([]string{"service", "create", "--name", "web"}, append(args, "busybox")...)
 	}
@@ -98,8 +99,34 @@ func TestBadInput(t *testing.T) {
 		usage(`"--endpoint-mode" flag: want vip, dnsrr`, create("--endpoint-mode", "ipvs")...),
 		usage(`"--endpoint-mode" flag: want vip, dnsrr`, "service", "update", "web", "--endpoint-mode", "VIP"),
 		usage(`want SOURCE:TARGET[:ro] or type=bind`, create("--mount", "/a")...),
-		usage(`only bind mounts are supported`, create("--mount", "type=volume,source=a,target=/b")...),
+		usage(`type "npipe": want bind, tmpfs or volume`, create("--mount", "type=npipe,source=a,target=/b")...),
 		usage(`a bind mount needs source= and target=`, create("--mount", "type=bind,source=/a")...),
+		usage(`tmpfs-size is a tmpfs mount's`, create("--mount", "source=/a,target=/b,tmpfs-size=1m")...),
+		usage(`a tmpfs mount has no source`, create("--mount", "type=tmpfs,source=/a,target=/b")...),
+		usage(`tmpfs-mode "8": want octal permission bits`, "service", "update", "web", "--mount", "type=tmpfs,target=/t,tmpfs-mode=8"),
+		// Process and container options (procflags.go), update as create.
+		usage(`--user" flag: want USER or USER:GROUP`, create("--user", "a b")...),
+		usage(`"--group" flag: want a group name or numeric id`, create("--group", "")...),
+		usage(`--workdir" flag: want a clean absolute path`, create("-w", "app")...),
+		usage(`"--hostname" flag: want letters, digits`, create("--hostname", "web_1")...),
+		usage(`"--cap-add" flag: capability "NET_WIZARD"`, create("--cap-add", "NET_WIZARD")...),
+		usage(`"--cap-drop" flag: capability "x"`, "service", "update", "web", "--cap-drop", "x"),
+		usage(`"--sysctl" flag: sysctl "vm.swappiness" is not namespaced`, create("--sysctl", "vm.swappiness=1")...),
+		usage(`"--sysctl" flag: "net.core.somaxconn": want KEY=VALUE`, create("--sysctl", "net.core.somaxconn")...),
+		usage(`"--sysctl" flag: sysctl net.core.somaxconn is given twice`, create("--sysctl", "net.core.somaxconn=1", "--sysctl", "net.core.somaxconn=2")...),
+		usage(`"--ulimit" flag: ulimit "files": want one of`, create("--ulimit", "files=10")...),
+		usage(`"--ulimit" flag: ulimit nofile: soft limit 20 above the hard limit 10`, "service", "update", "web", "--ulimit", "nofile=20:10"),
+		usage(`"--ulimit" flag: "nofile=many": want NAME=SOFT[:HARD]`, create("--ulimit", "nofile=many")...),
+		usage(`"--ulimit" flag: ulimit nofile is given twice`, create("--ulimit", "nofile=1", "--ulimit", "nofile=2")...),
+		usage(`"--stop-signal" flag: signal "SIGNOPE"`, create("--stop-signal", "SIGNOPE")...),
+		usage(`"--host" flag: extra host "db": want HOST:IP`, create("--host", "db")...),
+		usage(`"--dns" flag: want a nameserver's IP address`, create("--dns", "resolver.example")...),
+		usage(`"--dns-search" flag: want one word`, create("--dns-search", "a b")...),
+		usage(`"--dns-option" flag: want one word`, "service", "update", "web", "--dns-option", ""),
+		usage(`"--shm-size" flag: size "64XB"`, create("--shm-size", "64XB")...),
+		usage(`invalid argument "maybe" for "--init" flag`, create("--init=maybe")...),
+		usage(`--bundle: a hook bundle runs on the node's own file system and host name; hostname, init apply to containers only`,
+			"service", "create", "--name", "web", "--bundle", bundleDir, "--hostname", "h", "--init", "--user", "nobody"),
 		usage(`want PUBLISHED:TARGET[/udp]`, create("-p", "80")...),
 		usage(`ports are numbers from 1 to 65535`, create("-p", "99999:80")...),
 		usage(`ports are numbers from 1 to 65535`, create("-p", "0:80")...),
@@ -132,7 +159,7 @@ func TestBadInput(t *testing.T) {
 		usage("--cert-file and --key-file go with --rotate", "cluster", "ca", "--cert-file", file, "--key-file", file),
 		usage("an external CA needs both --cert-file and --key-file", "cluster", "ca", "--rotate", "--cert-file", file),
 		usage("--key-file: open /nonexistent", "cluster", "ca", "--rotate", "--cert-file", file, "--key-file", "/nonexistent"),
-		usage(`--filter type="volume": want one of node`, "events", "--filter", "type=volume"),
+		usage(`--filter type="plugin": want one of node`, "events", "--filter", "type=plugin"),
 		usage(`--filter "colour=red": no key "colour" here`, "events", "--filter", "colour=red"),
 		usage(`invalid argument "yesterday" for "--since" flag`, "events", "--since", "yesterday"),
 		usage(`--format must be table or json`, "events", "--format", "yaml"),

@@ -17,7 +17,7 @@ import (
 )
 
 // eventTypes are the values of --filter type=, as the manager names them.
-var eventTypes = []string{"node", "service", "task", "cluster", "secret", "config", "network"}
+var eventTypes = []string{"node", "service", "task", "cluster", "secret", "config", "network", "volume"}
 
 func eventsCmd(g *globals) *cobra.Command {
 	var (

@@ -11,8 +11,8 @@ import (
 
 // parseFileRef reads --secret and --config: NAME or source=NAME, then
 // target=, mode= (octal), uid=, gid=, comma-separated. What is not given
-// the manager fills in (secret: target NAME, mode 0400; config: target
-// /NAME, mode 0444; uid and gid 0) and checks (targets).
+// the manager fills in (secret: target NAME; config: target /NAME; mode
+// 0444 for both, Docker's default; uid and gid 0) and checks (targets).
 func parseFileRef(s string) (*api.FileReference, error) {
 	r := &api.FileReference{}
 	seen := map[string]bool{}
@@ -20,7 +20,7 @@ func parseFileRef(s string) (*api.FileReference, error) {
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
 			if i != 0 {
-				return nil, fmt.Errorf("%q is not KEY=VALUE; want NAME[,target=T,mode=0400,uid=0,gid=0]", part)
+				return nil, fmt.Errorf("%q is not KEY=VALUE; want NAME[,target=T,mode=0444,uid=0,gid=0]", part)
 			}
 			k, v = "source", part
 		}
@@ -42,7 +42,7 @@ func parseFileRef(s string) (*api.FileReference, error) {
 		case "mode":
 			m, err := strconv.ParseUint(v, 8, 32)
 			if err != nil || m == 0 || m > 0o777 {
-				return nil, fmt.Errorf("mode %q: want octal permission bits, 1 to 0777 (such as 0400)", v)
+				return nil, fmt.Errorf("mode %q: want octal permission bits, 1 to 0777 (such as 0440)", v)
 			}
 			r.Mode = uint32(m)
 		case "uid", "gid":
@@ -60,7 +60,7 @@ func parseFileRef(s string) (*api.FileReference, error) {
 		}
 	}
 	if r.Name == "" {
-		return nil, fmt.Errorf("no name; want NAME[,target=T,mode=0400,uid=0,gid=0]")
+		return nil, fmt.Errorf("no name; want NAME[,target=T,mode=0444,uid=0,gid=0]")
 	}
 	return r, nil
 }

@@ -102,8 +102,20 @@ func (v *choiceValue) Set(s string) error {
 	return nil
 }
 
+// mountHelp is --mount's help: Docker's keys, and jaco's one more.
+const mountHelp = "mount SOURCE:TARGET[:ro] (bind), or Docker's comma-separated keys (repeatable):\n" +
+	"type=bind,source=/node/path,target=/path[,readonly][,bind-create-host-path] (bind-create-host-path:\n" +
+	"make a missing source directory, as compose's bind.create_host_path; without it a missing source fails the replica),\n" +
+	"or type=tmpfs,target=/path[,tmpfs-size=64m][,tmpfs-mode=1777] (in memory, the replica's own; mode in octal),\n" +
+	"or type=volume,source=NAME,target=/path[,readonly][,volume-opt=K=V]...[,volume-nocopy] (a named volume, made on first use;\n" +
+	"it lives on one node and every replica mounting it runs there; NAME may be per slot, pg-{{.Task.Slot}}: one volume\n" +
+	"for each slot, on the node its first replica ran on), or type=volume,target=/path (anonymous:\n" +
+	"the replica's own directory, gone with it); an empty volume starts with what the image holds at target,\n" +
+	"as Docker's, unless volume-nocopy"
+
 // mountsValue collects --mount flags, each SOURCE:TARGET[:ro] or Docker's
-// type=bind,source=SRC,target=DST[,readonly].
+// type=bind,source=SRC,target=DST[,readonly] or
+// type=tmpfs,target=DST[,tmpfs-size=SIZE,tmpfs-mode=OCTAL].
 type mountsValue struct{ mounts []*api.Mount }
 
 func (v *mountsValue) Type() string { return "mount" }
@@ -112,6 +124,12 @@ func (v *mountsValue) String() string {
 	var parts []string
 	for _, m := range v.mounts {
 		s := m.Source + ":" + m.Target
+		if m.Type == api.MountType_MOUNT_TYPE_TMPFS {
+			s = "tmpfs:" + m.Target
+		}
+		if api.IsVolumeMount(m) {
+			s = "volume:" + s
+		}
 		if m.Readonly {
 			s += ":ro"
 		}
@@ -129,6 +147,13 @@ func (v *mountsValue) Set(s string) error {
 	return nil
 }
 
+// maxTmpfsMode is the most a tmpfs root's mode holds: permission bits with
+// setuid, setgid and sticky.
+const maxTmpfsMode = 0o7777
+
+// parseMount reads one --mount. A bind mount's type is left unspecified
+// (the proto's bind), as every bind mount was before tmpfs existed, so a
+// spec written by an older jaco compares equal to one written now.
 func parseMount(s string) (*api.Mount, error) {
 	if !strings.ContainsAny(s, ",=") {
 		parts := strings.Split(s, ":")
@@ -138,32 +163,104 @@ func parseMount(s string) (*api.Mount, error) {
 		return &api.Mount{Source: parts[0], Target: parts[1], Readonly: len(parts) == 3}, nil
 	}
 	m := &api.Mount{}
+	typ := "bind"
+	given := map[string]bool{}
 	for _, field := range strings.Split(s, ",") {
 		key, val, hasVal := strings.Cut(field, "=")
-		switch strings.ToLower(strings.TrimSpace(key)) {
+		key = strings.ToLower(strings.TrimSpace(key))
+		given[key] = true
+		switch key {
 		case "type":
-			if val != "bind" {
-				return nil, fmt.Errorf("%q: type %q: only bind mounts are supported", s, val)
+			if val != "bind" && val != "tmpfs" && val != "volume" {
+				return nil, fmt.Errorf("%q: type %q: want bind, tmpfs or volume", s, val)
 			}
+			typ = val
 		case "source", "src":
 			m.Source = val
 		case "target", "dst", "destination":
 			m.Target = val
-		case "readonly", "ro":
-			m.Readonly = true
+		case "readonly", "ro", "bind-create-host-path", "volume-nocopy":
+			on := true
 			if hasVal {
-				ro, err := strconv.ParseBool(val)
+				b, err := strconv.ParseBool(val)
 				if err != nil {
 					return nil, fmt.Errorf("%q: %s=%q: want true or false", s, key, val)
 				}
-				m.Readonly = ro
+				on = b
 			}
+			switch key {
+			case "bind-create-host-path":
+				m.CreateHostPath = on
+			case "volume-nocopy":
+				m.VolumeNoCopy = on
+			default:
+				m.Readonly = on
+			}
+		case "volume-opt":
+			k, v, ok := strings.Cut(val, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("%q: volume-opt %q: want volume-opt=KEY=VALUE", s, val)
+			}
+			if m.VolumeOptions == nil {
+				m.VolumeOptions = map[string]string{}
+			}
+			m.VolumeOptions[k] = v
+		case "tmpfs-size":
+			n, err := parseBytes(val)
+			if err != nil {
+				return nil, fmt.Errorf("%q: tmpfs-size: %w", s, err)
+			}
+			m.TmpfsSizeBytes = n
+		case "tmpfs-mode":
+			mode, err := strconv.ParseUint(val, 8, 32)
+			if err != nil || mode > maxTmpfsMode {
+				return nil, fmt.Errorf("%q: tmpfs-mode %q: want octal permission bits, 0 to 7777 (such as 1777)", s, val)
+			}
+			m.TmpfsMode = uint32(mode)
 		default:
-			return nil, fmt.Errorf("%q: unknown key %q (want type, source, target, readonly)", s, key)
+			return nil, fmt.Errorf("%q: unknown key %q (want type, source, target, readonly, tmpfs-size, tmpfs-mode, bind-create-host-path, volume-opt, volume-nocopy)", s, key)
 		}
 	}
-	if m.Source == "" || m.Target == "" {
-		return nil, fmt.Errorf("%q: a bind mount needs source= and target=", s)
+	switch typ {
+	case "tmpfs":
+		m.Type = api.MountType_MOUNT_TYPE_TMPFS
+		if m.Source != "" {
+			return nil, fmt.Errorf("%q: a tmpfs mount has no source", s)
+		}
+		if given["bind-create-host-path"] {
+			return nil, fmt.Errorf("%q: bind-create-host-path is a bind mount's", s)
+		}
+		if given["volume-nocopy"] {
+			return nil, fmt.Errorf("%q: volume-nocopy is a volume mount's (type=volume)", s)
+		}
+		if m.Target == "" {
+			return nil, fmt.Errorf("%q: a tmpfs mount needs target=", s)
+		}
+	case "volume":
+		// An empty source is an anonymous volume (docs/adr/0061-volumes.md).
+		m.Type = api.MountType_MOUNT_TYPE_VOLUME
+		for _, k := range []string{"tmpfs-size", "tmpfs-mode", "bind-create-host-path"} {
+			if given[k] {
+				return nil, fmt.Errorf("%q: %s is not a volume mount's", s, k)
+			}
+		}
+		if m.Target == "" {
+			return nil, fmt.Errorf("%q: a volume mount needs target=", s)
+		}
+	default:
+		for _, k := range []string{"tmpfs-size", "tmpfs-mode"} {
+			if given[k] {
+				return nil, fmt.Errorf("%q: %s is a tmpfs mount's (type=tmpfs)", s, k)
+			}
+		}
+		for _, k := range []string{"volume-opt", "volume-nocopy"} {
+			if given[k] {
+				return nil, fmt.Errorf("%q: %s is a volume mount's (type=volume)", s, k)
+			}
+		}
+		if m.Source == "" || m.Target == "" {
+			return nil, fmt.Errorf("%q: a bind mount needs source= and target=", s)
+		}
 	}
 	return m, nil
 }

@@ -75,7 +75,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pf.DurationVar(&g.timeout, "timeout", 30*time.Second, "give up on a call after this long (calls refused with no_leader are retried until then; a write answered outcome_unknown is not, it may have been applied)")
 	pf.StringVar(&g.consistency, "consistency", "", "how current a read must be: local (the store of the daemon asked: fast, and answers without a leader) "+
 		"or linearizable (holds every write acknowledged before it). Default: linearizable for inspect and the read before an update, local for ls, ps and status")
-	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), stackCmd(g), launchCmd(g), networkCmd(g), secretCmd(g), configCmd(g), overlayCmd(g), imageCmd(g), statusCmd(g), eventsCmd(g), dashboardCmd(g), backupCmd(g), restoreCmd(g), versionCmd())
+	root.AddCommand(clusterCmd(g), nodeCmd(g), serviceCmd(g), stackCmd(g), launchCmd(g), networkCmd(g), volumeCmd(g), secretCmd(g), configCmd(g), overlayCmd(g), imageCmd(g), statusCmd(g), eventsCmd(g), dashboardCmd(g), backupCmd(g), restoreCmd(g), versionCmd())
 	root.Version = buildinfo.Read().Format("jaco")
 	root.SetVersionTemplate("{{.Version}}")
 	refuseUnknownSubcommands(root)

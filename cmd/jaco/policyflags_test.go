@@ -125,7 +125,7 @@ func TestBadSpecFlagsAreUsageErrors(t *testing.T) {
 		{"--rollback-failure-action", "rollback"}, {"--rollback-order", "x"},
 		{"--rollback-max-failure-ratio", "2"}, {"--rollback-delay", "-1s"}, {"--rollback-parallelism", "-2"},
 		{"--limit-memory", "1X"}, {"--reserve-memory", "-5M"}, {"--limit-memory", "1e30"},
-		{"--mount", "type=volume,source=v,target=/d"}, {"--mount", "type=bind,source=/a,target=/b,foo=1"},
+		{"--mount", "type=npipe,source=v,target=/d"}, {"--mount", "type=bind,source=/a,target=/b,foo=1"},
 		{"--mount", "/a"}, {"--mount", "type=bind,source=/a,target=/b,readonly=maybe"},
 		{"--mode", "x"}, {"--restart-condition", "always"}, {"--publish", "80"}, {"-p", "8080:99999"},
 		{"--placement-pref", "zone"}, {"--health-http", "x/health"}, {"--health-http", "0"},

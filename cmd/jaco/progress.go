@@ -189,7 +189,7 @@ func (p *progress) followUpdate(svc *api.Service, m *api.WatchServiceMessage) ve
 // converge judges a service no update is rolling: every slot runs the
 // current spec, for the monitor period.
 func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now time.Time) verdict {
-	replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL
+	replicated := !api.PerNode(svc.GetSpec().GetMode())
 	want := slotCount(m)
 	if replicated {
 		want = int(svc.GetSpec().GetReplicas())
@@ -207,10 +207,14 @@ func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now ti
 		wait = min(monitor-now.Sub(p.firstSettled[rs.AsTime()]), monitor-now.Sub(rs.AsTime()))
 	}
 	extra := false
+	job := api.IsJob(svc.GetSpec().GetMode())
 	for _, s := range m.Slots {
 		if replicated && s.Slot > uint64(want) {
 			extra = true
 			continue
+		}
+		if job && s.JobIteration != svc.GetJobStatus().GetIteration() {
+			continue // finished in an earlier run, or not started in this one
 		}
 		if s.DesiredState == api.TaskState_TASK_STATE_COMPLETE {
 			// Ended for good (its restart policy allows no more): nothing
@@ -221,8 +225,8 @@ func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now ti
 			}
 			continue
 		}
-		if s.State != api.TaskState_TASK_STATE_RUNNING || s.SpecVersion != svc.GetSpecVersion() {
-			continue
+		if job || s.State != api.TaskState_TASK_STATE_RUNNING || s.SpecVersion != svc.GetSpecVersion() {
+			continue // a job's replica is done once it has ended, not while it runs
 		}
 		ready++
 		left := monitor - now.Sub(p.firstRunning[s.TaskId])
@@ -234,6 +238,8 @@ func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now ti
 	// settled: every slot is where it will stay.
 	settled := ready == want && !extra && m.GetUnlisted() == 0 && (want > 0 || replicated)
 	switch {
+	case !settled && job:
+		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("job progress: %d out of %d replicas finished", ready, want)}}}
 	case !settled:
 		return verdict{lines: []progressLine{{"overall", fmt.Sprintf("overall progress: %d out of %d replicas running", ready, want)}}}
 	case wait > 0:
@@ -242,6 +248,9 @@ func (p *progress) converge(svc *api.Service, m *api.WatchServiceMessage, now ti
 		return verdict{done: true, lines: []progressLine{{"overall", "failed: " + p.slotLabel(svc, failed) + " ended for good"}},
 			err: reason.Error(codes.Aborted, reason.ReplicaFailed, "replica %s ended and its restart policy allows no more attempts: %s",
 				p.replicaName(svc, failed), orDefault(detail(failed), enumword.Of(failed.State)))}
+	}
+	if job {
+		return verdict{done: true, lines: []progressLine{{"overall", "job complete"}}}
 	}
 	return verdict{done: true, lines: []progressLine{{"overall", "verified: service converged"}}}
 }
@@ -255,7 +264,7 @@ func slotCount(m *api.WatchServiceMessage) int {
 // slots it should have.
 func current(svc *api.Service, m *api.WatchServiceMessage) (updated, total int) {
 	total = slotCount(m)
-	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if !api.PerNode(svc.GetSpec().GetMode()) {
 		total = int(svc.GetSpec().GetReplicas())
 	}
 	updated = int(m.GetSettled())
@@ -281,14 +290,14 @@ const maxShownSlots = 10
 func (p *progress) slotLines(svc *api.Service, m *api.WatchServiceMessage) []progressLine {
 	slots := m.Slots
 	total := slotCount(m)
-	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if !api.PerNode(svc.GetSpec().GetMode()) {
 		total = max(total, int(svc.GetSpec().GetReplicas()))
 	}
 	if m.GetSettled() > 0 || m.GetUnlisted() > 0 || total > api.MaxListedSlots {
 		return p.largeSlotLines(svc, m, total)
 	}
 	var lines []progressLine
-	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if api.PerNode(svc.GetSpec().GetMode()) {
 		for _, s := range slots {
 			lines = append(lines, progressLine{lineKey(svc, s), p.slotText(svc, s)})
 		}
@@ -329,7 +338,7 @@ func (p *progress) largeSlotLines(svc *api.Service, m *api.WatchServiceMessage, 
 // lineKey names a slot's progress line: its slot number, or its node for
 // a global service.
 func lineKey(svc *api.Service, s *api.SlotProgress) string {
-	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if api.PerNode(svc.GetSpec().GetMode()) {
 		return "node/" + s.NodeId
 	}
 	return fmt.Sprintf("slot/%d", s.Slot)
@@ -346,7 +355,7 @@ func (p *progress) slotText(svc *api.Service, s *api.SlotProgress) string {
 	if s.SpecVersion != svc.GetSpecVersion() {
 		text += " (old spec)"
 	}
-	if replicated := svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL; replicated && s.Slot > svc.GetSpec().GetReplicas() {
+	if replicated := !api.PerNode(svc.GetSpec().GetMode()); replicated && s.Slot > svc.GetSpec().GetReplicas() {
 		text += " (to be removed)"
 	}
 	if d := detail(s); d != "" && s.State != api.TaskState_TASK_STATE_RUNNING && !repeatsState(s) {
@@ -361,7 +370,7 @@ func (p *progress) slotText(svc *api.Service, s *api.SlotProgress) string {
 // slotLabel names a slot as docker does: "2/3" for a replicated slot, the
 // node's hostname (or the start of its id) for a global service.
 func (p *progress) slotLabel(svc *api.Service, s *api.SlotProgress) string {
-	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if !api.PerNode(svc.GetSpec().GetMode()) {
 		return fmt.Sprintf("%d/%d", s.Slot, svc.GetSpec().GetReplicas())
 	}
 	if h := p.hostnames[s.NodeId]; h != "" {
@@ -376,7 +385,7 @@ func (p *progress) slotLabel(svc *api.Service, s *api.SlotProgress) string {
 // replicaName names a slot's replica as `jaco service ps` does: web.2,
 // or web.HOSTNAME for a global service.
 func (p *progress) replicaName(svc *api.Service, s *api.SlotProgress) string {
-	if svc.GetSpec().GetMode() != api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if !api.PerNode(svc.GetSpec().GetMode()) {
 		return fmt.Sprintf("%s.%d", p.name, s.Slot)
 	}
 	return p.name + "." + p.slotLabel(svc, s)

@@ -275,7 +275,7 @@ func (g *globals) writeAndWait(cmd *cobra.Command, wf *waitFlags, kind waitKind,
 // wait shows svc's progress until it has converged.
 func (g *globals) wait(ctx context.Context, cmd *cobra.Command, c *client.Client, wf *waitFlags, kind waitKind, svc *api.Service) error {
 	var hostnames map[string]string
-	if svc.GetSpec().GetMode() == api.ServiceMode_SERVICE_MODE_GLOBAL {
+	if api.PerNode(svc.GetSpec().GetMode()) {
 		// Best effort: a node the list misses is shown by id.
 		lctx, cancel := context.WithTimeout(ctx, g.timeout)
 		nodes, err := c.ListNodes(lctx, &api.ListNodesRequest{})

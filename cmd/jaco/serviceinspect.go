@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
@@ -25,10 +26,25 @@ func serviceInspectCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return out.write(cmd.OutOrStdout(), protoView(withPublishModes(resp.Service)))
+				return out.write(cmd.OutOrStdout(), protoView(withMountTypes(withPublishModes(resp.Service))))
 			})
 		},
 	}
 	out.add(cmd)
 	return cmd
+}
+
+// withMountTypes returns svc with every mount's type spelled out (an
+// unset type is a bind mount), so inspect says "bind" and not
+// "unspecified"; svc itself is left as it was.
+func withMountTypes(svc *api.Service) *api.Service {
+	out := proto.CloneOf(svc)
+	for _, spec := range []*api.ServiceSpec{out.GetSpec(), out.GetPreviousSpec()} {
+		for _, m := range spec.GetMounts() {
+			if m.Type == api.MountType_MOUNT_TYPE_UNSPECIFIED {
+				m.Type = api.MountType_MOUNT_TYPE_BIND
+			}
+		}
+	}
+	return out
 }

@@ -26,6 +26,11 @@ type serviceView struct {
 	// node.
 	Ports       string `json:"ports"`
 	SpecVersion uint64 `json:"spec_version"`
+	// Completed counts a job's replicas that ran to their end (exit 0) in
+	// its current iteration, out of Total (replicas, or for a global job
+	// the nodes it has run or runs on); both 0 for other services.
+	Completed uint64 `json:"completed,omitempty"`
+	Total     uint64 `json:"total,omitempty"`
 }
 
 func serviceLsCmd(g *globals) *cobra.Command {
@@ -52,14 +57,14 @@ func serviceLsCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
-	lf.add(cmd, "id (prefix), name (prefix), mode (replicated|global)")
+	lf.add(cmd, "id (prefix), name (prefix), mode (replicated|global|replicated-job|global-job)")
 	return cmd
 }
 
 func serviceTable(w io.Writer, views []serviceView) error {
 	rows := make([][]string, len(views))
 	for i, v := range views {
-		rows[i] = []string{v.ID, v.Name, v.Mode, fmt.Sprintf("%d/%d", v.Running, v.Desired), v.Runs, v.Ports}
+		rows[i] = []string{v.ID, v.Name, v.Mode, replicasText(v), v.Runs, v.Ports}
 	}
 	return table(w, "ID\tNAME\tMODE\tREPLICAS\tRUNS\tPORTS", rows)
 }
@@ -90,11 +95,12 @@ func listServices(ctx context.Context, c *client.Client, cons api.ReadConsistenc
 func serviceViews(svcs []*api.Service, counts map[string]*api.ReplicaCount) []serviceView {
 	views := make([]serviceView, 0, len(svcs))
 	for _, s := range svcs {
-		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: enumword.Of(s.Spec.Mode),
+		v := serviceView{ID: s.Id, Name: s.Spec.Name, Mode: api.ModeWord(s.Spec.Mode),
 			Desired: s.Spec.Replicas, Running: counts[s.Id].GetRunning(), Runs: s.Spec.Image, Ports: portsText(s.Spec), SpecVersion: s.SpecVersion}
-		if s.Spec.Mode == api.ServiceMode_SERVICE_MODE_GLOBAL {
+		if api.PerNode(s.Spec.Mode) {
 			v.Desired = counts[s.Id].GetLive()
 		}
+		jobProgress(&v, s, counts[s.Id])
 		if s.Spec.Bundle != nil {
 			v.Runs = "hooks bundle"
 		}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/procopts"
 )
 
 // specFlags are the service spec flags of `service create` and `service
@@ -44,6 +45,8 @@ type specFlags struct {
 	endpointMode                   string
 	secrets, configs               []string
 	update, rollback               policyFlags
+	proc                           procFlags
+	job                            jobFlags
 }
 
 func (f *specFlags) register(fs *pflag.FlagSet) {
@@ -52,10 +55,11 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	// after the service was read from the daemon, and a bad value must
 	// still be a usage error (exit 2).
 	f.mode = "replicated"
-	fs.Var(&checkedString{&f.mode, oneOf("replicated", "global")}, "mode", "replicated or global (one replica per eligible node)")
+	fs.Var(&checkedString{&f.mode, oneOf(modeWords...)}, "mode",
+		"replicated, global (one replica per eligible node), replicated-job (--replicas completions) or global-job (one completion per eligible node)")
 	fs.StringVar(&f.bundle, "bundle", "", "hook bundle directory (prepare, launch, finish, cleanup) instead of an image")
 	fs.StringArrayVarP(&f.env, "env", "e", nil, "KEY=VALUE for the replicas' environment (repeatable)")
-	fs.Var(&f.mounts, "mount", "bind mount SOURCE:TARGET[:ro] or type=bind,source=SOURCE,target=TARGET[,readonly] (repeatable)")
+	fs.Var(&f.mounts, "mount", mountHelp)
 	fs.VarP(&checkedList{&f.publish, func(s string) error { _, err := parsePublish(s); return err }},
 		"publish", "p", publishHelp)
 	fs.StringArrayVar(&f.constraints, "constraint", nil, "placement constraint such as node.labels.zone==a (repeatable)")
@@ -79,8 +83,10 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.healthNotify, "health-notify", false, "hook bundles: launch says READY=1, then WATCHDOG=1 at least every --health-interval,\n"+
 		"on the socket in $JACO_NOTIFY_SOCKET (sd_notify's, also in $NOTIFY_SOCKET); --health-retries silent intervals in a row are\n"+
 		"unhealthy, --health-start-period bounds the wait for READY=1 (0: none), STATUS=text is the replica's status message")
-	fs.DurationVar(&f.healthInterval, "health-interval", 5*time.Second, "time between health checks")
-	fs.DurationVar(&f.healthTimeout, "health-timeout", 3*time.Second, "time a health check may take")
+	// Docker's defaults, as the agent's for a spec without them
+	// (docs/adr/0059-process-and-container-options.md).
+	fs.DurationVar(&f.healthInterval, "health-interval", 30*time.Second, "time between health checks")
+	fs.DurationVar(&f.healthTimeout, "health-timeout", 30*time.Second, "time a health check may take")
 	fs.Uint32Var(&f.healthRetries, "health-retries", 3, "failed checks in a row that make a replica unhealthy")
 	fs.DurationVar(&f.healthStartPeriod, "health-start-period", 0, "failures during this time after start do not count")
 	fs.DurationVar(&f.stopGrace, "stop-grace-period", 2*time.Minute, "after SIGINT, wait this long before SIGQUIT")
@@ -93,9 +99,11 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 	fs.Var(&checkedString{&f.endpointMode, oneOf("vip", "dnsrr")}, "endpoint-mode",
 		"how the service is found on its networks: vip (one virtual IP per network) or dnsrr (DNS round robin over its replicas)")
 	fs.Var(&checkedList{&f.secrets, checkFileRef}, "secret",
-		"secret the replicas get as /run/secrets/TARGET, in memory: NAME[,target=T,mode=0400,uid=0,gid=0] (repeatable; on update the list replaces the service's)")
+		"secret the replicas get as /run/secrets/TARGET, in memory: NAME[,target=T,mode=0444,uid=0,gid=0] (repeatable; on update the list replaces the service's)")
 	fs.Var(&checkedList{&f.configs, checkFileRef}, "config",
 		"config the replicas get as a file: NAME[,target=/PATH,mode=0444,uid=0,gid=0] (target default /NAME; repeatable; on update the list replaces the service's)")
+	f.proc.register(fs)
+	f.job.register(fs)
 	f.update.register(fs, "update")
 	f.rollback.register(fs, "rollback")
 }
@@ -107,18 +115,8 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	if set("replicas") {
 		spec.Replicas = f.replicas
 	}
-	if set("mode") {
-		switch f.mode {
-		case "replicated":
-			spec.Mode = api.ServiceMode_SERVICE_MODE_REPLICATED
-		case "global":
-			spec.Mode = api.ServiceMode_SERVICE_MODE_GLOBAL
-			if !cmd.Flags().Changed("replicas") {
-				spec.Replicas = 0
-			}
-		default:
-			return fmt.Errorf("--mode must be replicated or global, not %q", f.mode)
-		}
+	if err := f.job.applyMode(cmd, set, f.mode, spec); err != nil { // jobflags.go
+		return err
 	}
 	if set("bundle") && f.bundle != "" {
 		b, err := readBundle(f.bundle)
@@ -192,6 +190,17 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	// Only the flags given, on create too: a nil policy means the defaults.
 	spec.Update = f.update.apply(cmd.Flags(), spec.Update)
 	spec.Rollback = f.rollback.apply(cmd.Flags(), spec.Rollback)
+	f.proc.apply(set, spec)
+	// A create is refused here rather than by the manager (invalid_spec)
+	// so the operator hears it before any request; an update is left to
+	// the manager, which knows what a stored bundle may keep
+	// (docs/adr/0059-process-and-container-options.md).
+	if all && spec.Bundle != nil {
+		if opts := procopts.ContainerOnly(spec); len(opts) > 0 {
+			return fmt.Errorf("--bundle: a hook bundle runs on the node's own file system and host name; %s apply to containers only",
+				strings.Join(opts, ", "))
+		}
+	}
 	if set("stop-grace-period") {
 		spec.StopGracePeriod = durationpb.New(f.stopGrace)
 	}

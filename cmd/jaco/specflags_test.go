@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
 )
@@ -52,24 +53,34 @@ func TestParseBytes(t *testing.T) {
 
 func TestParseMount(t *testing.T) {
 	for in, want := range map[string]*api.Mount{
-		"/a:/b":                                     {Source: "/a", Target: "/b"},
-		"/a:/b:ro":                                  {Source: "/a", Target: "/b", Readonly: true},
-		"type=bind,source=/a,target=/b":             {Source: "/a", Target: "/b"},
-		"type=bind,source=/a,target=/b,readonly":    {Source: "/a", Target: "/b", Readonly: true},
-		"src=/a,dst=/b,ro":                          {Source: "/a", Target: "/b", Readonly: true},
-		"source=/a,destination=/b,readonly=true":    {Source: "/a", Target: "/b", Readonly: true},
-		"type=bind,src=/a,target=/b,readonly=false": {Source: "/a", Target: "/b"},
-		"Type=bind,Source=/a,Target=/b,RO=1":        {Source: "/a", Target: "/b", Readonly: true},
-		"target=/b,source=/a":                       {Source: "/a", Target: "/b"},
+		"/a:/b":                                                     {Source: "/a", Target: "/b"},
+		"/a:/b:ro":                                                  {Source: "/a", Target: "/b", Readonly: true},
+		"type=bind,source=/a,target=/b":                             {Source: "/a", Target: "/b"},
+		"type=bind,source=/a,target=/b,readonly":                    {Source: "/a", Target: "/b", Readonly: true},
+		"src=/a,dst=/b,ro":                                          {Source: "/a", Target: "/b", Readonly: true},
+		"source=/a,destination=/b,readonly=true":                    {Source: "/a", Target: "/b", Readonly: true},
+		"type=bind,src=/a,target=/b,readonly=false":                 {Source: "/a", Target: "/b"},
+		"Type=bind,Source=/a,Target=/b,RO=1":                        {Source: "/a", Target: "/b", Readonly: true},
+		"target=/b,source=/a":                                       {Source: "/a", Target: "/b"},
+		"type=bind,src=/a,dst=/b,bind-create-host-path":             {Source: "/a", Target: "/b", CreateHostPath: true},
+		"src=/a,dst=/b,bind-create-host-path=false":                 {Source: "/a", Target: "/b"},
+		"type=tmpfs,target=/t":                                      {Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/t"},
+		"type=tmpfs,dst=/t,tmpfs-size=64m,tmpfs-mode=1777":          {Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/t", TmpfsSizeBytes: 64 << 20, TmpfsMode: 0o1777},
+		"type=tmpfs,destination=/t,tmpfs-size=1.5G,tmpfs-mode=0700": {Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/t", TmpfsSizeBytes: 3 << 29, TmpfsMode: 0o700},
+		"type=tmpfs,target=/t,readonly":                             {Type: api.MountType_MOUNT_TYPE_TMPFS, Target: "/t", Readonly: true},
 	} {
 		got, err := parseMount(in)
-		if err != nil || got.Source != want.Source || got.Target != want.Target || got.Readonly != want.Readonly {
+		if err != nil || !proto.Equal(got, want) {
 			t.Errorf("parseMount(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, in := range []string{
 		"/a", "/a:/b:rw", "/a:/b:ro:x", ":/b", "/a:",
-		"type=volume,source=v,target=/b", "type=tmpfs,target=/b",
+		"type=volume,source=v", "type=npipe,source=v,target=/b", "type=tmpfs,source=/a,target=/b", "type=tmpfs",
+		"type=tmpfs,target=/t,bind-create-host-path", "type=tmpfs,target=/t,tmpfs-size=lots", "type=tmpfs,target=/t,tmpfs-size=-1",
+		"type=tmpfs,target=/t,tmpfs-mode=999", "type=tmpfs,target=/t,tmpfs-mode=17777", "type=tmpfs,target=/t,tmpfs-mode=rwx",
+		"type=bind,source=/a,target=/b,tmpfs-size=1m", "type=bind,source=/a,target=/b,tmpfs-mode=700",
+		"type=bind,source=/a,target=/b,bind-create-host-path=maybe",
 		"type=bind,source=/a,target=/b,bind-propagation=shared", "type=bind,source=/a,target=/b,size=1",
 		"type=bind,source=/a", "type=bind,target=/b", "source=/a,target=/b,readonly=maybe",
 	} {

@@ -41,16 +41,22 @@ func stackDeployCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy -c compose.yaml [-c override.yaml] [--prune] [--with-registry-auth] NAME",
 		Short: "Create or update a stack's services, networks, secrets and configs from compose files",
-		Long: "Create or update a stack from compose files (read as docker compose reads them: ${VAR}\n" +
-			"interpolation, the .env file beside the first file, later files overriding earlier ones, profiles).\n" +
-			"Services are named NAME_SERVICE, networks, secrets and configs NAME_KEY (external ones keep their\n" +
-			"name and must exist); all carry the label " + compose.NamespaceLabel + "=NAME. Networks, secrets and\n" +
-			"configs are created when missing. A service is created when new and updated, under its update\n" +
-			"policy, only when its spec changed; --prune removes the stack's services the files no longer have.\n" +
+		Long: "Create or update a stack from compose files (${VAR} interpolated from the environment as docker\n" +
+			"stack deploy does, no .env file read; later files overriding earlier ones, profiles).\n" +
+			"Services are named NAME_SERVICE, networks, secrets, configs and volumes NAME_KEY (a volume's name:\n" +
+			"is kept as given; external ones keep their name and must exist); all carry the label\n" +
+			compose.NamespaceLabel + "=NAME. Networks, secrets, configs and volumes are created when missing (a\n" +
+			"volume with the file's driver_opts and labels). A service is created when new and\n" +
+			"updated, under its update policy, only when its spec changed; --prune removes the stack's services\n" +
+			"the files no longer have.\n" +
+			"All of it is one write: a part the manager refuses refuses the whole deploy, and nothing changes.\n" +
 			"--with-registry-auth sends each image's registry credentials with the services deploy creates or\n" +
 			"changes (an image whose registry has none pulls without, with a warning); an unchanged service keeps\n" +
 			"those it has (jaco service update NAME --with-registry-auth replaces them).\n" +
-			"A key jaco cannot honour is refused by name (unsupported_compose_key, exit 2) before any change." + waitHelp,
+			"Every key jaco cannot honour is refused by name, all in one error (unsupported_compose_key, exit 2),\n" +
+			"before any change. Keys without meaning in a cluster (container_name, expose, links, build beside an\n" +
+			"image) are accepted with one warning line each; restart is read as deploy.restart_policy when that is\n" +
+			"absent. A bridge network is the stack's own overlay network (with a warning)." + waitHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
@@ -67,11 +73,13 @@ func stackDeployCmd(g *globals) *cobra.Command {
 					return failure{err}
 				}
 			}
-			// compose-go warns through logrus (a variable that is not set,
-			// the obsolete version key): print those as the CLI's lines.
+			// compose-go warns through logrus (the obsolete version key; an
+			// unset variable is not warned of, as docker stack deploy does
+			// not): print those as the CLI's lines.
 			logrus.SetOutput(cmd.ErrOrStderr())
 			logrus.SetFormatter(warningLines{})
-			st, err := compose.Load(cmd.Context(), compose.Options{Files: files, Name: name, Env: os.Environ(), Profiles: profiles})
+			warn := func(line string) { fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", terminalSafe(line)) }
+			st, err := compose.Load(cmd.Context(), compose.Options{Files: files, Name: name, Env: os.Environ(), Profiles: profiles, Warn: warn})
 			if reason.Of(err) == reason.UnsupportedComposeKey {
 				// A usage mistake (exit 2) that keeps its reason word.
 				printFailure(cmd.ErrOrStderr(), err)

@@ -25,7 +25,8 @@ func TestStackBadInput(t *testing.T) {
 		}
 		return p
 	}
-	build := write("build.yaml", "services:\n  web:\n    image: x\n    build: .\n    privileged: true\n")
+	build := write("build.yaml", "services:\n  web:\n    image: x\n    build: .\n    privileged: true\n    security_opt: [a]\n")
+	noImage := write("noimage.yaml", "services:\n  web:\n    build: .\n")
 	badYAML := write("bad.yaml", "services:\n  web:\n    image: [\n")
 	noSecret := write("nosecret.yaml", "services:\n  web:\n    image: x\n    secrets: [pw]\nsecrets:\n  pw:\n    file: ./missing.txt\n")
 	badRestart := write("restart.yaml", "services:\n  web:\n    image: x\n    deploy:\n      restart_policy: {condition: sometimes}\n")
@@ -38,7 +39,11 @@ func TestStackBadInput(t *testing.T) {
 		usage("accepts 1 arg(s), received 0", "stack", "rm"),
 		usage(`--filter "bogus=1": no key "bogus"`, "stack", "ls", "--filter", "bogus=1"),
 		// Every key jaco cannot honour, by name, with the reason word.
-		usage("error: unsupported_compose_key: services.web.build, services.web.privileged: jaco cannot honour", "stack", "deploy", "-c", build, "shop"),
+		usage("error: unsupported_compose_key: services.web.privileged, services.web.security_opt: jaco cannot honour", "stack", "deploy", "-c", build, "shop"),
+		// build beside image is a warning line, printed with the refusal.
+		usage("warning: compose key build (service web): ignored; jaco builds nothing and runs the image given\nerror: unsupported_compose_key", "stack", "deploy", "-c", build, "shop"),
+		usage("error: unsupported_compose_key: services.web.build (no image: jaco builds nothing; build the image, push it to a registry (or jaco image load it on every node) and give image)",
+			"stack", "deploy", "-c", noImage, "shop"),
 		usage("compose files:", "stack", "deploy", "-c", badYAML, "shop"),
 		usage(`services.web.deploy.restart_policy.condition: "sometimes"`, "stack", "deploy", "-c", badRestart, "shop"),
 		// Files that cannot be read fail (1), still before dialling.

@@ -57,33 +57,13 @@ func (d *deployer) run(ctx context.Context) ([]change, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.create(ctx, p); err != nil {
+	// One request, applied whole or refused whole: a refusal of any part
+	// leaves the cluster as it was (docs/adr/0062-atomic-stack-deploy.md).
+	changed, err := d.deploy(ctx, d.plan(p, existing))
+	if err != nil {
 		return nil, err
 	}
-	var changed []change
-	for _, spec := range dependencyOrder(d.st.Services) {
-		ch, err := d.service(ctx, byName[spec.Name], spec)
-		if err != nil {
-			return changed, err
-		}
-		if ch != nil {
-			changed = append(changed, *ch)
-		}
-	}
 	if d.prune {
-		var gone []*api.Service
-		for _, s := range existing {
-			if s.Spec.GetLabels()[compose.NamespaceLabel] == d.st.Name &&
-				!slices.ContainsFunc(d.st.Services, func(w *api.ServiceSpec) bool { return w.Name == s.Spec.Name }) {
-				gone = append(gone, s)
-			}
-		}
-		for _, s := range removalOrder(gone) {
-			d.say("Removing service %s", s.Spec.Name)
-			if _, err := d.c.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: s.Id}); err != nil {
-				return changed, mayHaveApplied(err, "jaco service inspect "+s.Spec.Name)
-			}
-		}
 		d.pruneNetworks(ctx, p)
 	}
 	return changed, nil
@@ -111,12 +91,14 @@ func (d *deployer) pruneNetworks(ctx context.Context, p present) {
 type present struct {
 	networks         map[string]*api.Network
 	secrets, configs map[string]bool
+	// volumes by name (stackvolumes.go); nil when the stack has none.
+	volumes map[string]*api.Volume
 }
 
-// look lists the networks, secrets and configs and refuses, before any
-// write, external ones that do not exist.
+// look lists the networks, secrets, configs and volumes and refuses,
+// before any write, external ones that do not exist.
 func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present, error) {
-	p := present{map[string]*api.Network{}, map[string]bool{}, map[string]bool{}}
+	p := present{map[string]*api.Network{}, map[string]bool{}, map[string]bool{}, nil}
 	nets, err := d.c.Control.ListNetworks(ctx, &api.ListNetworksRequest{Consistency: cons})
 	if err != nil {
 		return p, err
@@ -153,74 +135,14 @@ func (d *deployer) look(ctx context.Context, cons api.ReadConsistency) (present,
 			return p, fmt.Errorf("external config %s does not exist (jaco config create %s FILE)", f.Name, f.Name)
 		}
 	}
-	return p, nil
-}
-
-// create makes the stack's missing networks, secrets and configs. A
-// secret or config that exists is left as it is: they are immutable, and
-// a changed file takes a new key (and the services naming it a new spec).
-func (d *deployer) create(ctx context.Context, p present) error {
-	labels := map[string]string{compose.NamespaceLabel: d.st.Name}
-	for _, n := range d.st.Networks {
-		if n.External || p.networks[n.Name] != nil {
-			continue
-		}
-		d.say("Creating network %s", n.Name)
-		spec := &api.NetworkSpec{Name: n.Name, Subnet: n.Subnet, Labels: labels}
-		if _, err := d.c.Control.CreateNetwork(ctx, &api.CreateNetworkRequest{Spec: spec}); err != nil {
-			return mayHaveApplied(err, "jaco network inspect "+n.Name)
-		}
-	}
-	for _, f := range d.st.Secrets {
-		if f.External || p.secrets[f.Name] {
-			continue
-		}
-		d.say("Creating secret %s", f.Name)
-		spec := &api.FileSpec{Name: f.Name, Data: d.data[f.Name], Labels: labels}
-		if _, err := d.c.Control.CreateSecret(ctx, &api.CreateSecretRequest{Spec: spec}); err != nil {
-			return mayHaveApplied(err, "jaco secret inspect "+f.Name)
-		}
-	}
-	for _, f := range d.st.Configs {
-		if f.External || p.configs[f.Name] {
-			continue
-		}
-		d.say("Creating config %s", f.Name)
-		spec := &api.FileSpec{Name: f.Name, Data: d.data[f.Name], Labels: labels}
-		if _, err := d.c.Control.CreateConfig(ctx, &api.CreateConfigRequest{Spec: spec}); err != nil {
-			return mayHaveApplied(err, "jaco config inspect "+f.Name)
-		}
-	}
-	return nil
-}
-
-// service creates spec, or updates the stored service when its spec
-// differs; nil when nothing was written.
-func (d *deployer) service(ctx context.Context, stored *api.Service, spec *api.ServiceSpec) (*change, error) {
-	if stored == nil {
-		d.say("Creating service %s", spec.Name)
-		resp, err := d.c.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
-		if err != nil {
-			return nil, mayHaveApplied(err, "jaco service inspect "+spec.Name)
-		}
-		return &change{resp.Service, waitConverge}, nil
-	}
-	if sameSpec(stored.Spec, spec) {
-		return nil, nil
-	}
-	d.say("Updating service %s", spec.Name)
-	desired := proto.Clone(spec).(*api.ServiceSpec)
-	desired.ForceUpdate = stored.Spec.GetForceUpdate()
-	resp, err := d.c.Control.UpdateService(ctx, &api.UpdateServiceRequest{Service: stored.Id, Version: stored.Meta.GetVersion(), Spec: desired})
-	if err != nil {
-		return nil, mayHaveApplied(err, "jaco service inspect "+spec.Name)
-	}
-	return &change{resp.Service, waitUpdate}, nil
+	p.volumes, err = d.lookVolumes(ctx, cons)
+	return p, err
 }
 
 // sameSpec reports whether the stored spec is the desired one, leaving
-// out what the manager adds (references' ids) or keeps (force_update, the
-// registry credentials a read never shows).
+// out what the manager adds (references' ids, volume mounts' ids and
+// options) or keeps (force_update, the registry credentials a read never
+// shows).
 func sameSpec(stored, desired *api.ServiceSpec) bool {
 	a := proto.Clone(stored).(*api.ServiceSpec)
 	for _, r := range append(slices.Clone(a.Secrets), a.Configs...) {
@@ -229,6 +151,8 @@ func sameSpec(stored, desired *api.ServiceSpec) bool {
 	a.ForceUpdate, a.RegistryAuth = 0, nil
 	b := proto.Clone(desired).(*api.ServiceSpec)
 	b.ForceUpdate, b.RegistryAuth = 0, nil
+	withoutVolumeFill(a)
+	withoutVolumeFill(b)
 	return proto.Equal(a, b)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -134,23 +135,40 @@ func stackPsCmd(g *globals) *cobra.Command {
 }
 
 func stackRmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "rm NAME",
+	var volumes bool
+	cmd := &cobra.Command{
+		Use:     "rm [--volumes] NAME",
 		Aliases: []string{"remove"},
 		Short:   "Remove a stack: its services, then the networks, secrets and configs it created",
 		Long: "Remove a stack: its services, then its networks, secrets and configs: everything labelled\n" +
-			compose.NamespaceLabel + "=NAME. External networks, secrets and configs are left alone.",
+			compose.NamespaceLabel + "=NAME. External networks, secrets and configs are left alone.\n" +
+			"The stack's volumes are kept with their data (one line names them); --volumes removes those\n" +
+			"labelled as the stack's too, once the replicas using them have stopped (it waits as long as their\n" +
+			"stop and abort grace periods, plus --timeout). A volume without the label (external, made by hand,\n" +
+			"another stack's) is never removed.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			return g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-				return removeStack(ctx, cmd.OutOrStdout(), c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), name)
+			o := stackRmOptions{volumes: volumes, timeout: g.timeout}
+			return g.stream(cmd.Context(), func(ctx context.Context, c *client.Client) error {
+				return removeStack(ctx, cmd.OutOrStdout(), c, g.readConsistency(api.ReadConsistency_READ_CONSISTENCY_LINEARIZABLE), name, o)
 			})
 		},
 	}
+	cmd.Flags().BoolVar(&volumes, "volumes", false, "also remove the volumes the stack created, and their data, once its replicas have stopped")
+	return cmd
 }
 
-func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.ReadConsistency, name string) error {
+// stackRmOptions: whether the stack's volumes go too, and --timeout,
+// which bounds the removals (the wait for volumes takes longer).
+type stackRmOptions struct {
+	volumes bool
+	timeout time.Duration
+}
+
+func removeStack(outer context.Context, out io.Writer, c *client.Client, cons api.ReadConsistency, name string, o stackRmOptions) error {
+	ctx, cancel := context.WithTimeout(outer, o.timeout)
+	defer cancel()
 	svcs, err := stackServices(ctx, c, cons, name)
 	if err != nil {
 		return err
@@ -178,7 +196,11 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 			configs = append(configs, s.GetSpec().GetName())
 		}
 	}
-	if len(svcs)+len(nets)+len(secrets)+len(configs) == 0 {
+	vols, err := stackVolumes(ctx, c, cons, name)
+	if err != nil {
+		return err
+	}
+	if len(svcs)+len(nets)+len(secrets)+len(configs)+len(vols) == 0 {
 		return fmt.Errorf("no stack named %s", name)
 	}
 	for _, s := range removalOrder(svcs) {
@@ -205,6 +227,21 @@ func removeStack(ctx context.Context, out io.Writer, c *client.Client, cons api.
 	for _, s := range configs {
 		fmt.Fprintf(out, "Removing config %s\n", s)
 		if _, err := c.Control.RemoveConfig(ctx, &api.RemoveConfigRequest{Config: s}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case len(vols) == 0:
+	case !o.volumes:
+		// Data is never deleted by surprise (docs/adr/0061-volumes.md).
+		fmt.Fprintln(out, keptVolumesLine(name, vols))
+	default:
+		// Removed last: RemoveVolume is refused volume_in_use until the
+		// replicas of the services just removed have ended.
+		wait := volumeWait(svcs, o.timeout)
+		vctx, vcancel := context.WithTimeout(outer, wait+o.timeout)
+		defer vcancel()
+		if err := removeVolumes(vctx, out, c, vols, time.Now().Add(wait)); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -4,8 +4,13 @@
 // configs they name. It calls no daemon; cmd/jaco's stack commands do.
 //
 // A key jaco cannot honour is refused by name (unsupported_compose_key)
-// before anything is translated, never ignored: an operator who wrote
-// privileged: true must not get a replica without it.
+// before anything is deployed, never ignored: an operator who wrote
+// privileged: true must not get a replica without it. Every refusal of
+// every service and section comes in one error, so one run tells all
+// there is to change. The few keys that mean nothing in a cluster
+// (container_name, expose, links, build beside an image, restart beside
+// deploy.restart_policy) are accepted with one warning line each, as
+// docker stack deploy accepts them.
 package compose
 
 import (
@@ -37,6 +42,9 @@ type Stack struct {
 	Networks []Network
 	Secrets  []File
 	Configs  []File
+	// Volumes are the named volumes the services mount, sorted by name
+	// (volumes.go).
+	Volumes []Volume
 }
 
 // Network is an overlay network a stack's services name.
@@ -62,12 +70,16 @@ type Options struct {
 	Files []string
 	// Name is the stack's name (and the compose project's).
 	Name string
-	// Env is the environment interpolation and .env see (os.Environ()
-	// for the CLI); the .env file of the first file's directory adds to it.
+	// Env is the environment interpolation sees (os.Environ() for the
+	// CLI), and all it sees: as docker stack deploy, no .env file is read.
 	Env []string
 	// Profiles enable services with those profiles (default: those
 	// COMPOSE_PROFILES in Env names).
 	Profiles []string
+	// Warn is given each warning line (a key accepted without effect or
+	// read as its cluster counterpart, such as a bridge network), in a
+	// stable order, also when Load refuses the files; nil drops them.
+	Warn func(line string)
 }
 
 // Load reads the files and translates the project.
@@ -84,8 +96,9 @@ func Load(ctx context.Context, o Options) (*Stack, error) {
 	po, err := cli.NewProjectOptions(o.Files,
 		cli.WithName(o.Name),
 		cli.WithEnv(o.Env),
-		cli.WithEnvFiles(),
-		cli.WithDotEnv,
+		// No .env and no env files: docker stack deploy reads neither, and
+		// substitutes as its own CLI does (interpolate.go).
+		cli.WithLoadOptions(useDockerSubstitute),
 		cli.WithDefaultProfiles(o.Profiles...),
 		cli.WithLoadOptions(loader.WithSupportedAttributes(supported, report)),
 	)
@@ -98,67 +111,148 @@ func Load(ctx context.Context, o Options) (*Stack, error) {
 	}
 	var keys []string
 	for _, f := range findings {
-		parts := f.Path.Parts()
-		// A service left out by its profiles is not deployed: what it
-		// holds does not matter.
+		parts := pathParts(f.Path)
 		if len(parts) >= 2 && parts[0] == "services" {
+			// A service left out by its profiles is not deployed: what it
+			// holds does not matter.
 			if _, on := project.Services[parts[1]]; !on {
+				continue
+			}
+			// build is the translation's to judge: a warning beside an
+			// image, a refusal with the remedy without one.
+			if len(parts) == 3 && parts[2] == "build" {
 				continue
 			}
 		}
 		keys = append(keys, keyName(f.Path))
 	}
-	st, refused, err := translate(project, o.Name)
+	st, refused, warnings, err := translate(project, o.Name)
+	if o.Warn != nil {
+		for _, w := range warnings {
+			o.Warn(w)
+		}
+	}
 	// Every refusal at once, those of values (a named volume) with those
 	// of keys, so one run tells the operator all there is to change.
 	if keys = append(keys, refused...); len(keys) > 0 {
-		return nil, unsupportedError(keys)
+		return nil, unsupportedError(keys, err)
 	}
-	return st, err
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
-func unsupportedError(keys []string) error {
+// unsupportedError names every key refused; also holds the mistakes in
+// values found in the same pass, so they are not left for the next run.
+func unsupportedError(keys []string, also error) error {
 	slices.Sort(keys)
 	keys = slices.Compact(keys)
-	return reason.Error(codes.InvalidArgument, reason.UnsupportedComposeKey,
-		"%s: jaco cannot honour these compose keys; nothing was changed", strings.Join(keys, ", "))
+	msg := strings.Join(keys, ", ") + ": jaco cannot honour these compose keys; nothing was changed"
+	if also != nil {
+		msg += "; also: " + also.Error()
+	}
+	return reason.Error(codes.InvalidArgument, reason.UnsupportedComposeKey, "%s", msg)
 }
 
-// Translate maps a loaded project to a stack named name.
+// Translate maps a loaded project to a stack named name; its warnings are
+// dropped (Load gives them).
 func Translate(p *types.Project, name string) (*Stack, error) {
-	st, refused, err := translate(p, name)
+	st, refused, _, err := translate(p, name)
 	if len(refused) > 0 {
-		return nil, unsupportedError(refused)
+		return nil, unsupportedError(refused, err)
 	}
 	return st, err
 }
 
-// translate returns the stack, or the keys it refuses, or an error in a
-// value.
-func translate(p *types.Project, name string) (*Stack, []string, error) {
+// translate returns the stack, or the keys it refuses and the mistakes
+// in values, of every service (one pass), with the warnings either way.
+func translate(p *types.Project, name string) (*Stack, []string, []string, error) {
 	t := &translator{stack: name, p: p}
 	st := &Stack{Name: name}
 	st.Networks = t.networks()
 	st.Secrets = t.files("secrets", secretObjects(p.Secrets))
 	st.Configs = t.files("configs", configObjects(p.Configs))
+	var errs valueErrors
 	for _, svcName := range slices.Sorted(maps.Keys(p.Services)) {
 		spec, err := t.service(p.Services[svcName])
 		if err != nil {
-			return nil, t.unsupported, err
+			errs = append(errs, err)
+			continue
 		}
 		st.Services = append(st.Services, spec)
 	}
-	if len(t.unsupported) > 0 {
-		return nil, t.unsupported, nil
+	// After the services: only the volumes they mount are the stack's.
+	vols, volErr := t.stackVolumes()
+	if volErr != nil {
+		errs = append(errs, volErr)
 	}
-	return st, nil, nil
+	st.Volumes = vols
+	warnings := t.warnings()
+	var err error
+	if len(errs) > 0 {
+		err = errs
+	}
+	if len(t.unsupported) > 0 || err != nil {
+		return nil, t.unsupported, warnings, err
+	}
+	return st, nil, warnings, nil
 }
 
-// translator gathers every refusal, so one run names all of them.
+// valueErrors are the mistakes in values of several services, one line.
+type valueErrors []error
+
+func (e valueErrors) Error() string {
+	texts := make([]string, len(e))
+	for i, err := range e {
+		texts[i] = err.Error()
+	}
+	return strings.Join(texts, "; ")
+}
+
+// Unwrap gives each, as errors.Join's result does.
+func (e valueErrors) Unwrap() []error { return e }
+
+// translator gathers every refusal, so one run names all of them, and
+// every warning.
 type translator struct {
 	stack       string
 	p           *types.Project
 	unsupported []string
+	// usedVolumes are the keys of the top-level volumes the services
+	// mount.
+	usedVolumes map[string]bool
+	// ignored holds, by key and what is said of it, the services whose
+	// key was accepted without (full) effect: one warning line each.
+	ignored map[[2]string][]string
+	// notes are the other warning lines (of top-level sections).
+	notes []string
+}
+
+// ignore records that service's key is accepted, with why.
+func (t *translator) ignore(key, service, why string) {
+	if t.ignored == nil {
+		t.ignored = map[[2]string][]string{}
+	}
+	k := [2]string{key, why}
+	t.ignored[k] = append(t.ignored[k], service)
+}
+
+// warnings are the lines to print, sorted: one per key and reason, the
+// services named.
+func (t *translator) warnings() []string {
+	var out []string
+	for _, k := range slices.SortedFunc(maps.Keys(t.ignored), func(a, b [2]string) int {
+		return strings.Compare(a[0]+"\x00"+a[1], b[0]+"\x00"+b[1])
+	}) {
+		svcs := slices.Sorted(slices.Values(t.ignored[k]))
+		word := "services"
+		if len(svcs) == 1 {
+			word = "service"
+		}
+		out = append(out, fmt.Sprintf("compose key %s (%s %s): %s", k[0], word, strings.Join(svcs, ", "), k[1]))
+	}
+	return append(out, t.notes...)
 }
 
 func (t *translator) refuse(key, why string) {
@@ -175,15 +269,33 @@ func (t *translator) networks() []Network {
 	var out []Network
 	for _, key := range slices.Sorted(maps.Keys(t.p.Networks)) {
 		n := t.p.Networks[key]
-		if n.Driver != "" && n.Driver != "overlay" {
+		switch n.Driver {
+		case "", "overlay":
+		case "bridge":
+			// A file written for one host (docker compose's default
+			// driver): the stack's network is what its services share,
+			// and in a cluster that is an overlay.
+			t.notes = append(t.notes, fmt.Sprintf("compose key networks.%s.driver: bridge is read as overlay, the stack's own network across the cluster", key))
+		default:
 			t.refuse("networks."+key+".driver", n.Driver+"; jaco networks are overlay")
 		}
+		// attachable lets standalone containers join a Swarm network;
+		// jaco runs no standalone containers, so it grants nothing and
+		// takes nothing away. driver_opts.encrypted asks for what jaco's
+		// overlay always is: WireGuard between nodes (docs/design.md,
+		// Overlay networks). Both are accepted as they are.
 		if n.External {
 			out = append(out, Network{Name: t.networkName(key), External: true})
 			continue
 		}
 		if n.Name != "" && n.Name != Name(t.stack, key) && n.Name != key {
 			t.refuse("networks."+key+".name", "without external: true")
+		}
+		if n.Internal {
+			// Replicas keep eth0 on their node's bridge for the outside
+			// world (docs/adr/0026); an overlay has no default route to
+			// take away, so internal cannot be enforced.
+			t.notes = append(t.notes, fmt.Sprintf("compose key networks.%s.internal: not enforced; replicas still reach outside the cluster through their node's bridge", key))
 		}
 		net := Network{Name: Name(t.stack, key)}
 		switch len(n.Ipam.Config) {

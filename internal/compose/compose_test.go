@@ -76,19 +76,27 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // TestEveryMappedKey loads a file using every key jaco maps, with an
-// override file, .env, env_file, interpolation from the environment and
-// a profile left off, and compares the stack with the golden file.
+// override file, env_file, interpolation from the environment (the .env
+// beside it, which docker stack deploy does not read, must change
+// nothing) and a profile left off, and compares the stack with the
+// golden file.
 func TestEveryMappedKey(t *testing.T) {
 	dir, _ := filepath.Abs("testdata/full")
+	var warned []string
 	st, err := Load(context.Background(), Options{
 		Files: []string{filepath.Join(dir, "compose.yaml"), filepath.Join(dir, "override.yaml")},
 		Name:  "shop",
-		Env:   []string{"MODE=production"},
+		Env:   []string{"MODE=production", "WEB_TAG=1.2"},
+		Warn:  func(line string) { warned = append(warned, line) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "full.golden.json", render(t, st, dir))
+	// web has both restart and deploy.restart_policy.
+	if want := "compose key restart (service web): ignored; deploy.restart_policy is followed"; len(warned) != 1 || warned[0] != want {
+		t.Errorf("warned %q, want the one line %q", warned, want)
+	}
 }
 
 // TestProfileEnablesAService: the debug service's privileged key is
@@ -120,19 +128,25 @@ func TestRefusedByName(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"build", "services:\n  web:\n    image: x\n    build: .\n", []string{"services.web.build"}},
-		{"several", "services:\n  web:\n    image: x\n    privileged: true\n    cap_add: [NET_ADMIN]\n    devices: [/dev/kvm]\n",
-			[]string{"services.web.cap_add", "services.web.devices", "services.web.privileged"}},
-		{"named volume", "services:\n  web:\n    image: x\n    volumes: [data:/data]\nvolumes:\n  data:\n",
-			[]string{"services.web.volumes (type volume; only bind mounts)", "volumes"}},
-		{"tmpfs volume", "services:\n  web:\n    image: x\n    volumes:\n      - type: tmpfs\n        target: /t\n",
-			[]string{"services.web.volumes (type tmpfs; only bind mounts)"}},
+		{"build without image", "services:\n  web:\n    build: .\n",
+			[]string{"services.web.build (no image: jaco builds nothing; build the image, push it to a registry (or jaco image load it on every node) and give image)"}},
+		{"several", "services:\n  web:\n    image: x\n    privileged: true\n    security_opt: [seccomp:unconfined]\n    devices: [/dev/kvm]\n",
+			[]string{"services.web.devices", "services.web.privileged", "services.web.security_opt"}},
+		// More of volumes in volumes_test.go.
+		{"volume subpath", "services:\n  web:\n    image: x\n    volumes:\n      - type: volume\n        source: data\n        target: /data\n        volume: {subpath: x}\nvolumes:\n  data:\n",
+			[]string{"services.web.volumes.volume.subpath"}},
+		{"volume driver", "services:\n  web:\n    image: x\n    volumes: [data:/data]\nvolumes:\n  data: {driver: nfs}\n",
+			[]string{"volumes.data.driver (nfs; jaco volumes are local)"}},
+		{"tmpfs option", "services:\n  web:\n    image: x\n    tmpfs: /run:size=1m,noexec\n",
+			[]string{"services.web.tmpfs (option noexec; only size, mode, ro and rw)"}},
+		{"network driver option", "services:\n  web:\n    image: x\nnetworks:\n  n:\n    driver_opts: {com.docker.network.driver.mtu: \"1400\"}\n",
+			[]string{"networks.n.driver_opts.com.docker.network.driver.mtu"}},
 		{"bind option", "services:\n  web:\n    image: x\n    volumes:\n      - type: bind\n        source: /a\n        target: /b\n        bind: {propagation: shared}\n",
 			[]string{"services.web.volumes.bind.propagation"}},
 		{"port host ip", "services:\n  web:\n    image: x\n    ports: [\"127.0.0.1:80:80\"]\n", []string{"services.web.ports.host_ip"}},
 		{"port without published", "services:\n  web:\n    image: x\n    ports: [\"80\"]\n", []string{"services.web.ports (80 without a published port)"}},
 		{"port long name", "services:\n  web:\n    image: x\n    ports:\n      - target: 80\n        published: 80\n        app_protocol: http\n", []string{"services.web.ports.app_protocol"}},
-		{"job mode", "services:\n  web:\n    image: x\n    deploy: {mode: replicated-job}\n", []string{"services.web.deploy.mode (replicated-job)"}},
+		{"unknown mode", "services:\n  web:\n    image: x\n    deploy: {mode: batch}\n", []string{"services.web.deploy.mode (batch)"}},
 		{"max per node", "services:\n  web:\n    image: x\n    deploy:\n      placement: {max_replicas_per_node: 1}\n", []string{"services.web.deploy.placement.max_replicas_per_node"}},
 		{"pids limit", "services:\n  web:\n    image: x\n    deploy:\n      resources:\n        limits: {pids: 10}\n", []string{"services.web.deploy.resources.limits.pids"}},
 		{"completed condition", "services:\n  a:\n    image: x\n  web:\n    image: x\n    depends_on:\n      a: {condition: service_completed_successfully}\n",
@@ -141,10 +155,10 @@ func TestRefusedByName(t *testing.T) {
 			[]string{"services.web.depends_on.a.required (false; jaco always waits)"}},
 		{"selinux bind", "services:\n  web:\n    image: x\n    volumes: [\"/a:/b:z\"]\n", []string{"services.web.volumes.bind.selinux"}},
 		{"network alias", "services:\n  web:\n    image: x\n    networks:\n      n: {aliases: [w]}\nnetworks:\n  n:\n", []string{"services.web.networks.n.aliases"}},
-		{"network driver", "services:\n  web:\n    image: x\nnetworks:\n  n: {driver: bridge}\n", []string{"networks.n.driver (bridge; jaco networks are overlay)"}},
+		{"network driver", "services:\n  web:\n    image: x\nnetworks:\n  n: {driver: macvlan}\n", []string{"networks.n.driver (macvlan; jaco networks are overlay)"}},
 		{"secret from env", "services:\n  web:\n    image: x\nsecrets:\n  s: {environment: FOO}\n", []string{"secrets.s.environment"}},
 		{"healthcheck start_interval", "services:\n  web:\n    image: x\n    healthcheck: {test: [CMD, a], start_interval: 1s}\n", []string{"services.web.healthcheck.start_interval"}},
-		{"interpolated key", "services:\n  web:\n    image: x\n    user: ${WHO}\n", []string{"services.web.user"}},
+		{"interpolated key", "services:\n  web:\n    image: x\n    domainname: ${WHO}\n", []string{"services.web.domainname"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.yaml, "WHO=me")

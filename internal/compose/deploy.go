@@ -26,6 +26,21 @@ func (t *translator) deploy(key string, d *types.DeployConfig, spec *api.Service
 		if d.Replicas != nil {
 			return fmt.Errorf("%s.replicas: a global service runs one replica per node", key)
 		}
+	case "replicated-job":
+		// replicas is the number of completions, all at once: compose
+		// has no max_concurrent (docs/adr/0060-jobs.md).
+		spec.Mode = api.ServiceMode_SERVICE_MODE_REPLICATED_JOB
+		if d.Replicas != nil {
+			if *d.Replicas < 0 {
+				return fmt.Errorf("%s.replicas: %d is negative", key, *d.Replicas)
+			}
+			spec.Replicas = uint64(*d.Replicas)
+		}
+	case "global-job":
+		spec.Mode, spec.Replicas = api.ServiceMode_SERVICE_MODE_GLOBAL_JOB, 0
+		if d.Replicas != nil {
+			return fmt.Errorf("%s.replicas: a global job runs one replica per node", key)
+		}
 	default:
 		t.refuse(key+".mode", d.Mode)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
+	units "github.com/docker/go-units"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
@@ -19,9 +20,14 @@ import (
 // refused by key (t.refuse); values that are plainly wrong are errors.
 func (t *translator) service(s types.ServiceConfig) (*api.ServiceSpec, error) {
 	key := "services." + s.Name
-	if s.Image == "" {
-		return nil, fmt.Errorf("%s: no image (jaco builds nothing: give image)", key)
+	switch {
+	case s.Build != nil && s.Image == "":
+		t.refuse(key+".build", "no image: jaco builds nothing; build the image, push it to a registry "+
+			"(or jaco image load it on every node) and give image")
+	case s.Build != nil:
+		t.ignore("build", s.Name, "ignored; jaco builds nothing and runs the image given")
 	}
+	t.ignoreClusterless(s)
 	spec := &api.ServiceSpec{
 		Name:       Name(t.stack, s.Name),
 		Image:      s.Image,
@@ -59,7 +65,15 @@ func (t *translator) service(s types.ServiceConfig) (*api.ServiceSpec, error) {
 	if err := t.ports(key, s.Ports, spec); err != nil {
 		return nil, err
 	}
-	t.volumes(key, s.Volumes, spec)
+	if err := t.volumes(key, s.Volumes, spec); err != nil {
+		return nil, err
+	}
+	if err := t.tmpfs(key, s.Tmpfs, spec); err != nil {
+		return nil, err
+	}
+	if err := process(key, s, spec); err != nil {
+		return nil, err
+	}
 	if err := t.references(key, s, spec); err != nil {
 		return nil, err
 	}
@@ -68,6 +82,15 @@ func (t *translator) service(s types.ServiceConfig) (*api.ServiceSpec, error) {
 	}
 	if err := restartFromService(key, s.Restart, spec); err != nil {
 		return nil, err
+	}
+	if s.Restart != "" {
+		// As docker stack deploy: restart is what a service without
+		// deploy.restart_policy restarts by; beside one it is dropped.
+		if s.Deploy != nil && s.Deploy.RestartPolicy != nil {
+			t.ignore("restart", s.Name, "ignored; deploy.restart_policy is followed")
+		} else {
+			t.ignore("restart", s.Name, "read as deploy.restart_policy (no: none; always, unless-stopped: any; on-failure[:N]: on-failure, N attempts)")
+		}
 	}
 	if s.Deploy != nil {
 		if err := t.deploy(key+".deploy", s.Deploy, spec); err != nil {
@@ -122,18 +145,89 @@ func (t *translator) ports(key string, ports []types.ServicePortConfig, spec *ap
 	return nil
 }
 
-func (t *translator) volumes(key string, vols []types.ServiceVolumeConfig, spec *api.ServiceSpec) {
+// volumes maps bind, tmpfs and volume mounts (named and anonymous
+// volumes: volumes.go); other types are refused. A bind's type is left
+// unspecified (the proto's bind), as before tmpfs existed, so a stack
+// deployed by an older jaco compares equal. create_host_path is
+// compose-go's: true for the short syntax, as docker compose reads it,
+// false unless given for the long one.
+func (t *translator) volumes(key string, vols []types.ServiceVolumeConfig, spec *api.ServiceSpec) error {
 	for _, v := range vols {
-		if v.Type != types.VolumeTypeBind {
-			t.refuse(key+".volumes", "type "+v.Type+"; only bind mounts")
-			continue
+		switch v.Type {
+		case types.VolumeTypeBind:
+			b := v.Bind
+			if b != nil && (b.SELinux != "" || b.Propagation != "" || b.Recursive != "") {
+				t.refuse(key+".volumes.bind", "selinux, propagation and recursive options")
+				continue
+			}
+			spec.Mounts = append(spec.Mounts, &api.Mount{Source: v.Source, Target: v.Target, Readonly: v.ReadOnly,
+				CreateHostPath: b != nil && bool(b.CreateHostPath)})
+		case types.VolumeTypeTmpfs:
+			if v.Source != "" {
+				return fmt.Errorf("%s.volumes: tmpfs at %s: a tmpfs has no source (got %q)", key, v.Target, v.Source)
+			}
+			m := &api.Mount{Type: api.MountType_MOUNT_TYPE_TMPFS, Target: v.Target, Readonly: v.ReadOnly}
+			if tm := v.Tmpfs; tm != nil {
+				// The mode is the number compose-go read, as docker
+				// compose takes it: 0o1777 (or 01777) is octal, while a
+				// plain 1777 is the decimal number (0o3361). The literal
+				// is gone by now, so that mistake cannot be told apart.
+				if tm.Mode > maxTmpfsMode {
+					return fmt.Errorf("%s.volumes.tmpfs.mode: %#o (%d): want permission bits, at most 0o7777; write octal as 0o1777", key, tm.Mode, tm.Mode)
+				}
+				m.TmpfsSizeBytes, m.TmpfsMode = int64(tm.Size), tm.Mode
+			}
+			spec.Mounts = append(spec.Mounts, m)
+		case types.VolumeTypeVolume:
+			spec.Mounts = append(spec.Mounts, t.volumeMount(v))
+		default:
+			t.refuse(key+".volumes", "type "+v.Type+"; only bind, tmpfs and volume mounts")
 		}
-		if b := v.Bind; b != nil && (b.SELinux != "" || b.Propagation != "" || b.Recursive != "") {
-			t.refuse(key+".volumes.bind", "selinux, propagation and recursive options")
-			continue
-		}
-		spec.Mounts = append(spec.Mounts, &api.Mount{Source: v.Source, Target: v.Target, Readonly: v.ReadOnly})
 	}
+	return nil
+}
+
+// maxTmpfsMode is the most a tmpfs root's mode holds: permission bits
+// with setuid, setgid and sticky.
+const maxTmpfsMode = 0o7777
+
+// tmpfs maps the service-level tmpfs key, each PATH[:OPTIONS] as docker
+// run --tmpfs reads it: size= (a size such as 64m) and mode= (octal) are
+// carried; rw is the default; ro makes it read-only. The other mount
+// options (noexec, nosuid, uid, ...) have no place in the spec and are
+// refused by name rather than dropped.
+func (t *translator) tmpfs(key string, list types.StringList, spec *api.ServiceSpec) error {
+	for _, entry := range list {
+		target, opts, _ := strings.Cut(entry, ":")
+		if target == "" {
+			return fmt.Errorf("%s.tmpfs: %q: want PATH[:size=64m,mode=1777]", key, entry)
+		}
+		m := &api.Mount{Type: api.MountType_MOUNT_TYPE_TMPFS, Target: target}
+		for _, o := range strings.Split(opts, ",") {
+			k, v, _ := strings.Cut(o, "=")
+			switch k {
+			case "", "rw":
+			case "ro":
+				m.Readonly = true
+			case "size":
+				n, err := units.RAMInBytes(v)
+				if err != nil || n < 0 {
+					return fmt.Errorf("%s.tmpfs: %q: size %q: want a size such as 64m", key, entry, v)
+				}
+				m.TmpfsSizeBytes = n
+			case "mode":
+				mode, err := strconv.ParseUint(v, 8, 32)
+				if err != nil || mode > maxTmpfsMode {
+					return fmt.Errorf("%s.tmpfs: %q: mode %q: want octal permission bits such as 1777", key, entry, v)
+				}
+				m.TmpfsMode = uint32(mode)
+			default:
+				t.refuse(key+".tmpfs", "option "+k+"; only size, mode, ro and rw")
+			}
+		}
+		spec.Mounts = append(spec.Mounts, m)
+	}
+	return nil
 }
 
 // references maps the service's secrets and configs to FileReferences by
@@ -151,7 +245,7 @@ func (t *translator) references(key string, s types.ServiceConfig, spec *api.Ser
 			ref.Target = r.Source
 		}
 		if ref.Mode == 0 {
-			ref.Mode = 0o400 // the manager's default, written out so a redeploy compares equal
+			ref.Mode = 0o444 // the manager's default (Docker's), written out so a redeploy compares equal
 		}
 		ref.Target = strings.TrimPrefix(ref.Target, "/run/secrets/")
 		spec.Secrets = append(spec.Secrets, ref)

@@ -10,8 +10,8 @@ import (
 // supported lists the compose keys jaco honours (tree.Path patterns, * a
 // name, [] a list item). compose-go reports every key of the loaded model
 // that matches none of them, so a key the specification gains later is
-// refused until it is wired in here and in translate.go: the screening
-// fails closed.
+// refused until it is wired in here and in the translation (compose.go,
+// service.go, process.go, deploy.go): the screening fails closed.
 var supported = paths(
 	"name", "version",
 	"services.*",
@@ -44,10 +44,24 @@ var supported = paths(
 	"services.*.volumes",
 	"services.*.volumes.[].type", "services.*.volumes.[].source", "services.*.volumes.[].target",
 	"services.*.volumes.[].read_only",
-	// compose-go expands a short-syntax volume with these; translate.go
-	// refuses every type but bind.
+	// compose-go expands a short-syntax volume with these; service.go
+	// refuses every type but bind, tmpfs and volume.
 	"services.*.volumes.[].bind", "services.*.volumes.[].bind.create_host_path",
-	"services.*.volumes.[].volume",
+	"services.*.volumes.[].volume", "services.*.volumes.[].volume.nocopy",
+	"services.*.volumes.[].tmpfs", "services.*.volumes.[].tmpfs.size", "services.*.volumes.[].tmpfs.mode",
+	"services.*.tmpfs",
+	// Process and container options (process.go).
+	"services.*.user", "services.*.group_add", "services.*.working_dir", "services.*.hostname",
+	"services.*.cap_add", "services.*.cap_drop",
+	"services.*.sysctls", "services.*.sysctls.*",
+	"services.*.ulimits", "services.*.ulimits.*", "services.*.ulimits.*.soft", "services.*.ulimits.*.hard",
+	"services.*.stop_signal", "services.*.init", "services.*.read_only",
+	"services.*.extra_hosts", "services.*.extra_hosts.*",
+	"services.*.dns", "services.*.dns_search", "services.*.dns_opt", "services.*.shm_size",
+	// Meaningless in a cluster: accepted with a warning (process.go).
+	// build is left out on purpose: Load hands it to the translation,
+	// which warns beside an image and refuses without one.
+	"services.*.container_name", "services.*.expose", "services.*.links",
 	"services.*.deploy",
 	"services.*.deploy.mode", "services.*.deploy.replicas", "services.*.deploy.endpoint_mode",
 	"services.*.deploy.labels", "services.*.deploy.labels.*",
@@ -65,9 +79,15 @@ var supported = paths(
 	"services.*.deploy.update_config", "services.*.deploy.rollback_config",
 	"networks.*",
 	"networks.*.external", "networks.*.name", "networks.*.driver",
+	// compose.go says what each means to a jaco network.
+	"networks.*.attachable", "networks.*.internal", "networks.*.driver_opts", "networks.*.driver_opts.encrypted",
 	"networks.*.ipam", "networks.*.ipam.config", "networks.*.ipam.config.[].subnet",
 	"secrets.*", "secrets.*.file", "secrets.*.external", "secrets.*.name",
 	"configs.*", "configs.*.file", "configs.*.external", "configs.*.name",
+	// Named volumes (volumes.go): the local driver's options only.
+	"volumes.*", "volumes.*.driver", "volumes.*.external", "volumes.*.name",
+	"volumes.*.driver_opts", "volumes.*.driver_opts.type", "volumes.*.driver_opts.device", "volumes.*.driver_opts.o",
+	"volumes.*.labels", "volumes.*.labels.*",
 )
 
 func init() {
@@ -88,8 +108,19 @@ func paths(ps ...string) []tree.Path {
 
 // keyName renders a reported path as an operator reads it: list items
 // (compose-go's "[]") are dropped, so services.web.ports.[].host_ip reads
-// services.web.ports.host_ip.
+// services.web.ports.host_ip, and the dots of a key are dots again.
 func keyName(p tree.Path) string {
-	parts := slices.DeleteFunc(p.Parts(), func(s string) bool { return s == tree.PathMatchList })
+	parts := slices.DeleteFunc(pathParts(p), func(s string) bool { return s == tree.PathMatchList })
 	return strings.Join(parts, ".")
+}
+
+// pathParts splits a reported path into its keys. compose-go writes a dot
+// inside a key (com.docker.network.driver.mtu) as a ghost emoji so the
+// path still splits on dots (tree.Path.Next); each key gets its dots back.
+func pathParts(p tree.Path) []string {
+	parts := p.Parts()
+	for i, s := range parts {
+		parts[i] = strings.ReplaceAll(s, "\U0001F47B", ".")
+	}
+	return parts
 }
