@@ -97,9 +97,9 @@ func TestStack(t *testing.T) {
 
 	// A key jaco cannot honour refuses the whole file, by name, and
 	// nothing is created.
-	bad := write("bad.yaml", strings.Replace(stackFile, "services:\n", "services:\n  extra:\n    image: x\n    privileged: true\n    cap_add: [NET_ADMIN]\n", 1))
+	bad := write("bad.yaml", strings.Replace(stackFile, "services:\n", "services:\n  extra:\n    image: x\n    privileged: true\n    devices: [/dev/null]\n", 1))
 	r := c.manager.jaco("stack", "deploy", "-c", bad, "-c", override, "bad")
-	if r.code != 2 || !strings.Contains(r.stderr, "error: unsupported_compose_key: services.extra.cap_add, services.extra.privileged: ") {
+	if r.code != 2 || !strings.Contains(r.stderr, "error: unsupported_compose_key: services.extra.devices, services.extra.privileged: ") {
 		t.Fatalf("deploy of a privileged service: exit %d, stderr %q; want 2 and unsupported_compose_key naming both keys", r.code, r.stderr)
 	}
 	stackGone(t, c, "bad")
@@ -144,8 +144,8 @@ func TestStack(t *testing.T) {
 		if err != nil || string(got) != secretValue {
 			t.Errorf("web replica %s: /run/secrets/token is %q (%v), want the secret file's content", w.Name, got, err)
 		}
-		if fi, err := os.Stat(root + "/run/secrets/token"); err != nil || fi.Mode().Perm() != 0o400 {
-			t.Errorf("web replica %s: /run/secrets/token mode %v (%v), want 0400", w.Name, fi.Mode(), err)
+		if fi, err := os.Stat(root + "/run/secrets/token"); err != nil || fi.Mode().Perm() != 0o444 {
+			t.Errorf("web replica %s: /run/secrets/token mode %v (%v), want 0444", w.Name, fi.Mode(), err)
 		}
 		if got, err := os.ReadFile(root + "/etc/site.conf"); err != nil || string(got) != "listen 80\n" {
 			t.Errorf("web replica %s: /etc/site.conf is %q (%v), want the config file's content", w.Name, got, err)
