@@ -106,7 +106,7 @@ func TestOverlayPeersFollowTheStore(t *testing.T) {
 					return fmt.Errorf("%s has no overlay address yet", o.name)
 				}
 				block := netip.PrefixFrom(netip.MustParseAddr(status[o.name].Addresses[0]), 26).Masked()
-				want = append(want, fmt.Sprintf("%s %s:51820 %s true", o.name, hostOf[o.name].ip, block))
+				want = append(want, fmt.Sprintf("%s %s:51871 %s true", o.name, hostOf[o.name].ip, block))
 			}
 			if !slices.Equal(peers, want) {
 				return fmt.Errorf("%s's peers:\n%s\nwant:\n%s", d.name, strings.Join(peers, "\n"), strings.Join(want, "\n"))
@@ -134,7 +134,7 @@ func TestOverlayPeersFollowTheStore(t *testing.T) {
 			p.LastHandshake != "" || p.Hostname == "a"))
 	}
 	slices.Sort(got)
-	want := []string{"a " + hostOf["a"].ip + ":51820 true true", "b " + hostOf["b"].ip + ":51820 true true", "c " + hostOf["c"].ip + ":51820 true true"}
+	want := []string{"a " + hostOf["a"].ip + ":51871 true true", "b " + hostOf["b"].ip + ":51871 true true", "c " + hostOf["c"].ip + ":51871 true true"}
 	if !slices.Equal(got, want) {
 		t.Errorf("network inspect front peers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -149,7 +149,7 @@ func TestOverlayPeersFollowTheStore(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if !slices.ContainsFunc(st.Peers, func(p overlayPeer) bool { return p.Endpoint == d.host.ip+":51820" }) {
+			if !slices.ContainsFunc(st.Peers, func(p overlayPeer) bool { return p.Endpoint == d.host.ip+":51871" }) {
 				return fmt.Errorf("%s's peers lack d: %+v", o.name, st.Peers)
 			}
 		}

@@ -197,7 +197,7 @@ func (c *wireCapture) read() {
 		// Ethernet (14) + IPv4 without options (20): UDP ports at 34.
 		if n > 38 && b[12] == 0x08 && b[13] == 0 && b[23] == unix.IPPROTO_UDP {
 			sport, dport := int(b[34])<<8|int(b[35]), int(b[36])<<8|int(b[37])
-			if sport == 51820 || dport == 51820 {
+			if sport == 51871 || dport == 51871 {
 				c.wireGuard++
 			}
 		}

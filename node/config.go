@@ -56,7 +56,7 @@ type Config struct {
 	// NoOverlay keeps the node off the overlay: it publishes its overlay
 	// unavailable and runs no replica on a network (docs/adr/0026).
 	NoOverlay bool
-	// OverlayPort is the UDP port the overlay link listens on (0: 51820);
+	// OverlayPort is the UDP port the overlay link listens on (0: 51871);
 	// OverlayInterface its name (empty: jaco0).
 	OverlayPort      int
 	OverlayInterface string

@@ -8,11 +8,13 @@ import (
 	"time"
 )
 
-// DefaultName is the overlay interface every node runs (issue 13).
+// DefaultName is the overlay interface every node runs (docs/adr/0026).
 const DefaultName = "jaco0"
 
-// DefaultListenPort is WireGuard's customary UDP port.
-const DefaultListenPort = 51820
+// DefaultListenPort is the overlay's UDP port: not WireGuard's customary
+// 51820, which the operator's own VPN or a WireGuard service published
+// through the routing mesh wants on the same nodes (docs/adr/0063).
+const DefaultListenPort = 51871
 
 // Overhead is what WireGuard adds to every packet over an IPv6 underlay,
 // the worst case: outer IPv6 header 40, UDP 8, WireGuard data header 16

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,10 +71,10 @@ func testOverlay(t *testing.T, kind Kind) {
 	blockA, blockB := netip.MustParsePrefix("198.19.1.0/26"), netip.MustParsePrefix("198.19.2.0/26")
 	cfgA := wireConfig{Addresses: []netip.Prefix{netip.MustParsePrefix("198.19.1.1/32")},
 		Routes: []Route{{Dst: subnet, Src: netip.MustParseAddr("198.19.1.1")}},
-		Peers:  []Peer{{PublicKey: b.pub, Endpoint: "198.18.0.2:51820", Allowed: []netip.Prefix{blockB}}}}
+		Peers:  []Peer{{PublicKey: b.pub, Endpoint: "198.18.0.2:" + strconv.Itoa(DefaultListenPort), Allowed: []netip.Prefix{blockB}}}}
 	cfgB := wireConfig{Addresses: []netip.Prefix{netip.MustParsePrefix("198.19.2.1/32")},
 		Routes: []Route{{Dst: subnet, Src: netip.MustParseAddr("198.19.2.1")}},
-		Peers:  []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:51820", Allowed: []netip.Prefix{blockA}}}}
+		Peers:  []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:" + strconv.Itoa(DefaultListenPort), Allowed: []netip.Prefix{blockA}}}}
 	a.do(helperCmd{Op: "configure", Config: cfgA})
 	b.do(helperCmd{Op: "configure", Config: cfgB})
 	for _, n := range []*node{a, b} {
@@ -122,7 +123,7 @@ func testOverlay(t *testing.T, kind Kind) {
 		t.Fatalf("a's peers: %+v", ps)
 	}
 	p := ps[0]
-	if p.PublicKey != b.pub || p.Endpoint.String() != "198.18.0.2:51820" || p.RxBytes == 0 || p.TxBytes == 0 ||
+	if p.PublicKey != b.pub || p.Endpoint.String() != "198.18.0.2:"+strconv.Itoa(DefaultListenPort) || p.RxBytes == 0 || p.TxBytes == 0 ||
 		time.Since(p.LastHandshake) > time.Minute || len(p.AllowedPrefixes) != 1 ||
 		p.AllowedPrefixes[0] != blockB {
 		t.Errorf("a's peer b: %+v", p)
@@ -200,7 +201,7 @@ func testOverlay(t *testing.T, kind Kind) {
 	a.do(helperCmd{Op: "configure", Config: moved})
 	grown := cfgB
 	grown.Routes = append(slices.Clone(cfgB.Routes), Route{Dst: net2})
-	grown.Peers = []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:51820", Allowed: []netip.Prefix{blockA, block2}}}
+	grown.Peers = []Peer{{PublicKey: a.pub, Endpoint: "198.18.0.1:" + strconv.Itoa(DefaultListenPort), Allowed: []netip.Prefix{blockA, block2}}}
 	b.do(helperCmd{Op: "configure", Config: grown})
 	if st := a.do(helperCmd{Op: "inspect"}).Iface; !slices.Equal(st.Addrs, []string{"198.18.64.1/32", "198.19.1.2/32"}) ||
 		!slices.Equal(st.Routes, []string{"198.18.64.0/18 198.18.64.1", "198.19.0.0/16 198.19.1.2"}) {

@@ -98,7 +98,7 @@ func run(args []string) int {
 	f.StringVar(&cfg.ContainerdAddress, "containerd-address", os.Getenv("JACO_CONTAINERD_ADDRESS"), "containerd socket for image services; empty runs hook bundles only ($JACO_CONTAINERD_ADDRESS)")
 	f.StringVar(&cfg.ContainerSubnet, "container-subnet", os.Getenv("JACO_CONTAINER_SUBNET"), "CNI bridge subnet for this node's containers; default derived from the node id ($JACO_CONTAINER_SUBNET)")
 	f.BoolVar(&overlayOn, "overlay", envOr("JACO_OVERLAY", "true") != "false", "join the encrypted overlay other nodes' replicas reach this node's over; off, the node runs no replica on a network ($JACO_OVERLAY)")
-	f.IntVar(&cfg.OverlayPort, "overlay-port", 0, "UDP port of the overlay (WireGuard) link (0: 51820)")
+	f.IntVar(&cfg.OverlayPort, "overlay-port", 0, "UDP port of the overlay (WireGuard) link (0: 51871)")
 	f.StringVar(&cfg.OverlayInterface, "overlay-interface", "", "name of the overlay link (default jaco0)")
 	f.DurationVar(&cfg.HeartbeatPeriod, "heartbeat-period", 0, "agent heartbeat period this manager asks for while it leads; a node missing 3 is down (0: 5s)")
 	f.DurationVar(&cfg.MinBackupInterval, "min-backup-interval", 0, "tests only: the shortest scheduled-backup interval this manager accepts while it leads (0: 1m)")
