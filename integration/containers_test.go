@@ -39,6 +39,7 @@ func TestContainers(t *testing.T) {
 		{"dependent waits for a healthy dependency", testDependency},
 		{"stop ladder ends in SIGKILL", testStopLadder},
 		{"agent restart adopts running containers", testAgentRestart},
+		{"options and templates reach the containers", testContainerOptions},
 		// Last: it takes a worker out of the cluster for good.
 		{"node remove drains a worker start-first", testDrainWorker},
 	}
