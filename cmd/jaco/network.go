@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -134,27 +133,11 @@ func networkInspectCmd(g *globals) *cobra.Command {
 }
 
 func networkRmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "rm NETWORK...",
-		Aliases: []string{"remove"},
-		Short:   "Remove networks no service uses",
-		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var errs []error
-			for _, name := range args {
-				err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-					_, err := c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: name})
-					return err
-				})
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), name)
-			}
-			return errors.Join(errs...)
-		},
-	}
+	return rmCmd(g, "rm NETWORK...", "Remove networks no service uses",
+		func(ctx context.Context, c *client.Client, name string) error {
+			_, err := c.Control.RemoveNetwork(ctx, &api.RemoveNetworkRequest{Network: name})
+			return err
+		})
 }
 
 // networkPeerView is one node holding a block of a network, with the last

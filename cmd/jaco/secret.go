@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -192,24 +191,5 @@ func fileInspectCmd(g *globals, k fileCalls) *cobra.Command {
 }
 
 func fileRmCmd(g *globals, k fileCalls) *cobra.Command {
-	return &cobra.Command{
-		Use:     "rm NAME...",
-		Aliases: []string{"remove"},
-		Short:   fmt.Sprintf("Remove %s no service uses", k.plural),
-		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var errs []error
-			for _, name := range args {
-				err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-					return k.remove(ctx, c, name)
-				})
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), name)
-			}
-			return errors.Join(errs...)
-		},
-	}
+	return rmCmd(g, "rm NAME...", fmt.Sprintf("Remove %s no service uses", k.plural), k.remove)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -167,25 +166,9 @@ func volumeInspectCmd(g *globals) *cobra.Command {
 }
 
 func volumeRmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "rm VOLUME...",
-		Aliases: []string{"remove"},
-		Short:   "Remove volumes no service names and no replica uses; their node deletes the data",
-		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var errs []error
-			for _, name := range args {
-				err := g.call(cmd.Context(), func(ctx context.Context, c *client.Client) error {
-					_, err := c.Control.RemoveVolume(ctx, &api.RemoveVolumeRequest{Volume: name})
-					return err
-				})
-				if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), name)
-			}
-			return errors.Join(errs...)
-		},
-	}
+	return rmCmd(g, "rm VOLUME...", "Remove volumes no service names and no replica uses; their node deletes the data",
+		func(ctx context.Context, c *client.Client, name string) error {
+			_, err := c.Control.RemoveVolume(ctx, &api.RemoveVolumeRequest{Volume: name})
+			return err
+		})
 }

@@ -1,9 +1,6 @@
 package orchestrator
 
 import (
-	"cmp"
-	"slices"
-
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/limits"
 )
@@ -67,27 +64,10 @@ func busy(t *api.Task) bool {
 // stop-first, where a drain's hand-over is start-first, as the stopping
 // replica counts against max_concurrent until it has stopped.
 func (p *pass) reconcileJob(svc *api.Service) error {
-	bySlot := map[uint64]*group{}
-	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
-		if t.GetSlot() == 0 { // left from another mode
-			if err := p.retire(t); err != nil {
-				return err
-			}
-			continue
-		}
-		g := bySlot[t.GetSlot()]
-		if g == nil {
-			g = &group{slot: t.GetSlot()}
-			bySlot[t.GetSlot()] = g
-		}
-		g.tasks = append(g.tasks, t)
+	groups, bySlot, err := p.slotGroups(svc)
+	if err != nil {
+		return err
 	}
-	groups := make([]*group, 0, len(bySlot))
-	for _, g := range bySlot {
-		byAge(g.tasks)
-		groups = append(groups, g)
-	}
-	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.slot, b.slot) })
 
 	want := min(svc.GetSpec().GetReplicas(), limits.MaxReplicasCeiling)
 	for _, g := range groups {

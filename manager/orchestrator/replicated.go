@@ -10,27 +10,10 @@ import (
 
 // reconcileReplicated brings svc's slots in line with spec.replicas.
 func (p *pass) reconcileReplicated(svc *api.Service) error {
-	bySlot := map[uint64]*group{}
-	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
-		if t.GetSlot() == 0 { // left from global mode
-			if err := p.retire(t); err != nil {
-				return err
-			}
-			continue
-		}
-		g := bySlot[t.GetSlot()]
-		if g == nil {
-			g = &group{slot: t.GetSlot()}
-			bySlot[t.GetSlot()] = g
-		}
-		g.tasks = append(g.tasks, t)
+	groups, bySlot, err := p.slotGroups(svc)
+	if err != nil {
+		return err
 	}
-	groups := make([]*group, 0, len(bySlot))
-	for _, g := range bySlot {
-		byAge(g.tasks)
-		groups = append(groups, g)
-	}
-	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.slot, b.slot) })
 
 	for _, g := range groups {
 		if err := p.settle(svc, g, true, true); err != nil {
@@ -145,4 +128,32 @@ func (p *pass) rankForRemoval(gs []*group) {
 		}
 		return cmp.Compare(bs, as)
 	})
+}
+
+// slotGroups are svc's tasks by slot, lowest slot first, each slot's
+// tasks by age, and the same groups by slot number; a task without a
+// slot, left from a global mode, is retired.
+func (p *pass) slotGroups(svc *api.Service) ([]*group, map[uint64]*group, error) {
+	bySlot := map[uint64]*group{}
+	for _, t := range p.tx.ListTasksByServiceShallow(svc.GetId()) {
+		if t.GetSlot() == 0 {
+			if err := p.retire(t); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		g := bySlot[t.GetSlot()]
+		if g == nil {
+			g = &group{slot: t.GetSlot()}
+			bySlot[t.GetSlot()] = g
+		}
+		g.tasks = append(g.tasks, t)
+	}
+	groups := make([]*group, 0, len(bySlot))
+	for _, g := range bySlot {
+		byAge(g.tasks)
+		groups = append(groups, g)
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return cmp.Compare(a.slot, b.slot) })
+	return groups, bySlot, nil
 }
