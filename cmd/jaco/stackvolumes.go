@@ -63,7 +63,7 @@ func (d *deployer) lookVolumes(ctx context.Context, cons api.ReadConsistency) (m
 		case !maps.Equal(got.GetSpec().GetOptions(), v.Options):
 			return nil, fmt.Errorf("volume %s exists with other driver options (%s) than the file gives (%s): "+
 				"give the volume another name, or remove it with jaco volume rm %s (its data goes with it)",
-				v.Name, optionList(got.GetSpec().GetOptions()), optionList(v.Options), v.Name)
+				v.Name, api.VolumeOptionWords(got.GetSpec().GetOptions()), api.VolumeOptionWords(v.Options), v.Name)
 		}
 	}
 	return have, nil
@@ -101,18 +101,6 @@ func withoutVolumeFill(spec *api.ServiceSpec) {
 			m.VolumeId, m.VolumeOptions = "", nil
 		}
 	}
-}
-
-// optionList is opts as k=v words, sorted; "none" when empty.
-func optionList(opts map[string]string) string {
-	if len(opts) == 0 {
-		return "none"
-	}
-	var words []string
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		words = append(words, k+"="+opts[k])
-	}
-	return strings.Join(words, ",")
 }
 
 // stackVolumes names the volumes labelled as stack's, sorted. A volume

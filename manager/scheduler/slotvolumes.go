@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
@@ -66,7 +65,7 @@ func slotVolumeMismatch(tv taskVolume, v *api.Volume) string {
 		return ""
 	}
 	return fmt.Sprintf("volume %s exists with other options (%s) than the mount at %s gives (%s): remove the volume, or leave volume-opt out",
-		tv.name, optionWords(v.GetSpec().GetOptions()), tv.mount.GetTarget(), optionWords(want))
+		tv.name, api.VolumeOptionWords(v.GetSpec().GetOptions()), tv.mount.GetTarget(), api.VolumeOptionWords(want))
 }
 
 // newVolumeIDs mints the ids of the per-slot volumes of vols that do not
@@ -97,18 +96,6 @@ func newSlotVolume(spec *api.ServiceSpec, tv taskVolume, id string) *api.Volume 
 		Id: id, Meta: &api.Meta{}, CreatedByService: spec.GetName(),
 		Spec: &api.VolumeSpec{Name: tv.name, Driver: api.LocalVolumeDriver, Options: maps.Clone(tv.mount.GetVolumeOptions())},
 	}
-}
-
-// optionWords is opts as k=v words, sorted; "none" when empty.
-func optionWords(opts map[string]string) string {
-	if len(opts) == 0 {
-		return "none"
-	}
-	var words []string
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		words = append(words, k+"="+opts[k])
-	}
-	return strings.Join(words, ",")
 }
 
 // newVolumeID mints a per-slot volume's id as the manager mints a named
