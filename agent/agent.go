@@ -38,6 +38,9 @@ type Agent struct {
 	next     int
 	// endSession ends the session running now (nil between sessions).
 	endSession context.CancelFunc
+	// reportMove sends a volume copy's report through the session running
+	// now (nil between sessions).
+	reportMove func(ctx context.Context, r *api.ReportVolumeMoveRequest) error
 }
 
 // New checks cfg and makes the agent's directories; Run does the rest.

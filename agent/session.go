@@ -134,7 +134,7 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		a.endSession = nil
+		a.endSession, a.reportMove = nil, nil
 		a.mu.Unlock()
 	}()
 	// The parts of a session run in one group: the first to fail ends
@@ -152,6 +152,13 @@ func (a *Agent) session(ctx context.Context, addr string) (established bool, err
 	a.log.Info("dispatcher session open", "address", addr, "session_id", id)
 	a.inSession.Store(true)
 	defer a.inSession.Store(false)
+	a.mu.Lock()
+	a.reportMove = func(ctx context.Context, r *api.ReportVolumeMoveRequest) error {
+		r.SessionId = id
+		_, err := client.ReportVolumeMove(ctx, r)
+		return err
+	}
+	a.mu.Unlock()
 	a.setManagers(first.GetManagers())
 	a.followOverlay(first)
 	var period atomic.Int64
@@ -246,6 +253,25 @@ func (a *Agent) followOverlay(m *api.SessionMessage) {
 	if a.cfg.RemovedVolumes != nil && len(m.GetNode().GetRemovedVolumes()) > 0 {
 		a.cfg.RemovedVolumes(m.GetNode().GetRemovedVolumes())
 	}
+	if a.cfg.VolumeMoves != nil && m.GetNode() != nil {
+		a.cfg.VolumeMoves(m.GetNode().GetVolumeMoves())
+	}
+}
+
+// ReportVolumeMove tells the dispatcher of a volume copy this node
+// receives (docs/adr/0064-volume-move.md), through the session running
+// now.
+func (a *Agent) ReportVolumeMove(ctx context.Context, r *api.ReportVolumeMoveRequest) error {
+	a.mu.Lock()
+	report := a.reportMove
+	a.mu.Unlock()
+	if report == nil {
+		return errors.New("no session with a dispatcher")
+	}
+	if err := report(ctx, r); err != nil {
+		return fmt.Errorf("report volume move: %w", err)
+	}
+	return nil
 }
 
 // Redescribe ends the session running now, if any, so that the next one

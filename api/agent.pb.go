@@ -22,6 +22,64 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeEntry_Kind int32
+
+const (
+	VolumeEntry_KIND_UNSPECIFIED VolumeEntry_Kind = 0
+	VolumeEntry_KIND_DIR         VolumeEntry_Kind = 1
+	VolumeEntry_KIND_FILE        VolumeEntry_Kind = 2
+	VolumeEntry_KIND_SYMLINK     VolumeEntry_Kind = 3
+	VolumeEntry_KIND_FIFO        VolumeEntry_Kind = 4
+	VolumeEntry_KIND_DEVICE      VolumeEntry_Kind = 5
+)
+
+// Enum value maps for VolumeEntry_Kind.
+var (
+	VolumeEntry_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_DIR",
+		2: "KIND_FILE",
+		3: "KIND_SYMLINK",
+		4: "KIND_FIFO",
+		5: "KIND_DEVICE",
+	}
+	VolumeEntry_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_DIR":         1,
+		"KIND_FILE":        2,
+		"KIND_SYMLINK":     3,
+		"KIND_FIFO":        4,
+		"KIND_DEVICE":      5,
+	}
+)
+
+func (x VolumeEntry_Kind) Enum() *VolumeEntry_Kind {
+	p := new(VolumeEntry_Kind)
+	*p = x
+	return p
+}
+
+func (x VolumeEntry_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VolumeEntry_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (VolumeEntry_Kind) Type() protoreflect.EnumType {
+	return &file_api_agent_proto_enumTypes[0]
+}
+
+func (x VolumeEntry_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VolumeEntry_Kind.Descriptor instead.
+func (VolumeEntry_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{14, 0}
+}
+
 type LogsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// task_ids are the replicas whose logs to send (those this node runs or
@@ -646,6 +704,463 @@ func (x *OverlayPeerStatus) GetTxBytes() int64 {
 	return 0
 }
 
+// ReadVolumeRequest asks the source of a volume move for the volume's
+// files (docs/adr/0064-volume-move.md). resume_index > 0 continues a copy
+// cut short: the entries before it were received and verified, the last of
+// them at resume_path, and resume_offset bytes of entry resume_index are
+// on the destination already.
+type ReadVolumeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId      string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	ResumeIndex   uint64                 `protobuf:"varint,3,opt,name=resume_index,json=resumeIndex,proto3" json:"resume_index,omitempty"`
+	ResumePath    string                 `protobuf:"bytes,4,opt,name=resume_path,json=resumePath,proto3" json:"resume_path,omitempty"`
+	ResumeOffset  int64                  `protobuf:"varint,5,opt,name=resume_offset,json=resumeOffset,proto3" json:"resume_offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadVolumeRequest) Reset() {
+	*x = ReadVolumeRequest{}
+	mi := &file_api_agent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadVolumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadVolumeRequest) ProtoMessage() {}
+
+func (x *ReadVolumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadVolumeRequest.ProtoReflect.Descriptor instead.
+func (*ReadVolumeRequest) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ReadVolumeRequest) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *ReadVolumeRequest) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ReadVolumeRequest) GetResumeIndex() uint64 {
+	if x != nil {
+		return x.ResumeIndex
+	}
+	return 0
+}
+
+func (x *ReadVolumeRequest) GetResumePath() string {
+	if x != nil {
+		return x.ResumePath
+	}
+	return ""
+}
+
+func (x *ReadVolumeRequest) GetResumeOffset() int64 {
+	if x != nil {
+		return x.ResumeOffset
+	}
+	return 0
+}
+
+// VolumeChunk is one message of a volume's stream: start, then for each
+// entry in walk order its header, a regular file's data from the offset
+// asked and its SHA-256, then end.
+type VolumeChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*VolumeChunk_Start
+	//	*VolumeChunk_Entry
+	//	*VolumeChunk_Data
+	//	*VolumeChunk_Sum
+	//	*VolumeChunk_End
+	Part          isVolumeChunk_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeChunk) Reset() {
+	*x = VolumeChunk{}
+	mi := &file_api_agent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeChunk) ProtoMessage() {}
+
+func (x *VolumeChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeChunk.ProtoReflect.Descriptor instead.
+func (*VolumeChunk) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *VolumeChunk) GetPart() isVolumeChunk_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetStart() *VolumeStreamStart {
+	if x != nil {
+		if x, ok := x.Part.(*VolumeChunk_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetEntry() *VolumeEntry {
+	if x != nil {
+		if x, ok := x.Part.(*VolumeChunk_Entry); ok {
+			return x.Entry
+		}
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*VolumeChunk_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetSum() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*VolumeChunk_Sum); ok {
+			return x.Sum
+		}
+	}
+	return nil
+}
+
+func (x *VolumeChunk) GetEnd() *VolumeStreamEnd {
+	if x != nil {
+		if x, ok := x.Part.(*VolumeChunk_End); ok {
+			return x.End
+		}
+	}
+	return nil
+}
+
+type isVolumeChunk_Part interface {
+	isVolumeChunk_Part()
+}
+
+type VolumeChunk_Start struct {
+	Start *VolumeStreamStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type VolumeChunk_Entry struct {
+	Entry *VolumeEntry `protobuf:"bytes,2,opt,name=entry,proto3,oneof"`
+}
+
+type VolumeChunk_Data struct {
+	Data []byte `protobuf:"bytes,3,opt,name=data,proto3,oneof"`
+}
+
+type VolumeChunk_Sum struct {
+	// sum is the SHA-256 of the whole file the last entry names.
+	Sum []byte `protobuf:"bytes,4,opt,name=sum,proto3,oneof"`
+}
+
+type VolumeChunk_End struct {
+	End *VolumeStreamEnd `protobuf:"bytes,5,opt,name=end,proto3,oneof"`
+}
+
+func (*VolumeChunk_Start) isVolumeChunk_Part() {}
+
+func (*VolumeChunk_Entry) isVolumeChunk_Part() {}
+
+func (*VolumeChunk_Data) isVolumeChunk_Part() {}
+
+func (*VolumeChunk_Sum) isVolumeChunk_Part() {}
+
+func (*VolumeChunk_End) isVolumeChunk_Part() {}
+
+type VolumeStreamStart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       uint64                 `protobuf:"varint,1,opt,name=entries,proto3" json:"entries,omitempty"`
+	BytesTotal    int64                  `protobuf:"varint,2,opt,name=bytes_total,json=bytesTotal,proto3" json:"bytes_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeStreamStart) Reset() {
+	*x = VolumeStreamStart{}
+	mi := &file_api_agent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeStreamStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeStreamStart) ProtoMessage() {}
+
+func (x *VolumeStreamStart) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeStreamStart.ProtoReflect.Descriptor instead.
+func (*VolumeStreamStart) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *VolumeStreamStart) GetEntries() uint64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *VolumeStreamStart) GetBytesTotal() int64 {
+	if x != nil {
+		return x.BytesTotal
+	}
+	return 0
+}
+
+type VolumeStreamEnd struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       uint64                 `protobuf:"varint,1,opt,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeStreamEnd) Reset() {
+	*x = VolumeStreamEnd{}
+	mi := &file_api_agent_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeStreamEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeStreamEnd) ProtoMessage() {}
+
+func (x *VolumeStreamEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeStreamEnd.ProtoReflect.Descriptor instead.
+func (*VolumeStreamEnd) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *VolumeStreamEnd) GetEntries() uint64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+type VolumeEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Index uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	// path is relative to the volume's data, "." for its root.
+	Path string           `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	Kind VolumeEntry_Kind `protobuf:"varint,3,opt,name=kind,proto3,enum=jaco.api.VolumeEntry_Kind" json:"kind,omitempty"`
+	// mode holds the permission bits with setuid, setgid and sticky
+	// (unix), and for a device its S_IFCHR or S_IFBLK type.
+	Mode    uint32 `protobuf:"varint,4,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid     uint32 `protobuf:"varint,5,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid     uint32 `protobuf:"varint,6,opt,name=gid,proto3" json:"gid,omitempty"`
+	MtimeNs int64  `protobuf:"varint,7,opt,name=mtime_ns,json=mtimeNs,proto3" json:"mtime_ns,omitempty"`
+	AtimeNs int64  `protobuf:"varint,8,opt,name=atime_ns,json=atimeNs,proto3" json:"atime_ns,omitempty"`
+	Size    int64  `protobuf:"varint,9,opt,name=size,proto3" json:"size,omitempty"`
+	Link    string `protobuf:"bytes,10,opt,name=link,proto3" json:"link,omitempty"`
+	Rdev    uint64 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
+	// skip: the entry was verified before the resume point; its data is
+	// not sent.
+	Skip bool `protobuf:"varint,12,opt,name=skip,proto3" json:"skip,omitempty"`
+	// offset is where the data sent begins.
+	Offset        int64 `protobuf:"varint,13,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeEntry) Reset() {
+	*x = VolumeEntry{}
+	mi := &file_api_agent_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeEntry) ProtoMessage() {}
+
+func (x *VolumeEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_agent_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeEntry.ProtoReflect.Descriptor instead.
+func (*VolumeEntry) Descriptor() ([]byte, []int) {
+	return file_api_agent_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *VolumeEntry) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *VolumeEntry) GetKind() VolumeEntry_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return VolumeEntry_KIND_UNSPECIFIED
+}
+
+func (x *VolumeEntry) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetGid() uint32 {
+	if x != nil {
+		return x.Gid
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetMtimeNs() int64 {
+	if x != nil {
+		return x.MtimeNs
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetAtimeNs() int64 {
+	if x != nil {
+		return x.AtimeNs
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
+func (x *VolumeEntry) GetRdev() uint64 {
+	if x != nil {
+		return x.Rdev
+	}
+	return 0
+}
+
+func (x *VolumeEntry) GetSkip() bool {
+	if x != nil {
+		return x.Skip
+	}
+	return false
+}
+
+func (x *VolumeEntry) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
 var File_api_agent_proto protoreflect.FileDescriptor
 
 const file_api_agent_proto_rawDesc = "" +
@@ -691,14 +1206,61 @@ const file_api_agent_proto_rawDesc = "" +
 	"\aallowed\x18\x04 \x03(\tR\aallowed\x12A\n" +
 	"\x0elast_handshake\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastHandshake\x12\x19\n" +
 	"\brx_bytes\x18\x06 \x01(\x03R\arxBytes\x12\x19\n" +
-	"\btx_bytes\x18\a \x01(\x03R\atxBytes2\xc8\x04\n" +
+	"\btx_bytes\x18\a \x01(\x03R\atxBytes\"\xb9\x01\n" +
+	"\x11ReadVolumeRequest\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12!\n" +
+	"\fresume_index\x18\x03 \x01(\x04R\vresumeIndex\x12\x1f\n" +
+	"\vresume_path\x18\x04 \x01(\tR\n" +
+	"resumePath\x12#\n" +
+	"\rresume_offset\x18\x05 \x01(\x03R\fresumeOffset\"\xd2\x01\n" +
+	"\vVolumeChunk\x123\n" +
+	"\x05start\x18\x01 \x01(\v2\x1b.jaco.api.VolumeStreamStartH\x00R\x05start\x12-\n" +
+	"\x05entry\x18\x02 \x01(\v2\x15.jaco.api.VolumeEntryH\x00R\x05entry\x12\x14\n" +
+	"\x04data\x18\x03 \x01(\fH\x00R\x04data\x12\x12\n" +
+	"\x03sum\x18\x04 \x01(\fH\x00R\x03sum\x12-\n" +
+	"\x03end\x18\x05 \x01(\v2\x19.jaco.api.VolumeStreamEndH\x00R\x03endB\x06\n" +
+	"\x04part\"N\n" +
+	"\x11VolumeStreamStart\x12\x18\n" +
+	"\aentries\x18\x01 \x01(\x04R\aentries\x12\x1f\n" +
+	"\vbytes_total\x18\x02 \x01(\x03R\n" +
+	"bytesTotal\"+\n" +
+	"\x0fVolumeStreamEnd\x12\x18\n" +
+	"\aentries\x18\x01 \x01(\x04R\aentries\"\xaa\x03\n" +
+	"\vVolumeEntry\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12.\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x1a.jaco.api.VolumeEntry.KindR\x04kind\x12\x12\n" +
+	"\x04mode\x18\x04 \x01(\rR\x04mode\x12\x10\n" +
+	"\x03uid\x18\x05 \x01(\rR\x03uid\x12\x10\n" +
+	"\x03gid\x18\x06 \x01(\rR\x03gid\x12\x19\n" +
+	"\bmtime_ns\x18\a \x01(\x03R\amtimeNs\x12\x19\n" +
+	"\batime_ns\x18\b \x01(\x03R\aatimeNs\x12\x12\n" +
+	"\x04size\x18\t \x01(\x03R\x04size\x12\x12\n" +
+	"\x04link\x18\n" +
+	" \x01(\tR\x04link\x12\x12\n" +
+	"\x04rdev\x18\v \x01(\x04R\x04rdev\x12\x12\n" +
+	"\x04skip\x18\f \x01(\bR\x04skip\x12\x16\n" +
+	"\x06offset\x18\r \x01(\x03R\x06offset\"k\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\f\n" +
+	"\bKIND_DIR\x10\x01\x12\r\n" +
+	"\tKIND_FILE\x10\x02\x12\x10\n" +
+	"\fKIND_SYMLINK\x10\x03\x12\r\n" +
+	"\tKIND_FIFO\x10\x04\x12\x0f\n" +
+	"\vKIND_DEVICE\x10\x052\xc7\x05\n" +
 	"\fAgentService\x12q\n" +
 	"\x04Logs\x12\x15.jaco.api.LogsRequest\x1a\x15.jaco.api.LogsMessage\"9\xda\xf3\x185\n" +
 	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators0\x01\x12\x92\x01\n" +
 	"\tLoadImage\x12\x1a.jaco.api.LoadImageRequest\x1a\x1b.jaco.api.LoadImageResponse\"J\xda\xf3\x18F\n" +
 	"\x01\x02\x12\x01\x03\x1a>images are loaded on the node itself, through its local socket(\x01\x12\x97\x01\n" +
 	"\x11ListLocalReplicas\x12\".jaco.api.ListLocalReplicasRequest\x1a#.jaco.api.ListLocalReplicasResponse\"9\xda\xf3\x185\n" +
-	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators\x12\x95\x01\n" +
+	"\x03\x02\x03\x05\x12\x01\x03\x1a+replica logs are for managers and operators\x12}\n" +
+	"\n" +
+	"ReadVolume\x12\x1b.jaco.api.ReadVolumeRequest\x1a\x15.jaco.api.VolumeChunk\"9\xda\xf3\x185\n" +
+	"\x01\x04\x12\x01\x03\x1a-a volume is read only by the node it moves to0\x01\x12\x95\x01\n" +
 	"\rOverlayStatus\x12\x1e.jaco.api.OverlayStatusRequest\x1a\x1f.jaco.api.OverlayStatusResponse\"C\xda\xf3\x18?\n" +
 	"\x03\x02\x03\x05\x12\x01\x03\x1a5a node's overlay status is for managers and operatorsB\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
@@ -714,43 +1276,56 @@ func file_api_agent_proto_rawDescGZIP() []byte {
 	return file_api_agent_proto_rawDescData
 }
 
-var file_api_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_api_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_api_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_agent_proto_goTypes = []any{
-	(*LogsRequest)(nil),               // 0: jaco.api.LogsRequest
-	(*LogLine)(nil),                   // 1: jaco.api.LogLine
-	(*LogsMessage)(nil),               // 2: jaco.api.LogsMessage
-	(*LoadImageRequest)(nil),          // 3: jaco.api.LoadImageRequest
-	(*LoadImageResponse)(nil),         // 4: jaco.api.LoadImageResponse
-	(*ListLocalReplicasRequest)(nil),  // 5: jaco.api.ListLocalReplicasRequest
-	(*ListLocalReplicasResponse)(nil), // 6: jaco.api.ListLocalReplicasResponse
-	(*OverlayStatusRequest)(nil),      // 7: jaco.api.OverlayStatusRequest
-	(*OverlayStatusResponse)(nil),     // 8: jaco.api.OverlayStatusResponse
-	(*OverlayPeerStatus)(nil),         // 9: jaco.api.OverlayPeerStatus
-	(*timestamppb.Timestamp)(nil),     // 10: google.protobuf.Timestamp
-	(*Task)(nil),                      // 11: jaco.api.Task
-	(*OverlayEndpoint)(nil),           // 12: jaco.api.OverlayEndpoint
+	(VolumeEntry_Kind)(0),             // 0: jaco.api.VolumeEntry.Kind
+	(*LogsRequest)(nil),               // 1: jaco.api.LogsRequest
+	(*LogLine)(nil),                   // 2: jaco.api.LogLine
+	(*LogsMessage)(nil),               // 3: jaco.api.LogsMessage
+	(*LoadImageRequest)(nil),          // 4: jaco.api.LoadImageRequest
+	(*LoadImageResponse)(nil),         // 5: jaco.api.LoadImageResponse
+	(*ListLocalReplicasRequest)(nil),  // 6: jaco.api.ListLocalReplicasRequest
+	(*ListLocalReplicasResponse)(nil), // 7: jaco.api.ListLocalReplicasResponse
+	(*OverlayStatusRequest)(nil),      // 8: jaco.api.OverlayStatusRequest
+	(*OverlayStatusResponse)(nil),     // 9: jaco.api.OverlayStatusResponse
+	(*OverlayPeerStatus)(nil),         // 10: jaco.api.OverlayPeerStatus
+	(*ReadVolumeRequest)(nil),         // 11: jaco.api.ReadVolumeRequest
+	(*VolumeChunk)(nil),               // 12: jaco.api.VolumeChunk
+	(*VolumeStreamStart)(nil),         // 13: jaco.api.VolumeStreamStart
+	(*VolumeStreamEnd)(nil),           // 14: jaco.api.VolumeStreamEnd
+	(*VolumeEntry)(nil),               // 15: jaco.api.VolumeEntry
+	(*timestamppb.Timestamp)(nil),     // 16: google.protobuf.Timestamp
+	(*Task)(nil),                      // 17: jaco.api.Task
+	(*OverlayEndpoint)(nil),           // 18: jaco.api.OverlayEndpoint
 }
 var file_api_agent_proto_depIdxs = []int32{
-	10, // 0: jaco.api.LogsRequest.since:type_name -> google.protobuf.Timestamp
-	10, // 1: jaco.api.LogLine.time:type_name -> google.protobuf.Timestamp
-	1,  // 2: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
-	11, // 3: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
-	12, // 4: jaco.api.OverlayStatusResponse.endpoint:type_name -> jaco.api.OverlayEndpoint
-	9,  // 5: jaco.api.OverlayStatusResponse.peers:type_name -> jaco.api.OverlayPeerStatus
-	10, // 6: jaco.api.OverlayPeerStatus.last_handshake:type_name -> google.protobuf.Timestamp
-	0,  // 7: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
-	3,  // 8: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
-	5,  // 9: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
-	7,  // 10: jaco.api.AgentService.OverlayStatus:input_type -> jaco.api.OverlayStatusRequest
-	2,  // 11: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
-	4,  // 12: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
-	6,  // 13: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
-	8,  // 14: jaco.api.AgentService.OverlayStatus:output_type -> jaco.api.OverlayStatusResponse
-	11, // [11:15] is the sub-list for method output_type
-	7,  // [7:11] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	16, // 0: jaco.api.LogsRequest.since:type_name -> google.protobuf.Timestamp
+	16, // 1: jaco.api.LogLine.time:type_name -> google.protobuf.Timestamp
+	2,  // 2: jaco.api.LogsMessage.lines:type_name -> jaco.api.LogLine
+	17, // 3: jaco.api.ListLocalReplicasResponse.replicas:type_name -> jaco.api.Task
+	18, // 4: jaco.api.OverlayStatusResponse.endpoint:type_name -> jaco.api.OverlayEndpoint
+	10, // 5: jaco.api.OverlayStatusResponse.peers:type_name -> jaco.api.OverlayPeerStatus
+	16, // 6: jaco.api.OverlayPeerStatus.last_handshake:type_name -> google.protobuf.Timestamp
+	13, // 7: jaco.api.VolumeChunk.start:type_name -> jaco.api.VolumeStreamStart
+	15, // 8: jaco.api.VolumeChunk.entry:type_name -> jaco.api.VolumeEntry
+	14, // 9: jaco.api.VolumeChunk.end:type_name -> jaco.api.VolumeStreamEnd
+	0,  // 10: jaco.api.VolumeEntry.kind:type_name -> jaco.api.VolumeEntry.Kind
+	1,  // 11: jaco.api.AgentService.Logs:input_type -> jaco.api.LogsRequest
+	4,  // 12: jaco.api.AgentService.LoadImage:input_type -> jaco.api.LoadImageRequest
+	6,  // 13: jaco.api.AgentService.ListLocalReplicas:input_type -> jaco.api.ListLocalReplicasRequest
+	11, // 14: jaco.api.AgentService.ReadVolume:input_type -> jaco.api.ReadVolumeRequest
+	8,  // 15: jaco.api.AgentService.OverlayStatus:input_type -> jaco.api.OverlayStatusRequest
+	3,  // 16: jaco.api.AgentService.Logs:output_type -> jaco.api.LogsMessage
+	5,  // 17: jaco.api.AgentService.LoadImage:output_type -> jaco.api.LoadImageResponse
+	7,  // 18: jaco.api.AgentService.ListLocalReplicas:output_type -> jaco.api.ListLocalReplicasResponse
+	12, // 19: jaco.api.AgentService.ReadVolume:output_type -> jaco.api.VolumeChunk
+	9,  // 20: jaco.api.AgentService.OverlayStatus:output_type -> jaco.api.OverlayStatusResponse
+	16, // [16:21] is the sub-list for method output_type
+	11, // [11:16] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_api_agent_proto_init() }
@@ -760,18 +1335,26 @@ func file_api_agent_proto_init() {
 	}
 	file_api_objects_proto_init()
 	file_api_options_proto_init()
+	file_api_agent_proto_msgTypes[11].OneofWrappers = []any{
+		(*VolumeChunk_Start)(nil),
+		(*VolumeChunk_Entry)(nil),
+		(*VolumeChunk_Data)(nil),
+		(*VolumeChunk_Sum)(nil),
+		(*VolumeChunk_End)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_agent_proto_rawDesc), len(file_api_agent_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   10,
+			NumEnums:      1,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_api_agent_proto_goTypes,
 		DependencyIndexes: file_api_agent_proto_depIdxs,
+		EnumInfos:         file_api_agent_proto_enumTypes,
 		MessageInfos:      file_api_agent_proto_msgTypes,
 	}.Build()
 	File_api_agent_proto = out.File

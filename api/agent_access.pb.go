@@ -26,6 +26,11 @@ func init() {
 			AlsoServed: []access.State{access.Worker},
 			Refusal:    "replica logs are for managers and operators",
 		},
+		"/jaco.api.AgentService/ReadVolume": {
+			Allow:      []access.Caller{access.Node},
+			AlsoServed: []access.State{access.Worker},
+			Refusal:    "a volume is read only by the node it moves to",
+		},
 		"/jaco.api.AgentService/OverlayStatus": {
 			Allow:      []access.Caller{access.Local, access.Operator, access.Manager},
 			AlsoServed: []access.State{access.Worker},

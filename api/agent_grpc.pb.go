@@ -22,6 +22,7 @@ const (
 	AgentService_Logs_FullMethodName              = "/jaco.api.AgentService/Logs"
 	AgentService_LoadImage_FullMethodName         = "/jaco.api.AgentService/LoadImage"
 	AgentService_ListLocalReplicas_FullMethodName = "/jaco.api.AgentService/ListLocalReplicas"
+	AgentService_ReadVolume_FullMethodName        = "/jaco.api.AgentService/ReadVolume"
 	AgentService_OverlayStatus_FullMethodName     = "/jaco.api.AgentService/OverlayStatus"
 )
 
@@ -37,6 +38,9 @@ type AgentServiceClient interface {
 	Logs(ctx context.Context, in *LogsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogsMessage], error)
 	LoadImage(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[LoadImageRequest, LoadImageResponse], error)
 	ListLocalReplicas(ctx context.Context, in *ListLocalReplicasRequest, opts ...grpc.CallOption) (*ListLocalReplicasResponse, error)
+	// ReadVolume serves a volume's files to the node the leader told this
+	// one to send it to (Node.volume_moves); any other caller is refused.
+	ReadVolume(ctx context.Context, in *ReadVolumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[VolumeChunk], error)
 	OverlayStatus(ctx context.Context, in *OverlayStatusRequest, opts ...grpc.CallOption) (*OverlayStatusResponse, error)
 }
 
@@ -90,6 +94,25 @@ func (c *agentServiceClient) ListLocalReplicas(ctx context.Context, in *ListLoca
 	return out, nil
 }
 
+func (c *agentServiceClient) ReadVolume(ctx context.Context, in *ReadVolumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[VolumeChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &AgentService_ServiceDesc.Streams[2], AgentService_ReadVolume_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ReadVolumeRequest, VolumeChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_ReadVolumeClient = grpc.ServerStreamingClient[VolumeChunk]
+
 func (c *agentServiceClient) OverlayStatus(ctx context.Context, in *OverlayStatusRequest, opts ...grpc.CallOption) (*OverlayStatusResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(OverlayStatusResponse)
@@ -112,6 +135,9 @@ type AgentServiceServer interface {
 	Logs(*LogsRequest, grpc.ServerStreamingServer[LogsMessage]) error
 	LoadImage(grpc.ClientStreamingServer[LoadImageRequest, LoadImageResponse]) error
 	ListLocalReplicas(context.Context, *ListLocalReplicasRequest) (*ListLocalReplicasResponse, error)
+	// ReadVolume serves a volume's files to the node the leader told this
+	// one to send it to (Node.volume_moves); any other caller is refused.
+	ReadVolume(*ReadVolumeRequest, grpc.ServerStreamingServer[VolumeChunk]) error
 	OverlayStatus(context.Context, *OverlayStatusRequest) (*OverlayStatusResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
@@ -131,6 +157,9 @@ func (UnimplementedAgentServiceServer) LoadImage(grpc.ClientStreamingServer[Load
 }
 func (UnimplementedAgentServiceServer) ListLocalReplicas(context.Context, *ListLocalReplicasRequest) (*ListLocalReplicasResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListLocalReplicas not implemented")
+}
+func (UnimplementedAgentServiceServer) ReadVolume(*ReadVolumeRequest, grpc.ServerStreamingServer[VolumeChunk]) error {
+	return status.Error(codes.Unimplemented, "method ReadVolume not implemented")
 }
 func (UnimplementedAgentServiceServer) OverlayStatus(context.Context, *OverlayStatusRequest) (*OverlayStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method OverlayStatus not implemented")
@@ -192,6 +221,17 @@ func _AgentService_ListLocalReplicas_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_ReadVolume_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ReadVolumeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(AgentServiceServer).ReadVolume(m, &grpc.GenericServerStream[ReadVolumeRequest, VolumeChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type AgentService_ReadVolumeServer = grpc.ServerStreamingServer[VolumeChunk]
+
 func _AgentService_OverlayStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(OverlayStatusRequest)
 	if err := dec(in); err != nil {
@@ -236,6 +276,11 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "LoadImage",
 			Handler:       _AgentService_LoadImage_Handler,
 			ClientStreams: true,
+		},
+		{
+			StreamName:    "ReadVolume",
+			Handler:       _AgentService_ReadVolume_Handler,
+			ServerStreams: true,
 		},
 	},
 	Metadata: "api/agent.proto",

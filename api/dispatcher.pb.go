@@ -828,6 +828,137 @@ func (*UpdateTaskStatusResponse) Descriptor() ([]byte, []int) {
 	return file_api_dispatcher_proto_rawDescGZIP(), []int{11}
 }
 
+// ReportVolumeMoveRequest is a destination's word on a volume copy
+// (docs/adr/0064-volume-move.md): progress, a failure (error), or done
+// (every file received and verified, synced to disk).
+type ReportVolumeMoveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	VolumeId      string                 `protobuf:"bytes,2,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Generation    uint64                 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	BytesDone     int64                  `protobuf:"varint,4,opt,name=bytes_done,json=bytesDone,proto3" json:"bytes_done,omitempty"`
+	BytesTotal    int64                  `protobuf:"varint,5,opt,name=bytes_total,json=bytesTotal,proto3" json:"bytes_total,omitempty"`
+	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Done          bool                   `protobuf:"varint,7,opt,name=done,proto3" json:"done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportVolumeMoveRequest) Reset() {
+	*x = ReportVolumeMoveRequest{}
+	mi := &file_api_dispatcher_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportVolumeMoveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportVolumeMoveRequest) ProtoMessage() {}
+
+func (x *ReportVolumeMoveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportVolumeMoveRequest.ProtoReflect.Descriptor instead.
+func (*ReportVolumeMoveRequest) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReportVolumeMoveRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReportVolumeMoveRequest) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *ReportVolumeMoveRequest) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ReportVolumeMoveRequest) GetBytesDone() int64 {
+	if x != nil {
+		return x.BytesDone
+	}
+	return 0
+}
+
+func (x *ReportVolumeMoveRequest) GetBytesTotal() int64 {
+	if x != nil {
+		return x.BytesTotal
+	}
+	return 0
+}
+
+func (x *ReportVolumeMoveRequest) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ReportVolumeMoveRequest) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+type ReportVolumeMoveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportVolumeMoveResponse) Reset() {
+	*x = ReportVolumeMoveResponse{}
+	mi := &file_api_dispatcher_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportVolumeMoveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportVolumeMoveResponse) ProtoMessage() {}
+
+func (x *ReportVolumeMoveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_dispatcher_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportVolumeMoveResponse.ProtoReflect.Descriptor instead.
+func (*ReportVolumeMoveResponse) Descriptor() ([]byte, []int) {
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{13}
+}
+
 // MonitorPeer is a node that monitors another: its id and the address it
 // serves MonitorService on.
 type MonitorPeer struct {
@@ -840,7 +971,7 @@ type MonitorPeer struct {
 
 func (x *MonitorPeer) Reset() {
 	*x = MonitorPeer{}
-	mi := &file_api_dispatcher_proto_msgTypes[12]
+	mi := &file_api_dispatcher_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -852,7 +983,7 @@ func (x *MonitorPeer) String() string {
 func (*MonitorPeer) ProtoMessage() {}
 
 func (x *MonitorPeer) ProtoReflect() protoreflect.Message {
-	mi := &file_api_dispatcher_proto_msgTypes[12]
+	mi := &file_api_dispatcher_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -865,7 +996,7 @@ func (x *MonitorPeer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MonitorPeer.ProtoReflect.Descriptor instead.
 func (*MonitorPeer) Descriptor() ([]byte, []int) {
-	return file_api_dispatcher_proto_rawDescGZIP(), []int{12}
+	return file_api_dispatcher_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *MonitorPeer) GetNodeId() string {
@@ -945,10 +1076,24 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x124\n" +
 	"\aupdates\x18\x02 \x03(\v2\x1a.jaco.api.TaskStatusUpdateR\aupdates\"\x1a\n" +
-	"\x18UpdateTaskStatusResponse\"@\n" +
+	"\x18UpdateTaskStatusResponse\"\xdf\x01\n" +
+	"\x17ReportVolumeMoveRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
+	"\tvolume_id\x18\x02 \x01(\tR\bvolumeId\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\x12\x1d\n" +
+	"\n" +
+	"bytes_done\x18\x04 \x01(\x03R\tbytesDone\x12\x1f\n" +
+	"\vbytes_total\x18\x05 \x01(\x03R\n" +
+	"bytesTotal\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\x12\n" +
+	"\x04done\x18\a \x01(\bR\x04done\"\x1a\n" +
+	"\x18ReportVolumeMoveResponse\"@\n" +
 	"\vMonitorPeer\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress2\xec\x04\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress2\x90\x06\n" +
 	"\x11DispatcherService\x12\x87\x01\n" +
 	"\aSession\x12\x18.jaco.api.SessionRequest\x1a\x18.jaco.api.SessionMessage\"F\xda\xf3\x18B\n" +
 	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only0\x01\x12\x8c\x01\n" +
@@ -957,6 +1102,8 @@ const file_api_dispatcher_proto_rawDesc = "" +
 	"\vAssignments\x12\x1c.jaco.api.AssignmentsRequest\x1a\x1c.jaco.api.AssignmentsMessage\"F\xda\xf3\x18B\n" +
 	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only0\x01\x12\xa1\x01\n" +
 	"\x10UpdateTaskStatus\x12!.jaco.api.UpdateTaskStatusRequest\x1a\".jaco.api.UpdateTaskStatusResponse\"F\xda\xf3\x18B\n" +
+	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only\x12\xa1\x01\n" +
+	"\x10ReportVolumeMove\x12!.jaco.api.ReportVolumeMoveRequest\x1a\".jaco.api.ReportVolumeMoveResponse\"F\xda\xf3\x18B\n" +
 	"\x01\x04\x1a=the dispatcher serves the agents of this cluster's nodes only\x1a\x04\xc8\xf3\x18\x01B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
@@ -972,7 +1119,7 @@ func file_api_dispatcher_proto_rawDescGZIP() []byte {
 }
 
 var file_api_dispatcher_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_api_dispatcher_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_api_dispatcher_proto_goTypes = []any{
 	(AssignmentsMessage_Type)(0),     // 0: jaco.api.AssignmentsMessage.Type
 	(*SessionRequest)(nil),           // 1: jaco.api.SessionRequest
@@ -987,44 +1134,48 @@ var file_api_dispatcher_proto_goTypes = []any{
 	(*TaskStatusUpdate)(nil),         // 10: jaco.api.TaskStatusUpdate
 	(*UpdateTaskStatusRequest)(nil),  // 11: jaco.api.UpdateTaskStatusRequest
 	(*UpdateTaskStatusResponse)(nil), // 12: jaco.api.UpdateTaskStatusResponse
-	(*MonitorPeer)(nil),              // 13: jaco.api.MonitorPeer
-	(*NodeDescription)(nil),          // 14: jaco.api.NodeDescription
-	(*durationpb.Duration)(nil),      // 15: google.protobuf.Duration
-	(*Node)(nil),                     // 16: jaco.api.Node
-	(*Network)(nil),                  // 17: jaco.api.Network
-	(*PortConfig)(nil),               // 18: jaco.api.PortConfig
-	(*Task)(nil),                     // 19: jaco.api.Task
-	(*Secret)(nil),                   // 20: jaco.api.Secret
-	(*Config)(nil),                   // 21: jaco.api.Config
-	(*TaskStatus)(nil),               // 22: jaco.api.TaskStatus
+	(*ReportVolumeMoveRequest)(nil),  // 13: jaco.api.ReportVolumeMoveRequest
+	(*ReportVolumeMoveResponse)(nil), // 14: jaco.api.ReportVolumeMoveResponse
+	(*MonitorPeer)(nil),              // 15: jaco.api.MonitorPeer
+	(*NodeDescription)(nil),          // 16: jaco.api.NodeDescription
+	(*durationpb.Duration)(nil),      // 17: google.protobuf.Duration
+	(*Node)(nil),                     // 18: jaco.api.Node
+	(*Network)(nil),                  // 19: jaco.api.Network
+	(*PortConfig)(nil),               // 20: jaco.api.PortConfig
+	(*Task)(nil),                     // 21: jaco.api.Task
+	(*Secret)(nil),                   // 22: jaco.api.Secret
+	(*Config)(nil),                   // 23: jaco.api.Config
+	(*TaskStatus)(nil),               // 24: jaco.api.TaskStatus
 }
 var file_api_dispatcher_proto_depIdxs = []int32{
-	14, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
-	15, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
-	16, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
+	16, // 0: jaco.api.SessionRequest.description:type_name -> jaco.api.NodeDescription
+	17, // 1: jaco.api.SessionMessage.heartbeat_period:type_name -> google.protobuf.Duration
+	18, // 2: jaco.api.SessionMessage.node:type_name -> jaco.api.Node
 	5,  // 3: jaco.api.SessionMessage.overlay_peers:type_name -> jaco.api.OverlayPeer
-	17, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
+	19, // 4: jaco.api.SessionMessage.networks:type_name -> jaco.api.Network
 	3,  // 5: jaco.api.SessionMessage.endpoints:type_name -> jaco.api.ServiceEndpoint
-	13, // 6: jaco.api.SessionMessage.monitors:type_name -> jaco.api.MonitorPeer
+	15, // 6: jaco.api.SessionMessage.monitors:type_name -> jaco.api.MonitorPeer
 	4,  // 7: jaco.api.ServiceEndpoint.replicas:type_name -> jaco.api.EndpointReplica
-	18, // 8: jaco.api.ServiceEndpoint.ports:type_name -> jaco.api.PortConfig
-	15, // 9: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
+	20, // 8: jaco.api.ServiceEndpoint.ports:type_name -> jaco.api.PortConfig
+	17, // 9: jaco.api.HeartbeatResponse.period:type_name -> google.protobuf.Duration
 	0,  // 10: jaco.api.AssignmentsMessage.type:type_name -> jaco.api.AssignmentsMessage.Type
-	19, // 11: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
-	20, // 12: jaco.api.AssignmentsMessage.secrets:type_name -> jaco.api.Secret
-	21, // 13: jaco.api.AssignmentsMessage.configs:type_name -> jaco.api.Config
-	22, // 14: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
+	21, // 11: jaco.api.AssignmentsMessage.updated:type_name -> jaco.api.Task
+	22, // 12: jaco.api.AssignmentsMessage.secrets:type_name -> jaco.api.Secret
+	23, // 13: jaco.api.AssignmentsMessage.configs:type_name -> jaco.api.Config
+	24, // 14: jaco.api.TaskStatusUpdate.status:type_name -> jaco.api.TaskStatus
 	10, // 15: jaco.api.UpdateTaskStatusRequest.updates:type_name -> jaco.api.TaskStatusUpdate
 	1,  // 16: jaco.api.DispatcherService.Session:input_type -> jaco.api.SessionRequest
 	6,  // 17: jaco.api.DispatcherService.Heartbeat:input_type -> jaco.api.HeartbeatRequest
 	8,  // 18: jaco.api.DispatcherService.Assignments:input_type -> jaco.api.AssignmentsRequest
 	11, // 19: jaco.api.DispatcherService.UpdateTaskStatus:input_type -> jaco.api.UpdateTaskStatusRequest
-	2,  // 20: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
-	7,  // 21: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
-	9,  // 22: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
-	12, // 23: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
-	20, // [20:24] is the sub-list for method output_type
-	16, // [16:20] is the sub-list for method input_type
+	13, // 20: jaco.api.DispatcherService.ReportVolumeMove:input_type -> jaco.api.ReportVolumeMoveRequest
+	2,  // 21: jaco.api.DispatcherService.Session:output_type -> jaco.api.SessionMessage
+	7,  // 22: jaco.api.DispatcherService.Heartbeat:output_type -> jaco.api.HeartbeatResponse
+	9,  // 23: jaco.api.DispatcherService.Assignments:output_type -> jaco.api.AssignmentsMessage
+	12, // 24: jaco.api.DispatcherService.UpdateTaskStatus:output_type -> jaco.api.UpdateTaskStatusResponse
+	14, // 25: jaco.api.DispatcherService.ReportVolumeMove:output_type -> jaco.api.ReportVolumeMoveResponse
+	21, // [21:26] is the sub-list for method output_type
+	16, // [16:21] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1043,7 +1194,7 @@ func file_api_dispatcher_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_dispatcher_proto_rawDesc), len(file_api_dispatcher_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

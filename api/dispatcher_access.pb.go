@@ -27,5 +27,9 @@ func init() {
 			Allow:   []access.Caller{access.Node},
 			Refusal: "the dispatcher serves the agents of this cluster's nodes only",
 		},
+		"/jaco.api.DispatcherService/ReportVolumeMove": {
+			Allow:   []access.Caller{access.Node},
+			Refusal: "the dispatcher serves the agents of this cluster's nodes only",
+		},
 	})
 }

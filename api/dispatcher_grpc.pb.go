@@ -23,6 +23,7 @@ const (
 	DispatcherService_Heartbeat_FullMethodName        = "/jaco.api.DispatcherService/Heartbeat"
 	DispatcherService_Assignments_FullMethodName      = "/jaco.api.DispatcherService/Assignments"
 	DispatcherService_UpdateTaskStatus_FullMethodName = "/jaco.api.DispatcherService/UpdateTaskStatus"
+	DispatcherService_ReportVolumeMove_FullMethodName = "/jaco.api.DispatcherService/ReportVolumeMove"
 )
 
 // DispatcherServiceClient is the client API for DispatcherService service.
@@ -37,6 +38,7 @@ type DispatcherServiceClient interface {
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
 	Assignments(ctx context.Context, in *AssignmentsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[AssignmentsMessage], error)
 	UpdateTaskStatus(ctx context.Context, in *UpdateTaskStatusRequest, opts ...grpc.CallOption) (*UpdateTaskStatusResponse, error)
+	ReportVolumeMove(ctx context.Context, in *ReportVolumeMoveRequest, opts ...grpc.CallOption) (*ReportVolumeMoveResponse, error)
 }
 
 type dispatcherServiceClient struct {
@@ -105,6 +107,16 @@ func (c *dispatcherServiceClient) UpdateTaskStatus(ctx context.Context, in *Upda
 	return out, nil
 }
 
+func (c *dispatcherServiceClient) ReportVolumeMove(ctx context.Context, in *ReportVolumeMoveRequest, opts ...grpc.CallOption) (*ReportVolumeMoveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportVolumeMoveResponse)
+	err := c.cc.Invoke(ctx, DispatcherService_ReportVolumeMove_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DispatcherServiceServer is the server API for DispatcherService service.
 // All implementations must embed UnimplementedDispatcherServiceServer
 // for forward compatibility.
@@ -117,6 +129,7 @@ type DispatcherServiceServer interface {
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
 	Assignments(*AssignmentsRequest, grpc.ServerStreamingServer[AssignmentsMessage]) error
 	UpdateTaskStatus(context.Context, *UpdateTaskStatusRequest) (*UpdateTaskStatusResponse, error)
+	ReportVolumeMove(context.Context, *ReportVolumeMoveRequest) (*ReportVolumeMoveResponse, error)
 	mustEmbedUnimplementedDispatcherServiceServer()
 }
 
@@ -138,6 +151,9 @@ func (UnimplementedDispatcherServiceServer) Assignments(*AssignmentsRequest, grp
 }
 func (UnimplementedDispatcherServiceServer) UpdateTaskStatus(context.Context, *UpdateTaskStatusRequest) (*UpdateTaskStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UpdateTaskStatus not implemented")
+}
+func (UnimplementedDispatcherServiceServer) ReportVolumeMove(context.Context, *ReportVolumeMoveRequest) (*ReportVolumeMoveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportVolumeMove not implemented")
 }
 func (UnimplementedDispatcherServiceServer) mustEmbedUnimplementedDispatcherServiceServer() {}
 func (UnimplementedDispatcherServiceServer) testEmbeddedByValue()                           {}
@@ -218,6 +234,24 @@ func _DispatcherService_UpdateTaskStatus_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _DispatcherService_ReportVolumeMove_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportVolumeMoveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DispatcherServiceServer).ReportVolumeMove(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DispatcherService_ReportVolumeMove_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DispatcherServiceServer).ReportVolumeMove(ctx, req.(*ReportVolumeMoveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // DispatcherService_ServiceDesc is the grpc.ServiceDesc for DispatcherService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -232,6 +266,10 @@ var DispatcherService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "UpdateTaskStatus",
 			Handler:    _DispatcherService_UpdateTaskStatus_Handler,
+		},
+		{
+			MethodName: "ReportVolumeMove",
+			Handler:    _DispatcherService_ReportVolumeMove_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

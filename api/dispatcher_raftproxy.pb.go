@@ -83,3 +83,14 @@ func (p *raftProxyDispatcherServiceServer) UpdateTaskStatus(ctx context.Context,
 	}
 	return NewDispatcherServiceClient(conn).UpdateTaskStatus(ctx, r)
 }
+
+func (p *raftProxyDispatcherServiceServer) ReportVolumeMove(ctx context.Context, r *ReportVolumeMoveRequest) (*ReportVolumeMoveResponse, error) {
+	conn, ctx, err := p.router.Route(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return p.local.ReportVolumeMove(ctx, r)
+	}
+	return NewDispatcherServiceClient(conn).ReportVolumeMove(ctx, r)
+}

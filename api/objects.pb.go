@@ -868,6 +868,114 @@ func (TaskState) EnumDescriptor() ([]byte, []int) {
 	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
+type VolumeMovePolicy int32
+
+const (
+	VolumeMovePolicy_VOLUME_MOVE_POLICY_PIN  VolumeMovePolicy = 0
+	VolumeMovePolicy_VOLUME_MOVE_POLICY_MOVE VolumeMovePolicy = 1
+)
+
+// Enum value maps for VolumeMovePolicy.
+var (
+	VolumeMovePolicy_name = map[int32]string{
+		0: "VOLUME_MOVE_POLICY_PIN",
+		1: "VOLUME_MOVE_POLICY_MOVE",
+	}
+	VolumeMovePolicy_value = map[string]int32{
+		"VOLUME_MOVE_POLICY_PIN":  0,
+		"VOLUME_MOVE_POLICY_MOVE": 1,
+	}
+)
+
+func (x VolumeMovePolicy) Enum() *VolumeMovePolicy {
+	p := new(VolumeMovePolicy)
+	*p = x
+	return p
+}
+
+func (x VolumeMovePolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VolumeMovePolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[15].Descriptor()
+}
+
+func (VolumeMovePolicy) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[15]
+}
+
+func (x VolumeMovePolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VolumeMovePolicy.Descriptor instead.
+func (VolumeMovePolicy) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
+}
+
+type VolumeMoveState int32
+
+const (
+	VolumeMoveState_VOLUME_MOVE_STATE_UNSPECIFIED VolumeMoveState = 0
+	// STOPPING: the replicas mounting the volume on from_node are stopped;
+	// the copy waits until every one has ended.
+	VolumeMoveState_VOLUME_MOVE_STATE_STOPPING VolumeMoveState = 1
+	// COPYING: to_node pulls the volume from from_node.
+	VolumeMoveState_VOLUME_MOVE_STATE_COPYING VolumeMoveState = 2
+	// FAILED: the last copy failed (error); the destination tries again
+	// with backoff. The volume still lives on from_node, untouched.
+	VolumeMoveState_VOLUME_MOVE_STATE_FAILED VolumeMoveState = 3
+	// CLEANUP: the copy was verified and node_id is to_node; from_node's
+	// copy is deleted once a replica mounting the volume runs on to_node.
+	VolumeMoveState_VOLUME_MOVE_STATE_CLEANUP VolumeMoveState = 4
+)
+
+// Enum value maps for VolumeMoveState.
+var (
+	VolumeMoveState_name = map[int32]string{
+		0: "VOLUME_MOVE_STATE_UNSPECIFIED",
+		1: "VOLUME_MOVE_STATE_STOPPING",
+		2: "VOLUME_MOVE_STATE_COPYING",
+		3: "VOLUME_MOVE_STATE_FAILED",
+		4: "VOLUME_MOVE_STATE_CLEANUP",
+	}
+	VolumeMoveState_value = map[string]int32{
+		"VOLUME_MOVE_STATE_UNSPECIFIED": 0,
+		"VOLUME_MOVE_STATE_STOPPING":    1,
+		"VOLUME_MOVE_STATE_COPYING":     2,
+		"VOLUME_MOVE_STATE_FAILED":      3,
+		"VOLUME_MOVE_STATE_CLEANUP":     4,
+	}
+)
+
+func (x VolumeMoveState) Enum() *VolumeMoveState {
+	p := new(VolumeMoveState)
+	*p = x
+	return p
+}
+
+func (x VolumeMoveState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VolumeMoveState) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_objects_proto_enumTypes[16].Descriptor()
+}
+
+func (VolumeMoveState) Type() protoreflect.EnumType {
+	return &file_api_objects_proto_enumTypes[16]
+}
+
+func (x VolumeMoveState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VolumeMoveState.Descriptor instead.
+func (VolumeMoveState) EnumDescriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
+}
+
 type CARotation_Phase int32
 
 const (
@@ -910,11 +1018,11 @@ func (x CARotation_Phase) String() string {
 }
 
 func (CARotation_Phase) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_objects_proto_enumTypes[15].Descriptor()
+	return file_api_objects_proto_enumTypes[17].Descriptor()
 }
 
 func (CARotation_Phase) Type() protoreflect.EnumType {
-	return &file_api_objects_proto_enumTypes[15]
+	return &file_api_objects_proto_enumTypes[17]
 }
 
 func (x CARotation_Phase) Number() protoreflect.EnumNumber {
@@ -1732,7 +1840,11 @@ type NodeDescription struct {
 	ContainerSlots uint32 `protobuf:"varint,6,opt,name=container_slots,json=containerSlots,proto3" json:"container_slots,omitempty"`
 	// overlay is the node's end of the overlay (docs/adr/0026); unset when
 	// the agent predates it.
-	Overlay       *OverlayEndpoint `protobuf:"bytes,7,opt,name=overlay,proto3" json:"overlay,omitempty"`
+	Overlay *OverlayEndpoint `protobuf:"bytes,7,opt,name=overlay,proto3" json:"overlay,omitempty"`
+	// platform is what the node runs on, as a Docker engine reports it:
+	// placement constraints node.platform.os and node.platform.arch match
+	// it (unset when the agent predates it: == fails, != passes).
+	Platform      *Platform `protobuf:"bytes,8,opt,name=platform,proto3" json:"platform,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1816,6 +1928,67 @@ func (x *NodeDescription) GetOverlay() *OverlayEndpoint {
 	return nil
 }
 
+func (x *NodeDescription) GetPlatform() *Platform {
+	if x != nil {
+		return x.Platform
+	}
+	return nil
+}
+
+// Platform is an operating system ("linux") and the kernel's machine
+// name ("x86_64", "aarch64": uname -m, not Go's names).
+type Platform struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Os            string                 `protobuf:"bytes,1,opt,name=os,proto3" json:"os,omitempty"`
+	Architecture  string                 `protobuf:"bytes,2,opt,name=architecture,proto3" json:"architecture,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Platform) Reset() {
+	*x = Platform{}
+	mi := &file_api_objects_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Platform) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Platform) ProtoMessage() {}
+
+func (x *Platform) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Platform.ProtoReflect.Descriptor instead.
+func (*Platform) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Platform) GetOs() string {
+	if x != nil {
+		return x.Os
+	}
+	return ""
+}
+
+func (x *Platform) GetArchitecture() string {
+	if x != nil {
+		return x.Architecture
+	}
+	return ""
+}
+
 // OverlayEndpoint is what other nodes need to reach this one over the
 // overlay. The private key never leaves the node.
 type OverlayEndpoint struct {
@@ -1836,7 +2009,7 @@ type OverlayEndpoint struct {
 
 func (x *OverlayEndpoint) Reset() {
 	*x = OverlayEndpoint{}
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2021,7 @@ func (x *OverlayEndpoint) String() string {
 func (*OverlayEndpoint) ProtoMessage() {}
 
 func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[10]
+	mi := &file_api_objects_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2034,7 @@ func (x *OverlayEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayEndpoint.ProtoReflect.Descriptor instead.
 func (*OverlayEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{10}
+	return file_api_objects_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *OverlayEndpoint) GetPublicKey() []byte {
@@ -1915,7 +2088,7 @@ type OverlayBlock struct {
 
 func (x *OverlayBlock) Reset() {
 	*x = OverlayBlock{}
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1927,7 +2100,7 @@ func (x *OverlayBlock) String() string {
 func (*OverlayBlock) ProtoMessage() {}
 
 func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[11]
+	mi := &file_api_objects_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1940,7 +2113,7 @@ func (x *OverlayBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverlayBlock.ProtoReflect.Descriptor instead.
 func (*OverlayBlock) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{11}
+	return file_api_objects_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *OverlayBlock) GetNetworkId() string {
@@ -1986,7 +2159,7 @@ type NodeDrain struct {
 
 func (x *NodeDrain) Reset() {
 	*x = NodeDrain{}
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +2171,7 @@ func (x *NodeDrain) String() string {
 func (*NodeDrain) ProtoMessage() {}
 
 func (x *NodeDrain) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[12]
+	mi := &file_api_objects_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +2184,7 @@ func (x *NodeDrain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDrain.ProtoReflect.Descriptor instead.
 func (*NodeDrain) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{12}
+	return file_api_objects_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NodeDrain) GetState() DrainState {
@@ -2110,13 +2283,18 @@ type Node struct {
 	// agent deletes each one's directory when it holds that volume's id
 	// (docs/adr/0061-volumes.md).
 	RemovedVolumes []*VolumeRef `protobuf:"bytes,42,rep,name=removed_volumes,json=removedVolumes,proto3" json:"removed_volumes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// volume_moves are the volume copies this node takes part in, written by
+	// the leader's volume mover: as the source, it serves the volume to the
+	// destination named and no one else; as the destination, it pulls the
+	// volume from the source (docs/adr/0064-volume-move.md).
+	VolumeMoves   []*VolumeMoveOrder `protobuf:"bytes,43,rep,name=volume_moves,json=volumeMoves,proto3" json:"volume_moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2128,7 +2306,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[13]
+	mi := &file_api_objects_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2141,7 +2319,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{13}
+	return file_api_objects_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Node) GetId() string {
@@ -2256,6 +2434,13 @@ func (x *Node) GetRemovedVolumes() []*VolumeRef {
 	return nil
 }
 
+func (x *Node) GetVolumeMoves() []*VolumeMoveOrder {
+	if x != nil {
+		return x.VolumeMoves
+	}
+	return nil
+}
+
 type Mount struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// source is a path on the node (bind); target the path in the replica.
@@ -2289,7 +2474,7 @@ type Mount struct {
 
 func (x *Mount) Reset() {
 	*x = Mount{}
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2301,7 +2486,7 @@ func (x *Mount) String() string {
 func (*Mount) ProtoMessage() {}
 
 func (x *Mount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[14]
+	mi := &file_api_objects_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2314,7 +2499,7 @@ func (x *Mount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mount.ProtoReflect.Descriptor instead.
 func (*Mount) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{14}
+	return file_api_objects_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Mount) GetSource() string {
@@ -2400,7 +2585,7 @@ type Ulimit struct {
 
 func (x *Ulimit) Reset() {
 	*x = Ulimit{}
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2597,7 @@ func (x *Ulimit) String() string {
 func (*Ulimit) ProtoMessage() {}
 
 func (x *Ulimit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[15]
+	mi := &file_api_objects_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2610,7 @@ func (x *Ulimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ulimit.ProtoReflect.Descriptor instead.
 func (*Ulimit) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{15}
+	return file_api_objects_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Ulimit) GetName() string {
@@ -2465,7 +2650,7 @@ type PortConfig struct {
 
 func (x *PortConfig) Reset() {
 	*x = PortConfig{}
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +2662,7 @@ func (x *PortConfig) String() string {
 func (*PortConfig) ProtoMessage() {}
 
 func (x *PortConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[16]
+	mi := &file_api_objects_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +2675,7 @@ func (x *PortConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortConfig.ProtoReflect.Descriptor instead.
 func (*PortConfig) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{16}
+	return file_api_objects_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PortConfig) GetProtocol() string {
@@ -2535,7 +2720,7 @@ type HookBundle struct {
 
 func (x *HookBundle) Reset() {
 	*x = HookBundle{}
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2547,7 +2732,7 @@ func (x *HookBundle) String() string {
 func (*HookBundle) ProtoMessage() {}
 
 func (x *HookBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[17]
+	mi := &file_api_objects_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2560,7 +2745,7 @@ func (x *HookBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookBundle.ProtoReflect.Descriptor instead.
 func (*HookBundle) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{17}
+	return file_api_objects_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HookBundle) GetFiles() map[string][]byte {
@@ -2593,7 +2778,7 @@ type Placement struct {
 
 func (x *Placement) Reset() {
 	*x = Placement{}
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2790,7 @@ func (x *Placement) String() string {
 func (*Placement) ProtoMessage() {}
 
 func (x *Placement) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[18]
+	mi := &file_api_objects_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2803,7 @@ func (x *Placement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Placement.ProtoReflect.Descriptor instead.
 func (*Placement) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{18}
+	return file_api_objects_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Placement) GetConstraints() []string {
@@ -2656,7 +2841,7 @@ type RestartPolicy struct {
 
 func (x *RestartPolicy) Reset() {
 	*x = RestartPolicy{}
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2853,7 @@ func (x *RestartPolicy) String() string {
 func (*RestartPolicy) ProtoMessage() {}
 
 func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[19]
+	mi := &file_api_objects_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2866,7 @@ func (x *RestartPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestartPolicy.ProtoReflect.Descriptor instead.
 func (*RestartPolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{19}
+	return file_api_objects_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RestartPolicy) GetCondition() RestartCondition {
@@ -2731,7 +2916,7 @@ type HealthCheck struct {
 
 func (x *HealthCheck) Reset() {
 	*x = HealthCheck{}
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +2928,7 @@ func (x *HealthCheck) String() string {
 func (*HealthCheck) ProtoMessage() {}
 
 func (x *HealthCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[20]
+	mi := &file_api_objects_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +2941,7 @@ func (x *HealthCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthCheck.ProtoReflect.Descriptor instead.
 func (*HealthCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{20}
+	return file_api_objects_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HealthCheck) GetTest() isHealthCheck_Test {
@@ -2872,7 +3057,7 @@ type CommandCheck struct {
 
 func (x *CommandCheck) Reset() {
 	*x = CommandCheck{}
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2884,7 +3069,7 @@ func (x *CommandCheck) String() string {
 func (*CommandCheck) ProtoMessage() {}
 
 func (x *CommandCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[21]
+	mi := &file_api_objects_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2897,7 +3082,7 @@ func (x *CommandCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandCheck.ProtoReflect.Descriptor instead.
 func (*CommandCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{21}
+	return file_api_objects_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CommandCheck) GetArgv() []string {
@@ -2915,7 +3100,7 @@ type NotifyCheck struct {
 
 func (x *NotifyCheck) Reset() {
 	*x = NotifyCheck{}
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2927,7 +3112,7 @@ func (x *NotifyCheck) String() string {
 func (*NotifyCheck) ProtoMessage() {}
 
 func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[22]
+	mi := &file_api_objects_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2940,7 +3125,7 @@ func (x *NotifyCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyCheck.ProtoReflect.Descriptor instead.
 func (*NotifyCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{22}
+	return file_api_objects_proto_rawDescGZIP(), []int{23}
 }
 
 // HTTPCheck GETs http://<replica address>:port/path; 2xx or 3xx is healthy.
@@ -2954,7 +3139,7 @@ type HTTPCheck struct {
 
 func (x *HTTPCheck) Reset() {
 	*x = HTTPCheck{}
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2966,7 +3151,7 @@ func (x *HTTPCheck) String() string {
 func (*HTTPCheck) ProtoMessage() {}
 
 func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[23]
+	mi := &file_api_objects_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2979,7 +3164,7 @@ func (x *HTTPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPCheck.ProtoReflect.Descriptor instead.
 func (*HTTPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{23}
+	return file_api_objects_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HTTPCheck) GetPort() uint32 {
@@ -3006,7 +3191,7 @@ type TCPCheck struct {
 
 func (x *TCPCheck) Reset() {
 	*x = TCPCheck{}
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3203,7 @@ func (x *TCPCheck) String() string {
 func (*TCPCheck) ProtoMessage() {}
 
 func (x *TCPCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[24]
+	mi := &file_api_objects_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3216,7 @@ func (x *TCPCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPCheck.ProtoReflect.Descriptor instead.
 func (*TCPCheck) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{24}
+	return file_api_objects_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *TCPCheck) GetPort() uint32 {
@@ -3140,13 +3325,19 @@ type ServiceSpec struct {
 	// (0: replicas, all at once, as `docker service create` defaults it).
 	// Replicated jobs only (docs/adr/0060-jobs.md).
 	MaxConcurrent uint64 `protobuf:"varint,45,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// volume_move says what happens to a replica whose named volume lives
+	// on a node it must leave (a drain, placement constraints that exclude
+	// the node): PIN (the default) keeps it pending volume_unavailable; MOVE
+	// stops it, copies the volume to the node the scheduler chose and starts
+	// it there (docs/adr/0064-volume-move.md).
+	VolumeMove    VolumeMovePolicy `protobuf:"varint,46,opt,name=volume_move,json=volumeMove,proto3,enum=jaco.api.VolumeMovePolicy" json:"volume_move,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3158,7 +3349,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[25]
+	mi := &file_api_objects_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3171,7 +3362,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{25}
+	return file_api_objects_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ServiceSpec) GetName() string {
@@ -3489,6 +3680,13 @@ func (x *ServiceSpec) GetMaxConcurrent() uint64 {
 	return 0
 }
 
+func (x *ServiceSpec) GetVolumeMove() VolumeMovePolicy {
+	if x != nil {
+		return x.VolumeMove
+	}
+	return VolumeMovePolicy_VOLUME_MOVE_POLICY_PIN
+}
+
 // FileReference names a secret or config and where a replica sees it.
 type FileReference struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -3509,7 +3707,7 @@ type FileReference struct {
 
 func (x *FileReference) Reset() {
 	*x = FileReference{}
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3719,7 @@ func (x *FileReference) String() string {
 func (*FileReference) ProtoMessage() {}
 
 func (x *FileReference) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[26]
+	mi := &file_api_objects_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3732,7 @@ func (x *FileReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileReference.ProtoReflect.Descriptor instead.
 func (*FileReference) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{26}
+	return file_api_objects_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FileReference) GetName() string {
@@ -3594,7 +3792,7 @@ type RegistryAuth struct {
 
 func (x *RegistryAuth) Reset() {
 	*x = RegistryAuth{}
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3606,7 +3804,7 @@ func (x *RegistryAuth) String() string {
 func (*RegistryAuth) ProtoMessage() {}
 
 func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[27]
+	mi := &file_api_objects_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3619,7 +3817,7 @@ func (x *RegistryAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryAuth.ProtoReflect.Descriptor instead.
 func (*RegistryAuth) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{27}
+	return file_api_objects_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RegistryAuth) GetServer() string {
@@ -3662,7 +3860,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3674,7 +3872,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[28]
+	mi := &file_api_objects_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3687,7 +3885,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{28}
+	return file_api_objects_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Secret) GetId() string {
@@ -3723,7 +3921,7 @@ type Config struct {
 
 func (x *Config) Reset() {
 	*x = Config{}
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3735,7 +3933,7 @@ func (x *Config) String() string {
 func (*Config) ProtoMessage() {}
 
 func (x *Config) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[29]
+	mi := &file_api_objects_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3748,7 +3946,7 @@ func (x *Config) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Config.ProtoReflect.Descriptor instead.
 func (*Config) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{29}
+	return file_api_objects_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Config) GetId() string {
@@ -3785,7 +3983,7 @@ type FileSpec struct {
 
 func (x *FileSpec) Reset() {
 	*x = FileSpec{}
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3797,7 +3995,7 @@ func (x *FileSpec) String() string {
 func (*FileSpec) ProtoMessage() {}
 
 func (x *FileSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[30]
+	mi := &file_api_objects_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3810,7 +4008,7 @@ func (x *FileSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileSpec.ProtoReflect.Descriptor instead.
 func (*FileSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{30}
+	return file_api_objects_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *FileSpec) GetName() string {
@@ -3857,7 +4055,7 @@ type UpdatePolicy struct {
 
 func (x *UpdatePolicy) Reset() {
 	*x = UpdatePolicy{}
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3869,7 +4067,7 @@ func (x *UpdatePolicy) String() string {
 func (*UpdatePolicy) ProtoMessage() {}
 
 func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[31]
+	mi := &file_api_objects_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3882,7 +4080,7 @@ func (x *UpdatePolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePolicy.ProtoReflect.Descriptor instead.
 func (*UpdatePolicy) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{31}
+	return file_api_objects_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UpdatePolicy) GetParallelism() uint64 {
@@ -3941,7 +4139,7 @@ type UpdateStatus struct {
 
 func (x *UpdateStatus) Reset() {
 	*x = UpdateStatus{}
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3953,7 +4151,7 @@ func (x *UpdateStatus) String() string {
 func (*UpdateStatus) ProtoMessage() {}
 
 func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[32]
+	mi := &file_api_objects_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3966,7 +4164,7 @@ func (x *UpdateStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStatus.ProtoReflect.Descriptor instead.
 func (*UpdateStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{32}
+	return file_api_objects_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UpdateStatus) GetState() UpdateState {
@@ -4011,7 +4209,7 @@ type NetworkAccess struct {
 
 func (x *NetworkAccess) Reset() {
 	*x = NetworkAccess{}
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4023,7 +4221,7 @@ func (x *NetworkAccess) String() string {
 func (*NetworkAccess) ProtoMessage() {}
 
 func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[33]
+	mi := &file_api_objects_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4036,7 +4234,7 @@ func (x *NetworkAccess) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAccess.ProtoReflect.Descriptor instead.
 func (*NetworkAccess) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{33}
+	return file_api_objects_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NetworkAccess) GetOpen() bool {
@@ -4084,7 +4282,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4096,7 +4294,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[34]
+	mi := &file_api_objects_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4109,7 +4307,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{34}
+	return file_api_objects_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Service) GetId() string {
@@ -4191,7 +4389,7 @@ type JobStatus struct {
 
 func (x *JobStatus) Reset() {
 	*x = JobStatus{}
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4203,7 +4401,7 @@ func (x *JobStatus) String() string {
 func (*JobStatus) ProtoMessage() {}
 
 func (x *JobStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[35]
+	mi := &file_api_objects_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4216,7 +4414,7 @@ func (x *JobStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatus.ProtoReflect.Descriptor instead.
 func (*JobStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{35}
+	return file_api_objects_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *JobStatus) GetIteration() uint64 {
@@ -4253,7 +4451,7 @@ type RebalanceStatus struct {
 
 func (x *RebalanceStatus) Reset() {
 	*x = RebalanceStatus{}
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4265,7 +4463,7 @@ func (x *RebalanceStatus) String() string {
 func (*RebalanceStatus) ProtoMessage() {}
 
 func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[36]
+	mi := &file_api_objects_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4278,7 +4476,7 @@ func (x *RebalanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebalanceStatus.ProtoReflect.Descriptor instead.
 func (*RebalanceStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{36}
+	return file_api_objects_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RebalanceStatus) GetState() RebalanceState {
@@ -4340,7 +4538,7 @@ type VirtualIP struct {
 
 func (x *VirtualIP) Reset() {
 	*x = VirtualIP{}
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4352,7 +4550,7 @@ func (x *VirtualIP) String() string {
 func (*VirtualIP) ProtoMessage() {}
 
 func (x *VirtualIP) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[37]
+	mi := &file_api_objects_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4365,7 +4563,7 @@ func (x *VirtualIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VirtualIP.ProtoReflect.Descriptor instead.
 func (*VirtualIP) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{37}
+	return file_api_objects_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *VirtualIP) GetNetworkId() string {
@@ -4401,7 +4599,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4413,7 +4611,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[38]
+	mi := &file_api_objects_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4426,7 +4624,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{38}
+	return file_api_objects_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TaskStatus) GetState() TaskState {
@@ -4482,7 +4680,7 @@ type NetworkAddress struct {
 
 func (x *NetworkAddress) Reset() {
 	*x = NetworkAddress{}
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4692,7 @@ func (x *NetworkAddress) String() string {
 func (*NetworkAddress) ProtoMessage() {}
 
 func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[39]
+	mi := &file_api_objects_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4705,7 @@ func (x *NetworkAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NetworkAddress.ProtoReflect.Descriptor instead.
 func (*NetworkAddress) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{39}
+	return file_api_objects_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *NetworkAddress) GetNetworkId() string {
@@ -4573,7 +4771,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_objects_proto_msgTypes[40]
+	mi := &file_api_objects_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4585,7 +4783,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[40]
+	mi := &file_api_objects_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4598,7 +4796,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{40}
+	return file_api_objects_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Task) GetId() string {
@@ -4736,7 +4934,7 @@ type TaskVolume struct {
 
 func (x *TaskVolume) Reset() {
 	*x = TaskVolume{}
-	mi := &file_api_objects_proto_msgTypes[41]
+	mi := &file_api_objects_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4748,7 +4946,7 @@ func (x *TaskVolume) String() string {
 func (*TaskVolume) ProtoMessage() {}
 
 func (x *TaskVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[41]
+	mi := &file_api_objects_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4761,7 +4959,7 @@ func (x *TaskVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskVolume.ProtoReflect.Descriptor instead.
 func (*TaskVolume) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{41}
+	return file_api_objects_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TaskVolume) GetTarget() string {
@@ -4807,7 +5005,7 @@ type JoinToken struct {
 
 func (x *JoinToken) Reset() {
 	*x = JoinToken{}
-	mi := &file_api_objects_proto_msgTypes[42]
+	mi := &file_api_objects_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4819,7 +5017,7 @@ func (x *JoinToken) String() string {
 func (*JoinToken) ProtoMessage() {}
 
 func (x *JoinToken) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[42]
+	mi := &file_api_objects_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4832,7 +5030,7 @@ func (x *JoinToken) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinToken.ProtoReflect.Descriptor instead.
 func (*JoinToken) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{42}
+	return file_api_objects_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JoinToken) GetId() string {
@@ -4896,13 +5094,20 @@ type Volume struct {
 	// before it existed: the manager created it then, as Docker's local
 	// driver does on first use. Empty for `jaco volume create`.
 	CreatedByService string `protobuf:"bytes,6,opt,name=created_by_service,json=createdByService,proto3" json:"created_by_service,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// generation counts the volume's moves: each copy a move makes on its
+	// new node is generation+1, so a removal naming the old node's copy
+	// (VolumeRef.generation) never deletes the new one, whatever node it
+	// reaches (docs/adr/0064-volume-move.md).
+	Generation uint64 `protobuf:"varint,7,opt,name=generation,proto3" json:"generation,omitempty"`
+	// move is the move under way, unset when none.
+	Move          *VolumeMove `protobuf:"bytes,8,opt,name=move,proto3" json:"move,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_api_objects_proto_msgTypes[43]
+	mi := &file_api_objects_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +5119,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[43]
+	mi := &file_api_objects_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5132,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{43}
+	return file_api_objects_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Volume) GetId() string {
@@ -4972,6 +5177,222 @@ func (x *Volume) GetCreatedByService() string {
 	return ""
 }
 
+func (x *Volume) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Volume) GetMove() *VolumeMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+// VolumeMove is one move of a volume's data between nodes.
+type VolumeMove struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	FromNode string                 `protobuf:"bytes,1,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	ToNode   string                 `protobuf:"bytes,2,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	State    VolumeMoveState        `protobuf:"varint,3,opt,name=state,proto3,enum=jaco.api.VolumeMoveState" json:"state,omitempty"`
+	// bytes_done of bytes_total are copied and verified (the destination's
+	// reports).
+	BytesDone  int64 `protobuf:"varint,4,opt,name=bytes_done,json=bytesDone,proto3" json:"bytes_done,omitempty"`
+	BytesTotal int64 `protobuf:"varint,5,opt,name=bytes_total,json=bytesTotal,proto3" json:"bytes_total,omitempty"`
+	// error is why the last attempt failed.
+	Error string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	// attempts counts the failed copies; the destination tries again
+	// with backoff while the move lasts.
+	Attempts uint32 `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// from_generation is the generation of from_node's copy.
+	FromGeneration uint64 `protobuf:"varint,9,opt,name=from_generation,json=fromGeneration,proto3" json:"from_generation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *VolumeMove) Reset() {
+	*x = VolumeMove{}
+	mi := &file_api_objects_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeMove) ProtoMessage() {}
+
+func (x *VolumeMove) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeMove.ProtoReflect.Descriptor instead.
+func (*VolumeMove) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *VolumeMove) GetFromNode() string {
+	if x != nil {
+		return x.FromNode
+	}
+	return ""
+}
+
+func (x *VolumeMove) GetToNode() string {
+	if x != nil {
+		return x.ToNode
+	}
+	return ""
+}
+
+func (x *VolumeMove) GetState() VolumeMoveState {
+	if x != nil {
+		return x.State
+	}
+	return VolumeMoveState_VOLUME_MOVE_STATE_UNSPECIFIED
+}
+
+func (x *VolumeMove) GetBytesDone() int64 {
+	if x != nil {
+		return x.BytesDone
+	}
+	return 0
+}
+
+func (x *VolumeMove) GetBytesTotal() int64 {
+	if x != nil {
+		return x.BytesTotal
+	}
+	return 0
+}
+
+func (x *VolumeMove) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *VolumeMove) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *VolumeMove) GetFromGeneration() uint64 {
+	if x != nil {
+		return x.FromGeneration
+	}
+	return 0
+}
+
+// VolumeMoveOrder tells a node of a copy it takes part in.
+type VolumeMoveOrder struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	VolumeId string                 `protobuf:"bytes,1,opt,name=volume_id,json=volumeId,proto3" json:"volume_id,omitempty"`
+	Name     string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Options  map[string]string      `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// generation is the generation the copy gets on the destination.
+	Generation uint64 `protobuf:"varint,4,opt,name=generation,proto3" json:"generation,omitempty"`
+	FromNode   string `protobuf:"bytes,5,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
+	// from_address is where the destination reaches from_node's agent.
+	FromAddress   string `protobuf:"bytes,6,opt,name=from_address,json=fromAddress,proto3" json:"from_address,omitempty"`
+	ToNode        string `protobuf:"bytes,7,opt,name=to_node,json=toNode,proto3" json:"to_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeMoveOrder) Reset() {
+	*x = VolumeMoveOrder{}
+	mi := &file_api_objects_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeMoveOrder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeMoveOrder) ProtoMessage() {}
+
+func (x *VolumeMoveOrder) ProtoReflect() protoreflect.Message {
+	mi := &file_api_objects_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeMoveOrder.ProtoReflect.Descriptor instead.
+func (*VolumeMoveOrder) Descriptor() ([]byte, []int) {
+	return file_api_objects_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *VolumeMoveOrder) GetVolumeId() string {
+	if x != nil {
+		return x.VolumeId
+	}
+	return ""
+}
+
+func (x *VolumeMoveOrder) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *VolumeMoveOrder) GetOptions() map[string]string {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *VolumeMoveOrder) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *VolumeMoveOrder) GetFromNode() string {
+	if x != nil {
+		return x.FromNode
+	}
+	return ""
+}
+
+func (x *VolumeMoveOrder) GetFromAddress() string {
+	if x != nil {
+		return x.FromAddress
+	}
+	return ""
+}
+
+func (x *VolumeMoveOrder) GetToNode() string {
+	if x != nil {
+		return x.ToNode
+	}
+	return ""
+}
+
 type VolumeSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// name follows the rules of service names (no '/').
@@ -4988,7 +5409,7 @@ type VolumeSpec struct {
 
 func (x *VolumeSpec) Reset() {
 	*x = VolumeSpec{}
-	mi := &file_api_objects_proto_msgTypes[44]
+	mi := &file_api_objects_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5000,7 +5421,7 @@ func (x *VolumeSpec) String() string {
 func (*VolumeSpec) ProtoMessage() {}
 
 func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[44]
+	mi := &file_api_objects_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5013,7 +5434,7 @@ func (x *VolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeSpec.ProtoReflect.Descriptor instead.
 func (*VolumeSpec) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{44}
+	return file_api_objects_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *VolumeSpec) GetName() string {
@@ -5046,16 +5467,19 @@ func (x *VolumeSpec) GetLabels() map[string]string {
 
 // VolumeRef names a volume that no longer exists.
 type VolumeRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// generation is that of the node's copy to delete: a node whose copy
+	// is of another generation (the volume moved back to it) keeps it.
+	Generation    uint64 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *VolumeRef) Reset() {
 	*x = VolumeRef{}
-	mi := &file_api_objects_proto_msgTypes[45]
+	mi := &file_api_objects_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5067,7 +5491,7 @@ func (x *VolumeRef) String() string {
 func (*VolumeRef) ProtoMessage() {}
 
 func (x *VolumeRef) ProtoReflect() protoreflect.Message {
-	mi := &file_api_objects_proto_msgTypes[45]
+	mi := &file_api_objects_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5080,7 +5504,7 @@ func (x *VolumeRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeRef.ProtoReflect.Descriptor instead.
 func (*VolumeRef) Descriptor() ([]byte, []int) {
-	return file_api_objects_proto_rawDescGZIP(), []int{45}
+	return file_api_objects_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *VolumeRef) GetId() string {
@@ -5095,6 +5519,13 @@ func (x *VolumeRef) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *VolumeRef) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 var File_api_objects_proto protoreflect.FileDescriptor
@@ -5180,7 +5611,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\ttimestamp\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\"K\n" +
 	"\tResources\x12\x1b\n" +
 	"\tnano_cpus\x18\x01 \x01(\x03R\bnanoCpus\x12!\n" +
-	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xbc\x02\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\"\xec\x02\n" +
 	"\x0fNodeDescription\x12\x1a\n" +
 	"\bhostname\x18\x01 \x01(\tR\bhostname\x121\n" +
 	"\tresources\x18\x02 \x01(\v2\x13.jaco.api.ResourcesR\tresources\x12\x1a\n" +
@@ -5188,7 +5619,11 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x15isolation_unavailable\x18\x04 \x01(\bR\x14isolationUnavailable\x12+\n" +
 	"\x11isolation_message\x18\x05 \x01(\tR\x10isolationMessage\x12'\n" +
 	"\x0fcontainer_slots\x18\x06 \x01(\rR\x0econtainerSlots\x123\n" +
-	"\aoverlay\x18\a \x01(\v2\x19.jaco.api.OverlayEndpointR\aoverlay\"\x94\x01\n" +
+	"\aoverlay\x18\a \x01(\v2\x19.jaco.api.OverlayEndpointR\aoverlay\x12.\n" +
+	"\bplatform\x18\b \x01(\v2\x12.jaco.api.PlatformR\bplatform\">\n" +
+	"\bPlatform\x12\x0e\n" +
+	"\x02os\x18\x01 \x01(\tR\x02os\x12\"\n" +
+	"\farchitecture\x18\x02 \x01(\tR\farchitecture\"\x94\x01\n" +
 	"\x0fOverlayEndpoint\x12\x1d\n" +
 	"\n" +
 	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x12\n" +
@@ -5211,7 +5646,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"started_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12\x16\n" +
 	"\x06remove\x18\a \x01(\bR\x06remove\x12\x14\n" +
 	"\x05force\x18\b \x01(\bR\x05force\x12$\n" +
-	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\x87\x06\n" +
+	"\x0estuck_task_ids\x18\t \x03(\tR\fstuckTaskIds\"\xc5\x06\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12\x1a\n" +
@@ -5229,7 +5664,8 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x0eoverlay_blocks\x18\r \x03(\v2\x16.jaco.api.OverlayBlockR\roverlayBlocks\x12+\n" +
 	"\x11trust_fingerprint\x18( \x01(\tR\x10trustFingerprint\x12.\n" +
 	"\x13cert_ca_fingerprint\x18) \x01(\tR\x11certCaFingerprint\x12<\n" +
-	"\x0fremoved_volumes\x18* \x03(\v2\x13.jaco.api.VolumeRefR\x0eremovedVolumes\x1a9\n" +
+	"\x0fremoved_volumes\x18* \x03(\v2\x13.jaco.api.VolumeRefR\x0eremovedVolumes\x12<\n" +
+	"\fvolume_moves\x18+ \x03(\v2\x19.jaco.api.VolumeMoveOrderR\vvolumeMoves\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x03\n" +
@@ -5294,7 +5730,7 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\rR\x04port\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\"\x1e\n" +
 	"\bTCPCheck\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\rR\x04port\"\xf1\x0e\n" +
+	"\x04port\x18\x01 \x01(\rR\x04port\"\xae\x0f\n" +
 	"\vServiceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -5348,7 +5784,9 @@ const file_api_objects_proto_rawDesc = "" +
 	"\vdns_options\x18+ \x03(\tR\n" +
 	"dnsOptions\x12$\n" +
 	"\x0eshm_size_bytes\x18, \x01(\x03R\fshmSizeBytes\x12%\n" +
-	"\x0emax_concurrent\x18- \x01(\x04R\rmaxConcurrent\x1a9\n" +
+	"\x0emax_concurrent\x18- \x01(\x04R\rmaxConcurrent\x12;\n" +
+	"\vvolume_move\x18. \x01(\x0e2\x1a.jaco.api.VolumeMovePolicyR\n" +
+	"volumeMove\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
@@ -5477,14 +5915,43 @@ const file_api_objects_proto_rawDesc = "" +
 	"\n" +
 	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12;\n" +
 	"\vconsumed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"consumedAt\"\xe6\x01\n" +
+	"consumedAt\"\xb0\x02\n" +
 	"\x06Volume\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\"\n" +
 	"\x04meta\x18\x02 \x01(\v2\x0e.jaco.api.MetaR\x04meta\x12(\n" +
 	"\x04spec\x18\x03 \x01(\v2\x14.jaco.api.VolumeSpecR\x04spec\x12\x17\n" +
 	"\anode_id\x18\x04 \x01(\tR\x06nodeId\x127\n" +
 	"\tplaced_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\bplacedAt\x12,\n" +
-	"\x12created_by_service\x18\x06 \x01(\tR\x10createdByService\"\xa6\x02\n" +
+	"\x12created_by_service\x18\x06 \x01(\tR\x10createdByService\x12\x1e\n" +
+	"\n" +
+	"generation\x18\a \x01(\x04R\n" +
+	"generation\x12(\n" +
+	"\x04move\x18\b \x01(\v2\x14.jaco.api.VolumeMoveR\x04move\"\x8e\x02\n" +
+	"\n" +
+	"VolumeMove\x12\x1b\n" +
+	"\tfrom_node\x18\x01 \x01(\tR\bfromNode\x12\x17\n" +
+	"\ato_node\x18\x02 \x01(\tR\x06toNode\x12/\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x19.jaco.api.VolumeMoveStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"bytes_done\x18\x04 \x01(\x03R\tbytesDone\x12\x1f\n" +
+	"\vbytes_total\x18\x05 \x01(\x03R\n" +
+	"bytesTotal\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\x1a\n" +
+	"\battempts\x18\a \x01(\rR\battempts\x12'\n" +
+	"\x0ffrom_generation\x18\t \x01(\x04R\x0efromGeneration\"\xb9\x02\n" +
+	"\x0fVolumeMoveOrder\x12\x1b\n" +
+	"\tvolume_id\x18\x01 \x01(\tR\bvolumeId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12@\n" +
+	"\aoptions\x18\x03 \x03(\v2&.jaco.api.VolumeMoveOrder.OptionsEntryR\aoptions\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x04 \x01(\x04R\n" +
+	"generation\x12\x1b\n" +
+	"\tfrom_node\x18\x05 \x01(\tR\bfromNode\x12!\n" +
+	"\ffrom_address\x18\x06 \x01(\tR\vfromAddress\x12\x17\n" +
+	"\ato_node\x18\a \x01(\tR\x06toNode\x1a:\n" +
+	"\fOptionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa6\x02\n" +
 	"\n" +
 	"VolumeSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
@@ -5496,10 +5963,13 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"/\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"O\n" +
 	"\tVolumeRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name*R\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation*R\n" +
 	"\bNodeRole\x12\x19\n" +
 	"\x15NODE_ROLE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10NODE_ROLE_WORKER\x10\x01\x12\x15\n" +
@@ -5579,7 +6049,16 @@ const file_api_objects_proto_rawDesc = "" +
 	"\x11TASK_STATE_FAILED\x10\b\x12\x17\n" +
 	"\x13TASK_STATE_REJECTED\x10\t\x12\x17\n" +
 	"\x13TASK_STATE_ORPHANED\x10\n" +
-	"B\"Z github.com/jaco-project/jaco/apib\x06proto3"
+	"*K\n" +
+	"\x10VolumeMovePolicy\x12\x1a\n" +
+	"\x16VOLUME_MOVE_POLICY_PIN\x10\x00\x12\x1b\n" +
+	"\x17VOLUME_MOVE_POLICY_MOVE\x10\x01*\xb0\x01\n" +
+	"\x0fVolumeMoveState\x12!\n" +
+	"\x1dVOLUME_MOVE_STATE_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aVOLUME_MOVE_STATE_STOPPING\x10\x01\x12\x1d\n" +
+	"\x19VOLUME_MOVE_STATE_COPYING\x10\x02\x12\x1c\n" +
+	"\x18VOLUME_MOVE_STATE_FAILED\x10\x03\x12\x1d\n" +
+	"\x19VOLUME_MOVE_STATE_CLEANUP\x10\x04B\"Z github.com/jaco-project/jaco/apib\x06proto3"
 
 var (
 	file_api_objects_proto_rawDescOnce sync.Once
@@ -5593,8 +6072,8 @@ func file_api_objects_proto_rawDescGZIP() []byte {
 	return file_api_objects_proto_rawDescData
 }
 
-var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 16)
-var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_api_objects_proto_enumTypes = make([]protoimpl.EnumInfo, 18)
+var file_api_objects_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_api_objects_proto_goTypes = []any{
 	(NodeRole)(0),                 // 0: jaco.api.NodeRole
 	(Suffrage)(0),                 // 1: jaco.api.Suffrage
@@ -5611,183 +6090,195 @@ var file_api_objects_proto_goTypes = []any{
 	(UpdateState)(0),              // 12: jaco.api.UpdateState
 	(RebalanceState)(0),           // 13: jaco.api.RebalanceState
 	(TaskState)(0),                // 14: jaco.api.TaskState
-	(CARotation_Phase)(0),         // 15: jaco.api.CARotation.Phase
-	(*Meta)(nil),                  // 16: jaco.api.Meta
-	(*Cluster)(nil),               // 17: jaco.api.Cluster
-	(*BackupSchedule)(nil),        // 18: jaco.api.BackupSchedule
-	(*BackupRecord)(nil),          // 19: jaco.api.BackupRecord
-	(*CARotation)(nil),            // 20: jaco.api.CARotation
-	(*Network)(nil),               // 21: jaco.api.Network
-	(*NetworkSpec)(nil),           // 22: jaco.api.NetworkSpec
-	(*NodeStatus)(nil),            // 23: jaco.api.NodeStatus
-	(*Resources)(nil),             // 24: jaco.api.Resources
-	(*NodeDescription)(nil),       // 25: jaco.api.NodeDescription
-	(*OverlayEndpoint)(nil),       // 26: jaco.api.OverlayEndpoint
-	(*OverlayBlock)(nil),          // 27: jaco.api.OverlayBlock
-	(*NodeDrain)(nil),             // 28: jaco.api.NodeDrain
-	(*Node)(nil),                  // 29: jaco.api.Node
-	(*Mount)(nil),                 // 30: jaco.api.Mount
-	(*Ulimit)(nil),                // 31: jaco.api.Ulimit
-	(*PortConfig)(nil),            // 32: jaco.api.PortConfig
-	(*HookBundle)(nil),            // 33: jaco.api.HookBundle
-	(*Placement)(nil),             // 34: jaco.api.Placement
-	(*RestartPolicy)(nil),         // 35: jaco.api.RestartPolicy
-	(*HealthCheck)(nil),           // 36: jaco.api.HealthCheck
-	(*CommandCheck)(nil),          // 37: jaco.api.CommandCheck
-	(*NotifyCheck)(nil),           // 38: jaco.api.NotifyCheck
-	(*HTTPCheck)(nil),             // 39: jaco.api.HTTPCheck
-	(*TCPCheck)(nil),              // 40: jaco.api.TCPCheck
-	(*ServiceSpec)(nil),           // 41: jaco.api.ServiceSpec
-	(*FileReference)(nil),         // 42: jaco.api.FileReference
-	(*RegistryAuth)(nil),          // 43: jaco.api.RegistryAuth
-	(*Secret)(nil),                // 44: jaco.api.Secret
-	(*Config)(nil),                // 45: jaco.api.Config
-	(*FileSpec)(nil),              // 46: jaco.api.FileSpec
-	(*UpdatePolicy)(nil),          // 47: jaco.api.UpdatePolicy
-	(*UpdateStatus)(nil),          // 48: jaco.api.UpdateStatus
-	(*NetworkAccess)(nil),         // 49: jaco.api.NetworkAccess
-	(*Service)(nil),               // 50: jaco.api.Service
-	(*JobStatus)(nil),             // 51: jaco.api.JobStatus
-	(*RebalanceStatus)(nil),       // 52: jaco.api.RebalanceStatus
-	(*VirtualIP)(nil),             // 53: jaco.api.VirtualIP
-	(*TaskStatus)(nil),            // 54: jaco.api.TaskStatus
-	(*NetworkAddress)(nil),        // 55: jaco.api.NetworkAddress
-	(*Task)(nil),                  // 56: jaco.api.Task
-	(*TaskVolume)(nil),            // 57: jaco.api.TaskVolume
-	(*JoinToken)(nil),             // 58: jaco.api.JoinToken
-	(*Volume)(nil),                // 59: jaco.api.Volume
-	(*VolumeSpec)(nil),            // 60: jaco.api.VolumeSpec
-	(*VolumeRef)(nil),             // 61: jaco.api.VolumeRef
-	nil,                           // 62: jaco.api.NetworkSpec.LabelsEntry
-	nil,                           // 63: jaco.api.Node.LabelsEntry
-	nil,                           // 64: jaco.api.Mount.VolumeOptionsEntry
-	nil,                           // 65: jaco.api.HookBundle.FilesEntry
-	nil,                           // 66: jaco.api.ServiceSpec.LabelsEntry
-	nil,                           // 67: jaco.api.ServiceSpec.SysctlsEntry
-	nil,                           // 68: jaco.api.FileSpec.LabelsEntry
-	nil,                           // 69: jaco.api.TaskVolume.OptionsEntry
-	nil,                           // 70: jaco.api.VolumeSpec.OptionsEntry
-	nil,                           // 71: jaco.api.VolumeSpec.LabelsEntry
-	(*timestamppb.Timestamp)(nil), // 72: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 73: google.protobuf.Duration
+	(VolumeMovePolicy)(0),         // 15: jaco.api.VolumeMovePolicy
+	(VolumeMoveState)(0),          // 16: jaco.api.VolumeMoveState
+	(CARotation_Phase)(0),         // 17: jaco.api.CARotation.Phase
+	(*Meta)(nil),                  // 18: jaco.api.Meta
+	(*Cluster)(nil),               // 19: jaco.api.Cluster
+	(*BackupSchedule)(nil),        // 20: jaco.api.BackupSchedule
+	(*BackupRecord)(nil),          // 21: jaco.api.BackupRecord
+	(*CARotation)(nil),            // 22: jaco.api.CARotation
+	(*Network)(nil),               // 23: jaco.api.Network
+	(*NetworkSpec)(nil),           // 24: jaco.api.NetworkSpec
+	(*NodeStatus)(nil),            // 25: jaco.api.NodeStatus
+	(*Resources)(nil),             // 26: jaco.api.Resources
+	(*NodeDescription)(nil),       // 27: jaco.api.NodeDescription
+	(*Platform)(nil),              // 28: jaco.api.Platform
+	(*OverlayEndpoint)(nil),       // 29: jaco.api.OverlayEndpoint
+	(*OverlayBlock)(nil),          // 30: jaco.api.OverlayBlock
+	(*NodeDrain)(nil),             // 31: jaco.api.NodeDrain
+	(*Node)(nil),                  // 32: jaco.api.Node
+	(*Mount)(nil),                 // 33: jaco.api.Mount
+	(*Ulimit)(nil),                // 34: jaco.api.Ulimit
+	(*PortConfig)(nil),            // 35: jaco.api.PortConfig
+	(*HookBundle)(nil),            // 36: jaco.api.HookBundle
+	(*Placement)(nil),             // 37: jaco.api.Placement
+	(*RestartPolicy)(nil),         // 38: jaco.api.RestartPolicy
+	(*HealthCheck)(nil),           // 39: jaco.api.HealthCheck
+	(*CommandCheck)(nil),          // 40: jaco.api.CommandCheck
+	(*NotifyCheck)(nil),           // 41: jaco.api.NotifyCheck
+	(*HTTPCheck)(nil),             // 42: jaco.api.HTTPCheck
+	(*TCPCheck)(nil),              // 43: jaco.api.TCPCheck
+	(*ServiceSpec)(nil),           // 44: jaco.api.ServiceSpec
+	(*FileReference)(nil),         // 45: jaco.api.FileReference
+	(*RegistryAuth)(nil),          // 46: jaco.api.RegistryAuth
+	(*Secret)(nil),                // 47: jaco.api.Secret
+	(*Config)(nil),                // 48: jaco.api.Config
+	(*FileSpec)(nil),              // 49: jaco.api.FileSpec
+	(*UpdatePolicy)(nil),          // 50: jaco.api.UpdatePolicy
+	(*UpdateStatus)(nil),          // 51: jaco.api.UpdateStatus
+	(*NetworkAccess)(nil),         // 52: jaco.api.NetworkAccess
+	(*Service)(nil),               // 53: jaco.api.Service
+	(*JobStatus)(nil),             // 54: jaco.api.JobStatus
+	(*RebalanceStatus)(nil),       // 55: jaco.api.RebalanceStatus
+	(*VirtualIP)(nil),             // 56: jaco.api.VirtualIP
+	(*TaskStatus)(nil),            // 57: jaco.api.TaskStatus
+	(*NetworkAddress)(nil),        // 58: jaco.api.NetworkAddress
+	(*Task)(nil),                  // 59: jaco.api.Task
+	(*TaskVolume)(nil),            // 60: jaco.api.TaskVolume
+	(*JoinToken)(nil),             // 61: jaco.api.JoinToken
+	(*Volume)(nil),                // 62: jaco.api.Volume
+	(*VolumeMove)(nil),            // 63: jaco.api.VolumeMove
+	(*VolumeMoveOrder)(nil),       // 64: jaco.api.VolumeMoveOrder
+	(*VolumeSpec)(nil),            // 65: jaco.api.VolumeSpec
+	(*VolumeRef)(nil),             // 66: jaco.api.VolumeRef
+	nil,                           // 67: jaco.api.NetworkSpec.LabelsEntry
+	nil,                           // 68: jaco.api.Node.LabelsEntry
+	nil,                           // 69: jaco.api.Mount.VolumeOptionsEntry
+	nil,                           // 70: jaco.api.HookBundle.FilesEntry
+	nil,                           // 71: jaco.api.ServiceSpec.LabelsEntry
+	nil,                           // 72: jaco.api.ServiceSpec.SysctlsEntry
+	nil,                           // 73: jaco.api.FileSpec.LabelsEntry
+	nil,                           // 74: jaco.api.TaskVolume.OptionsEntry
+	nil,                           // 75: jaco.api.VolumeMoveOrder.OptionsEntry
+	nil,                           // 76: jaco.api.VolumeSpec.OptionsEntry
+	nil,                           // 77: jaco.api.VolumeSpec.LabelsEntry
+	(*timestamppb.Timestamp)(nil), // 78: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 79: google.protobuf.Duration
 }
 var file_api_objects_proto_depIdxs = []int32{
-	72,  // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
-	72,  // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
-	16,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
-	73,  // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
-	73,  // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
-	18,  // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
-	19,  // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
-	20,  // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
-	73,  // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
-	72,  // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
-	72,  // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
-	15,  // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
-	72,  // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
-	16,  // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
-	22,  // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
-	62,  // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
+	78,  // 0: jaco.api.Meta.created_at:type_name -> google.protobuf.Timestamp
+	78,  // 1: jaco.api.Meta.updated_at:type_name -> google.protobuf.Timestamp
+	18,  // 2: jaco.api.Cluster.meta:type_name -> jaco.api.Meta
+	79,  // 3: jaco.api.Cluster.partition_grace:type_name -> google.protobuf.Duration
+	79,  // 4: jaco.api.Cluster.down_grace:type_name -> google.protobuf.Duration
+	20,  // 5: jaco.api.Cluster.backup_schedule:type_name -> jaco.api.BackupSchedule
+	21,  // 6: jaco.api.Cluster.last_backup:type_name -> jaco.api.BackupRecord
+	22,  // 7: jaco.api.Cluster.ca_rotation:type_name -> jaco.api.CARotation
+	79,  // 8: jaco.api.BackupSchedule.interval:type_name -> google.protobuf.Duration
+	78,  // 9: jaco.api.BackupRecord.last_success_at:type_name -> google.protobuf.Timestamp
+	78,  // 10: jaco.api.BackupRecord.last_failure_at:type_name -> google.protobuf.Timestamp
+	17,  // 11: jaco.api.CARotation.phase:type_name -> jaco.api.CARotation.Phase
+	78,  // 12: jaco.api.CARotation.started_at:type_name -> google.protobuf.Timestamp
+	18,  // 13: jaco.api.Network.meta:type_name -> jaco.api.Meta
+	24,  // 14: jaco.api.Network.spec:type_name -> jaco.api.NetworkSpec
+	67,  // 15: jaco.api.NetworkSpec.labels:type_name -> jaco.api.NetworkSpec.LabelsEntry
 	3,   // 16: jaco.api.NodeStatus.state:type_name -> jaco.api.NodeStatusState
-	72,  // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
-	24,  // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
-	26,  // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
-	4,   // 20: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
-	73,  // 21: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
-	72,  // 22: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
-	16,  // 23: jaco.api.Node.meta:type_name -> jaco.api.Meta
-	0,   // 24: jaco.api.Node.role:type_name -> jaco.api.NodeRole
-	2,   // 25: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
-	63,  // 26: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
-	23,  // 27: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
-	25,  // 28: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
-	0,   // 29: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
-	28,  // 30: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
-	27,  // 31: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
-	61,  // 32: jaco.api.Node.removed_volumes:type_name -> jaco.api.VolumeRef
-	6,   // 33: jaco.api.Mount.type:type_name -> jaco.api.MountType
-	64,  // 34: jaco.api.Mount.volume_options:type_name -> jaco.api.Mount.VolumeOptionsEntry
-	7,   // 35: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
-	65,  // 36: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
-	8,   // 37: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
-	73,  // 38: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
-	73,  // 39: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
-	37,  // 40: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
-	39,  // 41: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
-	40,  // 42: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
-	38,  // 43: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
-	73,  // 44: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
-	73,  // 45: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
-	73,  // 46: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
-	5,   // 47: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
-	33,  // 48: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
-	24,  // 49: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
-	24,  // 50: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
-	30,  // 51: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
-	32,  // 52: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
-	34,  // 53: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
-	35,  // 54: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
-	36,  // 55: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
-	73,  // 56: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
-	73,  // 57: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
-	49,  // 58: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
-	47,  // 59: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
-	47,  // 60: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
-	9,   // 61: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
-	42,  // 62: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
-	42,  // 63: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
-	66,  // 64: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
-	43,  // 65: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
-	31,  // 66: jaco.api.ServiceSpec.ulimits:type_name -> jaco.api.Ulimit
-	67,  // 67: jaco.api.ServiceSpec.sysctls:type_name -> jaco.api.ServiceSpec.SysctlsEntry
-	16,  // 68: jaco.api.Secret.meta:type_name -> jaco.api.Meta
-	46,  // 69: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
-	16,  // 70: jaco.api.Config.meta:type_name -> jaco.api.Meta
-	46,  // 71: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
-	68,  // 72: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
-	73,  // 73: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
-	10,  // 74: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
-	11,  // 75: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
-	73,  // 76: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
-	12,  // 77: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
-	72,  // 78: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
-	72,  // 79: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
-	16,  // 80: jaco.api.Service.meta:type_name -> jaco.api.Meta
-	41,  // 81: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
-	41,  // 82: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
-	48,  // 83: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
-	53,  // 84: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
-	52,  // 85: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
-	51,  // 86: jaco.api.Service.job_status:type_name -> jaco.api.JobStatus
-	72,  // 87: jaco.api.JobStatus.last_execution:type_name -> google.protobuf.Timestamp
-	13,  // 88: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
-	72,  // 89: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
-	72,  // 90: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
-	14,  // 91: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
-	72,  // 92: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
-	55,  // 93: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
-	16,  // 94: jaco.api.Task.meta:type_name -> jaco.api.Meta
-	14,  // 95: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
-	54,  // 96: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
-	41,  // 97: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
-	72,  // 98: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
-	72,  // 99: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
-	57,  // 100: jaco.api.Task.volumes:type_name -> jaco.api.TaskVolume
-	69,  // 101: jaco.api.TaskVolume.options:type_name -> jaco.api.TaskVolume.OptionsEntry
-	16,  // 102: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
-	0,   // 103: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
-	72,  // 104: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
-	72,  // 105: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
-	16,  // 106: jaco.api.Volume.meta:type_name -> jaco.api.Meta
-	60,  // 107: jaco.api.Volume.spec:type_name -> jaco.api.VolumeSpec
-	72,  // 108: jaco.api.Volume.placed_at:type_name -> google.protobuf.Timestamp
-	70,  // 109: jaco.api.VolumeSpec.options:type_name -> jaco.api.VolumeSpec.OptionsEntry
-	71,  // 110: jaco.api.VolumeSpec.labels:type_name -> jaco.api.VolumeSpec.LabelsEntry
-	111, // [111:111] is the sub-list for method output_type
-	111, // [111:111] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	78,  // 17: jaco.api.NodeStatus.timestamp:type_name -> google.protobuf.Timestamp
+	26,  // 18: jaco.api.NodeDescription.resources:type_name -> jaco.api.Resources
+	29,  // 19: jaco.api.NodeDescription.overlay:type_name -> jaco.api.OverlayEndpoint
+	28,  // 20: jaco.api.NodeDescription.platform:type_name -> jaco.api.Platform
+	4,   // 21: jaco.api.NodeDrain.state:type_name -> jaco.api.DrainState
+	79,  // 22: jaco.api.NodeDrain.replacement_timeout:type_name -> google.protobuf.Duration
+	78,  // 23: jaco.api.NodeDrain.started_at:type_name -> google.protobuf.Timestamp
+	18,  // 24: jaco.api.Node.meta:type_name -> jaco.api.Meta
+	0,   // 25: jaco.api.Node.role:type_name -> jaco.api.NodeRole
+	2,   // 26: jaco.api.Node.availability:type_name -> jaco.api.NodeAvailability
+	68,  // 27: jaco.api.Node.labels:type_name -> jaco.api.Node.LabelsEntry
+	25,  // 28: jaco.api.Node.status:type_name -> jaco.api.NodeStatus
+	27,  // 29: jaco.api.Node.description:type_name -> jaco.api.NodeDescription
+	0,   // 30: jaco.api.Node.desired_role:type_name -> jaco.api.NodeRole
+	31,  // 31: jaco.api.Node.drain:type_name -> jaco.api.NodeDrain
+	30,  // 32: jaco.api.Node.overlay_blocks:type_name -> jaco.api.OverlayBlock
+	66,  // 33: jaco.api.Node.removed_volumes:type_name -> jaco.api.VolumeRef
+	64,  // 34: jaco.api.Node.volume_moves:type_name -> jaco.api.VolumeMoveOrder
+	6,   // 35: jaco.api.Mount.type:type_name -> jaco.api.MountType
+	69,  // 36: jaco.api.Mount.volume_options:type_name -> jaco.api.Mount.VolumeOptionsEntry
+	7,   // 37: jaco.api.PortConfig.publish_mode:type_name -> jaco.api.PublishMode
+	70,  // 38: jaco.api.HookBundle.files:type_name -> jaco.api.HookBundle.FilesEntry
+	8,   // 39: jaco.api.RestartPolicy.condition:type_name -> jaco.api.RestartCondition
+	79,  // 40: jaco.api.RestartPolicy.delay:type_name -> google.protobuf.Duration
+	79,  // 41: jaco.api.RestartPolicy.window:type_name -> google.protobuf.Duration
+	40,  // 42: jaco.api.HealthCheck.command:type_name -> jaco.api.CommandCheck
+	42,  // 43: jaco.api.HealthCheck.http:type_name -> jaco.api.HTTPCheck
+	43,  // 44: jaco.api.HealthCheck.tcp:type_name -> jaco.api.TCPCheck
+	41,  // 45: jaco.api.HealthCheck.notify:type_name -> jaco.api.NotifyCheck
+	79,  // 46: jaco.api.HealthCheck.interval:type_name -> google.protobuf.Duration
+	79,  // 47: jaco.api.HealthCheck.timeout:type_name -> google.protobuf.Duration
+	79,  // 48: jaco.api.HealthCheck.start_period:type_name -> google.protobuf.Duration
+	5,   // 49: jaco.api.ServiceSpec.mode:type_name -> jaco.api.ServiceMode
+	36,  // 50: jaco.api.ServiceSpec.bundle:type_name -> jaco.api.HookBundle
+	26,  // 51: jaco.api.ServiceSpec.limits:type_name -> jaco.api.Resources
+	26,  // 52: jaco.api.ServiceSpec.reservations:type_name -> jaco.api.Resources
+	33,  // 53: jaco.api.ServiceSpec.mounts:type_name -> jaco.api.Mount
+	35,  // 54: jaco.api.ServiceSpec.ports:type_name -> jaco.api.PortConfig
+	37,  // 55: jaco.api.ServiceSpec.placement:type_name -> jaco.api.Placement
+	38,  // 56: jaco.api.ServiceSpec.restart:type_name -> jaco.api.RestartPolicy
+	39,  // 57: jaco.api.ServiceSpec.health:type_name -> jaco.api.HealthCheck
+	79,  // 58: jaco.api.ServiceSpec.stop_grace_period:type_name -> google.protobuf.Duration
+	79,  // 59: jaco.api.ServiceSpec.abort_grace_period:type_name -> google.protobuf.Duration
+	52,  // 60: jaco.api.ServiceSpec.network:type_name -> jaco.api.NetworkAccess
+	50,  // 61: jaco.api.ServiceSpec.update:type_name -> jaco.api.UpdatePolicy
+	50,  // 62: jaco.api.ServiceSpec.rollback:type_name -> jaco.api.UpdatePolicy
+	9,   // 63: jaco.api.ServiceSpec.endpoint_mode:type_name -> jaco.api.EndpointMode
+	45,  // 64: jaco.api.ServiceSpec.secrets:type_name -> jaco.api.FileReference
+	45,  // 65: jaco.api.ServiceSpec.configs:type_name -> jaco.api.FileReference
+	71,  // 66: jaco.api.ServiceSpec.labels:type_name -> jaco.api.ServiceSpec.LabelsEntry
+	46,  // 67: jaco.api.ServiceSpec.registry_auth:type_name -> jaco.api.RegistryAuth
+	34,  // 68: jaco.api.ServiceSpec.ulimits:type_name -> jaco.api.Ulimit
+	72,  // 69: jaco.api.ServiceSpec.sysctls:type_name -> jaco.api.ServiceSpec.SysctlsEntry
+	15,  // 70: jaco.api.ServiceSpec.volume_move:type_name -> jaco.api.VolumeMovePolicy
+	18,  // 71: jaco.api.Secret.meta:type_name -> jaco.api.Meta
+	49,  // 72: jaco.api.Secret.spec:type_name -> jaco.api.FileSpec
+	18,  // 73: jaco.api.Config.meta:type_name -> jaco.api.Meta
+	49,  // 74: jaco.api.Config.spec:type_name -> jaco.api.FileSpec
+	73,  // 75: jaco.api.FileSpec.labels:type_name -> jaco.api.FileSpec.LabelsEntry
+	79,  // 76: jaco.api.UpdatePolicy.delay:type_name -> google.protobuf.Duration
+	10,  // 77: jaco.api.UpdatePolicy.order:type_name -> jaco.api.UpdateOrder
+	11,  // 78: jaco.api.UpdatePolicy.failure_action:type_name -> jaco.api.UpdateFailureAction
+	79,  // 79: jaco.api.UpdatePolicy.monitor:type_name -> google.protobuf.Duration
+	12,  // 80: jaco.api.UpdateStatus.state:type_name -> jaco.api.UpdateState
+	78,  // 81: jaco.api.UpdateStatus.started_at:type_name -> google.protobuf.Timestamp
+	78,  // 82: jaco.api.UpdateStatus.completed_at:type_name -> google.protobuf.Timestamp
+	18,  // 83: jaco.api.Service.meta:type_name -> jaco.api.Meta
+	44,  // 84: jaco.api.Service.spec:type_name -> jaco.api.ServiceSpec
+	44,  // 85: jaco.api.Service.previous_spec:type_name -> jaco.api.ServiceSpec
+	51,  // 86: jaco.api.Service.update_status:type_name -> jaco.api.UpdateStatus
+	56,  // 87: jaco.api.Service.virtual_ips:type_name -> jaco.api.VirtualIP
+	55,  // 88: jaco.api.Service.rebalance:type_name -> jaco.api.RebalanceStatus
+	54,  // 89: jaco.api.Service.job_status:type_name -> jaco.api.JobStatus
+	78,  // 90: jaco.api.JobStatus.last_execution:type_name -> google.protobuf.Timestamp
+	13,  // 91: jaco.api.RebalanceStatus.state:type_name -> jaco.api.RebalanceState
+	78,  // 92: jaco.api.RebalanceStatus.requested_at:type_name -> google.protobuf.Timestamp
+	78,  // 93: jaco.api.RebalanceStatus.completed_at:type_name -> google.protobuf.Timestamp
+	14,  // 94: jaco.api.TaskStatus.state:type_name -> jaco.api.TaskState
+	78,  // 95: jaco.api.TaskStatus.timestamp:type_name -> google.protobuf.Timestamp
+	58,  // 96: jaco.api.TaskStatus.addresses:type_name -> jaco.api.NetworkAddress
+	18,  // 97: jaco.api.Task.meta:type_name -> jaco.api.Meta
+	14,  // 98: jaco.api.Task.desired_state:type_name -> jaco.api.TaskState
+	57,  // 99: jaco.api.Task.status:type_name -> jaco.api.TaskStatus
+	44,  // 100: jaco.api.Task.spec:type_name -> jaco.api.ServiceSpec
+	78,  // 101: jaco.api.Task.not_before:type_name -> google.protobuf.Timestamp
+	78,  // 102: jaco.api.Task.running_since:type_name -> google.protobuf.Timestamp
+	60,  // 103: jaco.api.Task.volumes:type_name -> jaco.api.TaskVolume
+	74,  // 104: jaco.api.TaskVolume.options:type_name -> jaco.api.TaskVolume.OptionsEntry
+	18,  // 105: jaco.api.JoinToken.meta:type_name -> jaco.api.Meta
+	0,   // 106: jaco.api.JoinToken.role:type_name -> jaco.api.NodeRole
+	78,  // 107: jaco.api.JoinToken.expires_at:type_name -> google.protobuf.Timestamp
+	78,  // 108: jaco.api.JoinToken.consumed_at:type_name -> google.protobuf.Timestamp
+	18,  // 109: jaco.api.Volume.meta:type_name -> jaco.api.Meta
+	65,  // 110: jaco.api.Volume.spec:type_name -> jaco.api.VolumeSpec
+	78,  // 111: jaco.api.Volume.placed_at:type_name -> google.protobuf.Timestamp
+	63,  // 112: jaco.api.Volume.move:type_name -> jaco.api.VolumeMove
+	16,  // 113: jaco.api.VolumeMove.state:type_name -> jaco.api.VolumeMoveState
+	75,  // 114: jaco.api.VolumeMoveOrder.options:type_name -> jaco.api.VolumeMoveOrder.OptionsEntry
+	76,  // 115: jaco.api.VolumeSpec.options:type_name -> jaco.api.VolumeSpec.OptionsEntry
+	77,  // 116: jaco.api.VolumeSpec.labels:type_name -> jaco.api.VolumeSpec.LabelsEntry
+	117, // [117:117] is the sub-list for method output_type
+	117, // [117:117] is the sub-list for method input_type
+	117, // [117:117] is the sub-list for extension type_name
+	117, // [117:117] is the sub-list for extension extendee
+	0,   // [0:117] is the sub-list for field type_name
 }
 
 func init() { file_api_objects_proto_init() }
@@ -5795,7 +6286,7 @@ func file_api_objects_proto_init() {
 	if File_api_objects_proto != nil {
 		return
 	}
-	file_api_objects_proto_msgTypes[20].OneofWrappers = []any{
+	file_api_objects_proto_msgTypes[21].OneofWrappers = []any{
 		(*HealthCheck_Command)(nil),
 		(*HealthCheck_Http)(nil),
 		(*HealthCheck_Tcp)(nil),
@@ -5806,8 +6297,8 @@ func file_api_objects_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_objects_proto_rawDesc), len(file_api_objects_proto_rawDesc)),
-			NumEnums:      16,
-			NumMessages:   56,
+			NumEnums:      18,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

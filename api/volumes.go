@@ -128,3 +128,13 @@ func CheckVolumeName(name string) error {
 	}
 	return nil
 }
+
+// VolumeMoveProgress is a volume copy's progress as the pending message
+// and the drain say it: "copied 12.0 MiB of 200.0 MiB"
+// (docs/adr/0064-volume-move.md).
+func VolumeMoveProgress(m *VolumeMove) string {
+	if m.GetBytesTotal() == 0 && m.GetBytesDone() == 0 {
+		return "copying"
+	}
+	return fmt.Sprintf("copied %.1f MiB of %.1f MiB", float64(m.GetBytesDone())/(1<<20), float64(m.GetBytesTotal())/(1<<20))
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/jaco-project/jaco/manager/rolemanager"
 	"github.com/jaco-project/jaco/manager/scheduler"
 	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager/volumemove"
 )
 
 // joinTokenSweepInterval is how often the leader deletes spent join tokens.
@@ -87,6 +88,7 @@ func (m *Manager) assemble(o options) []Subsystem {
 		Subsystem{Name: "role-reconciler", Run: roles.Run},
 		Subsystem{Name: "overlay-blocks", Run: netalloc.New(st, netalloc.WithLogger(log.With("component", "overlay-blocks"))).Run},
 		Subsystem{Name: "backup-scheduler", Run: scheduled.Run},
+		Subsystem{Name: "volume-mover", Run: volumemove.New(st, log.With("component", "volume-mover")).Run},
 	)
 }
 

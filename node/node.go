@@ -30,6 +30,7 @@ import (
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/agent/monitor"
+	"github.com/jaco-project/jaco/agent/volumemove"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
 	"github.com/jaco-project/jaco/api/reason"
@@ -81,10 +82,13 @@ type Node struct {
 	// monitors records the nodes that heartbeat to this one (monitor.go).
 	monitors *monitor.Table
 	// overlay is this node's end of the overlay, set with the agent.
-	overlay    atomic.Pointer[overlayNode]
-	agentMu    sync.Mutex // guards starting and stopping the agent
-	agentStop  context.CancelFunc
-	containerd *ctrd.Runtime
+	overlay atomic.Pointer[overlayNode]
+	// volumeSource serves this node's volumes to the nodes they move to
+	// (docs/adr/0064-volume-move.md); nil until the agent starts.
+	volumeSource atomic.Pointer[volumemove.Source]
+	agentMu      sync.Mutex // guards starting and stopping the agent
+	agentStop    context.CancelFunc
+	containerd   *ctrd.Runtime
 
 	unixLis, tcpLis net.Listener
 	unixSrv, tcpSrv *grpc.Server

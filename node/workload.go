@@ -18,6 +18,8 @@ import (
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/agent/isolation"
 	"github.com/jaco-project/jaco/agent/netattach"
+	"github.com/jaco-project/jaco/agent/volumemove"
+	"github.com/jaco-project/jaco/agent/volumes"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
@@ -57,6 +59,16 @@ func (n *Node) startAgent() error {
 		managers = append([]string{n.advertise}, managers...)
 	}
 	ov := n.openOverlay()
+	// The volume mover's report goes through the agent, made below; it is
+	// set before the agent runs, so before any order can come.
+	var reportMove func(context.Context, *api.ReportVolumeMoveRequest) error
+	mover := &volumemove.Mover{
+		NodeID: id.NodeID, Dir: volumes.Dir(n.cfg.volumesDir()), Orders: &volumemove.Orders{},
+		Dial:   func(_ context.Context, addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) },
+		Report: func(ctx context.Context, r *api.ReportVolumeMoveRequest) error { return reportMove(ctx, r) },
+		Log:    n.log.With("component", "volumes"),
+	}
+	mover.Start(ctx, &n.wg)
 	describeMachine := describe(runtimes, iso)
 	a, err := agent.New(agent.Config{
 		NodeID:   id.NodeID,
@@ -82,6 +94,7 @@ func (n *Node) startAgent() error {
 		Overlay:        ov.follow,
 		Networks:       plane.follow,
 		RemovedVolumes: newVolumeSweeper(ctx, &n.wg, n.cfg.volumesDir(), n.log).sweep,
+		VolumeMoves:    mover.Follow,
 		Disconnected:   plane.disconnected,
 		Logger:         n.log,
 	})
@@ -90,6 +103,8 @@ func (n *Node) startAgent() error {
 		return err
 	}
 	ov.redescribe = a.Redescribe
+	reportMove = a.ReportVolumeMove
+	n.volumeSource.Store(&volumemove.Source{NodeID: id.NodeID, Dir: mover.Dir, Orders: mover.Orders})
 	n.agent.Store(a)
 	n.overlay.Store(ov)
 	n.agentStop = cancel
@@ -220,6 +235,19 @@ func (s agentService) ListLocalReplicas(_ context.Context, req *api.ListLocalRep
 		return nil, err
 	}
 	return localReplicasPage(a.Replicas(), req)
+}
+
+// ReadVolume serves a volume moving from this node to the caller
+// (docs/adr/0064-volume-move.md).
+func (s agentService) ReadVolume(req *api.ReadVolumeRequest, stream grpc.ServerStreamingServer[api.VolumeChunk]) error {
+	if _, err := s.running(); err != nil {
+		return err
+	}
+	src := s.n.volumeSource.Load()
+	if src == nil {
+		return reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
+	}
+	return src.ReadVolume(req, stream)
 }
 
 func (s agentService) OverlayStatus(ctx context.Context, _ *api.OverlayStatusRequest) (*api.OverlayStatusResponse, error) {

@@ -163,6 +163,11 @@ func (d Dir) Remove(ref *api.VolumeRef) (removed bool, err error) {
 	if strings.TrimSpace(string(b)) != ref.GetId() {
 		return false, nil
 	}
+	// Another generation of the volume (it moved away and back) is not
+	// the copy the removal names (move.go).
+	if g, err := generation(root); err != nil || g != ref.GetGeneration() {
+		return false, err
+	}
 	data := filepath.Join(root, dataDir)
 	if mounted, err := isMountPoint(data); err == nil && mounted {
 		if err := unix.Unmount(data, unix.MNT_DETACH); err != nil {

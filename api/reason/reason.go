@@ -103,6 +103,16 @@ const (
 	// elsewhere, on an empty volume. The message names the volume and the
 	// node (docs/adr/0061-volumes.md).
 	VolumeUnavailable = "volume_unavailable"
+	// VolumeMoving is a pending replica's status reason: a volume it
+	// mounts is being moved to the node it will run on (the service's
+	// volume_move is MOVE); the message tells the copy's progress
+	// (docs/adr/0064-volume-move.md).
+	VolumeMoving = "volume_moving"
+	// VolumeMoveFailed is a pending replica's status reason: the copy of
+	// a volume it mounts failed and is tried again; the volume still
+	// lives, untouched, on its node. The message says why
+	// (docs/adr/0064-volume-move.md).
+	VolumeMoveFailed = "volume_move_failed"
 	// AddressInUse refuses moving a manager to an advertise address
 	// another node of the cluster is recorded at; the message names it.
 	// Nothing was changed (docs/adr/0038).

@@ -24,7 +24,8 @@ const MaxPolicyDuration = time.Hour
 
 // Replaces reports whether changing a service's spec from a to b replaces
 // its replicas: a change of the replica count, of the update and rollback
-// policies, or of the endpoint mode alone does not. The endpoint mode only
+// policies, of the volume move policy, or of the endpoint mode alone does
+// not. The endpoint mode only
 // decides whether the service has a VIP: the nodes' DNS answers and VIP
 // rules follow it from the service, and a replica's interfaces and
 // addresses stay the same. Any port change replaces them, a publish mode
@@ -39,6 +40,9 @@ func Replaces(a, b *api.ServiceSpec) bool {
 	for _, s := range []*api.ServiceSpec{a, b} {
 		s.Replicas, s.Update, s.Rollback = 0, nil, nil
 		s.EndpointMode = api.EndpointMode_ENDPOINT_MODE_UNSPECIFIED
+		// What a replica does when its volume's node cannot take it
+		// matters only then (docs/adr/0064-volume-move.md).
+		s.VolumeMove = api.VolumeMovePolicy_VOLUME_MOVE_POLICY_PIN
 	}
 	return !proto.Equal(a, b)
 }

@@ -95,6 +95,7 @@ func TestBadInput(t *testing.T) {
 		usage(`"--update-order" flag: want stop-first or start-first`, "service", "update", "web", "--update-order", "x"),
 		// The rest of the spec.
 		usage(`"--mode" flag: want replicated, global`, create("--mode", "foo")...),
+		usage(`"--volume-move" flag: want pin, move`, create("--volume-move", "copy")...),
 		usage(`"--restart-condition" flag: want any, on-failure, none`, create("--restart-condition", "sometimes")...),
 		usage(`"--endpoint-mode" flag: want vip, dnsrr`, create("--endpoint-mode", "ipvs")...),
 		usage(`"--endpoint-mode" flag: want vip, dnsrr`, "service", "update", "web", "--endpoint-mode", "VIP"),

@@ -73,6 +73,7 @@ spec:
   read_only: false
   shm_size_bytes: 0
   max_concurrent: 0
+  volume_move: pin
 spec_version: 3
 update_status:
   state: paused

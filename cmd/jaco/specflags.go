@@ -47,6 +47,7 @@ type specFlags struct {
 	update, rollback               policyFlags
 	proc                           procFlags
 	job                            jobFlags
+	volumeMove                     string
 }
 
 func (f *specFlags) register(fs *pflag.FlagSet) {
@@ -102,6 +103,9 @@ func (f *specFlags) register(fs *pflag.FlagSet) {
 		"secret the replicas get as /run/secrets/TARGET, in memory: NAME[,target=T,mode=0444,uid=0,gid=0] (repeatable; on update the list replaces the service's)")
 	fs.Var(&checkedList{&f.configs, checkFileRef}, "config",
 		"config the replicas get as a file: NAME[,target=/PATH,mode=0444,uid=0,gid=0] (target default /NAME; repeatable; on update the list replaces the service's)")
+	f.volumeMove = "pin"
+	fs.Var(&checkedString{&f.volumeMove, oneOf("pin", "move")}, "volume-move",
+		"a replica whose named volume lives on a node it must leave (drained, or excluded by --constraint): pin (wait for that node) or move (stop it, copy the volume to its new node, start it there; docs/adr/0064-volume-move.md)")
 	f.proc.register(fs)
 	f.job.register(fs)
 	f.update.register(fs, "update")
@@ -117,6 +121,12 @@ func (f *specFlags) apply(cmd *cobra.Command, spec *api.ServiceSpec, all bool) e
 	}
 	if err := f.job.applyMode(cmd, set, f.mode, spec); err != nil { // jobflags.go
 		return err
+	}
+	if set("volume-move") {
+		spec.VolumeMove = api.VolumeMovePolicy_VOLUME_MOVE_POLICY_PIN
+		if f.volumeMove == "move" {
+			spec.VolumeMove = api.VolumeMovePolicy_VOLUME_MOVE_POLICY_MOVE
+		}
 	}
 	if set("bundle") && f.bundle != "" {
 		b, err := readBundle(f.bundle)

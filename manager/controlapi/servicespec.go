@@ -70,6 +70,9 @@ func validateSpec(spec *api.ServiceSpec) error {
 	if _, ok := api.EndpointMode_name[int32(spec.EndpointMode)]; !ok {
 		return invalid("endpoint_mode %d: want vip or dnsrr", spec.EndpointMode)
 	}
+	if _, ok := api.VolumeMovePolicy_name[int32(spec.VolumeMove)]; !ok {
+		return invalid("volume_move %d: want pin or move", spec.VolumeMove)
+	}
 	for _, e := range spec.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
 			return invalid("environment entry %q is not KEY=VALUE", e)

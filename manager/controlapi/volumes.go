@@ -143,6 +143,12 @@ func (s *Server) RemoveVolume(ctx context.Context, req *api.RemoveVolumeRequest)
 			return reason.Error(codes.FailedPrecondition, reason.VolumeInUse,
 				"volume %s is used by replicas that have not ended yet (%s): wait for them to stop", name, strings.Join(replicas, ", "))
 		}
+		if m := vol.GetMove(); m != nil {
+			// Both nodes hold a copy until the move ends; a removal now
+			// would reach only one of them (docs/adr/0064-volume-move.md).
+			return reason.Error(codes.FailedPrecondition, reason.VolumeInUse,
+				"volume %s is moving from node %s to node %s: wait for the move to end", name, m.GetFromNode(), m.GetToNode())
+		}
 		if err := tx.Delete(vol); err != nil {
 			return err
 		}
@@ -150,7 +156,7 @@ func (s *Server) RemoveVolume(ctx context.Context, req *api.RemoveVolumeRequest)
 		if n == nil {
 			return nil // never placed, or its node was removed
 		}
-		n.RemovedVolumes = append(n.RemovedVolumes, &api.VolumeRef{Id: vol.GetId(), Name: name})
+		n.RemovedVolumes = append(n.RemovedVolumes, &api.VolumeRef{Id: vol.GetId(), Name: name, Generation: vol.GetGeneration()})
 		if extra := len(n.RemovedVolumes) - api.MaxRemovedVolumes; extra > 0 {
 			n.RemovedVolumes = slices.Delete(n.RemovedVolumes, 0, extra)
 		}
@@ -271,22 +277,10 @@ func ensureVolumes(tx *store.Tx, spec *api.ServiceSpec) error {
 			}
 		} else if len(m.VolumeOptions) > 0 && !maps.Equal(m.VolumeOptions, vol.GetSpec().GetOptions()) {
 			return invalid("service %s: volume %s exists with other options (%s) than the mount at %s gives (%s): leave volume-opt out, or name another volume",
-				spec.GetName(), m.Source, optionWords(vol.GetSpec().GetOptions()), m.Target, optionWords(m.VolumeOptions))
+				spec.GetName(), m.Source, api.VolumeOptionWords(vol.GetSpec().GetOptions()), m.Target, api.VolumeOptionWords(m.VolumeOptions))
 		}
 		m.VolumeId = vol.GetId()
 		m.VolumeOptions = maps.Clone(vol.GetSpec().GetOptions())
 	}
 	return nil
-}
-
-// optionWords is opts as k=v words, sorted; "none" when empty.
-func optionWords(opts map[string]string) string {
-	if len(opts) == 0 {
-		return "none"
-	}
-	var words []string
-	for _, k := range slices.Sorted(maps.Keys(opts)) {
-		words = append(words, k+"="+opts[k])
-	}
-	return strings.Join(words, ",")
 }

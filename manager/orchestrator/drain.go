@@ -59,7 +59,7 @@ func (o *Orchestrator) newDrainer() *drainer {
 func (d *drainer) run(ctx context.Context) {
 	in := newIntake(false)
 	// The channel carries only resets; in.kick says the store changed.
-	events := d.st.Watch(ctx, store.Any(store.ObjectType[*api.Node](), store.ObjectType[*api.Task]()), in.filter)
+	events := d.st.Watch(ctx, store.Any(store.ObjectType[*api.Node](), store.ObjectType[*api.Task](), store.ObjectType[*api.Volume]()), in.filter)
 	for {
 		var timer <-chan time.Time
 		wake, err := d.pass(ctx)
@@ -250,6 +250,11 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 		}
 		why = append(why, msg)
 	}
+	// A volume moving off the node (docs/adr/0064-volume-move.md) keeps
+	// the drain going until its copy is verified: the node must not go
+	// before its data has.
+	moving := volumesMovingFrom(tx, n.GetId())
+	unended += len(moving)
 	next = proto.Clone(dr).(*api.NodeDrain)
 	// Replicas already stopping (a global one the reconciler dropped
 	// before this pass saw it) count as moved.
@@ -270,12 +275,40 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 		if dr.GetRemove() {
 			next.Message = "drained; removing the node"
 		}
+	case waiting == 0 && len(moving) > 0:
+		next.Message = "moving " + strings.Join(moving, "; ")
 	case waiting == 0:
 		next.Message = fmt.Sprintf("waiting for %d replicas to stop", unended)
 	default:
 		next.Message = fmt.Sprintf("moving %d replicas", waiting)
+		if len(moving) > 0 {
+			next.Message += "; " + strings.Join(moving, "; ")
+		}
 	}
 	return next, w
+}
+
+// volumesMovingFrom says, for each volume whose data is leaving node and
+// not yet verified on its new node, how far its copy is.
+func volumesMovingFrom(tx store.ReadTx, node string) []string {
+	var out []string
+	for _, v := range tx.ListVolumes() {
+		m := v.GetMove()
+		if m.GetFromNode() != node || m.GetState() == api.VolumeMoveState_VOLUME_MOVE_STATE_CLEANUP {
+			continue
+		}
+		s := "volume " + v.GetSpec().GetName() + ": "
+		switch m.GetState() {
+		case api.VolumeMoveState_VOLUME_MOVE_STATE_STOPPING:
+			s += "stopping its replicas"
+		case api.VolumeMoveState_VOLUME_MOVE_STATE_FAILED:
+			s += fmt.Sprintf("copy failed (attempt %d), trying again: %s", m.GetAttempts(), m.GetError())
+		default:
+			s += api.VolumeMoveProgress(m)
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // newestOccupant is the newest of tasks that holds its slot, or nil.

@@ -182,6 +182,11 @@ func (ix *index) setService(s *api.Service) {
 	if old := ix.services[s.GetId()]; old != nil {
 		if old.GetSpec().GetName() == s.GetSpec().GetName() {
 			ix.services[s.GetId()] = s
+			// The service's volume_move decides for its pending replicas,
+			// whatever spec they carry (volumemove.go).
+			if old.GetSpec().GetVolumeMove() != s.GetSpec().GetVolumeMove() {
+				ix.recheckAll = true
+			}
 			return
 		}
 		delete(ix.serviceByName, old.GetSpec().GetName())

@@ -44,7 +44,7 @@ func (ix *index) setVolume(v *api.Volume) {
 		}
 	}
 	ix.volumes[name] = v
-	if old == nil || old.GetNodeId() != v.GetNodeId() || old.GetId() != v.GetId() {
+	if old == nil || old.GetNodeId() != v.GetNodeId() || old.GetId() != v.GetId() || !proto.Equal(old.GetMove(), v.GetMove()) {
 		ix.recheckAll = true
 	}
 }
@@ -119,6 +119,10 @@ func (s *Scheduler) decideWithVolumes(ix *index, serviceID string, p *needs, spe
 				ex = p.check(ni)
 			}
 			if ex != exNone {
+				var moved bool
+				if writes, moved = s.moveVolumes(ix, writes, serviceID, p, spec, vols, home, ex, t); moved {
+					continue
+				}
 				writes = s.setPending(writes, t, ReasonVolumeUnavailable, fmt.Sprintf(
 					"volume %s lives on node %s, which %s: the replica waits for that node", volume, nodeName(ix, home), nodeCondition(ni, ex, p)))
 				continue
