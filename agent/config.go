@@ -17,6 +17,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/spectemplate"
 	"google.golang.org/grpc"
 )
 
@@ -81,6 +82,10 @@ type Config struct {
 	// session message, for their directories to go
 	// (docs/adr/0061-volumes.md). It must not block.
 	RemovedVolumes func(refs []*api.VolumeRef)
+	// VolumeMoves, when set, is handed the volume copies this node takes
+	// part in (Node.volume_moves) from every session message that brings
+	// the node (docs/adr/0064-volume-move.md). It must not block.
+	VolumeMoves func(orders []*api.VolumeMoveOrder)
 	// Disconnected, when set, is called each time a session the
 	// dispatcher opened ends (not when the agent stops): what Overlay and
 	// Networks last got is stale until the next session message. It must
@@ -159,6 +164,7 @@ func MachineDescription(runtimes []exec.Runtime) *api.NodeDescription {
 	d := &api.NodeDescription{
 		Hostname:  host,
 		Resources: &api.Resources{NanoCpus: int64(runtime.NumCPU()) * 1e9, MemoryBytes: memTotal()},
+		Platform:  &api.Platform{Os: runtime.GOOS, Architecture: spectemplate.Architecture(runtime.GOARCH)},
 	}
 	for _, rt := range runtimes {
 		d.Runtimes = append(d.Runtimes, rt.Name())

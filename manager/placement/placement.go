@@ -1,6 +1,6 @@
 // Package placement reads a service's placement against a node: its pin,
-// its constraints (node.id, node.hostname, node.role or node.labels.KEY,
-// with == or !=) and its spread preferences. The scheduler filters and
+// its constraints (node.id, node.hostname, node.role, node.platform.os,
+// node.platform.arch or node.labels.KEY, with == or !=) and its spread preferences. The scheduler filters and
 // spreads with it, and the orchestrators and the control API ask it
 // whether a service is pinned to a node or may run there, so every part
 // of the leader reads a placement the same way.
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/spectemplate"
 )
 
 // ErrInvalid is wrapped by the errors of Validate, ParseConstraints and
@@ -45,6 +46,16 @@ func parseAttribute(s string) (Attribute, error) {
 		return Attribute{name, func(n *api.Node) (string, bool) { return Hostname(n), true }}, nil
 	case "node.role":
 		return Attribute{name, func(n *api.Node) (string, bool) { return roleWord(n.GetRole()), true }}, nil
+	case "node.platform.os":
+		return Attribute{name, func(n *api.Node) (string, bool) {
+			os := n.GetDescription().GetPlatform().GetOs()
+			return os, os != ""
+		}}, nil
+	case "node.platform.arch":
+		return Attribute{name, func(n *api.Node) (string, bool) {
+			arch := n.GetDescription().GetPlatform().GetArchitecture()
+			return arch, arch != ""
+		}}, nil
 	}
 	if key, ok := strings.CutPrefix(name, "node.labels."); ok && key != "" {
 		return Attribute{name, func(n *api.Node) (string, bool) {
@@ -52,7 +63,7 @@ func parseAttribute(s string) (Attribute, error) {
 			return v, ok
 		}}, nil
 	}
-	return Attribute{}, fmt.Errorf("%w: unknown attribute %q (want node.id, node.hostname, node.role or node.labels.KEY)", ErrInvalid, name)
+	return Attribute{}, fmt.Errorf("%w: unknown attribute %q (want node.id, node.hostname, node.role, node.platform.os, node.platform.arch or node.labels.KEY)", ErrInvalid, name)
 }
 
 // Hostname is the node's hostname, from the node or, when that is empty,
@@ -94,6 +105,11 @@ func parseConstraint(s string) (Constraint, error) {
 	}
 	if attr.name == "node.role" && value != "manager" && value != "worker" {
 		return Constraint{}, fmt.Errorf("%w: constraint %q: node.role is manager or worker", ErrInvalid, s)
+	}
+	if attr.name == "node.platform.arch" {
+		// Stacks write Go's and Docker's names alike (amd64, x86_64);
+		// nodes report the kernel's.
+		value = spectemplate.Architecture(value)
 	}
 	return Constraint{attr: attr, equal: equal, value: value}, nil
 }
