@@ -139,6 +139,14 @@ bench-network: ## overlay throughput and round trips beside the underlay, DNS an
 bench-stacks: ## a 50-service stack deployed by stack deploy beside 50 service creates, until all 100 replicas run (root; docs/bench/stacks.md)
 	$(GO) test -run '^$$' -bench Stacks -benchtime 1x -count 1 -timeout 20m ./integration/
 
+.PHONY: bench-volume-move
+bench-volume-move: ## a 200 MiB volume moved by a drain beside tar | nc between the same two nodes, 3 rounds (root; docs/bench/volume-move.md)
+	./scripts/bench-volume-move.sh
+
+.PHONY: compat-compose
+compat-compose: ## public compose files on jaco and on this machine's Docker swarm (root; FILES=..., docs/compat/compose.md)
+	./scripts/compat-compose.sh $(FILES)
+
 .PHONY: bench-day-two
 bench-day-two: ## a worker partitioned from the managers and a dead one: time to replacement, 5 rounds (root; docs/bench/day-two.md)
 	./scripts/bench-day-two.sh
