@@ -51,6 +51,7 @@ func TestVolumes(t *testing.T) {
 		{"drained volume node: pending volume_unavailable, never elsewhere", v.drained},
 		{"volume rm refused while used, then deletes the node's directory", v.removed},
 		{"stack rm keeps the stack's volume, --volumes removes it", v.stack},
+		{"a Swarm-style stack: secret file, templates, volume, job", v.swarmStyleStack},
 	}
 	for _, tc := range cases {
 		caseStart := time.Now()
