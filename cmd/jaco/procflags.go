@@ -58,53 +58,29 @@ func (f *procFlags) register(fs *pflag.FlagSet) {
 
 // apply writes the flags set says were given into spec.
 func (f *procFlags) apply(set func(string) bool, spec *api.ServiceSpec) {
-	if set("user") {
-		spec.User = f.user
-	}
-	if set("group") {
-		spec.Groups = f.groups
-	}
-	if set("workdir") {
-		spec.Workdir = f.workdir
-	}
-	if set("hostname") {
-		spec.Hostname = f.hostname
-	}
-	if set("cap-add") {
-		spec.CapAdd = capabilities(f.capAdd)
-	}
-	if set("cap-drop") {
-		spec.CapDrop = capabilities(f.capDrop)
-	}
-	if set("sysctl") {
-		spec.Sysctls = f.sysctls.m
-	}
-	if set("ulimit") {
-		spec.Ulimits = f.ulimits.list
-	}
-	if set("stop-signal") {
-		spec.StopSignal = f.stopSignal
-	}
-	if set("init") {
-		spec.Init = f.init
-	}
-	if set("read-only") {
-		spec.ReadOnly = f.readOnly
-	}
-	if set("host") {
-		spec.ExtraHosts = f.hosts
-	}
-	if set("dns") {
-		spec.Dns = f.dns
-	}
-	if set("dns-search") {
-		spec.DnsSearch = f.dnsSearch
-	}
-	if set("dns-option") {
-		spec.DnsOptions = f.dnsOptions
-	}
-	if set("shm-size") {
-		spec.ShmSizeBytes = f.shmSize.bytes
+	assign(set, "user", &spec.User, f.user)
+	assign(set, "group", &spec.Groups, f.groups)
+	assign(set, "workdir", &spec.Workdir, f.workdir)
+	assign(set, "hostname", &spec.Hostname, f.hostname)
+	assign(set, "cap-add", &spec.CapAdd, capabilities(f.capAdd))
+	assign(set, "cap-drop", &spec.CapDrop, capabilities(f.capDrop))
+	assign(set, "sysctl", &spec.Sysctls, f.sysctls.m)
+	assign(set, "ulimit", &spec.Ulimits, f.ulimits.list)
+	assign(set, "stop-signal", &spec.StopSignal, f.stopSignal)
+	assign(set, "init", &spec.Init, f.init)
+	assign(set, "read-only", &spec.ReadOnly, f.readOnly)
+	assign(set, "host", &spec.ExtraHosts, f.hosts)
+	assign(set, "dns", &spec.Dns, f.dns)
+	assign(set, "dns-search", &spec.DnsSearch, f.dnsSearch)
+	assign(set, "dns-option", &spec.DnsOptions, f.dnsOptions)
+	assign(set, "shm-size", &spec.ShmSizeBytes, f.shmSize.bytes)
+}
+
+// assign writes v into *field when the flag was given; a flag not given
+// leaves the field alone.
+func assign[T any](set func(string) bool, flag string, field *T, v T) {
+	if set(flag) {
+		*field = v
 	}
 }
 

@@ -3,7 +3,6 @@ package compose
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -33,11 +32,6 @@ type Volume struct {
 	// removes them.
 	External bool `json:",omitempty"`
 }
-
-// volumeName is the rule of jaco's volume names (those of services, as
-// the manager checks them): checked here so that a bad name: is refused
-// before the deploy writes anything.
-var volumeName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 
 // volumeMount maps a mount of type volume: a named volume by its jaco
 // name, with the options of a volume the stack declares (the manager
@@ -94,7 +88,9 @@ func (t *translator) stackVolumes() ([]Volume, error) {
 			t.refuse(at+".driver", vc.Driver+"; jaco volumes are "+api.LocalVolumeDriver)
 		}
 		vol := Volume{Name: t.volumeName(key), External: bool(vc.External)}
-		if !volumeName.MatchString(vol.Name) {
+		// The manager's rule (api.CheckVolumeName), checked here so that
+		// a bad name: is refused before the deploy writes anything.
+		if api.CheckVolumeName(vol.Name) != nil {
 			errs = append(errs, fmt.Errorf("%s.name: %q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", at, vol.Name))
 			continue
 		}
