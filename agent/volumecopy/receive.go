@@ -402,15 +402,7 @@ func (w *writer) finish() error {
 			return err
 		}
 	}
-	d, err := w.root.Open(".")
-	if err != nil {
-		return fmt.Errorf("sync volume: %w", err)
-	}
-	defer d.Close()
-	if err := unix.Syncfs(int(d.Fd())); err != nil {
-		return fmt.Errorf("sync volume: %w", err)
-	}
-	return nil
+	return syncFS(w.root.Name())
 }
 
 // syncFS flushes the file system holding dir.

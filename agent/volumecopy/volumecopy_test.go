@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/testenv"
 )
 
 // chunks is a recorded stream; cut ends it with an error after that many
@@ -115,7 +116,7 @@ func receiver(t *testing.T) *Receiver {
 
 func TestCopyKeepsOwnersModesTimesAndLinks(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("owners need root")
+		testenv.SkipOrFail(t, "owners need root")
 	}
 	src := fill(t)
 	r := receiver(t)
@@ -128,7 +129,7 @@ func TestCopyKeepsOwnersModesTimesAndLinks(t *testing.T) {
 
 func TestCopyResumesAfterACutStream(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("owners need root")
+		testenv.SkipOrFail(t, "owners need root")
 	}
 	src := fill(t)
 	r := receiver(t)

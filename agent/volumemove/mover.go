@@ -89,7 +89,7 @@ func (m *Mover) Follow(orders []*api.VolumeMoveOrder) {
 func (m *Mover) receive(ctx context.Context, o *api.VolumeMoveOrder) {
 	log := m.Log.With("volume", o.GetName(), "generation", o.GetGeneration(), "from_node", o.GetFromNode())
 	log.Info("volume move: receiving")
-	for failures := 0; ctx.Err() == nil; failures++ {
+	for failures := 0; ; failures++ {
 		start := time.Now()
 		err := m.pull(ctx, o)
 		if err == nil {
