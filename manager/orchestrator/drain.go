@@ -99,6 +99,7 @@ func (d *drainer) pass(ctx context.Context) (wake time.Time, err error) {
 	var removals []*api.Node
 	seen := map[string]bool{}
 	d.st.View(func(tx store.ReadTx) {
+		var moving map[string][]string // read once a pass, at the first drain
 		// Only draining nodes are copied: a pass runs on node events, and
 		// cloning every node of a large cluster each time was a fifth of
 		// a manager's CPU with 5 000 nodes (docs/bench/largestore.md).
@@ -110,7 +111,10 @@ func (d *drainer) pass(ctx context.Context) (wake time.Time, err error) {
 			dr := n.GetDrain()
 			switch dr.GetState() {
 			case api.DrainState_DRAIN_STATE_DRAINING:
-				next, w := d.progress(tx, n, now, seen)
+				if moving == nil {
+					moving = volumesMoving(tx)
+				}
+				next, w := d.progress(tx, n, now, seen, moving[n.GetId()])
 				if !proto.Equal(next, dr) {
 					changes = append(changes, change{n, next})
 				}
@@ -184,9 +188,10 @@ func (d *drainer) note(ctx context.Context, nodeID, msg string) {
 	}
 }
 
-// progress works out n's drain from the tasks on it. seen collects the
+// progress works out n's drain from the tasks on it and moving, how far
+// each volume leaving it has got (volumesMoving). seen collects the
 // replicas still waiting; w is when the first of them times out.
-func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map[string]bool) (next *api.NodeDrain, w time.Time) {
+func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map[string]bool, moving []string) (next *api.NodeDrain, w time.Time) {
 	dr := n.GetDrain()
 	timeout := dr.GetReplacementTimeout().AsDuration()
 	if timeout <= 0 {
@@ -253,7 +258,6 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 	// A volume moving off the node (docs/adr/0064-volume-move.md) keeps
 	// the drain going until its copy is verified: the node must not go
 	// before its data has.
-	moving := volumesMovingFrom(tx, n.GetId())
 	unended += len(moving)
 	next = proto.Clone(dr).(*api.NodeDrain)
 	// Replicas already stopping (a global one the reconciler dropped
@@ -288,13 +292,13 @@ func (d *drainer) progress(tx store.ReadTx, n *api.Node, now time.Time, seen map
 	return next, w
 }
 
-// volumesMovingFrom says, for each volume whose data is leaving node and
+// volumesMoving says, by the node its data is leaving, for each volume
 // not yet verified on its new node, how far its copy is.
-func volumesMovingFrom(tx store.ReadTx, node string) []string {
-	var out []string
+func volumesMoving(tx store.ReadTx) map[string][]string {
+	out := map[string][]string{}
 	for _, v := range tx.ListVolumes() {
 		m := v.GetMove()
-		if m.GetFromNode() != node || m.GetState() == api.VolumeMoveState_VOLUME_MOVE_STATE_CLEANUP {
+		if m == nil || m.GetState() == api.VolumeMoveState_VOLUME_MOVE_STATE_CLEANUP {
 			continue
 		}
 		s := "volume " + v.GetSpec().GetName() + ": "
@@ -306,7 +310,7 @@ func volumesMovingFrom(tx store.ReadTx, node string) []string {
 		default:
 			s += api.VolumeMoveProgress(m)
 		}
-		out = append(out, s)
+		out[m.GetFromNode()] = append(out[m.GetFromNode()], s)
 	}
 	return out
 }

@@ -131,13 +131,7 @@ func (s *Scheduler) decideGroup(ix *index, serviceID string, tasks []*api.Task, 
 		return writes
 	}
 
-	var eligible []*nodeInfo
-	for _, ni := range ix.nodes {
-		if p.check(ni) == exNone {
-			eligible = append(eligible, ni)
-		}
-	}
-	tree := newSpreadTree(p, eligible, ix.held[serviceID])
+	tree := newSpreadTree(p, eligibleNodes(ix, p, ""), ix.held[serviceID])
 	var path []*branch
 	for i, t := range free {
 		var ni *nodeInfo
@@ -153,6 +147,17 @@ func (s *Scheduler) decideGroup(ix *index, serviceID string, tasks []*api.Task, 
 		tree.placed(path, p.checkRoom(ni) == exNone)
 	}
 	return writes
+}
+
+// eligibleNodes are the nodes p fits, but for node skip ("": none).
+func eligibleNodes(ix *index, p *needs, skip string) []*nodeInfo {
+	var eligible []*nodeInfo
+	for _, ni := range ix.nodes {
+		if ni.id != skip && p.check(ni) == exNone {
+			eligible = append(eligible, ni)
+		}
+	}
+	return eligible
 }
 
 // exclusionMessage runs the filters over every node and says which turned

@@ -14,8 +14,9 @@ import (
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
 
-// startScheduler runs a scheduler on st until the test ends.
-func startScheduler(t *testing.T, st *store.Store, opts ...Option) {
+// startScheduler runs a scheduler on st until stop is called (a leader's
+// term) or the test ends.
+func startScheduler(t *testing.T, st *store.Store, opts ...Option) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -24,7 +25,10 @@ func startScheduler(t *testing.T, st *store.Store, opts ...Option) {
 		defer wg.Done()
 		New(st, append([]Option{WithBatchDelay(5 * time.Millisecond), WithLogger(slog.New(slog.DiscardHandler))}, opts...)...).Run(ctx)
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func taskState(tx store.ReadTx, id string) (api.TaskState, string, string) {

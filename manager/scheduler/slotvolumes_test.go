@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -31,23 +29,6 @@ func slotTask(id string, spec *api.ServiceSpec, slot uint64) *api.Task {
 	t := pendingTasks(spec, 1)[0]
 	t.Id, t.Slot = id, slot
 	return t
-}
-
-// runScheduler runs a scheduler over st until the returned stop is
-// called (or the test ends): a leader's term.
-func runScheduler(t *testing.T, st *store.Store) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		New(st, WithBatchDelay(5*time.Millisecond), WithLogger(slog.New(slog.DiscardHandler))).Run(ctx)
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	t.Cleanup(stop)
-	return stop
 }
 
 // describeSlots is the tasks and volumes of a store, for failures.
@@ -84,7 +65,7 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 	opts := map[string]string{"type": "tmpfs", "o": "size=1m"}
 	spec := slotSpec("db", 3, opts)
 	storetest.Create(t, st, readyNode("a1"), readyNode("b1"), readyNode("c1"), service(spec))
-	stop := runScheduler(t, st)
+	stop := startScheduler(t, st)
 	storetest.Create(t, st, slotTask("db.1", spec, 1), slotTask("db.2", spec, 2), slotTask("db.3", spec, 3))
 
 	home := map[uint64]string{}
@@ -151,7 +132,7 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 	// slot 2 goes home; no volume is made again.
 	stop()
 	setNodeState(t, st, home[2], api.NodeStatusState_NODE_STATUS_STATE_READY)
-	runScheduler(t, st)
+	startScheduler(t, st)
 	waitFor(t, st, "db.2c assigned to db-2's node by the new scheduler", func(tx store.ReadTx) bool {
 		return assignedOn(tx, "db.2c", home[2], "db-2")
 	}, describeSlots)

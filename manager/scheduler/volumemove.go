@@ -61,13 +61,7 @@ func (s *Scheduler) moveVolumes(ix *index, writes []write, serviceID string, p *
 	if len(onHome) == 0 || !movable(ix.nodes[home], ex) {
 		return writes, false
 	}
-	var eligible []*nodeInfo
-	for _, n := range ix.nodes {
-		if n.id != home && p.check(n) == exNone {
-			eligible = append(eligible, n)
-		}
-	}
-	to, _ := newSpreadTree(p, eligible, ix.held[serviceID]).next(nil)
+	to, _ := newSpreadTree(p, eligibleNodes(ix, p, home), ix.held[serviceID]).next(nil)
 	if to == nil {
 		return writes, false
 	}

@@ -92,14 +92,14 @@ func volumeHome(ix *index, vols []taskVolume) (home, homeOf string, msg string) 
 func (s *Scheduler) decideWithVolumes(ix *index, serviceID string, p *needs, spec *api.ServiceSpec, names []string, tasks []*api.Task, writes []write) []write {
 	for _, t := range tasks {
 		vols, msg := taskVolumes(spec, names, t)
+		var home, volume string
 		if msg == "" {
-			_, _, msg = volumeHome(ix, vols)
+			home, volume, msg = volumeHome(ix, vols)
 		}
 		if msg != "" {
 			writes = s.setPending(writes, t, ReasonVolumeUnavailable, msg)
 			continue
 		}
-		home, volume, _ := volumeHome(ix, vols)
 		ids, err := newVolumeIDs(ix, vols)
 		if err != nil {
 			writes = s.setPending(writes, t, ReasonVolumeUnavailable, err.Error())
@@ -141,13 +141,7 @@ func (s *Scheduler) decideWithVolumes(ix *index, serviceID string, p *needs, spe
 				continue
 			}
 		default:
-			var eligible []*nodeInfo
-			for _, n := range ix.nodes {
-				if p.check(n) == exNone {
-					eligible = append(eligible, n)
-				}
-			}
-			ni, _ = newSpreadTree(p, eligible, ix.held[serviceID]).next(nil)
+			ni, _ = newSpreadTree(p, eligibleNodes(ix, p, ""), ix.held[serviceID]).next(nil)
 			if ni == nil {
 				writes = s.setPending(writes, t, ReasonNoSuitableNode, exclusionMessage(ix, p))
 				continue
