@@ -19,6 +19,7 @@ package spectemplate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"runtime"
 	"slices"
@@ -78,19 +79,28 @@ type Task struct {
 // NewContext is the context of task t on node: the service's from the
 // task and its spec as stored, the node's as given.
 func NewContext(t *api.Task, node Node) Context {
+	svc, slot := serviceAndSlot(t, node.ID)
+	return Context{
+		Service: svc,
+		Node:    node,
+		Task:    Task{ID: t.GetId(), Name: api.ReplicaName(t, node.Hostname), Slot: slot},
+	}
+}
+
+// serviceAndSlot are task t's .Service (from the task and its spec as
+// stored) and .Task.Slot: its slot number, or for a global replica (slot
+// 0) nodeID. NewContext and TaskVolumeSource both take them from here, so
+// the agent and the scheduler name a replica's volume alike.
+func serviceAndSlot(t *api.Task, nodeID string) (Service, string) {
 	name := t.GetServiceName()
 	if name == "" {
 		name = t.GetSpec().GetName()
 	}
 	slot := strconv.FormatUint(t.GetSlot(), 10)
 	if t.GetSlot() == 0 {
-		slot = node.ID
+		slot = nodeID
 	}
-	return Context{
-		Service: Service{ID: t.GetServiceId(), Name: name, Labels: t.GetSpec().GetLabels()},
-		Node:    node,
-		Task:    Task{ID: t.GetId(), Name: api.ReplicaName(t, node.Hostname), Slot: slot},
-	}
+	return Service{ID: t.GetServiceId(), Name: name, Labels: t.GetSpec().GetLabels()}, slot
 }
 
 // HostPlatform is this machine's platform, as a Docker engine on it would
@@ -184,73 +194,36 @@ func (e *expander) parseField(field, s string) (*template.Template, error) {
 	return tmpl, nil
 }
 
-// checkNode refuses the actions and functions templates are not offered.
-func checkNode(n parse.Node) error {
-	switch n := n.(type) {
-	case *parse.ListNode:
-		if n == nil {
-			return nil
+// checkNode refuses the actions and functions templates are not offered,
+// wherever they appear under root.
+func checkNode(root parse.Node) error {
+	var err error
+	walk(root, func(n parse.Node) {
+		if err != nil {
+			return
 		}
-		for _, c := range n.Nodes {
-			if err := checkNode(c); err != nil {
-				return err
+		switch n := n.(type) {
+		case *parse.IdentifierNode:
+			if !offered[n.Ident] {
+				err = fmt.Errorf("function %q is not offered (only %s)", n.Ident, offeredList())
 			}
+		case *parse.ListNode, *parse.ActionNode, *parse.PipeNode, *parse.CommandNode,
+			*parse.IfNode, *parse.WithNode, *parse.ChainNode,
+			*parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.VariableNode, *parse.DotNode,
+			*parse.NilNode, *parse.BoolNode, *parse.NumberNode, *parse.StringNode:
+		case *parse.RangeNode:
+			err = errors.New("range is not offered")
+		case *parse.TemplateNode:
+			err = errors.New("template is not offered")
+		default:
+			err = fmt.Errorf("%s is not offered", n)
 		}
-	case *parse.ActionNode:
-		return checkNode(n.Pipe)
-	case *parse.PipeNode:
-		if n == nil {
-			return nil
-		}
-		for _, c := range n.Cmds {
-			if err := checkNode(c); err != nil {
-				return err
-			}
-		}
-	case *parse.CommandNode:
-		for _, a := range n.Args {
-			if err := checkNode(a); err != nil {
-				return err
-			}
-		}
-	case *parse.IfNode:
-		return checkBranch(&n.BranchNode)
-	case *parse.WithNode:
-		return checkBranch(&n.BranchNode)
-	case *parse.ChainNode:
-		return checkNode(n.Node)
-	case *parse.IdentifierNode:
-		if !offered[n.Ident] {
-			return fmt.Errorf("function %q is not offered (only %s)", n.Ident, offeredList())
-		}
-	case *parse.TextNode, *parse.CommentNode, *parse.FieldNode, *parse.VariableNode, *parse.DotNode,
-		*parse.NilNode, *parse.BoolNode, *parse.NumberNode, *parse.StringNode:
-	case *parse.RangeNode:
-		return errors.New("range is not offered")
-	case *parse.TemplateNode:
-		return errors.New("template is not offered")
-	default:
-		return fmt.Errorf("%s is not offered", n)
-	}
-	return nil
-}
-
-func checkBranch(b *parse.BranchNode) error {
-	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
-		if err := checkNode(n); err != nil {
-			return err
-		}
-	}
-	return nil
+	})
+	return err
 }
 
 func offeredList() string {
-	names := make([]string, 0, len(offered))
-	for name := range offered {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(offered)), ", ")
 }
 
 // expander expands the fields of one spec within one budget: left is
@@ -368,7 +341,7 @@ func Expand(spec *api.ServiceSpec, ctx Context) (*api.ServiceSpec, error) {
 		}
 		out.Env[i] = k + "=" + v
 	}
-	for _, k := range sortedKeys(out.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(out.Labels)) {
 		if out.Labels[k], err = e.expand("label "+k, out.Labels[k]); err != nil {
 			return nil, err
 		}
@@ -399,15 +372,6 @@ func Expand(spec *api.ServiceSpec, ctx Context) (*api.ServiceSpec, error) {
 		}
 	}
 	return out, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Sample values Check executes templates with: what an agent could give.

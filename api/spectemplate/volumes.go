@@ -77,18 +77,11 @@ func VolumeSource(source string, svc Service, slot string) (string, error) {
 // scheduler and the agent both name a replica's volume by it (the agent
 // expanding the whole spec with NewContext gets the same), so they agree.
 func TaskVolumeSource(t *api.Task, source string) (string, error) {
-	name := t.GetServiceName()
-	if name == "" {
-		name = t.GetSpec().GetName()
+	if t.GetSlot() == 0 && t.GetNodeId() == "" {
+		return "", &Error{volumeField, errors.New("a global replica's volume is its node's, and this replica has no node yet")}
 	}
-	slot := strconv.FormatUint(t.GetSlot(), 10)
-	if t.GetSlot() == 0 {
-		if t.GetNodeId() == "" {
-			return "", &Error{volumeField, errors.New("a global replica's volume is its node's, and this replica has no node yet")}
-		}
-		slot = t.GetNodeId()
-	}
-	return VolumeSource(source, Service{ID: t.GetServiceId(), Name: name, Labels: t.GetSpec().GetLabels()}, slot)
+	svc, slot := serviceAndSlot(t, t.GetNodeId())
+	return VolumeSource(source, svc, slot)
 }
 
 // CheckVolumeSource refuses a volume source template of spec that uses
@@ -98,7 +91,7 @@ func TaskVolumeSource(t *api.Task, source string) (string, error) {
 // service).
 func CheckVolumeSource(spec *api.ServiceSpec, source string) error {
 	slot := strconv.FormatUint(max(spec.GetReplicas(), 1), 10)
-	if m := spec.GetMode(); m == api.ServiceMode_SERVICE_MODE_GLOBAL || m == api.ServiceMode_SERVICE_MODE_GLOBAL_JOB {
+	if api.PerNode(spec.GetMode()) {
 		slot = sampleVolumeNodeID
 	}
 	_, err := VolumeSource(source, Service{ID: sampleVolumeServiceID, Name: spec.GetName(), Labels: spec.GetLabels()}, slot)

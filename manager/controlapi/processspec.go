@@ -8,6 +8,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/procopts"
+	"github.com/jaco-project/jaco/api/spectemplate"
 )
 
 var (
@@ -62,7 +63,7 @@ func validateProcess(spec *api.ServiceSpec) error {
 	}
 	// A template is checked as a template; what it expands to is the
 	// agent's to use.
-	if h := spec.Hostname; h != "" && !strings.Contains(h, "{{") && (len(h) > 64 || !hostName.MatchString(h)) {
+	if h := spec.Hostname; h != "" && !spectemplate.Templated(h) && (len(h) > 64 || !hostName.MatchString(h)) {
 		return invalid("hostname %q: want letters, digits, '-' and '.', at most 64 characters", h)
 	}
 	for _, caps := range [][]string{spec.CapAdd, spec.CapDrop} {

@@ -103,9 +103,9 @@ func updateServiceTx(tx *store.Tx, req *api.UpdateServiceRequest) (string, error
 	if req.Spec.Name != svc.Spec.Name {
 		return svc.Id, invalid("a service cannot be renamed (%s to %s)", svc.Spec.Name, req.Spec.Name)
 	}
-	if modeWord(req.Spec.Mode) != modeWord(svc.Spec.Mode) {
+	if api.ModeWord(req.Spec.Mode) != api.ModeWord(svc.Spec.Mode) {
 		return svc.Id, invalid("a service's mode cannot change (%s to %s): remove it and create it again",
-			modeWord(svc.Spec.Mode), modeWord(req.Spec.Mode))
+			api.ModeWord(svc.Spec.Mode), api.ModeWord(req.Spec.Mode))
 	}
 	keepRegistryAuth(req.Spec, svc.Spec)
 	if proto.Equal(req.Spec, svc.Spec) {
@@ -180,8 +180,6 @@ func resume(tx *store.Tx, svc *api.Service) error {
 func updateStatus(state api.UpdateState, msg string) *api.UpdateStatus {
 	return &api.UpdateStatus{State: state, StartedAt: timestamppb.Now(), Message: msg}
 }
-
-func modeWord(m api.ServiceMode) string { return api.ModeWord(m) }
 
 // RemoveService deletes a service; the orchestrator stops its replicas.
 // A service others depend on stays until they are gone or changed.

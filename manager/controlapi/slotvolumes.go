@@ -48,14 +48,13 @@ func slotVolumeUser(tx store.ReadTx, id string, spec *api.ServiceSpec, vol *api.
 	}
 	svc := spectemplate.Service{ID: id, Name: spec.GetName(), Labels: spec.GetLabels()}
 	var slots []string
-	switch spec.GetMode() {
-	case api.ServiceMode_SERVICE_MODE_GLOBAL, api.ServiceMode_SERVICE_MODE_GLOBAL_JOB:
+	if api.PerNode(spec.GetMode()) {
 		// A global replica's slot is its node: the one the volume
 		// lives on, while that node is in the cluster.
 		if n := vol.GetNodeId(); n != "" && tx.GetNode(n) != nil {
 			slots = append(slots, n)
 		}
-	default:
+	} else {
 		for i := uint64(1); i <= spec.GetReplicas(); i++ {
 			slots = append(slots, strconv.FormatUint(i, 10))
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -168,11 +167,11 @@ func (p *stackPlan) apply(tx *store.Tx, resp *api.DeployStackResponse, created, 
 	}
 	for _, svc := range req.GetServices() {
 		spec := svc.GetSpec()
-		// The volumes its mounts name that do not exist yet: writing the
-		// service creates them (ensureVolumes).
+		// The volumes its mounts name (each once) that do not exist yet:
+		// writing the service creates them (ensureVolumes).
 		var missing []string
 		for _, name := range api.VolumeNames(spec) {
-			if tx.FindVolumeByName(name) == nil && !slices.Contains(missing, name) {
+			if tx.FindVolumeByName(name) == nil {
 				missing = append(missing, name)
 			}
 		}
