@@ -13,6 +13,8 @@ import (
 
 	cfs "github.com/containerd/continuity/fs"
 	"golang.org/x/sys/unix"
+
+	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // Copy-up (docs/adr/0061-volumes.md): a volume mounted while empty is
@@ -33,7 +35,7 @@ const copyMarker = "copying"
 const lockPoll = 50 * time.Millisecond
 
 // Populate fills the volume directory data (a volume's _data, made by
-// Source or Anonymous) with fill when data is empty, as Docker does on a
+// Source or Mounts) with fill when data is empty, as Docker does on a
 // volume's mount, and returns whether fill ran. A volume holding anything
 // is never written into, so a second replica, or the same one prepared
 // again, never overwrites data. fill nil (the mount's volume_no_copy)
@@ -151,21 +153,10 @@ func clearDir(dir string) error {
 // find it.
 func writeMarker(path string) error {
 	const text = "a copy of an image's content into _data began; an agent finding this clears _data and copies again\n"
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("volume: %w", err)
-	}
-	_, err = f.WriteString(text)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := durable.WriteFile(path, []byte(text), 0o600); err != nil {
 		return fmt.Errorf("volume: write %s: %w", path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return nil
 }
 
 // removeMarker removes the copy marker durably.
@@ -176,14 +167,10 @@ func removeMarker(path string) error {
 	return syncDir(filepath.Dir(path))
 }
 
+// syncDir is durable.SyncDir with the package's error prefix.
 func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("volume: sync %s: %w", dir, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("volume: sync %s: %w", dir, err)
+	if err := durable.SyncDir(dir); err != nil {
+		return fmt.Errorf("volume: %w", err)
 	}
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 )
 
-// anonymousDir is the directory of a replica's dir that Anonymous makes
+// anonymousDir is the directory of a replica's dir that anonymous makes
 // its volumes in.
 const anonymousDir = "volumes"
 
@@ -19,7 +19,7 @@ const anonymousDir = "volumes"
 // a runtime mounts, the same for every runtime (containers and hook
 // bundles): a named volume is a bind of its directory (Source, made on
 // first use), a type=none volume a bind of its device, an anonymous one a
-// bind of a directory in replicaDir (Anonymous), and an anonymous
+// bind of a directory in replicaDir (anonymous), and an anonymous
 // type=tmpfs one a tmpfs mount of the replica's own. out is nil when no
 // mount is a volume mount, so a caller keeps the spec's own.
 //
@@ -51,7 +51,7 @@ func (d Dir) Mounts(replicaDir string, mounts []*api.Mount) (out []*api.Mount, o
 			bind.Source = opts[api.VolumeOptDevice]
 		default:
 			own = true
-			bind.Source, err = Anonymous(replicaDir, i)
+			bind.Source, err = anonymous(replicaDir, i)
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("volume mount at %s: %w", m.GetTarget(), err)
@@ -83,7 +83,7 @@ func (d Dir) unmade(name string, opts map[string]string) bool {
 	return false
 }
 
-// RemoveAnonymous deletes the anonymous volumes Anonymous made in
+// RemoveAnonymous deletes the anonymous volumes anonymous made in
 // replicaDir: they go with their replica (docs/adr/0061-volumes.md).
 func RemoveAnonymous(replicaDir string) error {
 	if err := os.RemoveAll(filepath.Join(replicaDir, anonymousDir)); err != nil {

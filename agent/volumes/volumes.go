@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -208,10 +209,10 @@ func checkName(name string) error {
 	return nil
 }
 
-// Anonymous is where a replica's anonymous volume number i is kept:
+// anonymous is where a replica's anonymous volume number i is kept:
 // in the replica's own directory, which goes with the replica.
-func Anonymous(replicaDir string, i int) (string, error) {
-	p := filepath.Join(replicaDir, "volumes", fmt.Sprintf("%d", i), dataDir)
+func anonymous(replicaDir string, i int) (string, error) {
+	p := filepath.Join(replicaDir, anonymousDir, strconv.Itoa(i), dataDir)
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		return "", fmt.Errorf("anonymous volume: %w", err)
 	}

@@ -57,11 +57,11 @@ func (c *controller) Prepare(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("replica %s: %w", c.id, err)
 	}
-	if _, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
+	if ctr, err := c.rt.client.LoadContainer(ctx, c.id); err == nil {
 		// Prepared before (agent restart): a copy into its volumes may
 		// have been cut short with the agent, so it is done again unless
 		// the container ran.
-		if started, err := c.started(ctx); err != nil || started {
+		if started, err := c.started(ctx, ctr); err != nil || started {
 			return err
 		}
 		return c.copyUp(ctx, files.volumeMounts)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	client "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/core/mount"
 	cfs "github.com/containerd/continuity/fs"
 	"github.com/containerd/errdefs"
@@ -66,14 +67,10 @@ func (c *controller) copyUp(ctx context.Context, resolved []*api.Mount) error {
 	return nil
 }
 
-// started reports whether the replica's container has a task (running or
-// ended): its volumes are in use, or were, and copying into one the
-// replica emptied would be copying under its feet.
-func (c *controller) started(ctx context.Context) (bool, error) {
-	ctr, err := c.rt.client.LoadContainer(ctx, c.id)
-	if err != nil {
-		return false, fmt.Errorf("replica %s: %w", c.id, err)
-	}
+// started reports whether the replica's container ctr has a task
+// (running or ended): its volumes are in use, or were, and copying into
+// one the replica emptied would be copying under its feet.
+func (c *controller) started(ctx context.Context, ctr client.Container) (bool, error) {
 	if _, err := ctr.Task(ctx, nil); err == nil {
 		return true, nil
 	} else if !errdefs.IsNotFound(err) {
