@@ -53,6 +53,7 @@ func (c *controller) volumesDir() volumes.Dir { return volumes.Dir(c.rt.volumesD
 // namespace is made).
 func checkMountTargets(mounts []*api.Mount, replicaDir string) error {
 	replicaDir = filepath.Clean(replicaDir)
+	resolvedReplicaDir := resolved(replicaDir)
 	for _, m := range mounts {
 		t := filepath.Clean(m.GetTarget())
 		if !filepath.IsAbs(t) || t == "/" {
@@ -60,7 +61,7 @@ func checkMountTargets(mounts []*api.Mount, replicaDir string) error {
 		}
 		// The kernel mounts where a symlink leads.
 		for _, p := range []string{t, resolved(t)} {
-			if within(replicaDir, p) || within(resolved(replicaDir), p) || within(p, "/proc") {
+			if within(replicaDir, p) || within(resolvedReplicaDir, p) || within(p, "/proc") {
 				return fmt.Errorf("mount target %s would hide %s, which the replica's processes need", t, cover(p, replicaDir))
 			}
 		}

@@ -65,10 +65,7 @@ func resolveProc(spec *api.ServiceSpec) (proc, error) {
 		if err := procopts.CheckUlimit(u); err != nil {
 			return p, err
 		}
-		res, name, err := procopts.Rlimit(u.GetName())
-		if err != nil {
-			return p, err
-		}
+		res, name, _ := procopts.Rlimit(u.GetName()) // known: CheckUlimit
 		p.Rlimits = append(p.Rlimits, rlimit{Name: name, Resource: res, Soft: procopts.Value(u.GetSoft()), Hard: procopts.Value(u.GetHard())})
 	}
 	return p, nil

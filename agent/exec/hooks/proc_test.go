@@ -18,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/testenv"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -53,7 +54,7 @@ const sayProc = `echo "$0: uid=$(id -u) groups=$(id -G) cwd=$(pwd) nofile=$(ulim
 // as root in the bundle.
 func TestProcessOptionsApplyToLaunchFinishAndExec(t *testing.T) {
 	if _, err := osexec.LookPath("id"); err != nil {
-		t.Skip("no id(1)")
+		testenv.SkipOrFail(t, "id(1) missing: %v", err)
 	}
 	wd := openDir(t)
 	rep := newReplica(t, map[string]string{
