@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,7 +52,7 @@ func (r Replica) WriteFiles() error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("replica files: %w", err)
 	}
-	mounted, err := isMountPoint(dir)
+	mounted, err := mountinfo.Mounted(dir)
 	if err != nil {
 		return fmt.Errorf("replica files: %w", err)
 	}
@@ -99,7 +100,7 @@ func (r Replica) RemoveFiles() error {
 	// A mount stacked twice (a crash between mount and record) comes
 	// off layer by layer.
 	for range 8 {
-		mounted, err := isMountPoint(dir)
+		mounted, err := mountinfo.Mounted(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
@@ -124,19 +125,6 @@ func (r Replica) RemoveFiles() error {
 		return fmt.Errorf("replica files: %w", err)
 	}
 	return nil
-}
-
-// isMountPoint says whether something is mounted at dir: it sits on
-// another device than its parent.
-func isMountPoint(dir string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Lstat(dir, &st); err != nil {
-		return false, &os.PathError{Op: "stat", Path: dir, Err: err}
-	}
-	if err := unix.Lstat(filepath.Dir(dir), &parent); err != nil {
-		return false, &os.PathError{Op: "stat", Path: filepath.Dir(dir), Err: err}
-	}
-	return st.Dev != parent.Dev, nil
 }
 
 // filesDirSize is the tmpfs size for files (their pages, one more each,

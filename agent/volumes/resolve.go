@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/moby/sys/mountinfo"
+
 	"github.com/jaco-project/jaco/api"
 )
 
@@ -77,7 +79,7 @@ func (d Dir) unmade(name string, opts map[string]string) bool {
 		return true
 	}
 	if opts[api.VolumeOptType] == api.VolumeTypeTmpfs {
-		mounted, err := isMountPoint(data)
+		mounted, err := mountinfo.Mounted(data)
 		return err == nil && !mounted
 	}
 	return false

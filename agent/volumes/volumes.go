@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/jaco-project/jaco/api"
@@ -122,7 +123,7 @@ func claim(root, name, id string) error {
 // mountTmpfs mounts a tmpfs at data with the o= options, unless one is
 // mounted there already.
 func mountTmpfs(data, o string) error {
-	mounted, err := isMountPoint(data)
+	mounted, err := mountinfo.Mounted(data)
 	if err != nil || mounted {
 		return err
 	}
@@ -130,19 +131,6 @@ func mountTmpfs(data, o string) error {
 		return fmt.Errorf("mount a tmpfs at %s: %w", data, err)
 	}
 	return nil
-}
-
-// isMountPoint reports whether something is mounted at path: its device
-// differs from its parent's.
-func isMountPoint(path string) (bool, error) {
-	var st, parent unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
-		return false, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if err := unix.Lstat(filepath.Dir(path), &parent); err != nil {
-		return false, fmt.Errorf("stat %s: %w", filepath.Dir(path), err)
-	}
-	return st.Dev != parent.Dev, nil
 }
 
 // Remove deletes volume ref's directory when it holds that volume (its id
@@ -170,7 +158,7 @@ func (d Dir) Remove(ref *api.VolumeRef) (removed bool, err error) {
 		return false, err
 	}
 	data := filepath.Join(root, dataDir)
-	if mounted, err := isMountPoint(data); err == nil && mounted {
+	if mounted, err := mountinfo.Mounted(data); err == nil && mounted {
 		if err := unix.Unmount(data, unix.MNT_DETACH); err != nil {
 			return false, fmt.Errorf("volume %s: unmount %s: %w", ref.GetName(), data, err)
 		}
