@@ -54,8 +54,8 @@ type Config struct {
 	// that sessions use, shared with the node's own calls to that manager
 	// (its role check), so the agent does not close it: a node then keeps
 	// one connection to its manager, not two, and a manager holds one
-	// per node (issue 15, point 7). When nil, each session dials its own
-	// and closes it.
+	// per node, each about 44 kB of its heap (docs/bench/largestore.md).
+	// When nil, each session dials its own and closes it.
 	ManagerConn func(addr string) (*grpc.ClientConn, error)
 	// Managers are the addresses to try first; the list the dispatcher
 	// last sent, kept in the db, is tried before them after a restart.

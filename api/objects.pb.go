@@ -123,7 +123,7 @@ func (Suffrage) EnumDescriptor() ([]byte, []int) {
 
 // NodeAvailability is what the operator wants the scheduler to do with a
 // node: place replicas (active), place no new ones (pause), or move them
-// all away (drain, issue 5).
+// all away (drain).
 type NodeAvailability int32
 
 const (

@@ -19,9 +19,9 @@ import (
 	"github.com/jaco-project/jaco/ca"
 )
 
-// Adversarial callers on the node port (issue 11): each is refused, at the
-// TLS handshake when what it presents does not verify, else by the access
-// policy with its reason word.
+// Adversarial callers on the node port (docs/design.md §10): each is
+// refused, at the TLS handshake when what it presents does not verify, else
+// by the access policy with its reason word.
 
 // initCluster starts a daemon on a fresh dir and inits a cluster on it.
 func initCluster(t *testing.T) (*Node, *api.InitClusterResponse, *api.Cluster) {

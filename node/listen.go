@@ -54,7 +54,7 @@ func (n *Node) listen() error {
 		grpc.Creds(credentials.NewTLS(base)),
 		// Every node keeps a connection to a manager open (its session,
 		// its role check), so what gRPC holds a connection is what a
-		// manager holds a node (issue 15, point 7; docs/bench/largestore.md).
+		// manager holds a node (docs/bench/largestore.md).
 		grpc.ReadBufferSize(tcpReadBuffer),
 		grpcflow.StreamWorkers(),
 		grpc.ChainUnaryInterceptor(append(unary, n.unaryAuth(n.tcpIdentity))...),

@@ -18,10 +18,10 @@ import (
 	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
-// The node's side of roles and certificates (issue 5 "Roles"): every
-// RoleCheckInterval the node asks the leader (RenewCertificate without a
-// request) which role the cluster holds for it. When that differs from
-// its certificate's role, or the certificate is past two thirds of its
+// The node's side of roles and certificates (docs/design.md §4, "Roles"):
+// every RoleCheckInterval the node asks the leader (RenewCertificate
+// without a request) which role the cluster holds for it. When that differs
+// from its certificate's role, or the certificate is past two thirds of its
 // life, it sends a fresh key's request and installs what comes back:
 //
 //   - worker → manager (promoted): the leader already added it to raft as

@@ -1,5 +1,5 @@
 // Package dns is a node's DNS server for service discovery
-// (docs/adr/0026-overlay-networks.md; issue 13 point 3). Replicas reach
+// (docs/adr/0026-overlay-networks.md). Replicas reach
 // it through their resolv.conf, which holds only its nameserver line and
 // "options ndots:0": names are never expanded with search domains, so
 // the server sees exactly the name the replica asked for.
@@ -32,9 +32,10 @@
 //
 // Answers come from the agent's local view of the store and follow it:
 // a replica that stops or turns unhealthy must leave DNS within 1 s
-// (issue 13). A cached answer would outlive that, so every answer has
-// TTL 0 and a replica asks again on its next connection. Asking costs a
-// round trip to its own node's bridge; BenchmarkQuery measures it.
+// (docs/operator-guide.md, "Names"). A cached answer would outlive that, so
+// every answer has TTL 0 and a replica asks again on its next connection.
+// Asking costs a round trip to its own node's bridge; BenchmarkQuery
+// measures it.
 //
 // # Who asks
 //

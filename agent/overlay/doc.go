@@ -1,8 +1,8 @@
 // Package overlay runs this node's end of the encrypted overlay between
 // nodes: one WireGuard interface, jaco0, with a peer for every other node
-// (issue 13). It knows nothing of the store or the dispatcher: the agent
-// (docs/design.md §9) turns the Node objects it sees into a Config and
-// calls Link.Configure whenever they change.
+// (docs/adr/0026-overlay-networks.md). It knows nothing of the store or the
+// dispatcher: the agent (docs/design.md §9) turns the Node objects it sees
+// into a Config and calls Link.Configure whenever they change.
 //
 // # Two implementations, one interface
 //

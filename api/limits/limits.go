@@ -1,6 +1,6 @@
 // Package limits states the cluster-wide bounds on what one request may
 // ask the cluster to hold, so that no client can exhaust the leader's
-// memory (issue 11: a 1 000 000-replica service took it to 8 GiB). Each
+// memory (a 1 000 000-replica service once took it to 8 GiB). Each
 // bound that an operator may change is a setting on the cluster object
 // whose zero value means the default here (docs/adr/0022).
 package limits

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// badInput is a row of issue 12's CLI bad-input table: a call jaco must
+// badInput is a row of the CLI's bad-input table: a call jaco must
 // refuse, its exit status (2: usage, 1: refused) and what stderr must hold.
 type badInput struct {
 	args []string

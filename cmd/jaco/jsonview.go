@@ -50,13 +50,14 @@ func (o jsonObject) MarshalJSON() ([]byte, error) {
 }
 
 // protoView is the one JSON shape of a stored object that every command
-// prints (issue 12 point 4): keys are the proto field names (snake_case);
-// enums are lower-case words without their type's prefix
-// (UPDATE_STATE_PAUSED is "paused"); 64-bit integers are JSON numbers, not
-// protojson's strings; durations are Go duration strings ("5s");
-// timestamps RFC 3339; bytes base64. Every field is present: an unset
-// scalar as its zero value, an unset message (or any field with presence,
-// such as a oneof member) as null, an empty list as [] and map as {}.
+// prints, so a script reads every command alike: keys are the proto field
+// names (snake_case); enums are lower-case words without their type's
+// prefix (UPDATE_STATE_PAUSED is "paused"); 64-bit integers are JSON
+// numbers, not protojson's strings; durations are Go duration strings
+// ("5s"); timestamps RFC 3339; bytes base64. Every field is present: an
+// unset scalar as its zero value, an unset message (or any field with
+// presence, such as a oneof member) as null, an empty list as [] and
+// map as {}.
 func protoView(m proto.Message) any {
 	if m == nil {
 		return nil

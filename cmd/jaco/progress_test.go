@@ -145,8 +145,8 @@ func TestProgressGolden(t *testing.T) {
 			{7 * sec, nil},
 		},
 	}, {
-		// The bad update: the first new replica fails, the
-		// update pauses, the CLI says why and exits 1.
+		// A bad update: the first new replica fails, the update
+		// pauses, the CLI says why and exits 1.
 		name: "update-paused", kind: waitUpdate, wrote: svcAt(20, 2, 3, usUpdating, "update in progress"),
 		steps: []step{
 			{0, watchMsg(svcAt(20, 2, 3, usUpdating, "update in progress"), slotAt(1, tsRunning, 1, 0), slotAt(2, tsRunning, 1, 0), slotAt(3, tsRunning, 1, 0))},

@@ -36,7 +36,7 @@ const (
 // heap plus GOGC percent of the live heap and the GC roots: the stacks
 // and globals it scanned. A manager with thousands of nodes has a
 // goroutine stack or five for each; left out, they stretched a 512 MiB
-// headroom to 650 MB (issue 15, point 7; docs/bench/largestore.md).
+// headroom to 650 MB (docs/bench/largestore.md).
 var samples = []string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"}
 
 // Percent is the GOGC percent that gives a heap of live bytes, beside

@@ -12,7 +12,7 @@
 // each way per call). At 1 000 writes/s on the 2-core machine of
 // docs/bench/cluster.md, static windows took the leader's socket reads
 // from 8.5 to 4.0 a write and its writes from 5.4 to 3.1; a follower's
-// from 2.3 to 1.2 and 1.8 to 1.2 (issue 15, point 1).
+// from 2.3 to 1.2 and 1.8 to 1.2.
 //
 // The windows are large enough that neither a raft append batch (1 MiB
 // at most, 16 in flight) nor a snapshot chunk (1 MiB) waits for a window
@@ -50,7 +50,7 @@ func ServerOptions() []grpc.ServerOption {
 // streamWorkers is how many goroutines each of jacod's gRPC servers keeps
 // to run calls on, where it would start one a call. A call's stack
 // outgrows a new goroutine's on its way to the handler, and copying it
-// cost the leader 7 % of its CPU at 8 000 writes/s (issue 15, point 1); a
+// cost the leader 7 % of its CPU at 8 000 writes/s; a
 // worker keeps the stack it grew. Calls beyond the workers, and long
 // streams (sessions, watches) holding them, still get a goroutine of
 // their own. With 64, 500 writes in flight still spent 7.7 % of the
