@@ -48,7 +48,7 @@ func storedReplicas(st *store.Store, name string) (n uint64, ok bool) {
 }
 
 // The defect: `jaco service create --replicas 1000000` was accepted and
-// took the leader from 57 MiB to 8 GiB (issue 11).
+// took the leader from 57 MiB to 8 GiB (docs/adr/0022).
 func TestReplicasOverTheLimitAreRefusedAndChangeNothing(t *testing.T) {
 	s, st := newLimitsServer(t)
 	ctx := context.Background()

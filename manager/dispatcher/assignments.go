@@ -25,7 +25,7 @@ func (s *Server) Assignments(req *api.AssignmentsRequest, stream grpc.ServerStre
 	// set keeps fingerprints of them and send only marshals them. Neither
 	// clones nor the view outlive the COMPLETE message: a stream lasts
 	// as long as its session, and a manager restarted with 100 000 tasks
-	// held a clone of each in its nodes' streams (issue 15, point 7).
+	// held a clone of each in its nodes' streams (docs/bench/largestore.md).
 	var tasks []*api.Task
 	read := func(tx store.ReadTx) {
 		tx.EachTask("", sess.nodeID, func(t *api.Task) bool {

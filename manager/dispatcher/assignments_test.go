@@ -250,7 +250,7 @@ func TestAssignmentsPaced(t *testing.T) {
 // no copy of the node's tasks once their COMPLETE message is sent. A
 // stream lasts as long as its session, so a copy held there is one of
 // every task for every node in session: a manager restarted with 100 000
-// tasks over 5 000 nodes held 230 MB of them (issue 15, point 7).
+// tasks over 5 000 nodes held 230 MB of them (docs/bench/largestore.md).
 func TestAssignmentsKeepNoCopyOfTheTasks(t *testing.T) {
 	const n = 20000
 	h := newHarness(t, workerNode("n1"))

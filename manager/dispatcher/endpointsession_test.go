@@ -61,7 +61,7 @@ func TestSessionsFollowEndpoints(t *testing.T) {
 	}
 
 	// n2's replica starts serving: n1 hears of it well within the second
-	// the issue allows from RUNNING to every node's view.
+	// a node's view may lag the store by (docs/operator-guide.md, "Names").
 	start := time.Now()
 	report("t1", "10.0.0.66")
 	if took := waitEndpoints(t, s1, "a | a/web 10.0.255.193 [t1@n2=10.0.0.66];").Sub(start); took > time.Second {

@@ -24,7 +24,7 @@ const maxSweep = 1000
 // It reads the spent tokens only, in the order they were spent, through
 // the store's index of that: a copy of every token, once a minute, took
 // the leader 1.4 s of CPU and 100 MB with 400 000 tokens stored, and
-// writes stalled behind it for up to a second (issue 15); and the store
+// writes stalled behind it for up to a second; and the store
 // keeps tokens encoded, so reading one decodes it (docs/adr/0055).
 func Sweep(ctx context.Context, st *store.Store, now time.Time, grace time.Duration) (int, error) {
 	var n int

@@ -16,9 +16,9 @@ import (
 // BenchmarkCreate measures the creation of a big service's tasks committed
 // through raft: a lone raft member with its sealed, fsync'ed WAL under
 // b.TempDir(), the store as its applier, and one hook-bundle service of
-// REPLICAS replicas (issue 15 point 7's shape: the tasks nothing places).
-// Each iteration starts an orchestrator and times it until the store holds
-// every task.
+// REPLICAS replicas (docs/bench/largestore.md's shape: the tasks nothing
+// places). Each iteration starts an orchestrator and times it until the
+// store holds every task.
 //
 // Reported: creates/s; heap-MB (HeapInuse after a GC, with the tasks
 // stored and the orchestrator idle). Then, in the same run, the

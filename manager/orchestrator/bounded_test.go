@@ -38,9 +38,10 @@ func createsFor(actions []*api.StoreAction, id string) int {
 
 // The defect: `service rm` of a service whose replicas were being created
 // in batches did not stop them; every batch planned from the read before
-// the removal went on being committed (issue 11). The removal commits just
-// ahead of a batch of web's tasks, which was planned and proposed while
-// the service stood and may land; nothing of web is proposed after it.
+// the removal went on being committed (docs/adr/0022). The removal
+// commits just ahead of a batch of web's tasks, which was planned and
+// proposed while the service stood and may land; nothing of web is
+// proposed after it.
 func TestRemovedServiceGetsNoMoreTasks(t *testing.T) {
 	for _, tc := range []struct {
 		name string

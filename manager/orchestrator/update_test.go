@@ -46,9 +46,10 @@ func (h *harness) updateState() api.UpdateState {
 	return h.service("web").GetUpdateStatus().GetState()
 }
 
-// The case: a bad spec whose replica fails at once pauses the
-// update after that one replica, leaving the others running the old spec,
-// and says which replica failed and why.
+// The case the pause is for (docs/adr/0025-update-machine.md): a bad spec
+// whose replica fails at once pauses the update after that one replica,
+// leaving the others running the old spec, and says which replica failed
+// and why.
 func TestBadUpdatePausesAfterFirstFailure(t *testing.T) {
 	h := rolled(t, 3, nil)
 	first := h.liveWith("img:2")

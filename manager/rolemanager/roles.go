@@ -48,7 +48,7 @@ type RoleConfig struct {
 }
 
 // RoleReconciler moves each node's role to its desired role
-// (docs/design.md §4, issue 5 "Roles"), on the leader, one node at a time:
+// (docs/design.md §4, "Roles"), on the leader, one node at a time:
 //
 //   - Promotion: the worker joins raft as a nonvoter at its address, with
 //     a fresh raft id; then Node.role becomes manager and Node.raft_id is

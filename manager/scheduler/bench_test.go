@@ -39,7 +39,7 @@ func BenchmarkPlacement(b *testing.B) {
 		{100_000, 1_000},
 		{100_000, 5_000},
 		{1_000, 100_000},
-		{100_000, 100_000}, // issue 15's shape: ≤ 20 s through raft
+		{100_000, 100_000}, // target ≤ 20 s through raft (docs/bench/scheduler.md)
 	} {
 		b.Run(fmt.Sprintf("replicas=%d/nodes=%d", c.replicas, c.nodes), func(b *testing.B) {
 			benchPlacement(b, c.replicas, c.nodes)
@@ -235,7 +235,7 @@ func BenchmarkDecide(b *testing.B) {
 		{100_000, 1_000},
 		{100_000, 5_000},
 		{1_000, 100_000},
-		{100_000, 100_000}, // issue 15's shape: ≤ 20 s through raft
+		{100_000, 100_000}, // target ≤ 20 s through raft (docs/bench/scheduler.md)
 	} {
 		b.Run(fmt.Sprintf("replicas=%d/nodes=%d", c.replicas, c.nodes), func(b *testing.B) {
 			ix := newIndex()

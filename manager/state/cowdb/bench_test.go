@@ -27,7 +27,7 @@ func randomHex(r *rand.Rand, n int) string {
 
 // BenchmarkInsertBatches inserts objects with random ids and index keys
 // into a large table, a batch of them per version, as the store applies
-// a Ready's worth of small writes (issue 15: most of a follower's CPU
+// a Ready's worth of small writes (most of a follower's CPU
 // under a write load went there). ns/op is one object's insert.
 func BenchmarkInsertBatches(b *testing.B) {
 	for _, size := range []int{1_000, 300_000} {

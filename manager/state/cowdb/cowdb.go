@@ -112,7 +112,7 @@ type item struct {
 // prefix is s's first 8 bytes as a big-endian number, zero-padded: it
 // orders strings as their first 8 bytes do. Comparing it first settles
 // most comparisons of random ids and keys without reading the strings,
-// which in a large table is a cache miss each (issue 15: the lookups of
+// which in a large table is a cache miss each (the lookups of
 // a write into 300 000 join tokens went mostly there).
 func prefix(s string) uint64 {
 	var b [8]byte
@@ -137,7 +137,7 @@ const groupMask = uint64(1<<24-1) << 40
 // shares interleaves with it, and a read by key skips the other's.
 // Ordered by key instead, every comparison between tasks of one service
 // read both tasks' service and task ids: cache misses that were most of
-// the time a restart spent replaying a placement (issue 15, point 7).
+// the time a restart spent replaying a placement (docs/adr/0057).
 func groupHead(key, id string) uint64 {
 	return groupHash(key)&groupMask | prefix(id)>>24
 }

@@ -17,7 +17,7 @@ import (
 // it takes at most a fifth of a core however large the store. Encoded
 // in one go, a 25 MB store (230 000 join tokens) took most of a core
 // for over a second on each manager at once, and writes stalled behind
-// it for up to 800 ms (issue 15; docs/bench/cluster.md). A snapshot is
+// it for up to 800 ms (docs/adr/0049; docs/bench/cluster.md). A snapshot is
 // not urgent: the log it replaces stays in memory until it is done.
 // A snapshot smaller than pacedChunk never rests.
 const (
@@ -42,7 +42,7 @@ const objectsPerChunk = 1024
 // run is sized as it is encoded, so the whole encoding is paced, resting
 // between chunks (pacedChunk) until hurry is set; sizing the store up
 // front took a third of the encoding's CPU in one go on every manager at
-// once (issue 15). The lists the store keeps encoded go out in runs too,
+// once. The lists the store keeps encoded go out in runs too,
 // their objects' bytes as they are. sizeHint is the expected size, to
 // allocate once.
 func encodeSnapshot(store api.FrozenStore, members, removed []*api.RaftMember, hurry *atomic.Bool, sizeHint int) ([]byte, error) {

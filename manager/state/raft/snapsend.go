@@ -9,7 +9,7 @@ import (
 
 // The newest snapshot's data stays on disk, not in raft's MemoryStorage,
 // which holds only its metadata: the data is as large as the store (49 MB
-// for 440 000 join tokens, issue 15) and is needed only when a follower
+// for 440 000 join tokens; docs/adr/0050) and is needed only when a follower
 // is too far behind for the log. raft then asks the storage for the
 // snapshot and emits a MsgSnap without data; sendSnapshots reads the data
 // back from the snapshot file on a goroutine of its own, so the Ready

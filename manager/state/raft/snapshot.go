@@ -215,7 +215,7 @@ func (n *Node) restoredFrom(lead uint64) {
 // for followers slightly behind: LogEntriesForSlowFollowers entries, but
 // no more bytes than this. Creating a 100 000-replica service commits
 // batches of 500 tasks, about 100 KB each: 500 of them held 50 MB of the
-// leader's heap (issue 15 point 7), for a follower that far behind, which
+// leader's heap, for a follower that far behind, which
 // the snapshot serves as well.
 const keptLogBytes = 8 << 20
 

@@ -148,8 +148,9 @@ func FuzzSpecShare(f *testing.F) {
 
 // BenchmarkDecodeRequest decodes a placement's write of 500 tasks, as a
 // restart replays it and a follower applies it, and a join token's write,
-// the most of a follower's at point 1's rates: proto.Unmarshal against
-// specShare, with the placement's spec decoded before.
+// the most of a follower's at docs/bench/cluster.md's write rates:
+// proto.Unmarshal against specShare, with the placement's spec decoded
+// before.
 func BenchmarkDecodeRequest(b *testing.B) {
 	token, err := proposalEncoding.Marshal(&api.InternalRaftRequest{Id: 7, Actions: []*api.StoreAction{{
 		Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_JoinToken{JoinToken: &api.JoinToken{

@@ -26,7 +26,7 @@ func (s *Store) Apply(index uint64, req *api.InternalRaftRequest) error {
 // proposers; it is the only writer of the store's content. Held batches
 // share one writable version, so the tree nodes a run of small writes
 // goes through are copied once per Ready rather than once per entry
-// (issue 15: that copying was most of what a follower allocated). The
+// (that copying was most of what a follower allocated). The
 // objects of req become the stored ones: the caller must not use req
 // afterwards (the raft node decodes every entry afresh), which spares a
 // copy of every object written, on every member.

@@ -98,7 +98,7 @@ func BenchmarkApplyBatchLargeStore(b *testing.B) {
 
 // BenchmarkApplyPlacement assigns the tasks of one 100 000-replica service
 // to 5 000 nodes in batches of 500, as the scheduler proposes them and a
-// restart replays them (issue 15, point 7): ids as identity.NewID makes
+// restart replays them (docs/bench/largestore.md): ids as identity.NewID makes
 // them, so an index's comparisons see what they see in a manager.
 func BenchmarkApplyPlacement(b *testing.B) {
 	const tasks, nodes, batch = 100_000, 5_000, 500

@@ -39,14 +39,14 @@ type Tx struct {
 // them. A Tx that records many actions and reads nothing after them (the
 // scheduler's 500 assignments, the orchestrator's creations) then writes
 // none into the database's indexes: writing them cost as much as applying them
-// (issue 15: a fifth of the CPU of BenchmarkPlacement).
+// (a fifth of the CPU of BenchmarkPlacement).
 type pending struct {
 	batch *batch
 	steps []step
 	// last is the index in steps of the latest step on each table/id,
 	// made once steps outgrow pendingScan: most Txs record one action
 	// (a join token, a status report), and a map for it was a tenth of
-	// what the leader allocated a write (issue 15).
+	// what the leader allocated a write.
 	last map[objectKey]int
 }
 

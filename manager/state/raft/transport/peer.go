@@ -178,7 +178,7 @@ func (p *peer) run() {
 // the messages themselves it keeps what reporting the outcome takes: the
 // first one's type, for errors, and the snapshots, whose end raft hears
 // of. Keeping every message cost the leader 2.5 KB a write in copies of
-// raftpb.Message at 8 000 writes/s (issue 15).
+// raftpb.Message at 8 000 writes/s.
 type batch struct {
 	encoded [][]byte
 	size    int
