@@ -1,6 +1,6 @@
 package integration
 
-// Multi-host tests with real containers (issue 4, docs/design.md §8–§9): one
+// Multi-host tests with real containers (docs/design.md §8–§9): one
 // manager and four workers in network namespaces, every node running its
 // replicas under one private containerd (each in its own containerd
 // namespace, CNI bridge and subnet, all derived from its node id). What

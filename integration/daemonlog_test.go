@@ -16,7 +16,7 @@ import (
 // NODE_ROLE_MANAGER): logs say "running" and "manager" instead.
 var enumName = regexp.MustCompile(`\b(TASK|NODE|NODE_STATUS|DRAIN|UPDATE|SERVICE)_(STATE|ROLE|AVAILABILITY|MODE)_[A-Z_]+\b`)
 
-// TestDaemonLogJSON (issue 16, "Logs"): with --log-format json every line
+// TestDaemonLogJSON (docs/adr/0033-logs.md): with --log-format json every line
 // jacod writes is a JSON object with time, level and msg, no key twice,
 // no enum value by its protobuf name — through an init, a service whose
 // replica runs, and the refusal a second jacod on the same data dir exits

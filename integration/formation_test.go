@@ -1,6 +1,6 @@
 package integration
 
-// Formation without `jaco cluster init` (issue 6, docs/adr/0013 and 0014):
+// Formation without `jaco cluster init` (docs/adr/0013 and 0014):
 // ordinal formation, identical flags on every replica as a StatefulSet
 // runs them, and static formation from one --initial-cluster list. Real
 // jacod processes in network namespaces (netns_test.go).

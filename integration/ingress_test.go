@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestIngressRoutingMesh is issue 13's ingress test: web publishes 8080
+// TestIngressRoutingMesh tests the routing mesh end to end: web publishes 8080
 // through the routing mesh with replicas on w2 and w3 only; a client
 // outside the cluster (a host on the same underlay that runs no jacod)
 // gets answers from both replicas through w1's port, where no replica

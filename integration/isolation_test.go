@@ -1,6 +1,6 @@
 package integration
 
-// Service network isolation on a real node (issue 5, docs/design.md §9): a
+// Service network isolation on a real node (docs/design.md §9): a
 // worker running replicas of three services under containerd, each node's
 // nftables ruleset loaded by its jacod. Connections are made from inside
 // the replicas' own network namespaces, not through jaco.

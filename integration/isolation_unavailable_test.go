@@ -1,6 +1,6 @@
 package integration
 
-// A node that cannot isolate service networks (issue 5, docs/design.md §9):
+// A node that cannot isolate service networks (docs/design.md §9):
 // a worker whose jacod lacks CAP_NET_ADMIN cannot load its nftables
 // ruleset. It stays a member of the cluster, runs nothing, and says why,
 // to the operator (node ls) and in the messages of the replicas it is

@@ -31,7 +31,7 @@ func rssBytes(pid int) (int64, error) {
 // whose copies of a large spec would fill the store, a label value over
 // its bound, a thousand labels) are refused every time, and the leader's
 // resident memory stays bounded: they cost it the request, never what the
-// request asks for (issue 11 point 7; before the limits, one such create
+// request asks for (docs/adr/0022; before the limits, one such create
 // took the leader from 57 MiB to 8 GiB).
 func TestLeaderMemoryUnderOversizedRequests(t *testing.T) {
 	t.Parallel()

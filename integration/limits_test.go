@@ -9,7 +9,8 @@ import (
 // limit is refused limit_exceeded, naming the field and the limit, and
 // nothing is created; `jaco cluster update --max-replicas-per-service`
 // moves the limit. Before there was one, `service create --replicas
-// 1000000` was accepted and took the leader from 57 MiB to 8 GiB (issue 11).
+// 1000000` was accepted and took the leader from 57 MiB to 8 GiB
+// (docs/adr/0022).
 func TestReplicaLimit(t *testing.T) {
 	t.Parallel()
 	m := startDaemon(t, "m")

@@ -1,6 +1,6 @@
 package integration
 
-// Multi-host tests of the manager group (issue 3, docs/design.md §4–§6): real
+// Multi-host tests of the manager group (docs/design.md §4–§6): real
 // jacod processes, one per network namespace (netns_test.go), formed from
 // join tokens and then grown, killed, paused and partitioned the way a
 // production cluster is. Every assertion is one an operator relies on; every

@@ -1,8 +1,8 @@
 package integration
 
-// A manager whose disk lost raft entries it had acknowledged (issue 11: a
-// WAL cut inside a record that was synced and acknowledged) must never
-// rejoin as if it held them.
+// A manager whose disk lost raft entries it had acknowledged (a WAL
+// cut inside a record that was synced and acknowledged) must never
+// rejoin as if it held them (docs/adr/0020-lost-acknowledged-entries.md).
 
 import (
 	"os"

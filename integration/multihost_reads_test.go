@@ -10,7 +10,7 @@ import (
 	"github.com/jaco-project/jaco/internal/datadir"
 )
 
-// The reads issue 11 found answered wrong (docs/adr/0018-read-consistency.md).
+// Reads a manager once answered stale (docs/adr/0018-read-consistency.md).
 
 // TestMultihostDeposedLeaderReadsAreCurrent: a leader SIGSTOPped while the
 // others elect a new leader and take a write still believes it leads when
@@ -30,8 +30,8 @@ func TestMultihostDeposedLeaderReadsAreCurrent(t *testing.T) {
 	eventually(t, electionTimeout, func() error {
 		return rest[0].jaco("--timeout", writeTimeout.String(), "node", "update", "--label-add", "v=2", target).err()
 	})
-	// One read queued at the paused leader's socket, as the reads issue 11
-	// saw answered stale within 2 ms of resuming, and one sent after.
+	// One read queued at the paused leader's socket, as reads were once
+	// answered stale within 2 ms of its resuming, and one sent after.
 	// Either way the answer must hold the acknowledged write.
 	queued := make(chan result, 1)
 	go func() { queued <- old.jaco("node", "inspect", target) }()

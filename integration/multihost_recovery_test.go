@@ -1,10 +1,10 @@
 package integration
 
-// Multi-host tests of the recovery features (issue 6): autolock, backup and
-// restore, and force-new-cluster, with real jacod processes each in a
-// network namespace of its own (netns_test.go), as an operator runs them on
-// separate machines. Every key is piped into the CLI on the machine that
-// needs it; every wait is for a condition, with a deadline.
+// Multi-host tests of the recovery features (docs/design.md §13): autolock,
+// backup and restore, and force-new-cluster, with real jacod processes each
+// in a network namespace of its own (netns_test.go), as an operator runs
+// them on separate machines. Every key is piped into the CLI on the machine
+// that needs it; every wait is for a condition, with a deadline.
 
 import (
 	"fmt"

@@ -1,9 +1,9 @@
 package integration
 
-// Private registries (issue 14 point 4): Debian's docker-registry, with
-// htpasswd auth and a certificate from a test CA, on a host of the test's
-// hub; jacod trusts that CA through Go's system trust store
-// (SSL_CERT_FILE), as an operator's node trusts a registry's CA.
+// Private registries (docs/design.md §9, "Registry credentials"): Debian's
+// docker-registry, with htpasswd auth and a certificate from a test CA, on
+// a host of the test's hub; jacod trusts that CA through Go's system trust
+// store (SSL_CERT_FILE), as an operator's node trusts a registry's CA.
 
 import (
 	"bytes"

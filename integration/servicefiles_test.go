@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestSecretsAndConfigsReachReplicasInMemory is issue 14's secrets test:
+// TestSecretsAndConfigsReachReplicasInMemory (docs/design.md §9):
 // a secret and a config given to a container service appear in the
 // container (the secret at /run/secrets/NAME, mode 0444; the config at
 // its target), the secret's value is nowhere on the worker's disk (its

@@ -19,7 +19,7 @@ import (
 // which replica answered.
 var idWebCmd = []string{"sh", "-c", "echo $JACO_REPLICA_ID > /www/id && exec httpd -f -p 80 -h /www"}
 
-// TestServicesReachEachOtherByName is issue 13's data-path test: web (two
+// TestServicesReachEachOtherByName tests the overlay's data path: web (two
 // replicas, on w2 and w3) and a client on w1 share the network front; the
 // client finds web by name through its node's DNS and reaches both
 // replicas through web's virtual IP over the encrypted overlay; a killed

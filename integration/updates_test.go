@@ -68,10 +68,10 @@ func (d *daemon) runningByVersion(service, out string) (map[string]int, []replic
 	return n, running, nil
 }
 
-// TestBadUpdatePauses is the issue's case: a bundle whose launch fails at
-// once pauses the update after its first replica, the old replicas keep
-// running, the CLI says so and exits 1, and inspect shows why. Then
-// `service rollback` brings the old spec back on every slot.
+// TestBadUpdatePauses (docs/adr/0025-update-machine.md): a bundle whose
+// launch fails at once pauses the update after its first replica, the old
+// replicas keep running, the CLI says so and exits 1, and inspect shows
+// why. Then `service rollback` brings the old spec back on every slot.
 func TestBadUpdatePauses(t *testing.T) {
 	t.Parallel()
 	m, _, _ := hookCluster(t)
