@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Day-two failure figures (docs/bench/day-two.md, issue 17): how long from
+# Day-two failure figures (docs/bench/day-two.md): how long from
 # a worker's death to its replica running elsewhere, and from a worker's
 # partition from the managers (its monitors still hear it) to its
 # replica's replacement, each measured from the moment the network broke.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Large stores in a real daemon (issue 15 point 7, docs/bench/largestore.md),
+# Large stores in a real daemon (docs/bench/largestore.md),
 # on loopback only, as a new user would try them:
 #   1. one manager; `service create -d --replicas N` of a hook bundle no
 #      node may run (the tasks stay pending): the time until the store

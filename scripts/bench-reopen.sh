@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A manager reopening a kept data dir, without its nodes (issue 15 point
-# 7, docs/bench/largestore.md): for each commit in turn, ROUNDS times
+# A manager reopening a kept data dir, without its nodes
+# (docs/bench/largestore.md): for each commit in turn, ROUNDS times
 # alternated, a fresh copy of STATE (KEEP_STATE of bench-largestore.sh)
 # opened by jacod built at that commit, on loopback with no node able to
 # reach it: the time from its start to "leader subsystems started", the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time to roll every replica of a 30-replica hook-bundle service
-# (docs/bench/updates.md, issue 12): one jacod on loopback that is the
+# (docs/bench/updates.md): one jacod on loopback that is the
 # manager and runs the replicas, `UpdateService` with force_update+1 under
 # update parallelism 1, 5 and 30 with a 0 s monitor and 30 with the
 # default 5 s monitor, each until update_status is COMPLETED and every
