@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -86,7 +85,7 @@ func (n *Node) openOverlay() *overlayNode {
 	if err != nil {
 		return unavailable(fmt.Errorf("seal the overlay key: %w", err))
 	}
-	key, _, err := overlay.LoadOrCreateKey(n.overlayKeyPath(), sealer)
+	key, _, err := overlay.LoadOrCreateKey(n.cfg.dir().OverlayKey(), sealer)
 	if err != nil {
 		return unavailable(fmt.Errorf("overlay key: %w", err))
 	}
@@ -111,8 +110,6 @@ func probeOverlay() (overlay.Kind, error) {
 	return overlay.KindUserspace, nil
 }
 
-func (n *Node) overlayKeyPath() string { return filepath.Join(n.cfg.nodeDir(), "overlay.key") }
-
 // overlaySealer is what the overlay key is sealed with, as the node's TLS
 // key is (keys.go): the data keys while autolock is on, nothing otherwise.
 func (n *Node) overlaySealer() (overlay.Sealer, error) {
@@ -130,7 +127,7 @@ func (n *Node) overlaySealer() (overlay.Sealer, error) {
 // when autolock is turned on or off or its keys change (autolock.go), as
 // saveNodeFiles does the TLS key. A node without one has nothing to do.
 func (n *Node) resealOverlayKey() error {
-	path := n.overlayKeyPath()
+	path := n.cfg.dir().OverlayKey()
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -69,7 +69,7 @@ func TestNothingSecretInClearOnDiskUnderAutolock(t *testing.T) {
 	}
 	secrets["TLS private key"] = block.Bytes
 	// The overlay's WireGuard key, made when the agent started.
-	wgPEM, err := os.ReadFile(n.overlayKeyPath())
+	wgPEM, err := os.ReadFile(datadir.Dir(dir).OverlayKey())
 	if err != nil {
 		t.Fatalf("overlay key before autolock: %v", err)
 	}

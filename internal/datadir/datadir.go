@@ -29,6 +29,10 @@ func (d Dir) DataKeys() string { return filepath.Join(d.Node(), "raft-dek.key") 
 // JoinManagers lists the managers a worker's join named.
 func (d Dir) JoinManagers() string { return filepath.Join(d.Node(), "managers.json") }
 
+// OverlayKey is the node's WireGuard private key (sealed with the data
+// keys while autolock is on).
+func (d Dir) OverlayKey() string { return filepath.Join(d.Node(), "overlay.key") }
+
 // Raft holds a manager's WAL and snapshots.
 func (d Dir) Raft() string { return d.join("raft") }
 
