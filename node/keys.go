@@ -3,8 +3,10 @@ package node
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
+	"github.com/jaco-project/jaco/agent/overlay"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager/encryption"
 )
@@ -19,7 +21,8 @@ import (
 // key therefore rewrites one file, atomically. Every read and write of
 // these files goes through the helpers below, so a renewed certificate or
 // a new data key is sealed like the rest. Workers never seal: autolock
-// protects the raft state, which they do not hold.
+// protects the raft state, which they do not hold. The overlay's private
+// key (node/overlay.key, agent/netplane) is sealed as the TLS key is.
 
 // unlockKey is the key the data keys are sealed with, nil when they are in
 // clear.
@@ -108,4 +111,40 @@ func (n *Node) saveNodeFiles(caPEM, certPEM, keyPEM []byte) error {
 		}
 	}
 	return ca.SaveNodeFiles(n.cfg.nodeDir(), caPEM, certPEM, encryption.SealPrivateKey(keyPEM, s))
+}
+
+// overlaySealer is what the overlay key is sealed with, as the node's TLS
+// key is: the data keys while autolock is on, nothing otherwise.
+func (n *Node) overlaySealer() (overlay.Sealer, error) {
+	if n.unlockKey() == nil {
+		return nil, nil
+	}
+	s, err := n.dataSealer()
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// resealOverlayKey rewrites the overlay key under the node's sealing now,
+// when autolock is turned on or off or its keys change (autolock.go), as
+// saveNodeFiles does the TLS key. A node without one has nothing to do.
+func (n *Node) resealOverlayKey() error {
+	path := n.cfg.dir().OverlayKey()
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	opener, err := n.dataSealer() // opens under the current and previous data keys
+	if err != nil {
+		return err
+	}
+	k, err := overlay.LoadKey(path, opener)
+	if err != nil {
+		return err
+	}
+	s, err := n.overlaySealer()
+	if err != nil {
+		return err
+	}
+	return overlay.SaveKey(path, k, s)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/jaco-project/jaco/agent"
 	ctrd "github.com/jaco-project/jaco/agent/exec/containerd"
 	"github.com/jaco-project/jaco/agent/monitor"
+	"github.com/jaco-project/jaco/agent/netplane"
 	"github.com/jaco-project/jaco/agent/volumemove"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/enumword"
@@ -81,8 +82,9 @@ type Node struct {
 	agent atomic.Pointer[agent.Agent]
 	// monitors records the nodes that heartbeat to this one (monitor.go).
 	monitors *monitor.Table
-	// overlay is this node's end of the overlay, set with the agent.
-	overlay atomic.Pointer[overlayNode]
+	// plane is this node's network plane (agent/netplane), set with the
+	// agent.
+	plane atomic.Pointer[netplane.Plane]
 	// volumeSource serves this node's volumes to the nodes they move to
 	// (docs/adr/0064-volume-move.md); nil until the agent starts.
 	volumeSource atomic.Pointer[volumemove.Source]

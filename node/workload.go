@@ -18,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 	"github.com/jaco-project/jaco/agent/isolation"
 	"github.com/jaco-project/jaco/agent/netattach"
+	"github.com/jaco-project/jaco/agent/netplane"
 	"github.com/jaco-project/jaco/agent/volumemove"
 	"github.com/jaco-project/jaco/agent/volumes"
 	"github.com/jaco-project/jaco/api"
@@ -43,22 +44,32 @@ func (n *Node) startAgent() error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	plane := newNetPlane(n.log, id.NodeID)
-	runtimes, iso, err := n.runtimes(ctx, id.NodeID, plane)
-	if err != nil {
-		cancel()
-		return err
-	}
 	managers, err := n.joinManagers()
 	if err != nil {
-		cancel()
 		return err
 	}
 	if n.Manager() != nil {
 		managers = append([]string{n.advertise}, managers...)
 	}
-	ov := n.openOverlay()
+	// The plane asks the agent, made below, to send the node's
+	// description again; it runs, and so asks, only once a is set.
+	var a *agent.Agent
+	plane := netplane.New(netplane.Config{
+		NodeID:     id.NodeID,
+		KeyPath:    n.cfg.dir().OverlayKey(),
+		Sealer:     n.overlaySealer,
+		NoOverlay:  n.cfg.NoOverlay,
+		ListenPort: n.cfg.OverlayPort,
+		Interface:  n.cfg.OverlayInterface,
+		Redescribe: func() { a.Redescribe() },
+		Logger:     n.log,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	runtimes, iso, err := n.runtimes(ctx, id.NodeID, plane)
+	if err != nil {
+		cancel()
+		return err
+	}
 	// The volume mover's report goes through the agent, made below; it is
 	// set before the agent runs, so before any order can come.
 	var reportMove func(context.Context, *api.ReportVolumeMoveRequest) error
@@ -69,8 +80,7 @@ func (n *Node) startAgent() error {
 		Log:    n.log.With("component", "volumes"),
 	}
 	mover.Start(ctx, &n.wg)
-	describeMachine := describe(runtimes, iso)
-	a, err := agent.New(agent.Config{
+	a, err = agent.New(agent.Config{
 		NodeID:   id.NodeID,
 		NodeName: n.cfg.NodeName,
 		Dir:      n.cfg.dir().Agent(),
@@ -87,29 +97,28 @@ func (n *Node) startAgent() error {
 		},
 		Runtimes: runtimes,
 		Description: func() *api.NodeDescription {
-			d := describeMachine()
-			d.Overlay = ov.describe()
+			d := agent.MachineDescription(runtimes)
+			netplane.DescribeIsolation(d, iso)
+			plane.Describe(d)
 			return d
 		},
-		Overlay:        ov.follow,
-		Networks:       plane.follow,
+		Overlay:        plane.FollowOverlay,
+		Networks:       plane.FollowNetworks,
 		RemovedVolumes: newVolumeSweeper(ctx, &n.wg, n.cfg.volumesDir(), n.log).sweep,
 		VolumeMoves:    mover.Follow,
-		Disconnected:   plane.disconnected,
+		Disconnected:   plane.Disconnected,
 		Logger:         n.log,
 	})
 	if err != nil {
 		cancel()
 		return err
 	}
-	ov.redescribe = a.Redescribe
 	reportMove = a.ReportVolumeMove
 	n.volumeSource.Store(&volumemove.Source{NodeID: id.NodeID, Dir: mover.Dir, Orders: mover.Orders})
 	n.agent.Store(a)
-	n.overlay.Store(ov)
+	n.plane.Store(plane)
 	n.agentStop = cancel
-	n.wg.Go(func() { ov.run(ctx) })
-	n.wg.Go(func() { plane.run(ctx) })
+	n.wg.Go(func() { plane.Run(ctx) })
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
@@ -146,7 +155,7 @@ func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networ
 		n.log.Error("containerd runtime unavailable; this node runs hook bundles only", "err", err)
 		return rts, nil, nil
 	}
-	iso := n.loadIsolation(names)
+	iso := netplane.LoadIsolation(names.Network, n.log)
 	rt, err := ctrd.New(ctx, n.cfg.ContainerdAddress,
 		ctrd.WithIsolation(iso),
 		ctrd.WithNetworks(networks),
@@ -251,11 +260,11 @@ func (s agentService) ReadVolume(req *api.ReadVolumeRequest, stream grpc.ServerS
 }
 
 func (s agentService) OverlayStatus(ctx context.Context, _ *api.OverlayStatusRequest) (*api.OverlayStatusResponse, error) {
-	ov := s.n.overlay.Load()
-	if ov == nil {
+	plane := s.n.plane.Load()
+	if plane == nil {
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")
 	}
-	return ov.status(ctx)
+	return plane.OverlayStatus(ctx)
 }
 
 // localReplicasPage is the page of replicas req asks for, in id order as

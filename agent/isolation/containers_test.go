@@ -24,7 +24,7 @@ import (
 const testImage = "jaco.local/busybox-isolation:latest"
 
 // containerNode is a containerd runtime wired to a loaded ruleset, as
-// node/isolation.go wires them.
+// the daemon wires them (node/workload.go, agent/netplane.LoadIsolation).
 type containerNode struct {
 	rt  *ctrd.Runtime
 	iso *Ruleset

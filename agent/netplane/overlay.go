@@ -1,10 +1,9 @@
-package node
+package netplane
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -32,11 +31,11 @@ const overlayRetry = 2 * time.Second
 // replicas); one failed attempt is not enough, a restarting device is.
 const overlayBrokenAfter = 10 * time.Second
 
-// overlayNode is this node's end of the overlay (docs/adr/0026): its key,
-// and the link, opened once the node holds a block of some network (a
-// node running no networked replica needs none), configured from the
+// overlayLink is this node's end of the overlay (docs/adr/0026): its
+// key, and the link, opened once the node holds a block of some network
+// (a node running no networked replica needs none), configured from the
 // latest session message by one goroutine that owns it.
-type overlayNode struct {
+type overlayLink struct {
 	log      *slog.Logger
 	key      overlay.PrivateKey
 	port     int
@@ -63,29 +62,31 @@ type overlayWant struct {
 // openOverlay loads (or makes) the node's overlay key and says what the
 // node publishes: its key and port, or why it can have no overlay (the
 // scheduler then places no networked replica here). It opens no link yet.
-func (n *Node) openOverlay() *overlayNode {
-	o := &overlayNode{log: n.log.With("component", "overlay"), port: n.cfg.OverlayPort, name: n.cfg.OverlayInterface,
-		want: make(chan overlayWant, 1)}
+func openOverlay(cfg Config, log *slog.Logger) *overlayLink {
+	o := &overlayLink{log: log.With("component", "overlay"), port: cfg.ListenPort, name: cfg.Interface,
+		want: make(chan overlayWant, 1), redescribe: cfg.Redescribe}
 	if o.port == 0 {
 		o.port = overlay.DefaultListenPort
 	}
-	unavailable := func(err error) *overlayNode {
+	unavailable := func(err error) *overlayLink {
 		o.log.Warn("overlay unavailable; this node runs no replica on a network", "err", err)
 		o.endpoint = &api.OverlayEndpoint{Unavailable: true, Message: err.Error()}
 		return o
 	}
-	if n.cfg.NoOverlay {
+	if cfg.NoOverlay {
 		return unavailable(errors.New("the overlay is turned off on this node (jacod --overlay=false)"))
 	}
 	kind, err := probeOverlay()
 	if err != nil {
 		return unavailable(err)
 	}
-	sealer, err := n.overlaySealer()
-	if err != nil {
-		return unavailable(fmt.Errorf("seal the overlay key: %w", err))
+	var sealer overlay.Sealer
+	if cfg.Sealer != nil {
+		if sealer, err = cfg.Sealer(); err != nil {
+			return unavailable(fmt.Errorf("seal the overlay key: %w", err))
+		}
 	}
-	key, _, err := overlay.LoadOrCreateKey(n.cfg.dir().OverlayKey(), sealer)
+	key, _, err := overlay.LoadOrCreateKey(cfg.KeyPath, sealer)
 	if err != nil {
 		return unavailable(fmt.Errorf("overlay key: %w", err))
 	}
@@ -110,44 +111,8 @@ func probeOverlay() (overlay.Kind, error) {
 	return overlay.KindUserspace, nil
 }
 
-// overlaySealer is what the overlay key is sealed with, as the node's TLS
-// key is (keys.go): the data keys while autolock is on, nothing otherwise.
-func (n *Node) overlaySealer() (overlay.Sealer, error) {
-	if n.unlockKey() == nil {
-		return nil, nil
-	}
-	s, err := n.dataSealer()
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// resealOverlayKey rewrites the overlay key under the node's sealing now,
-// when autolock is turned on or off or its keys change (autolock.go), as
-// saveNodeFiles does the TLS key. A node without one has nothing to do.
-func (n *Node) resealOverlayKey() error {
-	path := n.cfg.dir().OverlayKey()
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	opener, err := n.dataSealer() // opens under the current and previous data keys
-	if err != nil {
-		return err
-	}
-	k, err := overlay.LoadKey(path, opener)
-	if err != nil {
-		return err
-	}
-	s, err := n.overlaySealer()
-	if err != nil {
-		return err
-	}
-	return overlay.SaveKey(path, k, s)
-}
-
 // follow hands the link the store's latest view; it never blocks.
-func (o *overlayNode) follow(self *api.Node, peers []*api.OverlayPeer) {
+func (o *overlayLink) follow(self *api.Node, peers []*api.OverlayPeer) {
 	if o.endpoint.GetUnavailable() {
 		return
 	}
@@ -166,7 +131,7 @@ func (o *overlayNode) follow(self *api.Node, peers []*api.OverlayPeer) {
 }
 
 // run applies each view to the link until ctx ends, then closes it.
-func (o *overlayNode) run(ctx context.Context) {
+func (o *overlayLink) run(ctx context.Context) {
 	defer o.close()
 	var pending *overlayWant
 	retry := time.NewTimer(0)
@@ -208,7 +173,7 @@ func (o *overlayNode) run(ctx context.Context) {
 // on a change, has the agent describe the node again: node ls shows
 // overlay_unavailable with the reason, and the cluster stops counting on
 // this node's overlay.
-func (o *overlayNode) setBroken(why string) {
+func (o *overlayLink) setBroken(why string) {
 	o.mu.Lock()
 	changed := o.broken != why
 	o.broken = why
@@ -228,7 +193,7 @@ func (o *overlayNode) setBroken(why string) {
 
 // describe is the node's overlay end for its description: the published
 // one, or unavailable while the link is broken.
-func (o *overlayNode) describe() *api.OverlayEndpoint {
+func (o *overlayLink) describe() *api.OverlayEndpoint {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.broken == "" {
@@ -239,7 +204,7 @@ func (o *overlayNode) describe() *api.OverlayEndpoint {
 }
 
 // apply makes the link match w, opening it at the node's first block.
-func (o *overlayNode) apply(ctx context.Context, w overlayWant) error {
+func (o *overlayLink) apply(ctx context.Context, w overlayWant) error {
 	cfg, err := o.config(w)
 	if err != nil {
 		return err
@@ -267,7 +232,7 @@ func (o *overlayNode) apply(ctx context.Context, w overlayWant) error {
 // config is the link's whole state for w: an address and a route per
 // block this node holds (the network's subnet through the link, so
 // nothing for it leaves in clear), and every peer with its blocks.
-func (o *overlayNode) config(w overlayWant) (overlay.Config, error) {
+func (o *overlayLink) config(w overlayWant) (overlay.Config, error) {
 	cfg := overlay.Config{PrivateKey: o.key, ListenPort: o.port, PersistentKeepalive: overlayKeepalive}
 	for _, b := range w.self.GetOverlayBlocks() {
 		block, err := netip.ParsePrefix(b.GetPrefix())
@@ -298,7 +263,7 @@ func (o *overlayNode) config(w overlayWant) (overlay.Config, error) {
 }
 
 // status is the link as it runs, for AgentService.OverlayStatus.
-func (o *overlayNode) status(ctx context.Context) (*api.OverlayStatusResponse, error) {
+func (o *overlayLink) status(ctx context.Context) (*api.OverlayStatusResponse, error) {
 	resp := &api.OverlayStatusResponse{Endpoint: o.describe()}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -338,7 +303,7 @@ func (o *overlayNode) status(ctx context.Context) (*api.OverlayStatusResponse, e
 	return resp, nil
 }
 
-func (o *overlayNode) close() {
+func (o *overlayLink) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.link == nil {

@@ -1,4 +1,4 @@
-package node
+package netplane
 
 import (
 	"context"
@@ -32,9 +32,9 @@ func planeView(withBlock bool) (*api.Node, []*api.Network, []*api.ServiceEndpoin
 	return node, nets, eps
 }
 
-func startPlane(t *testing.T) *netPlane {
+func startNetworks(t *testing.T) *networks {
 	t.Helper()
-	p := newNetPlane(slog.New(slog.DiscardHandler), "node-a")
+	p := newNetworks(slog.New(slog.DiscardHandler), "node-a")
 	p.dnsPort = 53530
 	p.rules = &recordedRules{}
 	p.resolvConf = filepath.Join(t.TempDir(), "resolv.conf")
@@ -48,7 +48,7 @@ func startPlane(t *testing.T) *netPlane {
 	return p
 }
 
-// recordedRules keeps the states the plane applies.
+// recordedRules keeps the states networks applies.
 type recordedRules struct {
 	mu     sync.Mutex
 	states []netrules.State
@@ -79,10 +79,10 @@ func (r *recordedRules) last() (netrules.State, int, int) {
 }
 
 func TestAttachmentWaitsForTheBlock(t *testing.T) {
-	p := startPlane(t)
+	p := startNetworks(t)
 	got := make(chan error, 1)
 	go func() {
-		att, err := p.Attachment(context.Background(), "front")
+		att, err := p.attachment(context.Background(), "front")
 		if err == nil && att.Gateway != netip.MustParseAddr("127.77.0.1") {
 			err = errors.New("gateway " + att.Gateway.String())
 		}
@@ -105,7 +105,7 @@ func TestAttachmentWaitsForTheBlock(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := p.Attachment(ctx, "back"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := p.attachment(ctx, "back"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Attachment of a network without a block: %v, want the deadline", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestAttachmentWaitsForTheBlock(t *testing.T) {
 // The node answers replicas on its gateway of each network it holds a
 // block of, from the view, and stops when the block goes.
 func TestDNSOnEachGatewayFollowsTheView(t *testing.T) {
-	p := startPlane(t)
+	p := startNetworks(t)
 	p.follow(planeView(true))
 	addr := "127.77.0.1:53530"
 	q := new(mdns.Msg)
@@ -152,7 +152,7 @@ func TestDNSOnEachGatewayFollowsTheView(t *testing.T) {
 // Cut off from the managers, the node spreads over its own replicas of a
 // service where it has any, until the next session message.
 func TestCutOffPrefersLocalReplicas(t *testing.T) {
-	p := startPlane(t)
+	p := startNetworks(t)
 	node, nets, eps := planeView(true)
 	eps[0].Replicas = append(eps[0].Replicas, &api.EndpointReplica{TaskId: "t2", NodeId: "node-a", Address: "127.77.0.2"})
 	rules := p.rules.(*recordedRules)

@@ -1,4 +1,4 @@
-package node
+package netplane
 
 import (
 	"log/slog"
@@ -13,7 +13,7 @@ import (
 // agent is asked to send the description at each change only.
 func TestBrokenLinkIsDescribedUnavailable(t *testing.T) {
 	var asked atomic.Int32
-	o := &overlayNode{log: slog.New(slog.DiscardHandler), redescribe: func() { asked.Add(1) },
+	o := &overlayLink{log: slog.New(slog.DiscardHandler), redescribe: func() { asked.Add(1) },
 		endpoint: &api.OverlayEndpoint{PublicKey: make([]byte, 32), Port: 51820, Kind: "userspace"}}
 	if d := o.describe(); d.GetUnavailable() || d.GetPort() != 51820 {
 		t.Fatalf("working link described as %v", d)

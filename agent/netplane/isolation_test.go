@@ -1,9 +1,10 @@
-package node
+package netplane
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/jaco-project/jaco/agent"
 	"github.com/jaco-project/jaco/agent/isolation"
 )
 
@@ -12,7 +13,8 @@ import (
 func TestDescribeReportsIsolation(t *testing.T) {
 	// A ruleset that did not load (never loaded here: Load would need
 	// CAP_NET_ADMIN; agent/isolation tests a real failed Load).
-	d := describe(nil, isolation.New("jaco-test"))()
+	d := agent.MachineDescription(nil)
+	DescribeIsolation(d, isolation.New("jaco-test"))
 	if !d.GetIsolationUnavailable() {
 		t.Errorf("description of a node whose ruleset did not load: isolation_unavailable = false")
 	}
@@ -25,7 +27,9 @@ func TestDescribeReportsIsolation(t *testing.T) {
 
 	// A node without containerd runs only hook bundles, which are never
 	// isolated: it is not isolation_unavailable.
-	if d := describe(nil, nil)(); d.GetIsolationUnavailable() || d.GetIsolationMessage() != "" {
+	d = agent.MachineDescription(nil)
+	DescribeIsolation(d, nil)
+	if d.GetIsolationUnavailable() || d.GetIsolationMessage() != "" {
 		t.Errorf("node without containerd: %v, want no isolation state", d)
 	}
 }

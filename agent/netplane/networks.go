@@ -1,4 +1,4 @@
-package node
+package netplane
 
 import (
 	"context"
@@ -28,12 +28,12 @@ const attachmentWait = 30 * time.Second
 // gateways (their resolv.conf cannot name another port).
 const dnsPort = 53
 
-// netPlane is this node's side of its overlay networks past the link
+// networks is this node's side of its overlay networks past the link
 // (docs/adr/0026): it keeps the latest view the session brought, hands
 // runtimes their attachments, and runs a DNS server on the node's
 // gateway of each network, answering from the view. One goroutine (run)
-// applies views; Attachment waits on the view.
-type netPlane struct {
+// applies views; attachment waits on the view.
+type networks struct {
 	log        *slog.Logger
 	resolvConf string // the host's, for names the server does not own
 	dnsPort    int
@@ -52,70 +52,70 @@ type netPlane struct {
 	loaded  bool // rules hold a state (the table exists)
 }
 
-// overlayRules is what the plane needs of agent/netrules (tests record
+// overlayRules is what networks needs of agent/netrules (tests record
 // instead of loading rules into the test machine's kernel).
 type overlayRules interface {
 	Apply(ctx context.Context, s netrules.State) error
 	Close() error
 }
 
-func newNetPlane(log *slog.Logger, nodeID string) *netPlane {
+func newNetworks(log *slog.Logger, nodeID string) *networks {
 	log = log.With("component", "networks")
-	return &netPlane{log: log, resolvConf: "/etc/resolv.conf", dnsPort: dnsPort,
+	return &networks{log: log, resolvConf: "/etc/resolv.conf", dnsPort: dnsPort,
 		changed: make(chan struct{}), kick: make(chan struct{}, 1), servers: map[netip.Addr]*dns.Server{},
 		rules: netrules.New(netview.TableName(nodeID), netrules.WithLogger(log))}
 }
 
 // follow takes the store's latest word on the node's networks; it never
-// blocks (agent.Config.Networks).
-func (p *netPlane) follow(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint) {
-	p.mu.Lock()
-	p.view = netview.View{Node: self, Networks: networks, Endpoints: endpoints}
-	wasCutOff := p.cutOff
-	p.cutOff = false
-	close(p.changed)
-	p.changed = make(chan struct{})
-	p.mu.Unlock()
+// blocks (Plane.FollowNetworks).
+func (nw *networks) follow(self *api.Node, networks []*api.Network, endpoints []*api.ServiceEndpoint) {
+	nw.mu.Lock()
+	nw.view = netview.View{Node: self, Networks: networks, Endpoints: endpoints}
+	wasCutOff := nw.cutOff
+	nw.cutOff = false
+	close(nw.changed)
+	nw.changed = make(chan struct{})
+	nw.mu.Unlock()
 	if wasCutOff {
-		p.log.Info("in session again: VIPs and ingress ports spread over every replica")
+		nw.log.Info("in session again: VIPs and ingress ports spread over every replica")
 	}
-	p.wake()
+	nw.wake()
 }
 
 // disconnected is told that the session to the managers ended
-// (agent.Config.Disconnected); it never blocks. Until the next session
+// (Plane.Disconnected); it never blocks. Until the next session
 // message the view is stale: other nodes' replicas it lists may be gone,
 // or out of reach if this node is the one cut off, while this node's own
 // are known to run. So VIPs and ingress ports spread over this node's
 // replicas of a service where it has any (netview.PreferLocal).
-func (p *netPlane) disconnected() {
-	p.mu.Lock()
-	was := p.cutOff
-	p.cutOff = true
-	p.mu.Unlock()
+func (nw *networks) disconnected() {
+	nw.mu.Lock()
+	was := nw.cutOff
+	nw.cutOff = true
+	nw.mu.Unlock()
 	if !was {
-		p.log.Warn("session to the managers lost: VIPs and ingress ports prefer this node's own replicas until it is back")
+		nw.log.Warn("session to the managers lost: VIPs and ingress ports prefer this node's own replicas until it is back")
 	}
-	p.wake()
+	nw.wake()
 }
 
-func (p *netPlane) wake() {
+func (nw *networks) wake() {
 	select {
-	case p.kick <- struct{}{}:
+	case nw.kick <- struct{}{}:
 	default:
 	}
 }
 
-// Attachment implements exec.Networks: it waits until the view holds the
-// node's block of the network.
-func (p *netPlane) Attachment(ctx context.Context, name string) (exec.Attachment, error) {
+// attachment waits until the view holds the node's block of the network
+// (Plane.Attachment).
+func (nw *networks) attachment(ctx context.Context, name string) (exec.Attachment, error) {
 	ctx, cancel := context.WithTimeout(ctx, attachmentWait)
 	defer cancel()
 	for {
-		p.mu.Lock()
-		att, ok := netview.Attachments(p.view, 0)[name]
-		changed := p.changed
-		p.mu.Unlock()
+		nw.mu.Lock()
+		att, ok := netview.Attachments(nw.view, 0)[name]
+		changed := nw.changed
+		nw.mu.Unlock()
 		if ok {
 			return att, nil
 		}
@@ -128,20 +128,20 @@ func (p *netPlane) Attachment(ctx context.Context, name string) (exec.Attachment
 }
 
 // snapshot is the view and which backends its rules spread over.
-func (p *netPlane) snapshot() (netview.View, netview.Backends) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cutOff {
-		return p.view, netview.PreferLocal
+func (nw *networks) snapshot() (netview.View, netview.Backends) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.cutOff {
+		return nw.view, netview.PreferLocal
 	}
-	return p.view, netview.AllReplicas
+	return nw.view, netview.AllReplicas
 }
 
 // run applies each new view until ctx ends, then stops the DNS servers.
 // A view that cannot be applied whole (a gateway not yet on the node) is
 // tried again shortly.
-func (p *netPlane) run(ctx context.Context) {
-	defer p.stop()
+func (nw *networks) run(ctx context.Context) {
+	defer nw.stop()
 	retry := time.NewTimer(0)
 	retry.Stop()
 	defer retry.Stop()
@@ -149,14 +149,14 @@ func (p *netPlane) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.kick:
+		case <-nw.kick:
 		case <-retry.C:
 		}
-		if err := p.apply(ctx); err != nil {
+		if err := nw.apply(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			p.log.Warn("apply the networks' view; trying again", "err", err)
+			nw.log.Warn("apply the networks' view; trying again", "err", err)
 			retry.Reset(time.Second)
 		}
 	}
@@ -167,39 +167,39 @@ func (p *netPlane) run(ctx context.Context) {
 // (and on no other), all answering from its records. A node that never
 // had a network loads no rules; the rules stay when jacod stops, since
 // the replicas go on talking.
-func (p *netPlane) apply(ctx context.Context) error {
-	v, backends := p.snapshot()
+func (nw *networks) apply(ctx context.Context) error {
+	v, backends := nw.snapshot()
 	var errs []error
 	switch st := netview.Rules(v, backends); {
 	case len(st.Networks) > 0:
-		if err := p.rules.Apply(ctx, st); err != nil {
+		if err := nw.rules.Apply(ctx, st); err != nil {
 			errs = append(errs, err)
 		} else {
-			p.loaded = true
+			nw.loaded = true
 		}
-	case p.loaded:
-		if err := p.rules.Close(); err != nil {
+	case nw.loaded:
+		if err := nw.rules.Close(); err != nil {
 			errs = append(errs, err)
 		} else {
-			p.loaded = false
+			nw.loaded = false
 		}
 	}
 	want := map[netip.Addr]bool{}
 	for _, gw := range netview.Gateways(v) {
 		want[gw] = true
 	}
-	for gw, s := range p.servers {
+	for gw, s := range nw.servers {
 		if !want[gw] {
 			_ = s.Close()
-			delete(p.servers, gw)
+			delete(nw.servers, gw)
 		}
 	}
 	recs := netview.Records(v)
 	for gw := range want {
-		s := p.servers[gw]
+		s := nw.servers[gw]
 		if s == nil {
 			var err error
-			if s, err = p.serve(ctx, gw); err != nil {
+			if s, err = nw.serve(ctx, gw); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -212,26 +212,26 @@ func (p *netPlane) apply(ctx context.Context) error {
 }
 
 // serve starts a DNS server on gw.
-func (p *netPlane) serve(ctx context.Context, gw netip.Addr) (*dns.Server, error) {
-	s, err := dns.New(dns.Config{Addr: net.JoinHostPort(gw.String(), strconv.Itoa(p.dnsPort)),
-		ResolvConf: p.resolvConf, Logger: p.log})
+func (nw *networks) serve(ctx context.Context, gw netip.Addr) (*dns.Server, error) {
+	s, err := dns.New(dns.Config{Addr: net.JoinHostPort(gw.String(), strconv.Itoa(nw.dnsPort)),
+		ResolvConf: nw.resolvConf, Logger: nw.log})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dns server on %s: %w", gw, err)
 	}
-	p.servers[gw] = s
-	p.serving.Go(func() {
+	nw.servers[gw] = s
+	nw.serving.Go(func() {
 		if err := s.Run(ctx); err != nil && ctx.Err() == nil {
-			p.log.Debug("dns server ended", "address", s.Addr(), "err", err)
+			nw.log.Debug("dns server ended", "address", s.Addr(), "err", err)
 		}
 	})
-	p.log.Info("dns server answering replicas", "address", s.Addr())
+	nw.log.Info("dns server answering replicas", "address", s.Addr())
 	return s, nil
 }
 
-func (p *netPlane) stop() {
-	for gw, s := range p.servers {
+func (nw *networks) stop() {
+	for gw, s := range nw.servers {
 		_ = s.Close()
-		delete(p.servers, gw)
+		delete(nw.servers, gw)
 	}
-	p.serving.Wait()
+	nw.serving.Wait()
 }
