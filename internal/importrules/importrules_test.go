@@ -12,6 +12,10 @@
 //     is tested without a raft group and raft without the store's tables.
 //   - The agent does not reach the manager: a worker runs the agent alone
 //     and must not link, or depend on the internals of, the manager.
+//   - The agent does not reach the daemon: the daemon (node) composes the
+//     agent's parts, the network plane (agent/netplane) among them, and
+//     hands each what it needs, so none depends on how the daemon is
+//     built.
 //   - The CLI does not link the daemon: it once imported node for two path
 //     helpers and so linked 678 packages (containerd client, agent, the
 //     whole manager). It may link the backup file format and its sealing,
@@ -63,6 +67,7 @@ func rules() []rule {
 	r := []rule{
 		{from: "manager/state/store/...", to: "manager/state/raft/..."},
 		{from: "agent/...", to: "manager/..."},
+		{from: "agent/...", to: "node/..."},
 		{from: "cmd/jaco", to: "node/..."},
 		{from: "cmd/jaco", to: "agent/..."},
 		{from: "cmd/jaco", to: "manager/...", except: cliBackupDeps},
