@@ -85,6 +85,12 @@ check-generated: generate ## fail when committed generated code is stale
 build: ## build jacod and jaco into ./bin
 	$(GO) build -o $(BIN)/ ./cmd/jacod ./cmd/jaco
 
+# The benchmark harness, which scripts/bench-*.sh build and run themselves
+# (docs/bench/); it is no part of what is shipped.
+.PHONY: jaco-bench
+jaco-bench: ## build the benchmark harness (bench/) into ./bin/jaco-bench
+	$(GO) build -o $(BIN)/jaco-bench ./bench
+
 .PHONY: lint
 lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over 500 lines tracked
 	./scripts/check-tracked-files.sh

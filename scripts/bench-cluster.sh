@@ -7,7 +7,7 @@
 #   2. leader SIGKILL (20 times) → first acknowledged write;
 #   3. `jaco node join` of a third manager → VOTER.
 # Installs Debian's etcd-server and etcd-client where missing, builds jaco
-# and cmd/jaco-bench, and writes the results (markdown tables, JSON, CSV)
+# and jaco-bench (bench/), and writes the results (markdown tables, JSON, CSV)
 # to docs/bench/cluster/. Every server it starts is stopped, and its
 # scratch directory removed, however the run ends.
 #

@@ -8,7 +8,7 @@
 #   2. jaco: one jacod (manager + agent) and `service create --replicas N`,
 #      latency per replica from the create call to its RUNNING status.
 # Installs containerd, runc, the CNI plugins and busybox-static where
-# missing (Debian), builds jaco and cmd/jaco-bench, runs as root, and writes
+# missing (Debian), builds jaco and jaco-bench (bench/), runs as root, and writes
 # docs/bench/containers/results.{md,json}. Every daemon, container,
 # mount and scratch directory is removed however the run ends.
 #

@@ -8,7 +8,7 @@
 # launch script replaced directly through `jacod hook-shim` (as the hooks
 # runtime starts and stops it), p at a time.
 # Installs what it needs where missing (Debian), builds jaco and
-# cmd/jaco-bench, runs as root, and writes docs/bench/updates/results.{md,json}.
+# jaco-bench (bench/), runs as root, and writes docs/bench/updates/results.{md,json}.
 # Every daemon, replica and scratch directory is removed however the run ends.
 #
 #   sudo scripts/bench-updates.sh                      # 30 replicas, 5 rounds (about 3 min)

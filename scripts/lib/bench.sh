@@ -20,12 +20,12 @@ bench_cleanup() {
 	rm -rf "$work"
 }
 
-# bench_build SCRIPT: bench_build_daemons, then jaco-bench from the work
-# tree into $work/bin.
+# bench_build SCRIPT: bench_build_daemons, then jaco-bench (bench/) from
+# the work tree into $work/bin.
 bench_build() {
 	bench_build_daemons "$1"
 	log "building jaco-bench"
-	go build -o "$work/bin/" ./cmd/jaco-bench
+	go build -o "$work/bin/jaco-bench" ./bench
 }
 
 # bench_build_daemons SCRIPT: builds jacod and jaco into $work/bin from
@@ -42,7 +42,7 @@ bench_build_daemons() {
 		(cd "$work/src" && go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco)
 	else
 		rev=$(git rev-parse --short HEAD)
-		git diff --quiet HEAD -- . ':!cmd/jaco-bench' ":!$1" ':!docs' 2>/dev/null || rev="$rev+uncommitted changes"
+		git diff --quiet HEAD -- . ':!bench' ":!$1" ':!docs' 2>/dev/null || rev="$rev+uncommitted changes"
 		log "building jacod and jaco from the work tree ($rev)"
 		go build -o "$work/bin/" ./cmd/jacod ./cmd/jaco
 	fi
