@@ -2,13 +2,13 @@ package main
 
 // `jaco-bench conns` measures what a bare gRPC server holds for each
 // node's connection, as the floor under a manager's memory per node
-// (issue 15, point 7; docs/bench/largestore.md): a server with nothing
-// behind it but gRPC's health service, on the transport jacod's TCP
-// server uses (TLS 1.3 with client certificates, no read buffer over
-// TLS's, static flow-control windows on both ends: grpcflow), and COUNT
-// client connections from a child process, each holding two server
-// streams open as a node's session and assignments streams do. -streams
-// and -read-buffer measure the same floor for other shapes.
+// (docs/bench/largestore.md): a server with nothing behind it but gRPC's
+// health service, on the transport jacod's TCP server uses (TLS 1.3 with
+// client certificates, no read buffer over TLS's, static flow-control
+// windows on both ends: grpcflow), and COUNT client connections from a
+// child process, each holding two server streams open as a node's
+// session and assignments streams do. -streams and -read-buffer measure
+// the same floor for other shapes.
 // The server's growth in heap in use, goroutines and RSS, divided by COUNT,
 // is what any manager keeping one such connection per node pays at
 // least, before it stores or does anything for the node.

@@ -4,8 +4,9 @@ package main
 // under containerd + runc with a loaded image, beside floors measured in
 // the same run on the same private containerd:
 //
-//   - ctr: `ctr run -d` of the same image, one container at a time (the
-//     floor issue 4 names: includes ctr's own process start and no CNI);
+//   - ctr: `ctr run -d` of the same image, one container at a time
+//     (containerd's own CLI starting it: includes ctr's own process start
+//     and no CNI);
 //   - client: what jaco's containerd controller does, through the Go
 //     client in this process (network namespace, container with an
 //     overlayfs snapshot, CNI bridge attachment, task with a log file,

@@ -218,9 +218,10 @@ func (f *floors) measure(ctx context.Context, kind string, round int) (*floorRes
 	return res, nil
 }
 
-// ctrRun is the floor issue 4 names: `ctr run -d` with overlayfs and the
-// output to a log file, as jaco's shim does. ctr returns once the task is
-// started. Its container gets a fresh, empty network namespace (no CNI).
+// ctrRun is the floor of containerd's own CLI: `ctr run -d` with
+// overlayfs and the output to a log file, as jaco's shim does. ctr
+// returns once the task is started. Its container gets a fresh, empty
+// network namespace (no CNI).
 func (f *floors) ctrRun(ctx context.Context, id string) error {
 	out, err := exec.CommandContext(ctx, f.o.ctr, "-a", f.address, "-n", floorNamespace,
 		"run", "-d", "--snapshotter", ctrd.Snapshotter, "--runc-root", f.runcRoot,

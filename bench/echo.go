@@ -1,7 +1,7 @@
 package main
 
-// The echo system is the floor under the rate benchmark's writes (issue
-// 15, point 1; docs/bench/cluster.md): one process that answers jaco's
+// The echo system is the floor under the rate benchmark's writes
+// (docs/bench/cluster.md): one process that answers jaco's
 // write call at once, on the transport a jacod's unix socket serves it
 // (grpcflow's windows, the same stream workers), with no raft, no disk
 // and no store behind it. Driven by the same load generator at the same

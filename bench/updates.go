@@ -8,7 +8,7 @@ package main
 // floor measured in the same run: the same replace cycle done directly
 // on the same launch script, started as the hooks runtime starts it
 // (`jacod hook-shim DIR`) and stopped as it stops it (SIGINT through the
-// shim), p at a time. Issue 12's benchmark; see docs/bench/updates.md.
+// shim), p at a time. See docs/bench/updates.md.
 
 import (
 	"context"
@@ -36,8 +36,9 @@ func (c updateConfig) String() string {
 	return fmt.Sprintf("p=%d monitor=%s", c.Parallelism, c.Monitor)
 }
 
-// updateConfigs are issue 12's parallelisms with no monitor, and the
-// widest one with Swarm's default monitor to show what it adds.
+// updateConfigs are parallelisms 1, 5 and 30 with no monitor, which
+// measure the update machine itself, and the widest one with Swarm's
+// default monitor to show what it adds (docs/bench/updates.md).
 var updateConfigs = []updateConfig{
 	{Parallelism: 1}, {Parallelism: 5}, {Parallelism: 30},
 	{Parallelism: 30, Monitor: 5 * time.Second},
