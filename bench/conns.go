@@ -7,7 +7,7 @@ package main
 // client certificates, no read buffer over TLS's, static flow-control
 // windows on both ends: grpcflow), and COUNT client connections from a
 // child process, each holding two server streams open as a node's
-// session and assignments streams do. -streams and -read-buffer measure
+// session and assignments streams do. --streams and --read-buffer measure
 // the same floor for other shapes.
 // The server's growth in heap in use, goroutines and RSS, divided by COUNT,
 // is what any manager keeping one such connection per node pays at
@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +31,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
@@ -69,31 +69,47 @@ func (f connsFloor) String() string {
 		f.count, f.streams, f.readBuffer, f.heapBeforeMiB, f.heapAfterMiB, f.heapKB, f.stackKB, f.rssKB, f.goroutines)
 }
 
-func runConns(args []string) error {
-	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
+func connsCmd() *cobra.Command {
 	shape := jacodConns
-	fs.IntVar(&shape.count, "count", shape.count, "client connections")
-	fs.IntVar(&shape.streams, "streams", shape.streams, "server streams each connection holds open")
-	fs.IntVar(&shape.readBuffer, "read-buffer", shape.readBuffer, "gRPC's read buffer over each server connection, bytes (0: none)")
-	fs.StringVar(&shape.heapProfile, "heap-profile", "", "write the server's heap profile here with every connection open (where a connection's heap goes)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	cmd := command("conns",
+		"Measure what a bare gRPC server holds for each node's connection",
+		`jaco-bench conns measures what a bare gRPC server holds for each node's
+connection, as the floor under a manager's memory per node: a server with
+nothing behind it but gRPC's health service, on the transport jacod's TCP
+server uses (TLS 1.3 with client certificates, no read buffer over TLS's,
+static flow-control windows on both ends), and --count client connections
+from a child process, each holding --streams server streams open as a node's
+session and assignments streams do.
+
+It prints one line: the server's growth in heap in use, goroutines and RSS,
+divided by the connections. scripts/bench-largestore.sh runs it
+(docs/bench/largestore.md).`,
+		func() error { return runConns(shape) })
+	f := cmd.Flags()
+	f.IntVar(&shape.count, "count", shape.count, "client connections")
+	f.IntVar(&shape.streams, "streams", shape.streams, "server streams each connection holds open")
+	f.IntVar(&shape.readBuffer, "read-buffer", shape.readBuffer, "gRPC's read buffer over each server connection, bytes (0: none)")
+	f.StringVar(&shape.heapProfile, "heap-profile", "", "write the server's heap profile here with every connection open (where a connection's heap goes)")
+	f.SortFlags = false
+	return cmd
+}
+
+func runConns(shape connsShape) error {
 	if err := raiseFileLimit(slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
 		return fmt.Errorf("conns: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "jaco-bench-conns-")
 	if err != nil {
-		return err
+		return fmt.Errorf("conns: scratch directory: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return fmt.Errorf("conns: find this binary for the client process: %w", err)
 	}
 	f, err := measureConns(context.Background(), []string{self, "conns-client"}, dir, shape)
 	if err != nil {
-		return err
+		return fmt.Errorf("conns: %w", err)
 	}
 	fmt.Println(f)
 	return nil
@@ -117,8 +133,8 @@ func measureConns(ctx context.Context, client []string, dir string, shape connsS
 	defer srv.Stop()
 
 	before := serverUse()
-	args := append(client[1:len(client):len(client)], "-addr", lis.Addr().String(), "-count", strconv.Itoa(shape.count),
-		"-streams", strconv.Itoa(shape.streams), "-dir", dir)
+	args := append(client[1:len(client):len(client)], "--addr", lis.Addr().String(), "--count", strconv.Itoa(shape.count),
+		"--streams", strconv.Itoa(shape.streams), "--dir", dir)
 	child := exec.CommandContext(ctx, client[0], args...)
 	child.Stderr = os.Stderr
 	stdin, err := child.StdinPipe()
@@ -225,22 +241,39 @@ func connsIdentities(dir string) (*tls.Config, error) {
 	return ca.ServerTLSConfig(caPEM, srvCert, srvKey)
 }
 
-// runConnsClient is the child of measureConns: it opens count
-// connections, each with as many health watches as -streams, says "ready" and
-// holds them until its stdin closes.
-func runConnsClient(args []string) error {
-	fs := flag.NewFlagSet("conns-client", flag.ContinueOnError)
-	addr := fs.String("addr", "", "the server")
-	count := fs.Int("count", 0, "connections")
-	streams := fs.Int("streams", 0, "health watches each connection holds open")
-	dir := fs.String("dir", "", "where the client's certificate is")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+// connsClientCmd is the child process of measureConns, not a benchmark.
+func connsClientCmd() *cobra.Command {
+	var c connsClient
+	cmd := command("conns-client",
+		"The client process of conns (started by jaco-bench conns)",
+		`jaco-bench conns-client is the child process jaco-bench conns starts: it opens
+--count connections to --addr, each with --streams health watches, says
+"ready" on stdout and holds them until its stdin closes.`,
+		func() error { return runConnsClient(c) })
+	cmd.Hidden = true
+	f := cmd.Flags()
+	f.StringVar(&c.addr, "addr", "", "the server")
+	f.IntVar(&c.count, "count", 0, "connections")
+	f.IntVar(&c.streams, "streams", 0, "health watches each connection holds open")
+	f.StringVar(&c.dir, "dir", "", "where the client's certificate is")
+	f.SortFlags = false
+	return cmd
+}
+
+// connsClient is what conns-client is told to open.
+type connsClient struct {
+	addr           string
+	count, streams int
+	dir            string
+}
+
+// runConnsClient opens count connections, each with as many health
+// watches as streams, says "ready" and holds them until its stdin closes.
+func runConnsClient(c connsClient) error {
 	if err := raiseFileLimit(slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 		return err
 	}
-	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(filepath.Clean(*dir))
+	caPEM, certPEM, keyPEM, err := ca.LoadNodeFiles(filepath.Clean(c.dir))
 	if err != nil {
 		return err
 	}
@@ -250,13 +283,13 @@ func runConnsClient(args []string) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for i := range *count {
-		conn, err := grpc.NewClient(*addr, grpcflow.NodeDial(credentials.NewTLS(clientTLS))...)
+	for i := range c.count {
+		conn, err := grpc.NewClient(c.addr, grpcflow.NodeDial(credentials.NewTLS(clientTLS))...)
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		for range *streams {
+		for range c.streams {
 			w, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
 			if err != nil {
 				return fmt.Errorf("connection %d: %w", i, err)

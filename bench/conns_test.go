@@ -38,7 +38,9 @@ func TestConnsClientProcess(t *testing.T) {
 	if os.Getenv(connsClientEnv) == "" {
 		return
 	}
-	if err := runConnsClient(childArgs()); err != nil {
+	cmd := connsClientCmd()
+	cmd.SetArgs(childArgs())
+	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	os.Exit(0)

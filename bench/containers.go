@@ -24,7 +24,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log"
 	"os"
@@ -35,6 +34,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/internal/containerdtest"
 	"github.com/jaco-project/jaco/internal/ociimage"
@@ -75,33 +76,51 @@ type roundResult struct {
 	LoadAvg string `json:"loadavg_at_start"`
 }
 
-func runContainers(args []string) error {
-	fs := flag.NewFlagSet("containers", flag.ContinueOnError)
+func containersCmd() *cobra.Command {
 	var o containersOpts
-	var floors string
-	fs.StringVar(&o.work, "work", "", "scratch directory (required; containerd root, data dirs, logs)")
-	fs.StringVar(&o.out, "out", "docs/bench/containers", "where the results are written")
-	fs.StringVar(&o.jacod, "jacod", "bin/jacod", "jacod binary")
-	fs.StringVar(&o.jaco, "jaco", "bin/jaco", "jaco binary")
-	fs.StringVar(&o.ctr, "ctr", "ctr", "ctr binary (Debian's containerd package)")
-	fs.IntVar(&o.replicas, "replicas", 100, "containers per measurement")
-	fs.IntVar(&o.rounds, "rounds", 3, "rounds (each: the floors, then jaco)")
-	fs.StringVar(&floors, "floors", "ctr,client,client-concurrent,client-4-at-once,client-bare-cni", "floors measured each round before jaco")
-	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory's logs")
-	fs.StringVar(&o.loadBefore, "load-before", "", "load average before the run (recorded in the results)")
-	rerender := fs.String("rerender", "", "only write results.md again from this results.json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *rerender != "" {
-		return rerenderContainers(*rerender)
-	}
+	var floors, rerender string
+	cmd := command("containers",
+		"Time create → running of replicas under containerd beside its floors (root)",
+		`jaco-bench containers measures create → running latency of replicas under
+containerd + runc with a loaded image, beside floors measured in the same run
+on the same private containerd: 'ctr run -d' of the same image, and what jaco's
+containerd controller does, through the Go client, one at a time and all at
+once (--floors); then one jacod and 'service create --replicas N', latency per
+replica from the create call to its RUNNING status.
+
+It re-runs itself in a network namespace of its own, so the CNI bridges,
+addresses and iptables rules vanish with it, and needs root. The results
+(results.json, results.md) go to --out. scripts/bench-containers.sh installs
+what it needs, builds the binaries and runs it (docs/bench/containers.md).`,
+		func() error {
+			if rerender != "" {
+				return rerenderContainers(rerender)
+			}
+			return runContainers(o, floors)
+		})
+	f := cmd.Flags()
+	f.StringVar(&o.work, "work", "", "scratch directory (required; containerd root, data dirs, logs)")
+	f.StringVar(&o.out, "out", "docs/bench/containers", "where the results are written")
+	f.StringVar(&o.jacod, "jacod", "bin/jacod", "jacod binary")
+	f.StringVar(&o.jaco, "jaco", "bin/jaco", "jaco binary")
+	f.StringVar(&o.ctr, "ctr", "ctr", "ctr binary (Debian's containerd package)")
+	f.IntVar(&o.replicas, "replicas", 100, "containers per measurement (1 to 120)")
+	f.IntVar(&o.rounds, "rounds", 3, "rounds (each: the floors, then jaco)")
+	f.StringVar(&floors, "floors", "ctr,client,client-concurrent,client-4-at-once,client-bare-cni", "floors measured each round before jaco")
+	f.BoolVar(&o.keep, "keep", false, "keep the scratch directory's logs")
+	f.StringVar(&o.loadBefore, "load-before", "", "load average before the run (recorded in the results)")
+	f.StringVar(&rerender, "rerender", "", "only write results.md again from this results.json")
+	f.SortFlags = false
+	return cmd
+}
+
+func runContainers(o containersOpts, floors string) error {
 	if o.work == "" {
-		return errors.New("containers: -work is required")
+		return errors.New("containers: --work is required")
 	}
 	if o.replicas < 1 || o.replicas > 120 {
 		// The containers' /25 holds 125 addresses.
-		return fmt.Errorf("containers: -replicas %d: want 1..120", o.replicas)
+		return fmt.Errorf("containers: --replicas %d: want 1..120", o.replicas)
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("containers: needs root (containerd, runc and CNI)")

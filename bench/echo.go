@@ -12,13 +12,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -46,7 +46,7 @@ func newEchoCluster(ctx context.Context, root string, server []string) (*echoClu
 		return nil, err
 	}
 	c := &echoCluster{socket: filepath.Join(root, "echo.sock")}
-	args := append(server[1:len(server):len(server)], "-socket", c.socket)
+	args := append(server[1:len(server):len(server)], "--socket", c.socket)
 	c.p = newProc("echo", server[0], filepath.Join(root, "echo.log"), args...)
 	if err := c.p.start(); err != nil {
 		return nil, err
@@ -113,16 +113,25 @@ func (s *echoServer) Status(context.Context, *api.ClusterStatusRequest) (*api.Cl
 	return &api.ClusterStatusResponse{}, nil
 }
 
-// runEchoServer is `jaco-bench echo-server -socket PATH`: it serves until
-// killed.
-func runEchoServer(args []string) error {
-	fs := flag.NewFlagSet("echo-server", flag.ContinueOnError)
-	socket := fs.String("socket", "", "the unix socket to serve on")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *socket == "" {
-		return errors.New("echo-server: -socket is required")
+// echoServerCmd is the echo system's server process, not a benchmark.
+func echoServerCmd() *cobra.Command {
+	var socket string
+	cmd := command("echo-server",
+		"The echo system's server (started by the cluster benchmark)",
+		`jaco-bench echo-server is the process of the cluster benchmark's echo system
+(--systems echo): it answers jaco's write call at once on the unix socket
+--socket, with nothing behind it, and serves until killed.`,
+		func() error { return runEchoServer(socket) })
+	cmd.Hidden = true
+	cmd.Flags().StringVar(&socket, "socket", "", "the unix socket to serve on")
+	cmd.Flags().SortFlags = false
+	return cmd
+}
+
+// runEchoServer serves the echo system on socket until killed.
+func runEchoServer(socket string) error {
+	if socket == "" {
+		return errors.New("echo-server: --socket is required")
 	}
 	// A token of the size jaco's are, made as they are (the fingerprint's
 	// form is all that matters here).
@@ -130,7 +139,7 @@ func runEchoServer(args []string) error {
 	if err != nil {
 		return fmt.Errorf("echo-server: %w", err)
 	}
-	lis, err := net.Listen("unix", *socket)
+	lis, err := net.Listen("unix", socket)
 	if err != nil {
 		return fmt.Errorf("echo-server: %w", err)
 	}

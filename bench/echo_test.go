@@ -43,7 +43,9 @@ func TestEchoServerProcess(t *testing.T) {
 	if os.Getenv(echoServerEnv) == "" {
 		return
 	}
-	if err := runEchoServer(childArgs()); err != nil {
+	cmd := echoServerCmd()
+	cmd.SetArgs(childArgs())
+	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	os.Exit(0)

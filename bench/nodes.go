@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/jaco-project/jaco/agent"
@@ -75,26 +75,47 @@ func (o *simOpts) fillDefaults() {
 	}
 }
 
-func runNodes(args []string) error {
+func nodesCmd() *cobra.Command {
 	var o simOpts
-	fs := flag.NewFlagSet("nodes", flag.ContinueOnError)
-	fs.StringVar(&o.manager, "manager", "127.0.0.1:7000", "the manager's TCP address (loopback)")
-	fs.StringVar(&o.socket, "socket", "", "the manager's local socket (DATA_DIR/jaco.sock): each node not joined yet gets its join token through it")
-	fs.IntVar(&o.count, "count", 100, "how many nodes to simulate")
-	fs.StringVar(&o.state, "state", "", "directory for the nodes' keys and certificates; a second run with it reconnects the same nodes (required)")
-	fs.IntVar(&o.joins, "joins", 32, "joins at once")
-	fs.StringVar(&o.prefix, "prefix", "sim", "node names are PREFIX-00001 and on")
-	cpus := fs.Int("cpus", 64, "CPUs each node describes")
-	memGiB := fs.Int64("memory-gib", 256, "memory each node describes, GiB")
-	fs.DurationVar(&o.roleCheck, "role-check", 2*time.Second, "each node's role check (an empty RenewCertificate on its session's connection), as jacod's --role-check-interval; 0 off")
-	fs.DurationVar(&o.report, "report", 10*time.Second, "how often to log the counts")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+	var cpus int
+	var memGiB int64
+	cmd := command("nodes",
+		"Simulate worker nodes against a real jacod",
+		`jaco-bench nodes simulates --count worker nodes against a real jacod, so
+that a manager can be measured with thousands of nodes on one machine. Each
+simulated node is what the manager sees of a worker: its own key and
+certificate from a token join, its own mutual-TLS connection to the
+dispatcher with the agent's session, heartbeats, assignments and status
+reports, and the node's role check on the same connection. Nothing runs: an
+assigned replica is reported RUNNING at once, one told to stop is reported
+shut down.
+
+It runs until interrupted, logging its counts every --report. A second run
+with the same --state reconnects the same nodes. scripts/bench-largestore.sh
+runs it (docs/bench/largestore.md).`,
+		func() error {
+			o.cpus, o.memory = int64(cpus)*1e9, memGiB<<30
+			return runNodes(o)
+		})
+	f := cmd.Flags()
+	f.StringVar(&o.manager, "manager", "127.0.0.1:7000", "the manager's TCP address (loopback)")
+	f.StringVar(&o.socket, "socket", "", "the manager's local socket (DATA_DIR/jaco.sock): each node not joined yet gets its join token through it")
+	f.IntVar(&o.count, "count", 100, "how many nodes to simulate")
+	f.StringVar(&o.state, "state", "", "directory for the nodes' keys and certificates; a second run with it reconnects the same nodes (required)")
+	f.IntVar(&o.joins, "joins", 32, "joins at once")
+	f.StringVar(&o.prefix, "prefix", "sim", "node names are PREFIX-00001 and on")
+	f.IntVar(&cpus, "cpus", 64, "CPUs each node describes")
+	f.Int64Var(&memGiB, "memory-gib", 256, "memory each node describes, GiB")
+	f.DurationVar(&o.roleCheck, "role-check", 2*time.Second, "each node's role check (an empty RenewCertificate on its session's connection), as jacod's --role-check-interval; 0 off")
+	f.DurationVar(&o.report, "report", 10*time.Second, "how often to log the counts")
+	f.SortFlags = false
+	return cmd
+}
+
+func runNodes(o simOpts) error {
 	if o.state == "" {
-		return errors.New("nodes: -state is required")
+		return errors.New("nodes: --state is required")
 	}
-	o.cpus, o.memory = int64(*cpus)*1e9, *memGiB<<30
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := raiseFileLimit(log); err != nil {
 		return fmt.Errorf("nodes: %w", err)

@@ -72,7 +72,7 @@ func (j *joiner) identity(ctx context.Context, name, dir string, port int) (id *
 		return nil, false, err
 	}
 	if j.ctl == nil {
-		return nil, false, fmt.Errorf("not joined yet (%s has no certificate) and no -socket to get a join token through", dir)
+		return nil, false, fmt.Errorf("not joined yet (%s has no certificate) and no --socket to get a join token through", dir)
 	}
 	ctx, cancel := context.WithTimeout(ctx, simJoinTimeout)
 	defer cancel()

@@ -13,7 +13,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log"
 	"os"
@@ -22,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
 )
@@ -76,28 +77,47 @@ type updatesRun struct {
 	Samples []*updateSample   `json:"samples"`
 }
 
-func runUpdates(args []string) error {
-	fs := flag.NewFlagSet("updates", flag.ContinueOnError)
+func updatesCmd() *cobra.Command {
 	var o updatesOpts
-	fs.StringVar(&o.work, "work", "", "scratch directory (required; data dir, bundles, logs)")
-	fs.StringVar(&o.out, "out", "docs/bench/updates", "where the raw results are written")
-	fs.StringVar(&o.jacod, "jacod", "bin/jacod", "jacod binary (also the floor's hook shim)")
-	fs.StringVar(&o.jaco, "jaco", "bin/jaco", "jaco binary")
-	fs.IntVar(&o.replicas, "replicas", 30, "replicas of the service")
-	fs.IntVar(&o.rounds, "rounds", 5, "rounds; each measures the floor and jaco for every configuration")
-	fs.StringVar(&o.loadBefore, "load-before", "", "load average before the run (recorded in the results)")
-	rerender := fs.String("rerender", "", "only write the markdown again from this results.json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *rerender != "" {
-		return rerenderUpdates(*rerender)
-	}
+	var rerender string
+	cmd := command("updates",
+		"Time a rolling update of a 30-replica service beside replacing its replicas directly (root)",
+		`jaco-bench updates measures how long a rolling update of a hook-bundle
+service takes, from UpdateService with force_update+1 until the service's
+update_status is COMPLETED with every replica new and RUNNING, for update
+parallelism 1, 5 and 30 with a 0 s monitor and for 30 with the default 5 s
+monitor, beside a floor measured in the same run: the same launch script
+replaced directly through 'jacod hook-shim', p at a time.
+
+It starts one jacod on loopback that is the manager and runs the replicas,
+and needs root. The raw results (results.json, results.md) go to --out.
+scripts/bench-updates.sh (make bench-updates) installs what it needs, builds
+the binaries and runs it (docs/bench/updates.md).`,
+		func() error {
+			if rerender != "" {
+				return rerenderUpdates(rerender)
+			}
+			return runUpdates(o)
+		})
+	f := cmd.Flags()
+	f.StringVar(&o.work, "work", "", "scratch directory (required; data dir, bundles, logs)")
+	f.StringVar(&o.out, "out", "docs/bench/updates", "where the raw results are written")
+	f.StringVar(&o.jacod, "jacod", "bin/jacod", "jacod binary (also the floor's hook shim)")
+	f.StringVar(&o.jaco, "jaco", "bin/jaco", "jaco binary")
+	f.IntVar(&o.replicas, "replicas", 30, "replicas of the service")
+	f.IntVar(&o.rounds, "rounds", 5, "rounds; each measures the floor and jaco for every configuration")
+	f.StringVar(&o.loadBefore, "load-before", "", "load average before the run (recorded in the results)")
+	f.StringVar(&rerender, "rerender", "", "only write the markdown again from this results.json")
+	f.SortFlags = false
+	return cmd
+}
+
+func runUpdates(o updatesOpts) error {
 	if o.work == "" {
-		return errors.New("updates: -work is required")
+		return errors.New("updates: --work is required")
 	}
 	if o.replicas < 1 || o.rounds < 1 {
-		return errors.New("updates: -replicas and -rounds must be positive")
+		return errors.New("updates: --replicas and --rounds must be positive")
 	}
 	if os.Geteuid() != 0 {
 		return errors.New("updates: needs root (jacod's agent runs the replicas)")
