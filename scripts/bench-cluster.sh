@@ -12,10 +12,10 @@
 # scratch directory removed, however the run ends.
 #
 #   scripts/bench-cluster.sh                      # the published figures (about 20 min)
-#   scripts/bench-cluster.sh -duration 10s        # quicker: any jaco-bench flag passes through
-#   scripts/bench-cluster.sh -phases failover -kills 5
+#   scripts/bench-cluster.sh --duration 10s       # quicker: any jaco-bench flag passes through
+#   scripts/bench-cluster.sh --phases failover --kills 5
 #   JACO_REV=HEAD scripts/bench-cluster.sh        # daemons built from a commit, not the work tree
-#   BENCH_OUT=docs/bench/cluster/x scripts/bench-cluster.sh -phases failover   # results elsewhere
+#   BENCH_OUT=docs/bench/cluster/x scripts/bench-cluster.sh --phases failover   # results elsewhere
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -46,8 +46,8 @@ etcd_bin=$(command -v etcd)
 } >"$out/machine.txt"
 cat "$out/machine.txt" >&2
 
-"$work/bin/jaco-bench" -work "$work/run" -out "$out" \
-	-jacod "$work/bin/jacod" -jaco "$work/bin/jaco" -etcd "$etcd_bin" "$@" &
+"$work/bin/jaco-bench" --work "$work/run" --out "$out" \
+	--jacod "$work/bin/jacod" --jaco "$work/bin/jaco" --etcd "$etcd_bin" "$@" &
 bench_pid=$!
 wait "$bench_pid"
 bench_pid=

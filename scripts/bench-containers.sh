@@ -13,10 +13,10 @@
 # mount and scratch directory is removed however the run ends.
 #
 #   sudo scripts/bench-containers.sh                   # 100 replicas, 3 rounds (about 9 min)
-#   sudo scripts/bench-containers.sh -replicas 20 -rounds 1
-#   sudo scripts/bench-containers.sh -floors ctr       # any jaco-bench containers flag passes through
+#   sudo scripts/bench-containers.sh --replicas 20 --rounds 1
+#   sudo scripts/bench-containers.sh --floors ctr      # any jaco-bench containers flag passes through
 #   sudo JACO_REV=HEAD scripts/bench-containers.sh     # daemons built from a commit, not the work tree
-#   sudo BENCH_OUT=docs/bench/containers/replicas-5 scripts/bench-containers.sh -replicas 5 -rounds 5
+#   sudo BENCH_OUT=docs/bench/containers/replicas-5 scripts/bench-containers.sh --replicas 5 --rounds 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/ensure.sh
@@ -37,9 +37,9 @@ bench_build scripts/bench-containers.sh
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "load average now: $load_before (other work on the machine skews every figure)"
 
-"$work/bin/jaco-bench" containers -work "$work/run" -out "$out" \
-	-jacod "$work/bin/jacod" -jaco "$work/bin/jaco" -ctr "$(command -v ctr)" \
-	-load-before "$load_before (jaco $rev)" "$@" &
+"$work/bin/jaco-bench" containers --work "$work/run" --out "$out" \
+	--jacod "$work/bin/jacod" --jaco "$work/bin/jaco" --ctr "$(command -v ctr)" \
+	--load-before "$load_before (jaco $rev)" "$@" &
 bench_pid=$!
 wait "$bench_pid"
 bench_pid=

@@ -12,7 +12,7 @@
 # Every daemon, replica and scratch directory is removed however the run ends.
 #
 #   sudo scripts/bench-updates.sh                      # 30 replicas, 5 rounds (about 3 min)
-#   sudo scripts/bench-updates.sh -rounds 1 -replicas 6
+#   sudo scripts/bench-updates.sh --rounds 1 --replicas 6
 #   sudo JACO_REV=HEAD scripts/bench-updates.sh        # daemons built from a commit, not the work tree
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,9 +34,9 @@ bench_build scripts/bench-updates.sh
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 log "load average now: $load_before (other work on the machine skews every figure)"
 
-"$work/bin/jaco-bench" updates -work "$work/run" -out "$out" \
-	-jacod "$work/bin/jacod" -jaco "$work/bin/jaco" \
-	-load-before "$load_before (jaco $rev)" "$@" &
+"$work/bin/jaco-bench" updates --work "$work/run" --out "$out" \
+	--jacod "$work/bin/jacod" --jaco "$work/bin/jaco" \
+	--load-before "$load_before (jaco $rev)" "$@" &
 bench_pid=$!
 wait "$bench_pid"
 bench_pid=

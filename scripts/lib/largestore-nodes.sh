@@ -68,8 +68,8 @@ simulated_nodes() {
 	idle_kb=$(rss_kb "$spid")
 
 	start=$(date +%s%N)
-	setsid "$bin/jaco-bench" nodes -manager 127.0.0.1:27430 -socket "$s/jaco.sock" \
-		-count "$nodes" -state "$work/nodes" >>"$work/nodes.log" 2>&1 &
+	setsid "$bin/jaco-bench" nodes --manager 127.0.0.1:27430 --socket "$s/jaco.sock" \
+		--count "$nodes" --state "$work/nodes" >>"$work/nodes.log" 2>&1 &
 	simpid=$!
 	disown "$simpid"
 	daemons+=("$simpid")
@@ -124,7 +124,7 @@ simulated_nodes() {
 	# The floor under the manager's memory per node, in the same run: a
 	# bare gRPC server holding as many mTLS connections, each with two
 	# open streams, on jacod's transport settings.
-	"$bin/jaco-bench" conns -count "$nodes" 2>>"$work/conns.log" | tee -a "$raw"
+	"$bin/jaco-bench" conns --count "$nodes" 2>>"$work/conns.log" | tee -a "$raw"
 }
 
 # restart_with_nodes I: kill -9 the manager (spid) while the simulated
