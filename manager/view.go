@@ -73,6 +73,30 @@ func (m *Manager) WatchCluster(ctx context.Context) <-chan store.Event {
 	return m.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
 }
 
+// ClusterChanged receives once for each change of the cluster object and
+// each reset of the store from a snapshot, until ctx ends or the manager
+// stops (then the channel is closed). The caller must keep receiving, as
+// from a store watch. It carries no store event: its reader (the daemon's
+// autolock loop, node/keyring) reads the cluster object afresh each time,
+// and so depends on the manager alone, not on the store's types.
+func (m *Manager) ClusterChanged(ctx context.Context) <-chan struct{} {
+	events := m.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
+	changed := make(chan struct{})
+	// Ends when the watch closes (ctx ended or the store closed) or ctx
+	// ends while a change waits to be received.
+	go func() {
+		defer close(changed)
+		for range events {
+			select {
+			case changed <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return changed
+}
+
 // View calls fn with a read transaction on this member's store: one
 // consistent view, for readers such as the dashboard that show many
 // objects together. fn must not keep the transaction.
