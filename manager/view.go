@@ -66,13 +66,6 @@ func (m *Manager) Node(id string) *api.Node {
 	return n
 }
 
-// WatchCluster sends an event each time the cluster object changes or the
-// store is reset from a snapshot, until ctx ends or the manager stops
-// (then the channel is closed).
-func (m *Manager) WatchCluster(ctx context.Context) <-chan store.Event {
-	return m.store.Watch(ctx, store.Any(store.ObjectType[*api.Cluster](), store.ByKind(store.EventReset)))
-}
-
 // ClusterChanged receives once for each change of the cluster object and
 // each reset of the store from a snapshot, until ctx ends or the manager
 // stops (then the channel is closed). The caller must keep receiving, as

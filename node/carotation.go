@@ -65,11 +65,11 @@ func (n *Node) installTrust(newPEM, oldPEM []byte) error {
 		return err
 	}
 	defer unlock()
-	_, certPEM, keyPEM, err := n.loadNodeFiles()
+	_, certPEM, keyPEM, err := n.keys.LoadNodeFiles()
 	if err != nil {
 		return err
 	}
-	if err := n.saveNodeFiles(newPEM, certPEM, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(newPEM, certPEM, keyPEM); err != nil {
 		return err
 	}
 	if err := n.reloadTLS(); err != nil {

@@ -24,7 +24,7 @@ func (n *Node) forceNewCluster() error {
 	if !raft.HasStateToForce(n.cfg.raftDir()) {
 		return ErrNothingToForce
 	}
-	sealer, err := n.dataSealer()
+	sealer, err := n.keys.DataSealer()
 	if err != nil {
 		return fmt.Errorf("force new cluster: %w", err)
 	}
@@ -74,7 +74,7 @@ func (n *Node) reissueExpiredCert(cluster *api.Cluster) error {
 	if err != nil {
 		return err
 	}
-	if err := n.saveNodeFiles(cluster.CaCertPem, newCert, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(cluster.CaCertPem, newCert, keyPEM); err != nil {
 		return err
 	}
 	n.log.Warn("--force-new-cluster: this manager's certificate had expired; it issued itself a fresh one",

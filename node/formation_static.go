@@ -108,10 +108,10 @@ func (n *Node) formStatic() error {
 	if err != nil {
 		return err
 	}
-	if err := n.saveNodeFiles(cluster.CACertPEM, certPEM, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(cluster.CACertPEM, certPEM, keyPEM); err != nil {
 		return err
 	}
-	sealer, err := n.newDataKey()
+	sealer, err := n.keys.NewDataKey()
 	if err != nil {
 		return err
 	}

@@ -77,10 +77,10 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 	if err != nil {
 		return nil, internalError(err)
 	}
-	if err := n.saveNodeFiles(caCert, certPEM, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(caCert, certPEM, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
-	sealer, err := n.newDataKey()
+	sealer, err := n.keys.NewDataKey()
 	if err != nil {
 		return nil, internalError(err)
 	}

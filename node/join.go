@@ -80,7 +80,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 // private key, and starts what runs with it: a manager's raft member, the
 // TLS config of its certificate, the agent.
 func (n *Node) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
 	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {
@@ -112,7 +112,7 @@ func (n *Node) bootstrapJoinedManager(resp *api.JoinResponse) error {
 // raftID that knows members, for a manager the leader already added to
 // raft (by a join or a promotion).
 func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, members []*api.RaftMember) error {
-	sealer, err := n.newDataKey()
+	sealer, err := n.keys.NewDataKey()
 	if err != nil {
 		return err
 	}

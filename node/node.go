@@ -1,9 +1,10 @@
 // Package node is the jacod daemon: its data dir and lock, lifecycle state,
-// TLS and listeners, formation and join, the keys autolock seals, and the
-// agent. What a manager runs is package manager's: the daemon opens a
-// Manager when it holds manager raft state (after init, join, unlock or a
-// promotion), stops it at demotion, and routes the manager's gRPC services
-// to it (services.go). A worker runs no manager.
+// TLS and listeners, formation and join, and the agent. The keys autolock
+// seals are node/keyring's, which the daemon wires in (unlock.go). What a
+// manager runs is package manager's: the daemon opens a Manager when it
+// holds manager raft state (after init, join, unlock or a promotion),
+// stops it at demotion, and routes the manager's gRPC services to it
+// (services.go). A worker runs no manager.
 //
 // A daemon is in one lifecycle state (docs/design.md §3). It starts
 // uninitialized when its data dir has no raft state and ready when it has;
@@ -40,8 +41,8 @@ import (
 	"github.com/jaco-project/jaco/internal/httpserve"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/dashboard"
-	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/node/keyring"
 )
 
 // Node is a running jacod.
@@ -67,17 +68,9 @@ type Node struct {
 	trustPool atomic.Pointer[x509.CertPool]
 	// clusterID is the cluster of this node's certificate ("" before init).
 	clusterID atomic.Value
-	// kek is the unlock key this node's files are sealed with while
-	// autolock is on (keys.go); nil when they are in clear.
-	kek atomic.Pointer[encryption.Key]
-	// keysSettled: the files were brought in line with the cluster's
-	// autolock setting since the manager started (autolock.go).
-	keysSettled   atomic.Bool
-	autolockKick  chan struct{}
-	failedUnlocks atomic.Uint32
-	// unlockNotBefore: attempts to unlock before then are refused
-	// (unlocklimit.go); guarded by initMu.
-	unlockNotBefore time.Time
+	// keys seal this node's files under autolock, hold the unlock key
+	// and run the autolock loop (node/keyring).
+	keys *keyring.Keyring
 
 	agent atomic.Pointer[agent.Agent]
 	// monitors records the nodes that heartbeat to this one (monitor.go).
@@ -147,8 +140,9 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1), monitors: monitor.NewTable(nil),
-		certKick: make(chan struct{}, 1), autolockKick: make(chan struct{}, 1),
-		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
+		certKick: make(chan struct{}, 1), grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
+	n.keys = keyring.New(keyring.Config{Dir: cfg.dir(), Daemon: keyringDaemon{n},
+		CheckInterval: cfg.RoleCheckInterval, Logger: cfg.Logger})
 	n.managerConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
@@ -157,7 +151,7 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}()
 	n.state.Store(int32(api.NodeState_NODE_STATE_UNINITIALIZED))
-	locked, err := n.dataKeysSealed()
+	locked, err := n.keys.DataKeysSealed()
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +166,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	switch {
 	case locked:
-		// Autolock: nothing opens until `jaco node unlock` (autolock.go).
+		// Autolock: nothing opens until `jaco node unlock` (unlock.go).
 		n.state.Store(int32(api.NodeState_NODE_STATE_LOCKED))
 		n.log.Warn("autolock is on and this manager restarted: it is locked; run 'jaco node unlock' on it")
 	case raft.Exists(cfg.raftDir()):
@@ -216,7 +210,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}()
 	go func() {
 		defer n.loopWG.Done()
-		n.runAutolockLoop(n.loopCtx)
+		n.keys.Run(n.loopCtx)
 	}()
 	if err := n.startFormation(); err != nil {
 		return nil, err
@@ -252,7 +246,7 @@ func (n *Node) isWorker() bool {
 
 // startManager opens the raft state with the data key and runs the manager.
 func (n *Node) startManager() error {
-	sealer, err := n.dataSealer()
+	sealer, err := n.keys.DataSealer()
 	if err != nil {
 		return err
 	}
@@ -268,10 +262,9 @@ func (n *Node) startManager() error {
 	if err != nil {
 		return err
 	}
-	n.keysSettled.Store(false)
 	n.mgr.Store(m)
 	n.state.Store(int32(api.NodeState_NODE_STATE_READY))
-	n.kickAutolock()
+	n.keys.ManagerStarted()
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()

@@ -20,7 +20,7 @@ func (n *Node) clientTLS() (*tls.Config, error) {
 	if cfg := n.clientTLSCache.Load(); cfg != nil {
 		return cfg, nil
 	}
-	caPEM, certPEM, keyPEM, err := n.loadNodeFiles()
+	caPEM, certPEM, keyPEM, err := n.keys.LoadNodeFiles()
 	if err != nil {
 		return nil, fmt.Errorf("node certificate: %w", err)
 	}

@@ -39,7 +39,7 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 	if err != nil {
 		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "%v", err)
 	}
-	caPEM, oldCertPEM, oldKeyPEM, err := n.loadNodeFiles()
+	caPEM, oldCertPEM, oldKeyPEM, err := n.keys.LoadNodeFiles()
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -91,7 +91,7 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 // re-adopts the replicas its database holds. Connections opened with the
 // expired certificate are dropped: they could only fail.
 func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
 	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {

@@ -174,7 +174,7 @@ func (n *Node) installCert(ctx context.Context, resp *api.RenewCertificateRespon
 }
 
 func (n *Node) saveCert(resp *api.RenewCertificateResponse, keyPEM []byte) error {
-	if err := n.saveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
 	return n.reloadTLS()
@@ -206,7 +206,7 @@ func (n *Node) becomeManager(resp *api.RenewCertificateResponse, keyPEM []byte, 
 // certificate is saved first: a crash before the raft state is gone
 // restarts a manager that is told it was removed, asks, and finishes here.
 func (n *Node) becomeWorker(m *manager.Manager, resp *api.RenewCertificateResponse, keyPEM []byte) error {
-	n.kek.Store(nil) // a worker's key is in clear: it has no data keys to seal it
+	n.keys.ForgetUnlockKey() // a worker's key is in clear: it has no data keys to seal it
 	if err := n.saveCert(resp, keyPEM); err != nil {
 		return fmt.Errorf("demotion: %w", err)
 	}

@@ -42,7 +42,7 @@ func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) 
 }
 
 func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {
-	resp := &api.ClusterStatusResponse{State: s.n.State(), FailedUnlockAttempts: s.n.failedUnlocks.Load()}
+	resp := &api.ClusterStatusResponse{State: s.n.State(), FailedUnlockAttempts: s.n.keys.FailedUnlocks()}
 	m := s.n.Manager()
 	if m == nil {
 		// A worker knows its cluster from its certificate, and no more.

@@ -18,7 +18,7 @@ import (
 // presents a throwaway self-signed one: only Cluster.Status and Join are
 // served then, and no client can (or needs to) pin it.
 func (n *Node) serverTLS() (*tls.Config, error) {
-	caPEM, certPEM, keyPEM, err := n.loadNodeFiles()
+	caPEM, certPEM, keyPEM, err := n.keys.LoadNodeFiles()
 	if err != nil || !n.initialized() {
 		return ephemeralTLS()
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/node/keyring"
 )
 
 // lockedManager inits a cluster on dir, turns autolock on, waits until the
@@ -26,7 +27,7 @@ func lockedManager(t *testing.T, dir string) (*Node, string) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !n.keysSettled.Load() || n.unlockKey() == nil {
+	for !n.keys.Settled() || n.keys.UnlockKey() == nil {
 		if time.Now().After(deadline) {
 			t.Fatal("keys not sealed 30 s after autolock was turned on")
 		}
@@ -41,10 +42,10 @@ func lockedManager(t *testing.T, dir string) (*Node, string) {
 }
 
 // TestUnlockRateLimited: the first wrong unlock keys are refused
-// permission_denied at once; after unlockFreeAttempts of them every attempt,
-// the right key included, is refused rate_limited until the delay has
-// passed, so keys cannot be tried at the speed of the socket; after the
-// delay the right key opens the manager (docs/adr/0023).
+// permission_denied at once; after keyring.FreeUnlockAttempts of them
+// every attempt, the right key included, is refused rate_limited until
+// the delay has passed, so keys cannot be tried at the speed of the
+// socket; after the delay the right key opens the manager (docs/adr/0023).
 func TestUnlockRateLimited(t *testing.T) {
 	dir := t.TempDir()
 	n, key := lockedManager(t, dir)
@@ -57,7 +58,7 @@ func TestUnlockRateLimited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := 1; i <= unlockFreeAttempts; i++ {
+	for i := 1; i <= keyring.FreeUnlockAttempts; i++ {
 		if got := reason.Of(unlock(encryption.FormatUnlockKey(wrong))); got != reason.PermissionDenied {
 			t.Fatalf("wrong key #%d: reason %q, want permission_denied", i, got)
 		}
@@ -65,17 +66,17 @@ func TestUnlockRateLimited(t *testing.T) {
 	for _, k := range []string{encryption.FormatUnlockKey(wrong), key} {
 		err := unlock(k)
 		if got := reason.Of(err); got != reason.RateLimited || !strings.Contains(err.Error(), "next attempt") {
-			t.Fatalf("attempt after %d wrong keys: %v (reason %q), want rate_limited naming when to retry", unlockFreeAttempts, err, got)
+			t.Fatalf("attempt after %d wrong keys: %v (reason %q), want rate_limited naming when to retry", keyring.FreeUnlockAttempts, err, got)
 		}
 	}
 	if n.State() != api.NodeState_NODE_STATE_LOCKED {
 		t.Fatalf("state %v after refused attempts, want locked", n.State())
 	}
-	if got := n.failedUnlocks.Load(); got != unlockFreeAttempts {
-		t.Fatalf("failed unlock attempts %d, want %d (refusals for the delay are not attempts)", got, unlockFreeAttempts)
+	if got := n.keys.FailedUnlocks(); got != keyring.FreeUnlockAttempts {
+		t.Fatalf("failed unlock attempts %d, want %d (refusals for the delay are not attempts)", got, keyring.FreeUnlockAttempts)
 	}
 
-	deadline := time.Now().Add(unlockFirstDelay + 10*time.Second)
+	deadline := time.Now().Add(keyring.FirstUnlockDelay + 10*time.Second)
 	for {
 		err := unlock(key)
 		if err == nil {
@@ -88,21 +89,5 @@ func TestUnlockRateLimited(t *testing.T) {
 	}
 	if n.State() != api.NodeState_NODE_STATE_READY {
 		t.Fatalf("state %v after unlock, want ready", n.State())
-	}
-}
-
-func TestUnlockDelayDoublesToACap(t *testing.T) {
-	for _, tc := range []struct {
-		failed uint32
-		want   time.Duration
-	}{
-		{0, 0}, {unlockFreeAttempts - 1, 0},
-		{unlockFreeAttempts, unlockFirstDelay}, {unlockFreeAttempts + 1, 2 * unlockFirstDelay},
-		{unlockFreeAttempts + 3, 8 * unlockFirstDelay}, {unlockFreeAttempts + 40, unlockMaxDelay},
-		{^uint32(0), unlockMaxDelay},
-	} {
-		if got := unlockDelay(tc.failed); got != tc.want {
-			t.Errorf("unlockDelay(%d) = %s, want %s", tc.failed, got, tc.want)
-		}
 	}
 }

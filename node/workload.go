@@ -57,7 +57,7 @@ func (n *Node) startAgent() error {
 	plane := netplane.New(netplane.Config{
 		NodeID:     id.NodeID,
 		KeyPath:    n.cfg.dir().OverlayKey(),
-		Sealer:     n.overlaySealer,
+		Sealer:     n.keys.OverlaySealer,
 		NoOverlay:  n.cfg.NoOverlay,
 		ListenPort: n.cfg.OverlayPort,
 		Interface:  n.cfg.OverlayInterface,

@@ -20,7 +20,7 @@ import (
 // the cluster-wide limits, whether a node's joining or return rebalances
 // the services (docs/adr/0040), the graces of lost nodes (docs/adr/0042)
 // and the backup schedule (docs/adr/0037). The managers see an autolock change in the
-// store and re-seal their own files (node/autolock.go); turning autolock
+// store and re-seal their own files (node/keyring); turning autolock
 // on also makes each of them rotate its data key. A key this call creates
 // is in the response, once. A limit holds for the requests that come
 // after it; what exists stays (docs/adr/0022).

@@ -1,0 +1,184 @@
+package keyring
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jaco-project/jaco/manager/encryption"
+)
+
+// Autolock on a manager (docs/adr/0012). The cluster object says whether
+// autolock is on and holds the unlock key; each manager brings its own
+// files in line with it (reconcile), and a manager restarted with sealed
+// data keys waits in the locked state for Unlock.
+
+// Run is the autolock loop: it brings the files of the daemon's manager of
+// now in line with the cluster's autolock setting, at once when a manager
+// starts (ManagerStarted), whenever the cluster object changes, and every
+// CheckInterval (which retries a failed pass). It waits while the daemon
+// runs no manager, and returns when ctx ends. The daemon runs it in a
+// goroutine of its own and waits for it to return before it stops.
+func (k *Keyring) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		m := k.daemon.Manager()
+		if m == nil {
+			select {
+			case <-ctx.Done():
+			case <-k.kick:
+			}
+			continue
+		}
+		k.kickLoop() // a manager new to this loop: reconcile now
+		k.follow(ctx, m)
+	}
+}
+
+// ManagerStarted tells the autolock loop that the daemon runs a new
+// manager: its files are brought in line afresh, at once.
+func (k *Keyring) ManagerStarted() {
+	k.settled.Store(false)
+	k.kickLoop()
+}
+
+// Settled reports whether the files were brought in line with the
+// cluster's autolock setting since the manager started.
+func (k *Keyring) Settled() bool { return k.settled.Load() }
+
+// kickLoop asks the autolock loop for a pass now; one already asked for
+// is enough.
+func (k *Keyring) kickLoop() {
+	select {
+	case k.kick <- struct{}{}:
+	default:
+	}
+}
+
+// follow reconciles m's files when kicked, when the cluster object
+// changes and every interval, until ctx ends or m stops (its
+// ClusterChanged closes). A failure is logged once, until the error
+// changes or a pass succeeds; the next pass retries.
+func (k *Keyring) follow(ctx context.Context, m Manager) {
+	changed := m.ClusterChanged(ctx)
+	t := time.NewTicker(k.interval)
+	defer t.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changed:
+			if !ok {
+				return
+			}
+		case <-t.C:
+		case <-k.kick:
+		}
+		err := k.reconcile(ctx, m)
+		switch {
+		case err == nil:
+			lastErr = ""
+		case ctx.Err() != nil:
+			return
+		case err.Error() != lastErr:
+			lastErr = err.Error()
+			k.log.Warn("autolock: bringing this manager's keys in line failed; retrying", "err", err)
+		}
+	}
+}
+
+// reconcile seals this manager's data keys with the cluster's unlock key
+// (or writes them in clear when autolock is off). When the keys were in
+// clear before, the data key is rotated first: the raft log and
+// snapshots are rewritten under a new data key, so nothing written while
+// the old one lay on disk in clear stays readable. The steps, each durable
+// before the next, leave a restartable node at every point:
+//
+//  1. data keys {new, old} written under the unlock key;
+//  2. TLS key sealed with the new data key;
+//  3. raft state rewritten under the new data key (Manager.Rekey);
+//  4. data keys {new} written: the old key is gone.
+//
+// A node found with two data keys (a rotation cut short) resumes at 2.
+func (k *Keyring) reconcile(ctx context.Context, m Manager) error {
+	unlock, err := k.daemon.LockChanges()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if k.daemon.Manager() != m {
+		return nil // m stopped meanwhile (demotion, shutdown)
+	}
+	c := m.Cluster()
+	if c == nil {
+		return nil
+	}
+	var want *encryption.Key
+	if c.Autolock && len(c.UnlockKey) == encryption.KeySize {
+		want = new(encryption.Key)
+		copy(want[:], c.UnlockKey)
+	}
+	have := k.UnlockKey()
+	if sameKey(want, have) && k.settled.Load() {
+		return nil
+	}
+	keys, err := k.dataKeys()
+	if err != nil {
+		return err
+	}
+	if want == nil && have == nil && len(keys.Previous) == 0 && !k.nodeKeySealed() {
+		k.settled.Store(true) // autolock off, files in clear: nothing to do
+		return nil
+	}
+	if want != nil && have == nil {
+		old := keys.Current
+		if keys.Current, err = encryption.NewKey(); err != nil {
+			return fmt.Errorf("new data key: %w", err)
+		}
+		keys.Previous = append([]encryption.Key{old}, keys.Previous...)
+	}
+	k.kek.Store(want)
+	if err := k.writeDataKeys(keys); err != nil {
+		k.kek.Store(have)
+		return err
+	}
+	// From here the files are under want: a failure below is retried by
+	// the next pass, which finds the rotation still pending.
+	k.settled.Store(false)
+	caPEM, certPEM, keyPEM, err := k.LoadNodeFiles()
+	if err != nil {
+		return err
+	}
+	if err := k.SaveNodeFiles(caPEM, certPEM, keyPEM); err != nil {
+		return err
+	}
+	if err := k.resealOverlayKey(); err != nil {
+		return fmt.Errorf("reseal the overlay key: %w", err)
+	}
+	if len(keys.Previous) > 0 {
+		sealer, err := keys.Sealer()
+		if err != nil {
+			return err
+		}
+		if err := m.Rekey(ctx, sealer); err != nil {
+			return fmt.Errorf("rewrite raft state under the new data key: %w", err)
+		}
+		keys.Previous = nil
+		if err := k.writeDataKeys(keys); err != nil {
+			return err
+		}
+	}
+	k.settled.Store(true)
+	if !sameKey(want, have) {
+		k.log.Info("autolock: this manager's keys are in line with the cluster", "autolock", want != nil)
+	}
+	return nil
+}
+
+func sameKey(a, b *encryption.Key) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return bytes.Equal(a[:], b[:])
+}
