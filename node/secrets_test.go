@@ -90,7 +90,7 @@ func TestNothingSecretInClearOnDiskUnderAutolock(t *testing.T) {
 	secrets["unlock key"] = []byte(resp.UnlockKey)
 	secrets["unlock key bytes"] = kek[:]
 	deadline := time.Now().Add(30 * time.Second)
-	for !n.keys.Settled() || n.keys.UnlockKey() == nil {
+	for n.keys.UnlockKey() == nil || !n.keys.Settled() {
 		if time.Now().After(deadline) {
 			t.Fatal("keys not sealed 30 s after autolock was turned on")
 		}

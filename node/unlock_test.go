@@ -27,7 +27,7 @@ func lockedManager(t *testing.T, dir string) (*Node, string) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !n.keys.Settled() || n.keys.UnlockKey() == nil {
+	for n.keys.UnlockKey() == nil || !n.keys.Settled() {
 		if time.Now().After(deadline) {
 			t.Fatal("keys not sealed 30 s after autolock was turned on")
 		}

@@ -43,7 +43,9 @@ func (k *Keyring) ManagerStarted() {
 }
 
 // Settled reports whether the files were brought in line with the
-// cluster's autolock setting since the manager started.
+// cluster's autolock setting since the manager started. Read after
+// UnlockKey, it says whether the files are in line with that key: a pass
+// clears it before it changes the key.
 func (k *Keyring) Settled() bool { return k.settled.Load() }
 
 // kickLoop asks the autolock loop for a pass now; one already asked for
@@ -138,6 +140,10 @@ func (k *Keyring) reconcile(ctx context.Context, m Manager) error {
 		}
 		keys.Previous = append([]encryption.Key{old}, keys.Previous...)
 	}
+	// Not settled from before the key changes: whoever sees the new key
+	// (UnlockKey) and then Settled must not be told the last pass's
+	// settled while the files are still being rewritten.
+	k.settled.Store(false)
 	k.kek.Store(want)
 	if err := k.writeDataKeys(keys); err != nil {
 		k.kek.Store(have)
@@ -145,7 +151,6 @@ func (k *Keyring) reconcile(ctx context.Context, m Manager) error {
 	}
 	// From here the files are under want: a failure below is retried by
 	// the next pass, which finds the rotation still pending.
-	k.settled.Store(false)
 	caPEM, certPEM, keyPEM, err := k.LoadNodeFiles()
 	if err != nil {
 		return err
