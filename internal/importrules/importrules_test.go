@@ -16,6 +16,10 @@
 //     agent's parts, the network plane (agent/netplane) among them, and
 //     hands each what it needs, so none depends on how the daemon is
 //     built.
+//   - The daemon's keyring (node/keyring) reaches nothing under manager/
+//     but the sealing it uses: it asks the daemon and the manager through
+//     two interfaces of its own, so it is tested with fakes and does not
+//     link raft or the store.
 //   - The CLI does not link the daemon: it once imported node for two path
 //     helpers and so linked 678 packages (containerd client, agent, the
 //     whole manager). It may link the backup file format and its sealing,
@@ -63,6 +67,10 @@ type rule struct {
 // dependency; `jaco restore` runs jacod, which links raft storage instead.
 var cliBackupDeps = []string{"manager/backup/backupfile", "manager/encryption"}
 
+// keyringDeps are the manager packages node/keyring links: the data keys,
+// the unlock key and the sealing of key files.
+var keyringDeps = []string{"manager/encryption"}
+
 func rules() []rule {
 	r := []rule{
 		{from: "manager/state/store/...", to: "manager/state/raft/..."},
@@ -71,6 +79,7 @@ func rules() []rule {
 		{from: "cmd/jaco", to: "node/..."},
 		{from: "cmd/jaco", to: "agent/..."},
 		{from: "cmd/jaco", to: "manager/...", except: cliBackupDeps},
+		{from: "node/keyring", to: "manager/...", except: keyringDeps},
 	}
 	for _, from := range leaderSubsystems {
 		for _, to := range leaderSubsystems {
@@ -84,8 +93,8 @@ func rules() []rule {
 
 func TestImportRules(t *testing.T) {
 	g := loadGraph(t)
-	named := append([]string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node"}, leaderSubsystems...)
-	for _, pkg := range append(named, cliBackupDeps...) {
+	named := append([]string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring"}, leaderSubsystems...)
+	for _, pkg := range slices.Concat(named, cliBackupDeps, keyringDeps) {
 		if _, ok := g.imports[g.module+"/"+pkg]; !ok {
 			t.Errorf("package %s is not in the module: a rule naming it would pass without checking anything; update the rules", pkg)
 		}
