@@ -36,7 +36,9 @@ func (k *Keyring) Run(ctx context.Context) {
 }
 
 // ManagerStarted tells the autolock loop that the daemon runs a new
-// manager: its files are brought in line afresh, at once.
+// manager: its files are brought in line afresh, at once. Call it once
+// Daemon.Manager returns that manager: a loop waiting for one looks when
+// told, and waits again if it finds none.
 func (k *Keyring) ManagerStarted() {
 	k.settled.Store(false)
 	k.kickLoop()
