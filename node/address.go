@@ -93,9 +93,9 @@ func (n *Node) callUpdateAddress(ctx context.Context) (*api.UpdateAddressRespons
 			return resp, nil
 		}
 		if refusedMove(err) {
-			return nil, fmt.Errorf("move to %s: %w", n.advertise, describedError{err})
+			return nil, fmt.Errorf("move to %s: %w", n.advertise, reason.Described(err))
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, describedError{err}))
+		errs = append(errs, fmt.Errorf("%s: %w", addr, reason.Described(err)))
 		if ctx.Err() != nil {
 			break
 		}
