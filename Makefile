@@ -92,8 +92,9 @@ jaco-bench: ## build the benchmark harness (bench/) into ./bin/jaco-bench
 	$(GO) build -o $(BIN)/jaco-bench ./bench
 
 .PHONY: lint
-lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over 500 lines tracked
+lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over 500 lines tracked, no comment citing an issue number
 	./scripts/check-tracked-files.sh
+	./scripts/check-issue-refs.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +26,29 @@ const raceReport = "WARNING: DATA RACE"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	setParallel()
 	os.Exit(buildAndRun(m))
+}
+
+// defaultParallel is how many tests run at once unless -parallel says
+// otherwise. Go's default, GOMAXPROCS, suits tests that compute; these
+// mostly wait on the processes they start (elections, heartbeats,
+// containers, timeouts): with six at once on two cores, the package used
+// under half the machine's CPU time. Every test has its own namespaces,
+// data dirs and ports (docs/design.md §14), so more of them fit side by
+// side.
+const defaultParallel = 8
+
+// setParallel raises -parallel to defaultParallel when it was not given.
+func setParallel() {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if given {
+		return
+	}
+	if err := flag.Set("test.parallel", strconv.Itoa(max(defaultParallel, runtime.GOMAXPROCS(0)))); err != nil {
+		fmt.Fprintln(os.Stderr, "integration: -parallel:", err)
+	}
 }
 
 // buildAndRun builds jacod and jaco from this module into a temporary

@@ -163,6 +163,9 @@ func (c *Config) nodeDir() string    { return c.dir().Node() }
 func (c *Config) raftDir() string    { return c.dir().Raft() }
 func (c *Config) dekPath() string    { return c.dir().DataKeys() }
 
+// managersPath is managers.json (roles.LoadManagers).
+func (c *Config) managersPath() string { return c.dir().JoinManagers() }
+
 // volumesDir is where the named volumes living on this node are kept.
 func (c *Config) volumesDir() string {
 	if c.VolumesDir != "" {

@@ -54,7 +54,7 @@ func (n *Node) forceNewCluster() error {
 // manager is left to renew it (docs/adr/0039). A certificate still valid
 // is kept; nil cluster (nothing replayed) changes nothing.
 func (n *Node) reissueExpiredCert(cluster *api.Cluster) error {
-	notAfter, expired := n.certExpiredAt()
+	notAfter, expired := n.roles.CertExpiredAt()
 	if !expired || cluster == nil {
 		return nil
 	}

@@ -129,7 +129,7 @@ func (n *Node) eachJoinAddr(ctx context.Context, req *api.SecretJoinRequest) (*a
 		default:
 			seen = true
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, describedError{err}))
+		errs = append(errs, fmt.Errorf("%s: %w", addr, reason.Described(err)))
 	}
 	if rerr != nil {
 		errs = append(errs, rerr)
@@ -192,16 +192,3 @@ func (n *Node) saveOperatorToken(token string) error {
 	n.log.Info("operator token written; move it somewhere safe and delete the file", "path", path)
 	return nil
 }
-
-// describedError reads as the CLI prints errors, "error: <reason>:
-// <sentence>", so a log line carries the stable reason word.
-type describedError struct{ err error }
-
-func (e describedError) Error() string {
-	if w := reason.Of(e.err); w != "" {
-		return "error: " + w + ": " + reason.Sentence(e.err)
-	}
-	return e.err.Error()
-}
-
-func (e describedError) Unwrap() error { return e.err }

@@ -18,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/node/roles"
 )
 
 // joinTimeout bounds the whole join, including the leader adding this node
@@ -36,7 +37,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if req.Rejoin {
 		return n.rejoinCluster(ctx, req)
 	}
-	if err := n.certExpiredRefusal(); err != nil {
+	if err := n.roles.CertExpiredRefusal(); err != nil {
 		return nil, err // the one join this node needs keeps its data dir: it says which
 	}
 	if n.initialized() {
@@ -83,7 +84,7 @@ func (n *Node) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(n.cfg.managersPath(), manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {

@@ -43,6 +43,7 @@ import (
 	"github.com/jaco-project/jaco/manager/dashboard"
 	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/node/keyring"
+	"github.com/jaco-project/jaco/node/roles"
 )
 
 // Node is a running jacod.
@@ -100,10 +101,14 @@ type Node struct {
 	// manager; they carry this node's identity of when they were opened,
 	// so they are closed when its role changes.
 	managerConns *connpool.Pool
+	// roles checks this node's role, certificate, trusted CAs and
+	// recorded address against the cluster's (node/roles, wired in
+	// roledaemon.go).
+	roles *roles.Poller
 
-	// The role and certificate loop (roles.go) runs under loopCtx; Stop
-	// ends it before anything else, since it takes initMu.
-	certKick   chan struct{}
+	// The role, address and autolock loops and formation run under
+	// loopCtx; Stop ends them before anything else, since they take
+	// initMu.
 	loopCtx    context.Context
 	loopCancel context.CancelFunc
 	loopWG     sync.WaitGroup
@@ -140,10 +145,11 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, lock: lock, fatal: make(chan error, 1), monitors: monitor.NewTable(nil),
-		certKick: make(chan struct{}, 1), grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
+		grpcMetrics: newGRPCMetrics(cfg.MetricsAddr != "")}
 	n.keys = keyring.New(keyring.Config{Dir: cfg.dir(), Daemon: keyringDaemon{n},
 		CheckInterval: cfg.RoleCheckInterval, Logger: cfg.Logger})
 	n.managerConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
+	n.roles = n.newRoles()
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -160,9 +166,9 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	expiredAt, expired := n.certExpiredAt()
+	expiredAt, expired := n.roles.CertExpiredAt()
 	if expired && (locked || raft.Exists(cfg.raftDir())) {
-		return nil, n.certExpiredError(expiredAt, true)
+		return nil, n.roles.CertExpiredError(expiredAt, true)
 	}
 	switch {
 	case locked:
@@ -193,20 +199,16 @@ func New(cfg Config) (_ *Node, err error) {
 		// A worker: its agent could reach no manager. It starts with
 		// the rejoin (join.go); the replicas run on meanwhile.
 		n.log.Error("jacod cannot rejoin its cluster by itself", "reason", reason.CertificateExpired,
-			"err", n.certExpiredError(expiredAt, false))
+			"err", n.roles.CertExpiredError(expiredAt, false))
 	case n.initialized() && !locked:
 		if err := n.startAgent(); err != nil {
 			return nil, err
 		}
 	}
-	n.loopWG.Add(3)
+	n.loopWG.Add(2)
 	go func() {
 		defer n.loopWG.Done()
-		n.runCertLoop(n.loopCtx)
-	}()
-	go func() {
-		defer n.loopWG.Done()
-		n.runAddressLoop(n.loopCtx)
+		n.roles.Run(n.loopCtx)
 	}()
 	go func() {
 		defer n.loopWG.Done()
@@ -283,9 +285,10 @@ func (n *Node) startManager() error {
 		if n.Manager() != m {
 			return // stopped on purpose (a demotion)
 		}
-		if errors.Is(err, ErrRemoved) {
-			// A demotion also takes the member out of raft: ask first.
-			err = n.afterRaftRemoval(n.loopCtx)
+		if errors.Is(err, ErrRemoved) && !n.roles.RemovedFromCluster(n.loopCtx) {
+			// A demotion also takes the member out of raft: the role
+			// loop installs the worker certificate, and the node runs on.
+			err = nil
 		}
 		if err != nil {
 			select {

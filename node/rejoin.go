@@ -14,6 +14,7 @@ import (
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager"
+	"github.com/jaco-project/jaco/node/roles"
 )
 
 // rejoinCluster brings back a worker whose certificate expired while it
@@ -94,7 +95,7 @@ func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := n.saveJoinManagers(manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(n.cfg.managersPath(), manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if err := n.reloadTLS(); err != nil {

@@ -2,10 +2,7 @@ package node
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -25,7 +22,7 @@ import (
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/internal/durable"
+	"github.com/jaco-project/jaco/node/roles"
 )
 
 // startAgent starts this node's agent once it belongs to a cluster: every
@@ -44,7 +41,7 @@ func (n *Node) startAgent() error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	managers, err := n.joinManagers()
+	managers, err := roles.LoadManagers(n.cfg.managersPath())
 	if err != nil {
 		return err
 	}
@@ -91,11 +88,8 @@ func (n *Node) startAgent() error {
 		Managers:    managers,
 		// The dispatcher tells of a moved manager at once; the role
 		// check, every RoleCheckInterval.
-		ManagersChanged: func(addrs []string) {
-			n.rememberManagers(addrs)
-			n.keepManagerConns()
-		},
-		Runtimes: runtimes,
+		ManagersChanged: n.roles.ManagersChanged,
+		Runtimes:        runtimes,
 		Description: func() *api.NodeDescription {
 			d := agent.MachineDescription(runtimes)
 			netplane.DescribeIsolation(d, iso)
@@ -174,35 +168,6 @@ func (n *Node) runtimes(ctx context.Context, nodeID string, networks exec.Networ
 	return append(rts, rt), iso, nil
 }
 
-func (n *Node) managersPath() string { return n.cfg.dir().JoinManagers() }
-
-// saveJoinManagers keeps managers' addresses in managers.json: those a
-// join named, for the agent's first session, and then the newer lists of
-// the role check and the dispatcher (rememberManagers), which the role
-// check asks and a restart starts from.
-func (n *Node) saveJoinManagers(addrs []string) error {
-	data, err := json.Marshal(addrs)
-	if err != nil {
-		return err
-	}
-	return durable.WriteFile(n.managersPath(), data, 0o600)
-}
-
-func (n *Node) joinManagers() ([]string, error) {
-	data, err := os.ReadFile(n.managersPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read managers: %w", err)
-	}
-	var addrs []string
-	if err := json.Unmarshal(data, &addrs); err != nil {
-		return nil, fmt.Errorf("read managers %s: %w", n.managersPath(), err)
-	}
-	return addrs, nil
-}
-
 // stopAgent stops the agent's goroutines (not its replicas).
 func (n *Node) stopAgent() {
 	n.agentMu.Lock()
@@ -222,7 +187,7 @@ type agentService struct {
 func (s agentService) running() (*agent.Agent, error) {
 	a := s.n.agent.Load()
 	if a == nil {
-		if err := s.n.certExpiredRefusal(); err != nil {
+		if err := s.n.roles.CertExpiredRefusal(); err != nil {
 			return nil, err
 		}
 		return nil, reason.Error(codes.FailedPrecondition, reason.ClusterUninitialized, "this node runs no agent yet")

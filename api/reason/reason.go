@@ -215,6 +215,23 @@ func Sentence(err error) string {
 	return err.Error()
 }
 
+// Described wraps err so that it reads as the CLI prints errors,
+// "error: <reason>: <sentence>": a log line carries the stable reason
+// word, which a plain status error's text does not. errors.Is and
+// errors.As see err through it.
+func Described(err error) error { return described{err} }
+
+type described struct{ err error }
+
+func (e described) Error() string {
+	if w := Of(e.err); w != "" {
+		return "error: " + w + ": " + Sentence(e.err)
+	}
+	return e.err.Error()
+}
+
+func (e described) Unwrap() error { return e.err }
+
 // CA rotation (docs/adr/0041).
 const (
 	// CAInvalid refuses a CA an operator brings to a rotation (`jaco

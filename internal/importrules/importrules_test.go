@@ -20,6 +20,11 @@
 //     but the sealing it uses: it asks the daemon and the manager through
 //     two interfaces of its own, so it is tested with fakes and does not
 //     link raft or the store.
+//   - The daemon's role and certificate check (node/roles) reaches neither
+//     the manager nor the agent: it runs on every node, decides when and
+//     in what order the role changes, and asks the daemon, through its
+//     Daemon and Files interfaces, to write raft state and start or stop
+//     the manager, so it is tested without a raft group.
 //   - The CLI does not link the daemon: it once imported node for two path
 //     helpers and so linked 678 packages (containerd client, agent, the
 //     whole manager). It may link the backup file format and its sealing,
@@ -76,6 +81,8 @@ func rules() []rule {
 		{from: "manager/state/store/...", to: "manager/state/raft/..."},
 		{from: "agent/...", to: "manager/..."},
 		{from: "agent/...", to: "node/..."},
+		{from: "node/roles/...", to: "manager/..."},
+		{from: "node/roles/...", to: "agent/..."},
 		{from: "cmd/jaco", to: "node/..."},
 		{from: "cmd/jaco", to: "agent/..."},
 		{from: "cmd/jaco", to: "manager/...", except: cliBackupDeps},
@@ -93,7 +100,7 @@ func rules() []rule {
 
 func TestImportRules(t *testing.T) {
 	g := loadGraph(t)
-	named := append([]string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring"}, leaderSubsystems...)
+	named := append([]string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring", "node/roles"}, leaderSubsystems...)
 	for _, pkg := range slices.Concat(named, cliBackupDeps, keyringDeps) {
 		if _, ok := g.imports[g.module+"/"+pkg]; !ok {
 			t.Errorf("package %s is not in the module: a rule naming it would pass without checking anything; update the rules", pkg)

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jaco-project/jaco/manager/encryption"
+	"github.com/jaco-project/jaco/node/internal/reconcile"
 )
 
 // Autolock on a manager (docs/adr/0012). The cluster object says whether
@@ -52,44 +52,20 @@ func (k *Keyring) Settled() bool { return k.settled.Load() }
 
 // kickLoop asks the autolock loop for a pass now; one already asked for
 // is enough.
-func (k *Keyring) kickLoop() {
-	select {
-	case k.kick <- struct{}{}:
-	default:
-	}
-}
+func (k *Keyring) kickLoop() { reconcile.Kick(k.kick) }
 
 // follow reconciles m's files when kicked, when the cluster object
 // changes and every interval, until ctx ends or m stops (its
-// ClusterChanged closes). A failure is logged once, until the error
-// changes or a pass succeeds; the next pass retries.
+// ClusterChanged closes).
 func (k *Keyring) follow(ctx context.Context, m Manager) {
-	changed := m.ClusterChanged(ctx)
-	t := time.NewTicker(k.interval)
-	defer t.Stop()
-	var lastErr string
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case _, ok := <-changed:
-			if !ok {
-				return
-			}
-		case <-t.C:
-		case <-k.kick:
-		}
-		err := k.reconcile(ctx, m)
-		switch {
-		case err == nil:
-			lastErr = ""
-		case ctx.Err() != nil:
-			return
-		case err.Error() != lastErr:
-			lastErr = err.Error()
-			k.log.Warn("autolock: bringing this manager's keys in line failed; retrying", "err", err)
-		}
-	}
+	reconcile.Loop{
+		Interval: k.interval,
+		Kick:     k.kick,
+		Wake:     m.ClusterChanged(ctx),
+		FailMsg:  "autolock: bringing this manager's keys in line failed; retrying",
+		Step:     func(ctx context.Context) error { return k.reconcile(ctx, m) },
+		Logger:   k.log,
+	}.Run(ctx)
 }
 
 // reconcile seals this manager's data keys with the cluster's unlock key

@@ -1,4 +1,4 @@
-package node
+package roles
 
 import (
 	"crypto/x509"

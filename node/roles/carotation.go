@@ -1,4 +1,4 @@
-package node
+package roles
 
 import (
 	"crypto/x509"
@@ -11,8 +11,8 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 )
 
-// The node's side of a CA rotation (docs/adr/0041). Every answer to the
-// role and certificate poll (roles.go) carries the CA bundle the cluster
+// The node's side of a CA rotation (docs/adr/0041-ca-rotation.md). Every
+// answer to the role and certificate poll (renew.go) carries the CA bundle the cluster
 // wants trusted, the CA that signs first. A node whose bundle differs
 // installs the new one at once, keeping its certificate; one whose
 // certificate was not issued by the CA that signs now renews it at once.
@@ -21,8 +21,8 @@ import (
 //
 // Connections are never closed for this: a connection keeps the
 // certificates it was opened with, and new handshakes present the new
-// certificate and verify against the new bundle (peers.go reads both at
-// each handshake, the listener its config).
+// certificate and verify against the new bundle (the daemon's dialler
+// reads both at each handshake, its listener its config: node/peers.go).
 
 // caReport is what a poll reports: the fingerprint of the bundle this
 // node trusts and of the CA its certificate was issued by.
@@ -48,7 +48,7 @@ func issuedBySigner(certPEM, caPEM []byte) bool {
 // leader sent, keeping its certificate and key. The new bundle must share
 // a CA with the old: each step of a rotation keeps one, and a bundle that
 // does not is no step of this cluster's rotation.
-func (n *Node) installTrust(newPEM, oldPEM []byte) error {
+func (p *Poller) installTrust(newPEM, oldPEM []byte) error {
 	newCAs, err := ca.ParseBundle(newPEM)
 	if err != nil {
 		return fmt.Errorf("CA bundle from the leader: %w", err)
@@ -60,34 +60,31 @@ func (n *Node) installTrust(newPEM, oldPEM []byte) error {
 	if !sharesCA(newCAs, oldCAs) {
 		return errors.New("the leader's CA bundle shares no CA with this node's: refused")
 	}
-	unlock, err := n.lockInit()
+	unlock, err := p.d.LockInit()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	_, certPEM, keyPEM, err := n.keys.LoadNodeFiles()
+	_, certPEM, keyPEM, err := p.files.LoadNodeFiles()
 	if err != nil {
 		return err
 	}
-	if err := n.keys.SaveNodeFiles(newPEM, certPEM, keyPEM); err != nil {
+	if err := p.files.InstallNodeFiles(newPEM, certPEM, keyPEM); err != nil {
 		return err
 	}
-	if err := n.reloadTLS(); err != nil {
-		return err
-	}
-	n.log.Info("CA rotation: trusted CAs changed", "cas", len(newCAs), "signing_ca", token.FingerprintDER(newCAs[0].Raw))
+	p.log.Info("CA rotation: trusted CAs changed", "cas", len(newCAs), "signing_ca", token.FingerprintDER(newCAs[0].Raw))
 	if len(newCAs) == 1 {
-		n.repinOperatorToken(token.FingerprintDER(newCAs[0].Raw))
+		p.repinOperatorToken(token.FingerprintDER(newCAs[0].Raw))
 	}
 	return nil
 }
 
 // repinOperatorToken rewrites the operator token file that formation
-// left (formation_ordinal.go) to pin the CA fp, once the old CA is
+// left (node/formation_ordinal.go) to pin the CA fp, once the old CA is
 // trusted no more: its secret is unchanged, and the old pin would fail
 // with ca_mismatch. A failure is logged: the file is a convenience.
-func (n *Node) repinOperatorToken(fp string) {
-	data, err := os.ReadFile(n.cfg.dir().OperatorToken())
+func (p *Poller) repinOperatorToken(fp string) {
+	data, err := os.ReadFile(p.cfg.OperatorTokenFile)
 	if err != nil {
 		return // none left here, or moved somewhere safe as the log asked
 	}
@@ -96,8 +93,8 @@ func (n *Node) repinOperatorToken(fp string) {
 		return
 	}
 	tok.CAFingerprint = fp
-	if err := n.saveOperatorToken(tok.String()); err != nil {
-		n.log.Warn("CA rotation: the operator token file still pins the old CA", "err", err)
+	if err := p.files.SaveOperatorToken(tok.String()); err != nil {
+		p.log.Warn("CA rotation: the operator token file still pins the old CA", "err", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package node
+package roles
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 )
@@ -22,10 +23,10 @@ import (
 // what to run. The reason word is reason.CertificateExpired.
 var ErrCertExpired = errors.New("this node's certificate expired")
 
-// certExpiredAt returns when this node's certificate expired, and whether
+// CertExpiredAt returns when this node's certificate expired, and whether
 // it has: false also when there is no readable certificate.
-func (n *Node) certExpiredAt() (time.Time, bool) {
-	_, certPEM, _, err := ca.LoadNodeFiles(n.cfg.nodeDir())
+func (p *Poller) CertExpiredAt() (time.Time, bool) {
+	_, certPEM, _, err := ca.LoadNodeFiles(p.cfg.NodeDir)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -36,9 +37,9 @@ func (n *Node) certExpiredAt() (time.Time, bool) {
 	return notAfter, time.Now().After(notAfter)
 }
 
-// certExpiredError is ErrCertExpired with the way back for this node:
+// CertExpiredError is ErrCertExpired with the way back for this node:
 // a worker rejoins under its id, a manager is replaced.
-func (n *Node) certExpiredError(notAfter time.Time, manager bool) error {
+func (p *Poller) CertExpiredError(notAfter time.Time, manager bool) error {
 	when := notAfter.Format(time.RFC3339)
 	if !manager {
 		return fmt.Errorf("%w at %s: managers refuse it and it cannot renew it. "+
@@ -52,23 +53,23 @@ func (n *Node) certExpiredError(notAfter time.Time, manager bool) error {
 		"and run 'jaco node join --peer MANAGER:7000 --token TOKEN'. "+
 		"If no manager with a valid certificate is left: start this one once with 'jacod --force-new-cluster' "+
 		"(it gets a fresh certificate), then rejoin the workers with 'jaco node join --rejoin'",
-		ErrCertExpired, when, n.cfg.NodeName, n.cfg.DataDir)
+		ErrCertExpired, when, p.cfg.NodeName, p.cfg.DataDir)
 }
 
-// certExpiredStatus is certExpiredError as the API answers it.
+// certExpiredStatus is CertExpiredError as the API answers it.
 func certExpiredStatus(err error) error {
 	return reason.Error(codes.FailedPrecondition, reason.CertificateExpired, "%v", err)
 }
 
-// certExpiredRefusal is the refusal of a call on a node whose certificate
+// CertExpiredRefusal is the refusal of a call on a node whose certificate
 // expired (the status carrying certificate_expired), or nil. An
 // uninitialized node reads no file.
-func (n *Node) certExpiredRefusal() error {
-	if !n.initialized() {
+func (p *Poller) CertExpiredRefusal() error {
+	if p.d.State() == api.NodeState_NODE_STATE_UNINITIALIZED {
 		return nil
 	}
-	if notAfter, expired := n.certExpiredAt(); expired {
-		return certExpiredStatus(n.certExpiredError(notAfter, n.Manager() != nil))
+	if notAfter, expired := p.CertExpiredAt(); expired {
+		return certExpiredStatus(p.CertExpiredError(notAfter, p.d.Manager() != nil))
 	}
 	return nil
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Fails when code, a script or the Makefile cites one of this project's
+# issues by number ("issue 48", "issues 30 and 31"): a reader of the
+# repository cannot look an issue up, so a comment says the reason itself
+# or cites the ADR or docs/design.md section that records it. Links to
+# upstream trackers (go.dev/issue/N, github.com/o/r/issues/N, o/r#N) can be
+# opened and are allowed.
+#
+# Usage: scripts/check-issue-refs.sh (`make lint` runs it).
+set -euo pipefail
+cd "$(git -C "$(dirname "$0")" rev-parse --show-toplevel)"
+
+hits="$(git grep -nIE '\b[Ii]ssues? #?[0-9]+' -- '*.go' '*.proto' '*.sh' Makefile ':!vendor-tools' |
+	grep -vE 'go\.dev/issues?/[0-9]|github\.com/[^ ]+/issues/[0-9]' || true)"
+if [[ -n $hits ]]; then
+	echo "$hits" >&2
+	echo "these lines cite a project issue by number: say the reason, or cite the ADR or docs/design.md section" >&2
+	exit 1
+fi
