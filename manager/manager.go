@@ -176,7 +176,7 @@ func (m *Manager) Stop() error {
 }
 
 // Done is closed when the raft member stops: Stop, a failure, or this
-// member applying its own removal (Err is then raft.ErrRemoved).
+// member applying its own removal (Err is then ErrRemoved).
 func (m *Manager) Done() <-chan struct{} { return m.raft.Done() }
 
 // Err is why the raft member stopped, once Done is closed.
@@ -231,5 +231,5 @@ func (m *Manager) markRemoved() {
 
 // Removed is closed when another manager refuses this member's raft
 // traffic because it was removed from the cluster. (A member that applies
-// its own removal stops with raft.ErrRemoved instead.)
+// its own removal stops with ErrRemoved instead.)
 func (m *Manager) Removed() <-chan struct{} { return m.removed }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/encryption"
 	"github.com/jaco-project/jaco/manager/events"
 	"github.com/jaco-project/jaco/manager/state/store"
@@ -57,6 +58,20 @@ func (m *Manager) Cluster() *api.Cluster {
 	var c *api.Cluster
 	m.store.View(func(tx store.ReadTx) { c = tx.Cluster() })
 	return c
+}
+
+// OperatorTokenValid reports whether t is the operator token of this
+// member's cluster. Every operator call over TCP asks: the stored
+// cluster's hash is read in place rather than the cluster cloned
+// (docs/adr/0031-stored-objects-shared-read-only.md).
+func (m *Manager) OperatorTokenValid(t token.Token) bool {
+	valid := false
+	m.store.View(func(tx store.ReadTx) {
+		if c := tx.ClusterShared(); c != nil {
+			valid = token.HashMatches(c.GetOperatorTokenHash(), t)
+		}
+	})
+	return valid
 }
 
 // Node returns the node with id, nil when the store holds none.

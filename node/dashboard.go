@@ -11,7 +11,6 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager/dashboard"
-	"github.com/jaco-project/jaco/manager/state/store"
 )
 
 // The dashboard (docs/design.md §17, docs/adr/0036-dashboard.md): with
@@ -62,15 +61,7 @@ func (n *Node) operatorTokenValid(tok string) bool {
 	if err != nil {
 		return false
 	}
-	// Every operator call over TCP asks: read the stored cluster's hash
-	// in place rather than clone the cluster (ADR 0031).
-	valid := false
-	m.View(func(tx store.ReadTx) {
-		if c := tx.ClusterShared(); c != nil {
-			valid = token.HashMatches(c.GetOperatorTokenHash(), t)
-		}
-	})
-	return valid
+	return m.OperatorTokenValid(t)
 }
 
 // DashboardLogin makes a one-time login URL for the local socket's user,

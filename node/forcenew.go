@@ -8,7 +8,6 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/manager"
-	"github.com/jaco-project/jaco/manager/state/raft"
 )
 
 // ErrNothingToForce: --force-new-cluster on a node that holds no manager
@@ -21,7 +20,7 @@ var ErrNothingToForce = errors.New("--force-new-cluster: this data dir holds no 
 // managers join with tokens. Done once; the marker it leaves makes the
 // flag harmless when left on.
 func (n *Node) forceNewCluster() error {
-	if !raft.HasStateToForce(n.cfg.raftDir()) {
+	if !manager.HasStateToForce(n.cfg.raftDir()) {
 		return ErrNothingToForce
 	}
 	sealer, err := n.keys.DataSealer()

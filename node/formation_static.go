@@ -13,7 +13,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager"
 )
 
 // Static formation (docs/adr/0014-static-formation.md): every node is
@@ -133,7 +133,7 @@ func (n *Node) formStatic() error {
 		}}})
 	}
 	selfMember := &api.RaftMember{RaftId: self.raftID, NodeId: self.nodeID, Address: self.addr}
-	if err := raft.BootstrapStatic(n.cfg.raftDir(), sealer, cluster.ClusterID, selfMember, raftMembers, first); err != nil {
+	if err := manager.BootstrapStatic(n.cfg.raftDir(), sealer, cluster.ClusterID, selfMember, raftMembers, first); err != nil {
 		return err
 	}
 	if err := n.startManager(); err != nil {
@@ -153,7 +153,7 @@ func (n *Node) formStatic() error {
 // checkStaticState refuses --initial-cluster on a data dir with raft
 // state, before anything in it is touched.
 func (c *Config) checkStaticState() error {
-	if c.InitialCluster != "" && raft.Exists(c.raftDir()) {
+	if c.InitialCluster != "" && manager.StateExists(c.raftDir()) {
 		return ErrInitialClusterWithState
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
-	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager"
 
 	"github.com/google/uuid"
 )
@@ -53,7 +53,7 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 	if err != nil {
 		return nil, internalError(err)
 	}
-	raftID, err := raft.NewRaftID()
+	raftID, err := manager.NewRaftID()
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -98,7 +98,7 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 		}}},
 	}}
 	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
-	if err := raft.Bootstrap(n.cfg.raftDir(), sealer, clusterID, self, first); err != nil {
+	if err := manager.Bootstrap(n.cfg.raftDir(), sealer, clusterID, self, first); err != nil {
 		return nil, internalError(err)
 	}
 	if err := n.startManager(); err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager"
-	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/node/roles"
 )
 
@@ -118,7 +117,7 @@ func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, mem
 		return err
 	}
 	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
-	return raft.BootstrapJoin(n.cfg.raftDir(), sealer, clusterID, self, members)
+	return manager.BootstrapJoin(n.cfg.raftDir(), sealer, clusterID, self, members)
 }
 
 // bundleNamed checks that the CA bundle bundlePEM holds the CA whose

@@ -41,7 +41,6 @@ import (
 	"github.com/jaco-project/jaco/internal/httpserve"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/dashboard"
-	"github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/node/keyring"
 	"github.com/jaco-project/jaco/node/roles"
 )
@@ -167,7 +166,7 @@ func New(cfg Config) (_ *Node, err error) {
 		}
 	}
 	expiredAt, expired := n.roles.CertExpiredAt()
-	if expired && (locked || raft.Exists(cfg.raftDir())) {
+	if expired && (locked || manager.StateExists(cfg.raftDir())) {
 		return nil, n.roles.CertExpiredError(expiredAt, true)
 	}
 	switch {
@@ -175,7 +174,7 @@ func New(cfg Config) (_ *Node, err error) {
 		// Autolock: nothing opens until `jaco node unlock` (unlock.go).
 		n.state.Store(int32(api.NodeState_NODE_STATE_LOCKED))
 		n.log.Warn("autolock is on and this manager restarted: it is locked; run 'jaco node unlock' on it")
-	case raft.Exists(cfg.raftDir()):
+	case manager.StateExists(cfg.raftDir()):
 		if err := n.startManager(); err != nil {
 			return nil, err
 		}
@@ -274,7 +273,7 @@ func (n *Node) startManager() error {
 		select {
 		case <-m.Done():
 			err = m.Err()
-			if errors.Is(err, raft.ErrRemoved) {
+			if errors.Is(err, manager.ErrRemoved) {
 				err = ErrRemoved
 			} else if err != nil {
 				err = fmt.Errorf("raft member failed: %w", err)

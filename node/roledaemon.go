@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/manager/state/raft"
+	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/node/roles"
 )
 
@@ -73,7 +73,7 @@ func (d roleDaemon) StartManager() error       { return d.n.startManager() }
 func (d roleDaemon) StopManager() error {
 	n := d.n
 	if m := n.mgr.Swap(nil); m != nil {
-		if err := m.Stop(); err != nil && !errors.Is(err, raft.ErrRemoved) {
+		if err := m.Stop(); err != nil && !errors.Is(err, manager.ErrRemoved) {
 			n.log.Warn("demotion: manager stopped with an error", "err", err)
 		}
 	}
