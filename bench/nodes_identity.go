@@ -98,7 +98,7 @@ func (j *joiner) identity(ctx context.Context, name, dir string, port int) (id *
 	return id, true, nil
 }
 
-// join is a worker's token join (node/join.go): a fresh key and CSR, the
+// join is a worker's token join (node/formation/join.go): a fresh key and CSR, the
 // Join call over TLS pinned to the CA the token names, on a connection of
 // its own.
 func (j *joiner) join(ctx context.Context, name, addr, tokText string) (*api.JoinResponse, []byte, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/api/nodename"
 	"github.com/jaco-project/jaco/internal/datadir"
 	"github.com/jaco-project/jaco/manager/dashboard"
+	"github.com/jaco-project/jaco/node/formation"
 )
 
 // Config configures a daemon.
@@ -92,7 +93,8 @@ type Config struct {
 	InitialCluster string
 	// FormationDelay is how long a static node waits before it forms.
 	FormationDelay time.Duration
-	formation      formation
+	// formation is what the formation flags resolve to (setDefaults).
+	formation formation.Settings
 }
 
 // ErrInvalidConfig wraps every error in the daemon's configuration.
@@ -105,7 +107,14 @@ const (
 	// DefaultRoleCheckInterval: a promotion or demotion reaches the node
 	// within this after the leader carried out its part.
 	DefaultRoleCheckInterval = 2 * time.Second
+	// DefaultFormationDelay is how long a statically formed node waits
+	// after it starts before it initializes.
+	DefaultFormationDelay = formation.DefaultDelay
 )
+
+// ErrInitialClusterWithState refuses --initial-cluster on a node that
+// already has raft state: the configuration is for forming only.
+var ErrInitialClusterWithState = formation.ErrInitialClusterWithState
 
 func (c *Config) setDefaults() error {
 	if c.DataDir == "" {
@@ -153,7 +162,13 @@ func (c *Config) setDefaults() error {
 	if c.RoleCheckInterval <= 0 {
 		c.RoleCheckInterval = DefaultRoleCheckInterval
 	}
-	return c.checkFormation()
+	f, err := formation.Parse(formation.Flags{NodeName: c.NodeName, JoinSecretFile: c.JoinSecretFile,
+		Bootstrap: c.Bootstrap, JoinAddrs: c.JoinAddrs, InitialCluster: c.InitialCluster, Delay: c.FormationDelay})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	c.formation, c.FormationDelay = f, f.Delay
+	return nil
 }
 
 // Paths under the data dir (docs/design.md §12).

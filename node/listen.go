@@ -78,7 +78,7 @@ func (n *Node) register(srv *grpc.Server) {
 	api.RegisterNodeServiceServer(srv, nodeService{n: n})
 	api.RegisterAgentServiceServer(srv, agentService{n: n})
 	api.RegisterMonitorServiceServer(srv, monitorService{n: n})
-	api.RegisterFormationServiceServer(srv, formationService{n: n})
+	api.RegisterFormationServiceServer(srv, formationService{f: n.formation})
 	healthpb.RegisterHealthServer(srv, healthService{n: n})
 	for _, desc := range manager.ServiceDescs {
 		latebind.Register(srv, desc, func() (any, error) { return n.managerService(desc.ServiceName) })

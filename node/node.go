@@ -1,10 +1,13 @@
-// Package node is the jacod daemon: its data dir and lock, lifecycle state,
-// TLS and listeners, formation and join, and the agent. The keys autolock
-// seals are node/keyring's, which the daemon wires in (unlock.go). What a
-// manager runs is package manager's: the daemon opens a Manager when it
-// holds manager raft state (after init, join, unlock or a promotion),
-// stops it at demotion, and routes the manager's gRPC services to it
-// (services.go). A worker runs no manager.
+// Package node is the jacod daemon: its data dir and lock, lifecycle
+// state, TLS and listeners, and the agent. It wires in what has a package
+// of its own: the keys autolock seals (node/keyring, unlock.go), how the
+// node comes to belong to a cluster (node/formation: init, join, rejoin,
+// ordinal and static formation, --force-new-cluster; formationdaemon.go)
+// and how its role follows the cluster's (node/roles, roledaemon.go).
+// What a manager runs is package manager's: the daemon opens a Manager
+// when it holds manager raft state (after init, join, unlock or a
+// promotion), stops it at demotion, and routes the manager's gRPC
+// services to it (services.go). A worker runs no manager.
 //
 // A daemon is in one lifecycle state (docs/design.md §3). It starts
 // uninitialized when its data dir has no raft state and ready when it has;
@@ -41,6 +44,7 @@ import (
 	"github.com/jaco-project/jaco/internal/httpserve"
 	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/manager/dashboard"
+	"github.com/jaco-project/jaco/node/formation"
 	"github.com/jaco-project/jaco/node/keyring"
 	"github.com/jaco-project/jaco/node/roles"
 )
@@ -104,6 +108,10 @@ type Node struct {
 	// recorded address against the cluster's (node/roles, wired in
 	// roledaemon.go).
 	roles *roles.Poller
+	// formation inits, joins and forms the cluster and writes the raft
+	// state a member starts from (node/formation, wired in
+	// formationdaemon.go).
+	formation *formation.Former
 
 	// The role, address and autolock loops and formation run under
 	// loopCtx; Stop ends them before anything else, since they take
@@ -139,7 +147,7 @@ func New(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.checkStaticState(); err != nil {
+	if err := cfg.formation.CheckState(cfg.raftDir()); err != nil {
 		lock.release()
 		return nil, err
 	}
@@ -149,6 +157,7 @@ func New(cfg Config) (_ *Node, err error) {
 		CheckInterval: cfg.RoleCheckInterval, Logger: cfg.Logger})
 	n.managerConns = connpool.New(func(addr string) (*grpc.ClientConn, error) { return n.dialPeer(addr) })
 	n.roles = n.newRoles()
+	n.formation = n.newFormation()
 	n.loopCtx, n.loopCancel = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -161,7 +170,7 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if cfg.ForceNewCluster && !locked {
-		if err := n.forceNewCluster(); err != nil {
+		if err := n.formation.ForceNewCluster(); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +187,7 @@ func New(cfg Config) (_ *Node, err error) {
 		if err := n.startManager(); err != nil {
 			return nil, err
 		}
-	case n.isWorker():
+	case formation.IsWorker(cfg.dir()):
 		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
 	}
 	if err := n.reloadTLS(); err != nil {
@@ -196,7 +205,7 @@ func New(cfg Config) (_ *Node, err error) {
 	switch {
 	case n.initialized() && expired:
 		// A worker: its agent could reach no manager. It starts with
-		// the rejoin (join.go); the replicas run on meanwhile.
+		// the rejoin (node/formation); the replicas run on meanwhile.
 		n.log.Error("jacod cannot rejoin its cluster by itself", "reason", reason.CertificateExpired,
 			"err", n.roles.CertExpiredError(expiredAt, false))
 	case n.initialized() && !locked:
@@ -213,8 +222,8 @@ func New(cfg Config) (_ *Node, err error) {
 		defer n.loopWG.Done()
 		n.keys.Run(n.loopCtx)
 	}()
-	if err := n.startFormation(); err != nil {
-		return nil, err
+	if err := n.formation.Start(n.loopCtx, &n.loopWG); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return n, nil
 }
@@ -232,18 +241,6 @@ func (n *Node) AdvertiseAddr() string { return n.advertise }
 
 // Manager is the running manager, nil while uninitialized.
 func (n *Node) Manager() *manager.Manager { return n.mgr.Load() }
-
-// isWorker reports whether the data dir holds a worker certificate. A
-// manager certificate without raft state is the leftover of an init or a
-// join cut short, and leaves the node uninitialized.
-func (n *Node) isWorker() bool {
-	_, certPEM, _, err := ca.LoadNodeFiles(n.cfg.nodeDir())
-	if err != nil {
-		return false
-	}
-	id, err := ca.IdentityFromPEM(certPEM)
-	return err == nil && id.Role == ca.RoleWorker
-}
 
 // startManager opens the raft state with the data key and runs the manager.
 func (n *Node) startManager() error {

@@ -13,8 +13,10 @@ import (
 // The role and certificate check, the CA rotation's node side and the
 // address check run in package roles (docs/design.md §4, "Roles"). This
 // file is the daemon as that package sees it: roleDaemon implements
-// roles.Daemon and roles.Files over the node's fields and helpers. What
-// touches raft state, the manager and the keys' sealing stays here.
+// roles.Daemon and roles.Files over the node's fields and helpers.
+// Starting and stopping the manager and the keys' sealing stay here; a
+// promoted member's raft state is written as a joined member's is, by
+// node/formation.
 
 // newRoles makes the node's roles.Poller. It runs under loopCtx from New
 // on; it is made first, as New already asks it whether the certificate
@@ -28,7 +30,7 @@ func (n *Node) newRoles() *roles.Poller {
 		NodeName:          n.cfg.NodeName,
 		DataDir:           n.cfg.DataDir,
 		Interval:          n.cfg.RoleCheckInterval,
-		NoAddressLoop:     n.cfg.Bootstrap, // the join reconciler (formation_ordinal.go) moves it
+		NoAddressLoop:     n.cfg.Bootstrap, // ordinal formation's join reconciler (node/formation) moves it
 		Daemon:            d,
 		Files:             d,
 		Conns:             n.managerConns,
@@ -100,7 +102,9 @@ func (d roleDaemon) InstallNodeFiles(caPEM, certPEM, keyPEM []byte) error {
 func (d roleDaemon) ForgetUnlockKey() { d.n.keys.ForgetUnlockKey() }
 
 func (d roleDaemon) WriteRaftState(clusterID, nodeID string, raftID uint64, members []*api.RaftMember) error {
-	return d.n.writeJoinedRaftState(clusterID, nodeID, raftID, members)
+	return d.n.formation.WriteJoinedState(clusterID, nodeID, raftID, members)
 }
 
-func (d roleDaemon) SaveOperatorToken(token string) error { return d.n.saveOperatorToken(token) }
+func (d roleDaemon) SaveOperatorToken(token string) error {
+	return d.n.formation.SaveOperatorToken(token)
+}

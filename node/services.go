@@ -34,11 +34,11 @@ type clusterService struct {
 }
 
 func (s *clusterService) Init(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
-	return s.n.initCluster(ctx, req)
+	return s.n.formation.Init(ctx, req)
 }
 
 func (s *clusterService) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
-	return s.n.joinCluster(ctx, req)
+	return s.n.formation.Join(ctx, req)
 }
 
 func (s *clusterService) Status(ctx context.Context, _ *api.ClusterStatusRequest) (*api.ClusterStatusResponse, error) {

@@ -47,7 +47,7 @@ func TestStopIsNotHeldByAnInitArrivingDuringIt(t *testing.T) {
 		_, err := c.Cluster.Init(ctxT(t), &api.InitClusterRequest{})
 		inited <- err
 	}()
-	waitfor.Eventually(t, 10*time.Second, waitingForInitLock("node.(*Node).initCluster"))
+	waitfor.Eventually(t, 10*time.Second, waitingForInitLock("formation.(*Former).Init"))
 	n.initMu.Unlock()
 
 	select {

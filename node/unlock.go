@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
+
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/node/keyring"
 )
@@ -39,7 +42,8 @@ func (s nodeService) Unlock(_ context.Context, req *api.UnlockNodeRequest) (*api
 		if n.Manager() == nil { // nothing started: still locked
 			n.keys.ForgetUnlockKey()
 		}
-		return nil, internalError(fmt.Errorf("unlocked, but could not start: %w", err))
+		// A failure of this daemon, not of the request.
+		return nil, grpcstatus.Error(codes.Internal, fmt.Sprintf("unlocked, but could not start: %v", err))
 	}
 	n.log.Info("unlocked: manager started")
 	return &api.UnlockNodeResponse{State: n.State()}, nil
@@ -52,7 +56,7 @@ func (n *Node) startUnlocked() error {
 		return err
 	}
 	if n.cfg.ForceNewCluster {
-		if err := n.forceNewCluster(); err != nil {
+		if err := n.formation.ForceNewCluster(); err != nil {
 			return err
 		}
 	}

@@ -80,7 +80,7 @@ func (p *Poller) installTrust(newPEM, oldPEM []byte) error {
 }
 
 // repinOperatorToken rewrites the operator token file that formation
-// left (node/formation_ordinal.go) to pin the CA fp, once the old CA is
+// left (node/formation) to pin the CA fp, once the old CA is
 // trusted no more: its secret is unchanged, and the old pin would fail
 // with ca_mismatch. A failure is logged: the file is a convenience.
 func (p *Poller) repinOperatorToken(fp string) {

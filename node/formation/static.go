@@ -1,9 +1,8 @@
-package node
+package formation
 
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -23,11 +22,6 @@ import (
 // so they can all initialize at once, each on its own, and still form one
 // cluster.
 
-// ErrInitialClusterWithState refuses --initial-cluster on a node that
-// already has raft state: the configuration is for forming only, and the
-// state, not the flag, says who the members are now.
-var ErrInitialClusterWithState = errors.New("this node already has raft state; --initial-cluster is only for forming a new cluster: remove the flag to restart it")
-
 // derivedMember is one member of a static cluster, as every node derives it.
 type derivedMember struct {
 	name, addr, nodeID string
@@ -36,7 +30,7 @@ type derivedMember struct {
 
 // deriveStatic derives the cluster and its members from the secret and the
 // canonical configuration.
-func deriveStatic(secret *ca.JoinSecret, members []staticMember) (*ca.DerivedCluster, []derivedMember, error) {
+func deriveStatic(secret *ca.JoinSecret, members []StaticMember) (*ca.DerivedCluster, []derivedMember, error) {
 	conf := canonicalInitialCluster(members)
 	cluster, err := ca.DeriveCluster(secret, conf)
 	if err != nil {
@@ -66,52 +60,51 @@ func deriveStatic(secret *ca.JoinSecret, members []staticMember) (*ca.DerivedClu
 	return cluster, out, nil
 }
 
-// runStaticFormation waits the formation delay, then forms.
-func (n *Node) runStaticFormation(ctx context.Context) {
-	n.log.Info("static formation: initializing after the formation delay", "delay", n.cfg.FormationDelay,
-		"initial_cluster", canonicalInitialCluster(n.cfg.formation.static))
+// runStatic waits the formation delay, then forms; a failure stops the
+// daemon.
+func (f *Former) runStatic(ctx context.Context) {
+	s := f.cfg.Settings
+	f.log.Info("static formation: initializing after the formation delay", "delay", s.Delay,
+		"initial_cluster", canonicalInitialCluster(s.Static))
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(n.cfg.FormationDelay):
+	case <-time.After(s.Delay):
 	}
-	if err := n.formStatic(); err != nil {
-		select {
-		case n.fatal <- fmt.Errorf("static formation: %w", err):
-		default:
-		}
+	if err := f.formStatic(); err != nil {
+		f.d.Fail(fmt.Errorf("static formation: %w", err))
 	}
 }
 
 // formStatic writes this member's raft state and starts it.
-func (n *Node) formStatic() error {
-	unlock, err := n.lockInit()
+func (f *Former) formStatic() error {
+	unlock, err := f.d.LockInit()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if n.initialized() {
+	if f.initialized() {
 		return nil
 	}
-	cluster, members, err := deriveStatic(n.cfg.formation.secret, n.cfg.formation.static)
+	cluster, members, err := deriveStatic(f.cfg.Settings.Secret, f.cfg.Settings.Static)
 	if err != nil {
 		return err
 	}
-	// checkFormation made sure the list names this node, and
-	// startFormation that it gives this node its advertise address.
-	self := &members[slices.IndexFunc(members, func(m derivedMember) bool { return m.name == n.cfg.NodeName })]
+	// Parse made sure the list names this node, and Start that it gives
+	// this node its advertise address.
+	self := &members[slices.IndexFunc(members, func(m derivedMember) bool { return m.name == f.cfg.NodeName })]
 	signer, err := ca.NewSigner(cluster.CACertPEM, cluster.CAKeyPEM)
 	if err != nil {
 		return err
 	}
-	certPEM, keyPEM, err := signer.Issue(self.nodeID, ca.RoleManager, cluster.ClusterID, n.cfg.CertLifetime)
+	certPEM, keyPEM, err := signer.Issue(self.nodeID, ca.RoleManager, cluster.ClusterID, f.cfg.CertLifetime)
 	if err != nil {
 		return err
 	}
-	if err := n.keys.SaveNodeFiles(cluster.CACertPEM, certPEM, keyPEM); err != nil {
+	if err := f.keys.SaveNodeFiles(cluster.CACertPEM, certPEM, keyPEM); err != nil {
 		return err
 	}
-	sealer, err := n.keys.NewDataKey()
+	sealer, err := f.keys.NewDataKey()
 	if err != nil {
 		return err
 	}
@@ -133,28 +126,19 @@ func (n *Node) formStatic() error {
 		}}})
 	}
 	selfMember := &api.RaftMember{RaftId: self.raftID, NodeId: self.nodeID, Address: self.addr}
-	if err := manager.BootstrapStatic(n.cfg.raftDir(), sealer, cluster.ClusterID, selfMember, raftMembers, first); err != nil {
+	if err := manager.BootstrapStatic(f.cfg.Dir.Raft(), sealer, cluster.ClusterID, selfMember, raftMembers, first); err != nil {
 		return err
 	}
-	if err := n.startManager(); err != nil {
+	if err := f.parts.StartManager(); err != nil {
 		return err
 	}
-	if err := n.reloadTLS(); err != nil {
+	if err := f.parts.ReloadTLS(); err != nil {
 		return err
 	}
-	if err := n.startAgent(); err != nil {
+	if err := f.parts.StartAgent(); err != nil {
 		return err
 	}
-	n.log.Info("static formation: raft state written, every member a voter", "cluster_id", cluster.ClusterID,
+	f.log.Info("static formation: raft state written, every member a voter", "cluster_id", cluster.ClusterID,
 		"node_id", self.nodeID, "raft_id", fmt.Sprintf("%x", self.raftID), "members", len(members))
-	return n.saveOperatorToken(cluster.OperatorToken.String())
-}
-
-// checkStaticState refuses --initial-cluster on a data dir with raft
-// state, before anything in it is touched.
-func (c *Config) checkStaticState() error {
-	if c.InitialCluster != "" && manager.StateExists(c.raftDir()) {
-		return ErrInitialClusterWithState
-	}
-	return nil
+	return f.SaveOperatorToken(cluster.OperatorToken.String())
 }

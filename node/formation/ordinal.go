@@ -1,4 +1,4 @@
-package node
+package formation
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
-	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // Ordinal formation (docs/adr/0013-ordinal-formation.md): every replica
@@ -32,22 +31,22 @@ const (
 	joinRetryMax  = 5 * time.Second
 )
 
-// runOrdinalFormation is the join reconciler. It returns once this node is
-// a voter at its advertise address, or when ctx ends (the node stops).
-func (n *Node) runOrdinalFormation(ctx context.Context) {
-	log := n.log.With("component", "formation", "ordinal", n.cfg.formation.ordinal)
+// runOrdinal is the join reconciler. It returns once this node is a voter
+// at its advertise address, or when ctx ends (the node stops).
+func (f *Former) runOrdinal(ctx context.Context) {
+	log := f.log.With("component", "formation", "ordinal", f.cfg.Settings.Ordinal)
 	wait := joinRetryBase
 	for attempt := 1; ; attempt++ {
-		wasInit := n.initialized()
-		done, err := n.ordinalStep(ctx)
+		wasInit := f.initialized()
+		done, err := f.ordinalStep(ctx)
 		if done {
-			log.Info("formation complete: this node is a voter at its advertise address", "address", n.advertise, "attempts", attempt)
+			log.Info("formation complete: this node is a voter at its advertise address", "address", f.d.AdvertiseAddr(), "attempts", attempt)
 			return
 		}
 		if err != nil {
 			log.Info("formation not complete yet; retrying", "attempt", attempt, "err", err)
 		}
-		if n.initialized() != wasInit {
+		if f.initialized() != wasInit {
 			wait = joinRetryBase // joined or bootstrapped: promotion is near
 		}
 		d := wait/2 + rand.N(wait)
@@ -65,20 +64,21 @@ func (n *Node) runOrdinalFormation(ctx context.Context) {
 var errClusterSeen = errors.New("a cluster answers at the join addresses")
 
 // ordinalStep takes one step towards "voter at the advertise address".
-func (n *Node) ordinalStep(ctx context.Context) (done bool, err error) {
-	if !n.initialized() {
-		err := n.formationJoin(ctx)
-		if err == nil || n.cfg.formation.ordinal != 0 || errors.Is(err, errClusterSeen) || ctx.Err() != nil {
+func (f *Former) ordinalStep(ctx context.Context) (done bool, err error) {
+	if !f.initialized() {
+		err := f.formationJoin(ctx)
+		if err == nil || f.cfg.Settings.Ordinal != 0 || errors.Is(err, errClusterSeen) || ctx.Err() != nil {
 			return false, err
 		}
 		// Ordinal 0, no state, and no cluster answered: bootstrap.
-		n.log.Info("no cluster answers at the join addresses; ordinal 0 bootstraps one", "join_addr", strings.Join(n.cfg.JoinAddrs, ","), "last", err)
-		return false, n.bootstrapOrdinal(ctx)
+		f.log.Info("no cluster answers at the join addresses; ordinal 0 bootstraps one",
+			"join_addr", strings.Join(f.cfg.Settings.JoinAddrs, ","), "last", err)
+		return false, f.bootstrapOrdinal(ctx)
 	}
-	if n.State() == api.NodeState_NODE_STATE_LOCKED {
+	if f.d.State() == api.NodeState_NODE_STATE_LOCKED {
 		return false, nil // autolock: nothing to check until `jaco node unlock`
 	}
-	m := n.Manager()
+	m := f.d.Manager()
 	if m == nil {
 		return true, nil // a worker (demoted): nothing for formation to do
 	}
@@ -88,9 +88,9 @@ func (n *Node) ordinalStep(ctx context.Context) (done bool, err error) {
 	if i < 0 {
 		return false, nil // not in the configuration yet: the log is on its way
 	}
-	if addr := members[i].Address; addr != n.advertise {
-		n.log.Info("this member's address changed; asking to rewrite it", "from", addr, "to", n.advertise)
-		_, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, NodeId: m.NodeID()})
+	if addr, advertise := members[i].Address, f.d.AdvertiseAddr(); addr != advertise {
+		f.log.Info("this member's address changed; asking to rewrite it", "from", addr, "to", advertise)
+		_, err := f.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: f.cfg.NodeName, Address: advertise, NodeId: m.NodeID()})
 		return false, err
 	}
 	return m.IsVoter(), nil
@@ -98,27 +98,27 @@ func (n *Node) ordinalStep(ctx context.Context) (done bool, err error) {
 
 // formationJoin asks each join address in turn to admit this node and
 // installs the first admission.
-func (n *Node) formationJoin(ctx context.Context) error {
+func (f *Former) formationJoin(ctx context.Context) error {
 	keyPEM, csrPEM, err := ca.NewNodeKey("joining-node")
 	if err != nil {
 		return err
 	}
-	resp, err := n.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: n.cfg.NodeName, Address: n.advertise, CsrPem: csrPEM})
+	resp, err := f.eachJoinAddr(ctx, &api.SecretJoinRequest{Hostname: f.cfg.NodeName, Address: f.d.AdvertiseAddr(), CsrPem: csrPEM})
 	if err != nil {
 		return err
 	}
-	return n.installJoined(resp, keyPEM)
+	return f.installJoined(resp, keyPEM)
 }
 
 // eachJoinAddr sends req to every address the join addresses resolve to
 // now, until one admits it. Its error wraps errClusterSeen when one of
 // them answered as a member of a cluster.
-func (n *Node) eachJoinAddr(ctx context.Context, req *api.SecretJoinRequest) (*api.JoinResponse, error) {
-	targets, rerr := n.resolveJoinAddrs(ctx)
+func (f *Former) eachJoinAddr(ctx context.Context, req *api.SecretJoinRequest) (*api.JoinResponse, error) {
+	targets, rerr := resolveJoinAddrs(ctx, f.cfg.Settings.JoinAddrs, f.d.AdvertiseAddr())
 	var errs []error
 	seen := false
 	for _, addr := range targets {
-		resp, err := n.secretJoin(ctx, addr, req)
+		resp, err := f.secretJoin(ctx, addr, req)
 		if err == nil {
 			return resp, nil
 		}
@@ -143,13 +143,13 @@ func (n *Node) eachJoinAddr(ctx context.Context, req *api.SecretJoinRequest) (*a
 	return nil, errors.Join(errs...)
 }
 
-// resolveJoinAddrs resolves every --join-addr afresh (a service name may
+// resolveJoinAddrs resolves every join address afresh (a service name may
 // stand for several replicas, and their addresses change), leaving out
-// this node's own advertise address.
-func (n *Node) resolveJoinAddrs(ctx context.Context) ([]string, error) {
+// self, this node's own advertise address.
+func resolveJoinAddrs(ctx context.Context, joinAddrs []string, self string) ([]string, error) {
 	var out []string
 	var errs []error
-	for _, hp := range n.cfg.JoinAddrs {
+	for _, hp := range joinAddrs {
 		host, port, err := net.SplitHostPort(hp)
 		if err != nil {
 			errs = append(errs, err)
@@ -161,7 +161,7 @@ func (n *Node) resolveJoinAddrs(ctx context.Context) ([]string, error) {
 			continue
 		}
 		for _, ip := range ips {
-			if a := net.JoinHostPort(ip, port); a != n.advertise && !slices.Contains(out, a) {
+			if a := net.JoinHostPort(ip, port); a != self && !slices.Contains(out, a) {
 				out = append(out, a)
 			}
 		}
@@ -174,21 +174,10 @@ func (n *Node) resolveJoinAddrs(ctx context.Context) ([]string, error) {
 
 // bootstrapOrdinal initializes the cluster as `jaco cluster init` would
 // and leaves the operator token in the data dir.
-func (n *Node) bootstrapOrdinal(ctx context.Context) error {
-	resp, err := n.initCluster(ctx, &api.InitClusterRequest{})
+func (f *Former) bootstrapOrdinal(ctx context.Context) error {
+	resp, err := f.Init(ctx, &api.InitClusterRequest{})
 	if err != nil {
 		return err
 	}
-	return n.saveOperatorToken(resp.OperatorToken)
-}
-
-// saveOperatorToken writes the operator token, which nobody was there to
-// be shown, to a file only root reads; the log says where, never what.
-func (n *Node) saveOperatorToken(token string) error {
-	path := n.cfg.dir().OperatorToken()
-	if err := durable.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return fmt.Errorf("save operator token: %w", err)
-	}
-	n.log.Info("operator token written; move it somewhere safe and delete the file", "path", path)
-	return nil
+	return f.SaveOperatorToken(resp.OperatorToken)
 }

@@ -1,7 +1,8 @@
-package node
+package formation
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/ca"
 )
 
@@ -37,7 +39,7 @@ func (f fakeFormation) SecretJoin(ctx context.Context, req *api.SecretJoinReques
 
 func serveFake(t *testing.T, f fakeFormation) string {
 	t.Helper()
-	cfg, err := ephemeralTLS()
+	cfg, err := serverTLS()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +54,35 @@ func serveFake(t *testing.T, f fakeFormation) string {
 	return lis.Addr().String()
 }
 
-func joiner(t *testing.T, secret string) *Node {
+// serverTLS is the TLS config of a server that presents a certificate no
+// joiner can trust: a CA of its own, as a cluster's would be.
+func serverTLS() (*tls.Config, error) {
+	caCert, caKey, err := ca.NewRootCA("fake-cluster")
+	if err != nil {
+		return nil, err
+	}
+	signer, err := ca.NewSigner(caCert, caKey)
+	if err != nil {
+		return nil, err
+	}
+	nodeID, err := identity.NewNodeID()
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := signer.Issue(nodeID, ca.RoleManager, "fake-cluster", time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return ca.ServerTLSConfig(caCert, certPEM, keyPEM)
+}
+
+func joiner(t *testing.T, secret string) *Former {
 	t.Helper()
 	s, err := ca.NewJoinSecret([]byte(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &Node{}
-	n.cfg.formation.secret = s
-	return n
+	return New(Config{Settings: Settings{Secret: s}})
 }
 
 // TestSecretJoinTrustsOnlyAServerThatProvesTheSecret: the joiner's proof

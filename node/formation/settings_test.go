@@ -1,9 +1,6 @@
-package node
+package formation
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -54,43 +51,6 @@ func TestParseInitialCluster(t *testing.T) {
 	}
 }
 
-func writeSecret(t *testing.T, secret string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(p, []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func TestCheckFormationRefusesBadFlags(t *testing.T) {
-	secret := writeSecret(t, "0123456789abcdef0123456789abcdef\n")
-	short := writeSecret(t, "short")
-	for name, c := range map[string]Config{
-		"bootstrap without secret":   {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, NodeName: "jaco-0"},
-		"bootstrap without join":     {Bootstrap: true, JoinSecretFile: secret, NodeName: "jaco-0"},
-		"bootstrap without ordinal":  {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret, NodeName: "jaco"},
-		"bad join addr":              {Bootstrap: true, JoinAddrs: []string{"svc"}, JoinSecretFile: secret, NodeName: "jaco-1"},
-		"join addr alone":            {JoinAddrs: []string{"svc:7000"}, NodeName: "jaco-1"},
-		"short secret":               {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: short, NodeName: "jaco-1"},
-		"both modes":                 {Bootstrap: true, InitialCluster: "jaco-1=h:7000", JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret, NodeName: "jaco-1"},
-		"static without secret":      {InitialCluster: "a=h:7000", NodeName: "a"},
-		"static without this node":   {InitialCluster: "a=h:7000", JoinSecretFile: secret, NodeName: "b"},
-		"static bad list":            {InitialCluster: "a=h", JoinSecretFile: secret, NodeName: "a"},
-		"negative formation delay":   {InitialCluster: "a=h:7000", JoinSecretFile: secret, NodeName: "a", FormationDelay: -1},
-		"secret file that is absent": {Bootstrap: true, JoinAddrs: []string{"svc:7000"}, JoinSecretFile: secret + ".no", NodeName: "jaco-1"},
-	} {
-		c.DataDir = t.TempDir()
-		if err := c.setDefaults(); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("%s: %v, want ErrInvalidConfig", name, err)
-		}
-	}
-	ok := Config{DataDir: t.TempDir(), Bootstrap: true, JoinAddrs: []string{"svc:7000", "10.0.0.2:7000"}, JoinSecretFile: secret, NodeName: "jaco-2"}
-	if err := ok.setDefaults(); err != nil || ok.formation.ordinal != 2 || ok.formation.secret == nil {
-		t.Fatalf("good ordinal flags: %v (ordinal %d)", err, ok.formation.ordinal)
-	}
-}
-
 func TestDeriveStaticAlikeOnEveryNode(t *testing.T) {
 	members, err := ParseInitialCluster("a=10.0.0.1:7000,b=10.0.0.2:7000,c=10.0.0.3:7000")
 	if err != nil {
@@ -127,9 +87,9 @@ func TestDeriveStaticAlikeOnEveryNode(t *testing.T) {
 }
 
 func TestResolveJoinAddrs(t *testing.T) {
-	n := &Node{advertise: "127.0.0.1:7000"}
-	n.cfg.JoinAddrs = []string{"127.0.0.1:7000", "127.0.0.2:7000", "localhost:7001", "127.0.0.2:7000"}
-	got, err := n.resolveJoinAddrs(t.Context())
+	const self = "127.0.0.1:7000"
+	joinAddrs := []string{"127.0.0.1:7000", "127.0.0.2:7000", "localhost:7001", "127.0.0.2:7000"}
+	got, err := resolveJoinAddrs(t.Context(), joinAddrs, self)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +101,8 @@ func TestResolveJoinAddrs(t *testing.T) {
 	if len(got) != len(slices.Compact(slices.Sorted(slices.Values(got)))) {
 		t.Fatalf("duplicates in %q", got)
 	}
-	n.cfg.JoinAddrs = []string{"no-such-host.invalid:7000"}
-	if got, err := n.resolveJoinAddrs(t.Context()); err == nil || len(got) != 0 {
+	joinAddrs = []string{"no-such-host.invalid:7000"}
+	if got, err := resolveJoinAddrs(t.Context(), joinAddrs, self); err == nil || len(got) != 0 {
 		t.Fatalf("unresolvable name: %q, %v; want an error", got, err)
 	}
 }

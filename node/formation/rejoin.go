@@ -1,4 +1,4 @@
-package node
+package formation
 
 import (
 	"context"
@@ -17,22 +17,22 @@ import (
 	"github.com/jaco-project/jaco/node/roles"
 )
 
-// rejoinCluster brings back a worker whose certificate expired while it
-// was off (docs/adr/0039-rejoin-expired-certificate.md): a fresh key, a
-// request signed by the expired certificate's key, a worker token, and the
-// leader reissues the certificate for the same node id. The data dir stays:
-// the agent then starts on its database and re-adopts the replicas that
-// kept running, as after a plain restart. The caller holds initMu.
-func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
+// rejoin brings back a worker whose certificate expired while it was off
+// (docs/adr/0039-rejoin-expired-certificate.md): a fresh key, a request
+// signed by the expired certificate's key, a worker token, and the leader
+// reissues the certificate for the same node id. The data dir stays: the
+// agent then starts on its database and re-adopts the replicas that kept
+// running, as after a plain restart. The caller holds LockInit.
+func (f *Former) rejoin(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
 	if id, ok := identity.FromContext(ctx); !ok || id.Kind != identity.Local {
 		// The node's old key signs for whoever asks: only its operator.
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "a rejoin is asked on the node's local socket only")
 	}
-	if !n.initialized() {
+	if !f.initialized() {
 		return nil, reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
 			"--rejoin brings back a node that was in a cluster, and this data dir holds none: join without --rejoin")
 	}
-	if n.Manager() != nil || !n.isWorker() {
+	if f.d.Manager() != nil || !IsWorker(f.cfg.Dir) {
 		return nil, reason.Error(codes.FailedPrecondition, reason.InvalidSpec,
 			"--rejoin is for a worker; this node is a manager, which renews its certificate while it runs")
 	}
@@ -40,7 +40,7 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 	if err != nil {
 		return nil, reason.Error(codes.InvalidArgument, reason.TokenInvalid, "%v", err)
 	}
-	caPEM, oldCertPEM, oldKeyPEM, err := n.keys.LoadNodeFiles()
+	caPEM, oldCertPEM, oldKeyPEM, err := f.keys.LoadNodeFiles()
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -81,26 +81,26 @@ func (n *Node) rejoinCluster(ctx context.Context, req *api.JoinClusterRequest) (
 	if resp.NodeId != old.NodeID || resp.Role != api.NodeRole_NODE_ROLE_WORKER {
 		return nil, internalError(fmt.Errorf("rejoin answered node %s as %v, want %s as a worker", resp.NodeId, resp.Role, old.NodeID))
 	}
-	if err := n.installRejoin(resp, keyPEM); err != nil {
+	if err := f.installRejoin(resp, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
-	n.log.Info("rejoined the cluster with a fresh certificate", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "via", req.Peer)
+	f.log.Info("rejoined the cluster with a fresh certificate", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "via", req.Peer)
 	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
 }
 
 // installRejoin saves the reissued certificate and starts the agent, which
 // re-adopts the replicas its database holds. Connections opened with the
 // expired certificate are dropped: they could only fail.
-func (n *Node) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+func (f *Former) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
+	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := roles.SaveManagers(n.cfg.managersPath(), manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
-	if err := n.reloadTLS(); err != nil {
+	if err := f.parts.ReloadTLS(); err != nil {
 		return err
 	}
-	n.managerConns.CloseAll()
-	return n.startAgent()
+	f.parts.CloseManagerConns()
+	return f.parts.StartAgent()
 }

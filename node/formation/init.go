@@ -1,12 +1,13 @@
-package node
+package formation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"google.golang.org/grpc/codes"
-	grpcstatus "google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/jaco-project/jaco/api"
@@ -16,27 +17,24 @@ import (
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/manager"
-
-	"github.com/google/uuid"
 )
 
 // initTimeout bounds how long Init waits for the new member to elect
 // itself and apply the ClusterInit entry.
 const initTimeout = 30 * time.Second
 
-// initCluster makes this uninitialized daemon the first manager of a new
-// cluster (cluster-lifecycle "Bootstrap"). Files are written before the
-// raft state, and the raft state appears atomically, so a crash part-way
-// leaves the node uninitialized and init can run again.
-func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
-	unlock, err := n.lockInit()
+// Init makes this uninitialized daemon the first manager of a new cluster
+// (ClusterService.Init, docs/design.md §4 "Init"). Files are written
+// before the raft state, and the raft state appears atomically, so a
+// crash part-way leaves the node uninitialized and init can run again.
+func (f *Former) Init(ctx context.Context, req *api.InitClusterRequest) (*api.InitClusterResponse, error) {
+	unlock, err := f.d.LockInit()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if n.initialized() {
-		cid, _ := n.clusterID.Load().(string)
-		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", cid)
+	if f.initialized() {
+		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of cluster %s", f.d.ClusterID())
 	}
 	// The pool is written down as chosen, default included, so a later
 	// default never moves a cluster's networks.
@@ -65,7 +63,7 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 	if err != nil {
 		return nil, internalError(err)
 	}
-	certPEM, keyPEM, err := signer.Issue(nodeID, ca.RoleManager, clusterID, n.cfg.CertLifetime)
+	certPEM, keyPEM, err := signer.Issue(nodeID, ca.RoleManager, clusterID, f.cfg.CertLifetime)
 	if err != nil {
 		return nil, internalError(err)
 	}
@@ -77,14 +75,15 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 	if err != nil {
 		return nil, internalError(err)
 	}
-	if err := n.keys.SaveNodeFiles(caCert, certPEM, keyPEM); err != nil {
+	if err := f.keys.SaveNodeFiles(caCert, certPEM, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
-	sealer, err := n.keys.NewDataKey()
+	sealer, err := f.keys.NewDataKey()
 	if err != nil {
 		return nil, internalError(err)
 	}
 
+	advertise := f.d.AdvertiseAddr()
 	now := timestamppb.Now()
 	meta := func() *api.Meta { return &api.Meta{CreatedAt: now, UpdatedAt: now} }
 	first := &api.InternalRaftRequest{Actions: []*api.StoreAction{
@@ -93,33 +92,32 @@ func (n *Node) initCluster(ctx context.Context, req *api.InitClusterRequest) (*a
 			OverlayPool: pool.String(),
 		}}},
 		{Kind: api.StoreAction_KIND_CREATE, Target: &api.StoreAction_Node{Node: &api.Node{
-			Id: nodeID, Meta: meta(), Hostname: n.cfg.NodeName, Address: n.advertise,
+			Id: nodeID, Meta: meta(), Hostname: f.cfg.NodeName, Address: advertise,
 			Role: api.NodeRole_NODE_ROLE_MANAGER, RaftId: raftID,
 		}}},
 	}}
-	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
-	if err := manager.Bootstrap(n.cfg.raftDir(), sealer, clusterID, self, first); err != nil {
+	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: advertise}
+	if err := manager.Bootstrap(f.cfg.Dir.Raft(), sealer, clusterID, self, first); err != nil {
 		return nil, internalError(err)
 	}
-	if err := n.startManager(); err != nil {
+	if err := f.parts.StartManager(); err != nil {
 		return nil, internalError(err)
 	}
-	if err := n.reloadTLS(); err != nil {
+	if err := f.parts.ReloadTLS(); err != nil {
 		return nil, internalError(err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, initTimeout)
 	defer cancel()
-	if err := n.Manager().WaitReady(wctx); err != nil {
+	m := f.d.Manager()
+	if m == nil {
+		return nil, internalError(errors.New("the new cluster's manager stopped as it started"))
+	}
+	if err := m.WaitReady(wctx); err != nil {
 		return nil, internalError(fmt.Errorf("wait for the new cluster to elect its leader: %w", err))
 	}
-	if err := n.startAgent(); err != nil {
+	if err := f.parts.StartAgent(); err != nil {
 		return nil, internalError(err)
 	}
-	n.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
+	f.log.Info("cluster initialized", "cluster_id", clusterID, "node_id", nodeID, "raft_id", fmt.Sprintf("%x", raftID))
 	return &api.InitClusterResponse{ClusterId: clusterID, NodeId: nodeID, OperatorToken: tok.String()}, nil
-}
-
-// internalError reports a failure of this daemon, not of the request.
-func internalError(err error) error {
-	return grpcstatus.Error(codes.Internal, err.Error())
 }

@@ -1,4 +1,4 @@
-package node
+package formation
 
 import (
 	"context"
@@ -24,22 +24,24 @@ import (
 // to raft, which needs a quorum.
 const joinTimeout = time.Minute
 
-// joinCluster makes this uninitialized daemon a member of the cluster that
-// peer belongs to (cluster-lifecycle "Join"). The key never leaves this
-// node; the peer is trusted only if it proves the CA the token names.
-func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
-	unlock, err := n.lockInit()
+// Join makes this uninitialized daemon a member of the cluster that
+// req.Peer belongs to (ClusterService.Join, docs/design.md §4 "Token
+// join"), or with req.Rejoin brings back a worker whose certificate
+// expired. The key never leaves this node; the peer is trusted only if it
+// proves the CA the token names.
+func (f *Former) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.JoinClusterResponse, error) {
+	unlock, err := f.d.LockInit()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
 	if req.Rejoin {
-		return n.rejoinCluster(ctx, req)
+		return f.rejoin(ctx, req)
 	}
-	if err := n.roles.CertExpiredRefusal(); err != nil {
+	if err := f.expiry.CertExpiredRefusal(); err != nil {
 		return nil, err // the one join this node needs keeps its data dir: it says which
 	}
-	if n.initialized() {
+	if f.initialized() {
 		return nil, reason.Error(codes.FailedPrecondition, reason.AlreadyInitialized, "this node is already part of a cluster")
 	}
 	tok, err := token.Parse(req.Token)
@@ -58,7 +60,7 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	resp, err := api.NewMembershipServiceClient(conn).Join(ctx, &api.JoinRequest{
-		Token: req.Token, CsrPem: csrPEM, Hostname: n.cfg.NodeName, Address: n.advertise,
+		Token: req.Token, CsrPem: csrPEM, Hostname: f.cfg.NodeName, Address: f.d.AdvertiseAddr(),
 	})
 	if err != nil {
 		if reason.Of(err) == "" {
@@ -69,55 +71,51 @@ func (n *Node) joinCluster(ctx context.Context, req *api.JoinClusterRequest) (*a
 	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
 		return nil, internalError(err)
 	}
-	if err := n.installJoin(resp, keyPEM); err != nil {
+	if err := f.installJoin(resp, keyPEM); err != nil {
 		return nil, internalError(err)
 	}
-	n.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", enumword.Of(resp.Role), "via", req.Peer)
+	f.log.Info("joined cluster", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "role", enumword.Of(resp.Role), "via", req.Peer)
 	return &api.JoinClusterResponse{ClusterId: resp.ClusterId, NodeId: resp.NodeId}, nil
 }
 
 // installJoin saves what the leader's admission gave this node, with its
-// private key, and starts what runs with it: a manager's raft member, the
-// TLS config of its certificate, the agent.
-func (n *Node) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := n.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+// private key, and starts what runs with it: a manager's raft member
+// (an empty one, which the leader then ships the log), the TLS config of
+// its certificate, the agent. The caller holds LockInit.
+func (f *Former) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
+	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := roles.SaveManagers(n.cfg.managersPath(), manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), manager.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {
-		if err := n.bootstrapJoinedManager(resp); err != nil {
+		if err := f.WriteJoinedState(resp.ClusterId, resp.NodeId, resp.RaftId, resp.Members); err != nil {
+			return err
+		}
+		if err := f.parts.StartManager(); err != nil {
 			return err
 		}
 	} else {
-		n.state.Store(int32(api.NodeState_NODE_STATE_READY))
+		f.parts.WorkerReady()
 	}
-	if err := n.reloadTLS(); err != nil {
+	if err := f.parts.ReloadTLS(); err != nil {
 		return err
 	}
-	return n.startAgent()
+	return f.parts.StartAgent()
 }
 
-// bootstrapJoinedManager writes an empty raft member and starts it; the
-// leader then ships it the log.
-func (n *Node) bootstrapJoinedManager(resp *api.JoinResponse) error {
-	if err := n.writeJoinedRaftState(resp.ClusterId, resp.NodeId, resp.RaftId, resp.Members); err != nil {
-		return err
-	}
-	return n.startManager()
-}
-
-// writeJoinedRaftState writes a new data key and an empty raft member with
+// WriteJoinedState writes a new data key and an empty raft member with
 // raftID that knows members, for a manager the leader already added to
-// raft (by a join or a promotion).
-func (n *Node) writeJoinedRaftState(clusterID, nodeID string, raftID uint64, members []*api.RaftMember) error {
-	sealer, err := n.keys.NewDataKey()
+// raft: by a join, or by a promotion (node/roles asks). The caller holds
+// LockInit.
+func (f *Former) WriteJoinedState(clusterID, nodeID string, raftID uint64, members []*api.RaftMember) error {
+	sealer, err := f.keys.NewDataKey()
 	if err != nil {
 		return err
 	}
-	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: n.advertise}
-	return manager.BootstrapJoin(n.cfg.raftDir(), sealer, clusterID, self, members)
+	self := &api.RaftMember{RaftId: raftID, NodeId: nodeID, Address: f.d.AdvertiseAddr()}
+	return manager.BootstrapJoin(f.cfg.Dir.Raft(), sealer, clusterID, self, members)
 }
 
 // bundleNamed checks that the CA bundle bundlePEM holds the CA whose

@@ -1,4 +1,4 @@
-package node
+package formation
 
 import (
 	"context"
@@ -29,28 +29,24 @@ import (
 // first, the server only once the joiner's proof held, and the joiner
 // trusts the CA in the answer only once the server's proof holds.
 
-type formationService struct {
-	api.UnimplementedFormationServiceServer
-	n *Node
-}
-
-// SecretJoin verifies the joiner's proof on the connection it arrived on,
-// then asks the leader to admit it, vouching as this manager.
-func (s formationService) SecretJoin(ctx context.Context, req *api.SecretJoinRequest) (*api.SecretJoinResponse, error) {
-	secret := s.n.cfg.formation.secret
+// SecretJoin serves FormationService.SecretJoin: it verifies the joiner's
+// proof on the connection it arrived on, then asks the leader to admit
+// it, vouching as this manager.
+func (f *Former) SecretJoin(ctx context.Context, req *api.SecretJoinRequest) (*api.SecretJoinResponse, error) {
+	secret := f.cfg.Settings.Secret
 	if secret == nil {
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "this manager was started without a join secret")
 	}
-	m := s.n.Manager()
+	m := f.d.Manager()
 	if m == nil {
-		return nil, s.n.noManager()
+		return nil, f.d.NoManager()
 	}
 	cs, ok := connState(ctx)
 	if !ok {
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "a formation join must come over TCP with TLS")
 	}
 	if err := secret.VerifyClient(cs, req.ClientProof); err != nil {
-		s.n.log.Warn("formation join refused", "hostname", req.Hostname, "address", req.Address, "err", err)
+		f.log.Warn("formation join refused", "hostname", req.Hostname, "address", req.Address, "err", err)
 		return nil, reason.Error(codes.PermissionDenied, reason.PermissionDenied, "join secret: the proof does not verify")
 	}
 	self := identity.Identity{Kind: identity.Node, NodeID: m.NodeID(), Role: ca.RoleManager}
@@ -86,8 +82,8 @@ var errNoProof = errors.New("the server did not prove the join secret")
 
 // secretJoin sends req to addr over a connection of its own, proving the
 // secret, and returns the admission once the server proved it too.
-func (n *Node) secretJoin(ctx context.Context, addr string, req *api.SecretJoinRequest) (*api.JoinResponse, error) {
-	secret := n.cfg.formation.secret
+func (f *Former) secretJoin(ctx context.Context, addr string, req *api.SecretJoinRequest) (*api.JoinResponse, error) {
+	secret := f.cfg.Settings.Secret
 	ctx, cancel := context.WithTimeout(ctx, secretJoinTimeout)
 	defer cancel()
 	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: &tls.Config{
@@ -134,13 +130,13 @@ func (n *Node) secretJoin(ctx context.Context, addr string, req *api.SecretJoinR
 
 // installJoined makes this uninitialized node the manager resp admitted,
 // as a token join does once the leader answered.
-func (n *Node) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
-	unlock, err := n.lockInit()
+func (f *Former) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
+	unlock, err := f.d.LockInit()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if n.initialized() {
+	if f.initialized() {
 		return errors.New("initialized meanwhile")
 	}
 	fp, err := token.Fingerprint(resp.CaCertPem)
@@ -156,9 +152,9 @@ func (n *Node) installJoined(resp *api.JoinResponse, keyPEM []byte) error {
 	if resp.Role != api.NodeRole_NODE_ROLE_MANAGER {
 		return fmt.Errorf("join response: role %s, want a manager", resp.Role)
 	}
-	if err := n.installJoin(resp, keyPEM); err != nil {
+	if err := f.installJoin(resp, keyPEM); err != nil {
 		return err
 	}
-	n.log.Info("joined cluster with the join secret", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "raft_id", fmt.Sprintf("%x", resp.RaftId))
+	f.log.Info("joined cluster with the join secret", "cluster_id", resp.ClusterId, "node_id", resp.NodeId, "raft_id", fmt.Sprintf("%x", resp.RaftId))
 	return nil
 }
