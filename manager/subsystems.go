@@ -37,6 +37,9 @@ func (m *Manager) assemble(o options) []Subsystem {
 		dispatcher.WithLogger(log.With("component", "dispatcher")),
 		dispatcher.WithManagers(m.managerAddrs),
 		dispatcher.WithNodeDialer(func(addr string) (*grpc.ClientConn, error) { return m.dial(addr) }),
+		dispatcher.WithVolumeMoveReports(func(ctx context.Context, nodeID string, r *api.ReportVolumeMoveRequest, now time.Time) error {
+			return volumemove.Report(ctx, st, nodeID, r, now)
+		}),
 	}
 	if o.heartbeatPeriod > 0 {
 		dispOpts = append(dispOpts, dispatcher.WithHeartbeatPeriod(o.heartbeatPeriod))

@@ -38,6 +38,8 @@ type config struct {
 	sweepEvery time.Duration
 	// batchWindow: see defaultBatchWindow.
 	batchWindow time.Duration
+	// volumeMoveReports: see WithVolumeMoveReports.
+	volumeMoveReports VolumeMoveReports
 }
 
 // WithLogger sets the logger (default slog.Default()).
