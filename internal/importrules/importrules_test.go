@@ -6,7 +6,9 @@
 //   - The leader subsystems never reach each other: each one is started
 //     and stopped on its own by the manager, and what two of them share
 //     lives in a leaf package below both (manager/apierror,
-//     manager/voterset, api).
+//     manager/voterset, manager/jointoken, api) or is handed in by the
+//     manager, which composes them. The shared leaves reach no
+//     subsystem.
 //   - The store does not reach raft: the store proposes through its
 //     Proposer interface and raft applies through its Applier, so the store
 //     is tested without a raft group and raft without the store's tables.
@@ -20,6 +22,12 @@
 //     but the sealing it uses: it asks the daemon and the manager through
 //     two interfaces of its own, so it is tested with fakes and does not
 //     link raft or the store.
+//   - The daemon reaches raft and the store only through package manager:
+//     no package under node/ imports anything under manager/state/
+//     directly, so the raft member and the store stay the manager's to
+//     change.
+//   - The daemon's formation (node/formation) does not reach the agent: it
+//     asks the daemon to start it.
 //   - The daemon's role and certificate check (node/roles) reaches neither
 //     the manager nor the agent: it runs on every node, decides when and
 //     in what order the role changes, and asks the daemon, through its
@@ -46,8 +54,9 @@ import (
 	"testing"
 )
 
-// leaderSubsystems are the packages the leader starts and stops; none may
-// import another, directly or through any other package.
+// leaderSubsystems are the packages the leader starts and stops
+// (manager/subsystems.go) and the services it serves; none may import
+// another, directly or through any other package.
 var leaderSubsystems = []string{
 	"manager/dispatcher",
 	"manager/scheduler",
@@ -56,15 +65,25 @@ var leaderSubsystems = []string{
 	"manager/membership",
 	"manager/backup",
 	"manager/controlapi",
+	"manager/netalloc",
+	"manager/volumemove",
 }
 
+// sharedLeaves are what several leader subsystems share; they reach none.
+// manager/jointoken is one although the leader also runs its sweeper:
+// membership redeems the tokens controlapi issues, and apierror maps its
+// errors.
+var sharedLeaves = []string{"manager/apierror", "manager/voterset", "manager/jointoken"}
+
 // rule forbids every package matched by from to reach, through any chain
-// of imports, a package matched by to and by none of except. A pattern is
-// a path relative to the module, or such a path followed by "/..." for it
-// and everything below it.
+// of imports, a package matched by to and by none of except; a direct rule
+// forbids only importing one, so that it may still be reached through
+// another package. A pattern is a path relative to the module, or such a
+// path followed by "/..." for it and everything below it.
 type rule struct {
 	from, to string
 	except   []string
+	direct   bool
 }
 
 // cliBackupDeps are the manager packages the CLI links on purpose: `jaco
@@ -87,6 +106,8 @@ func rules() []rule {
 		{from: "cmd/jaco", to: "agent/..."},
 		{from: "cmd/jaco", to: "manager/...", except: cliBackupDeps},
 		{from: "node/keyring", to: "manager/...", except: keyringDeps},
+		{from: "node/...", to: "manager/state/...", direct: true},
+		{from: "node/formation", to: "agent/..."},
 	}
 	for _, from := range leaderSubsystems {
 		for _, to := range leaderSubsystems {
@@ -95,27 +116,50 @@ func rules() []rule {
 			}
 		}
 	}
+	for _, from := range sharedLeaves {
+		for _, to := range leaderSubsystems {
+			r = append(r, rule{from: from, to: to})
+		}
+	}
 	return r
 }
 
 func TestImportRules(t *testing.T) {
 	g := loadGraph(t)
-	named := append([]string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring", "node/roles"}, leaderSubsystems...)
-	for _, pkg := range slices.Concat(named, cliBackupDeps, keyringDeps) {
+	named := []string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring", "node/roles", "node/formation"}
+	for _, pkg := range slices.Concat(named, leaderSubsystems, sharedLeaves, cliBackupDeps, keyringDeps) {
 		if _, ok := g.imports[g.module+"/"+pkg]; !ok {
 			t.Errorf("package %s is not in the module: a rule naming it would pass without checking anything; update the rules", pkg)
 		}
 	}
 	for _, r := range rules() {
-		for _, from := range g.matching(r.from) {
-			forbidden := func(p string) bool {
-				return g.matches(r.to, p) && !slices.ContainsFunc(r.except, func(e string) bool { return g.matches(e, p) })
-			}
-			if chain := g.path(from, forbidden); chain != nil {
-				t.Errorf("%s must not reach %s; it does through %s", g.short(from), r.to, strings.Join(chain, " -> "))
-			}
+		for _, v := range g.violations(r) {
+			t.Error(v)
 		}
 	}
+}
+
+// violations are the ways the module's packages break r, one sentence
+// each.
+func (g *graph) violations(r rule) []string {
+	var out []string
+	for _, from := range g.matching(r.from) {
+		forbidden := func(p string) bool {
+			return g.matches(r.to, p) && !slices.ContainsFunc(r.except, func(e string) bool { return g.matches(e, p) })
+		}
+		if r.direct {
+			for _, p := range g.imports[from] {
+				if forbidden(p) {
+					out = append(out, fmt.Sprintf("%s must not import %s; it imports %s", g.short(from), r.to, g.short(p)))
+				}
+			}
+			continue
+		}
+		if chain := g.path(from, forbidden); chain != nil {
+			out = append(out, fmt.Sprintf("%s must not reach %s; it does through %s", g.short(from), r.to, strings.Join(chain, " -> ")))
+		}
+	}
+	return out
 }
 
 // maxCLIDeps bounds the packages outside the standard library the CLI
@@ -276,5 +320,12 @@ func TestPathNamesTheChain(t *testing.T) {
 	}
 	if got := g.matching("manager/..."); !slices.Equal(got, []string{"m/manager/x"}) {
 		t.Errorf("matching manager/... = %v", got)
+	}
+	// A direct rule sees what a package imports, not what it reaches.
+	if got := g.violations(rule{from: "d", to: "manager/...", direct: true}); len(got) != 1 {
+		t.Errorf("direct rule d -> manager/...: %q, want one violation", got)
+	}
+	if got := g.violations(rule{from: "a", to: "manager/...", direct: true}); len(got) != 0 {
+		t.Errorf("direct rule a -> manager/...: %q, want none (a reaches it through b)", got)
 	}
 }
