@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails when code, a script or the Makefile cites one of this project's
-# issues by number ("issue 48", "issues 30 and 31"): a reader of the
+# issues by number (the word issue followed by its number): a reader of the
 # repository cannot look an issue up, so a comment says the reason itself
 # or cites the ADR or docs/design.md section that records it. Links to
 # upstream trackers (go.dev/issue/N, github.com/o/r/issues/N, o/r#N) can be
