@@ -19,7 +19,7 @@ type options struct {
 	// least while this manager runs (0: GOGC alone).
 	gcHeadroom uint64
 	// minBackupInterval is the shortest backup interval the cluster
-	// update accepts (0: backupschedule.MinInterval).
+	// update accepts (0: limits.MinBackupInterval).
 	minBackupInterval time.Duration
 	// coreOnly leaves out the subsystems that turn services into replicas
 	// (tests of the raft and store path only).
@@ -76,7 +76,7 @@ func WithQuorumLossWindow(d time.Duration) Option {
 func WithGCHeadroom(headroom uint64) Option { return func(o *options) { o.gcHeadroom = headroom } }
 
 // WithMinBackupInterval lowers the shortest scheduled-backup interval this
-// manager accepts while it leads (0: backupschedule.MinInterval), for tests.
+// manager accepts while it leads (0: limits.MinBackupInterval), for tests.
 func WithMinBackupInterval(d time.Duration) Option {
 	return func(o *options) { o.minBackupInterval = d }
 }

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/api/backupschedule"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/internal/secretinput"
 )
 
@@ -26,9 +26,9 @@ type backupFlags struct {
 func (f *backupFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.DurationVar(&f.interval, "backup-interval", 0,
-		fmt.Sprintf("write a sealed backup this often on the leader, %v to %v; 0 turns scheduled backups off", backupschedule.MinInterval, backupschedule.MaxInterval))
+		fmt.Sprintf("write a sealed backup this often on the leader, %v to %v; 0 turns scheduled backups off", limits.MinBackupInterval, limits.MaxBackupInterval))
 	fl.StringVar(&f.dir, "backup-dir", "", "absolute directory on the leader's machine scheduled backups go into (made 0700 if missing)")
-	fl.Uint32Var(&f.keep, "backup-keep", 0, fmt.Sprintf("scheduled backups each manager keeps in --backup-dir, 1 to %d (default %d)", backupschedule.MaxKeep, backupschedule.DefaultKeep))
+	fl.Uint32Var(&f.keep, "backup-keep", 0, fmt.Sprintf("scheduled backups each manager keeps in --backup-dir, 1 to %d (default %d)", limits.MaxBackupKeep, limits.DefaultBackupKeep))
 	fl.BoolVar(&f.keyStdin, "backup-key-stdin", false, "seal scheduled backups with a backup key read from stdin (JBK1-...) instead of a new random one")
 	fl.BoolVar(&f.rotate, "rotate-backup-key", false, "replace the scheduled backups' key with a new one, printed once (older files keep opening with the old key only)")
 }

@@ -9,12 +9,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/api/backupschedule"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/manager/backup/backupfile"
 )
 
 // WithMinBackupInterval lowers the shortest backup interval accepted
-// (default backupschedule.MinInterval), for tests that need several scheduled
+// (default limits.MinBackupInterval), for tests that need several scheduled
 // backups in seconds.
 func WithMinBackupInterval(d time.Duration) Option {
 	return func(s *Server) {
@@ -35,15 +35,15 @@ func (s *Server) updateBackupSchedule(c *api.Cluster, req *api.UpdateClusterRequ
 	}
 	sched := proto.CloneOf(c.BackupSchedule)
 	if sched == nil {
-		sched = &api.BackupSchedule{Keep: backupschedule.DefaultKeep}
+		sched = &api.BackupSchedule{Keep: limits.DefaultBackupKeep}
 	}
 	if req.BackupInterval != nil {
 		if err := req.BackupInterval.CheckValid(); err != nil {
 			return false, invalid("backup interval: %v", err)
 		}
 		d := req.BackupInterval.AsDuration()
-		if d != 0 && (d < s.minBackupInterval || d > backupschedule.MaxInterval) {
-			return false, invalid("backup interval %v: give %v to %v, or 0 to turn scheduled backups off", d, s.minBackupInterval, backupschedule.MaxInterval)
+		if d != 0 && (d < s.minBackupInterval || d > limits.MaxBackupInterval) {
+			return false, invalid("backup interval %v: give %v to %v, or 0 to turn scheduled backups off", d, s.minBackupInterval, limits.MaxBackupInterval)
 		}
 		sched.Interval = durationpb.New(d)
 	}
@@ -54,8 +54,8 @@ func (s *Server) updateBackupSchedule(c *api.Cluster, req *api.UpdateClusterRequ
 		sched.Dir = filepath.Clean(*dir)
 	}
 	if k := req.BackupKeep; k != nil {
-		if *k == 0 || *k > backupschedule.MaxKeep {
-			return false, invalid("backup keep %d: give 1 to %d", *k, backupschedule.MaxKeep)
+		if *k == 0 || *k > limits.MaxBackupKeep {
+			return false, invalid("backup keep %d: give 1 to %d", *k, limits.MaxBackupKeep)
 		}
 		sched.Keep = *k
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/api/backupschedule"
+	"github.com/jaco-project/jaco/api/limits"
 	"github.com/jaco-project/jaco/api/paging"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/manager/apierror"
@@ -48,7 +48,7 @@ func WithNodeRemover(r NodeRemover) Option { return func(s *Server) { s.remover 
 
 // New returns a Control server over st.
 func New(st *store.Store, opts ...Option) *Server {
-	s := &Server{store: st, watchInterval: watchInterval, minBackupInterval: backupschedule.MinInterval}
+	s := &Server{store: st, watchInterval: watchInterval, minBackupInterval: limits.MinBackupInterval}
 	for _, o := range opts {
 		o(s)
 	}
