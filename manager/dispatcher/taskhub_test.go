@@ -124,9 +124,10 @@ func TestTaskHubFeedsMissNothing(t *testing.T) {
 }
 
 // waitApplied waits until st has applied index, for at most 5 s. It
-// polls every millisecond, not at waitfor.Eventually's 50 ms: the 300
-// writes apply within a fraction of a second, and at 50 ms every
-// subscription after the first landed after the last write.
+// polls every millisecond, not at waitfor's pace, which backs off to one
+// try per 50 ms: the 300 writes apply within a fraction of a second, and
+// at 50 ms every subscription after the first landed after the last
+// write.
 func waitApplied(t *testing.T, st *store.Store, index uint64) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
