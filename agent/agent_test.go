@@ -18,6 +18,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
@@ -31,23 +32,6 @@ const (
 	failedSt  = api.TaskState_TASK_STATE_FAILED
 	rejected  = api.TaskState_TASK_STATE_REJECTED
 )
-
-// waitFor polls cond until it holds, failing with what it last saw after
-// a deadline.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func calls(rt *fakeRuntime, call string, n int) func() (bool, string) {
 	return func() (bool, string) {
@@ -121,7 +105,7 @@ func setup(t *testing.T) (*fakeDispatcher, *fakeRuntime, string) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	startAgent(t, testConfig(dir, []string{d.addr}, rt))
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	return d, rt, dir
 }
 
@@ -131,11 +115,11 @@ func TestReplicaLifecycle(t *testing.T) {
 	releaseStart := rt.hold("start", "t1")
 	d.assign(imageTask("t1"))
 
-	waitFor(t, "PREPARING", d.lastIs("t1", preparing))
+	waitfor.Holds(t, 10*time.Second, "PREPARING", d.lastIs("t1", preparing))
 	releasePrepare()
-	waitFor(t, "STARTING", d.lastIs("t1", starting))
+	waitfor.Holds(t, 10*time.Second, "STARTING", d.lastIs("t1", starting))
 	releaseStart()
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	if got, want := d.states("t1"), []api.TaskState{preparing, starting, running}; !slices.Equal(got, want) {
 		t.Fatalf("reported states %v, want %v", got, want)
 	}
@@ -147,15 +131,15 @@ func TestReplicaLifecycle(t *testing.T) {
 	shut := imageTask("t1")
 	shut.DesiredState = shutdown
 	d.assign(shut)
-	waitFor(t, "SHUTDOWN", d.lastIs("t1", shutdown))
+	waitfor.Holds(t, 10*time.Second, "SHUTDOWN", d.lastIs("t1", shutdown))
 	if rt.count("stop t1") != 1 || rt.isRunning("t1") {
 		t.Fatalf("after SHUTDOWN: calls %v, running %v", rt.callLog(), rt.isRunning("t1"))
 	}
 
 	// Removed: the runtime removes it and the agent forgets it.
 	d.unassign(false, "t1")
-	waitFor(t, "remove", calls(rt, "remove t1", 1))
-	waitFor(t, "replica dir gone", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "remove", calls(rt, "remove t1", 1))
+	waitfor.Holds(t, 10*time.Second, "replica dir gone", func() (bool, string) {
 		_, err := os.Stat(filepath.Join(dir, "replicas", "t1"))
 		return errors.Is(err, os.ErrNotExist), fmt.Sprint("stat: ", err)
 	})
@@ -176,9 +160,9 @@ func TestExitReported(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d, rt, _ := setup(t)
 			d.assign(imageTask("t1"))
-			waitFor(t, "RUNNING", d.lastIs("t1", running))
+			waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 			rt.end("t1", tc.exit)
-			waitFor(t, tc.state.String(), d.lastIs("t1", tc.state))
+			waitfor.Holds(t, 10*time.Second, tc.state.String(), d.lastIs("t1", tc.state))
 			st := d.last("t1")
 			if st.GetReason() != tc.reason || st.GetExitCode() != tc.exitCode {
 				t.Fatalf("status %v, want reason %q exit code %d", st, tc.reason, tc.exitCode)
@@ -204,7 +188,7 @@ func TestFailuresBeforeRunning(t *testing.T) {
 			d, rt, _ := setup(t)
 			rt.fail(tc.op, "t1", errors.New("boom"))
 			d.assign(imageTask("t1"))
-			waitFor(t, tc.state.String(), d.lastIs("t1", tc.state))
+			waitfor.Holds(t, 10*time.Second, tc.state.String(), d.lastIs("t1", tc.state))
 			if got := d.last("t1").GetReason(); got != tc.reason {
 				t.Fatalf("reason %q, want %q", got, tc.reason)
 			}
@@ -217,7 +201,7 @@ func TestMissingRuntimeRejects(t *testing.T) {
 	task := imageTask("t1")
 	task.Spec = &api.ServiceSpec{Name: "proc", Bundle: &api.HookBundle{Files: map[string][]byte{"launch": []byte("#!/bin/sh\n")}}}
 	d.assign(task)
-	waitFor(t, "REJECTED", d.lastIs("t1", rejected))
+	waitfor.Holds(t, 10*time.Second, "REJECTED", d.lastIs("t1", rejected))
 	if st := d.last("t1"); st.GetReason() != ReasonNoRuntime {
 		t.Fatalf("status %v, want reason %s", st, ReasonNoRuntime)
 	}
@@ -246,20 +230,20 @@ func TestHealthChecks(t *testing.T) {
 		task.Spec.Health = fast(&api.HealthCheck{Test: &api.HealthCheck_Command{Command: &api.CommandCheck{Argv: []string{"true"}}}})
 		release := rt.hold("exec", "t1")
 		d.assign(task)
-		waitFor(t, "a health probe", calls(rt, "exec t1", 1))
+		waitfor.Holds(t, 10*time.Second, "a health probe", calls(rt, "exec t1", 1))
 		time.Sleep(30 * time.Millisecond) // RUNNING must wait for the probe
 		if got := d.states("t1"); slices.Contains(got, running) {
 			t.Fatalf("RUNNING before the first healthy probe: %v", got)
 		}
 		release()
-		waitFor(t, "RUNNING", d.lastIs("t1", running))
+		waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	})
 	t.Run("tcp to a closed port: FAILED unhealthy", func(t *testing.T) {
 		d, rt, _ := setup(t)
 		task := imageTask("t1")
 		task.Spec.Health = fast(&api.HealthCheck{Test: &api.HealthCheck_Tcp{Tcp: &api.TCPCheck{Port: closedPort(t)}}})
 		d.assign(task)
-		waitFor(t, "FAILED", d.lastIs("t1", failedSt))
+		waitfor.Holds(t, 10*time.Second, "FAILED", d.lastIs("t1", failedSt))
 		if st := d.last("t1"); st.GetReason() != ReasonUnhealthy {
 			t.Fatalf("status %v, want reason %s", st, ReasonUnhealthy)
 		}
@@ -275,7 +259,7 @@ func TestNotBeforeDelaysStart(t *testing.T) {
 	task.NotBefore = timestamppb.New(time.Now().Add(300 * time.Millisecond))
 	start := time.Now()
 	d.assign(task)
-	waitFor(t, "prepare", calls(rt, "prepare t1", 1))
+	waitfor.Holds(t, 10*time.Second, "prepare", calls(rt, "prepare t1", 1))
 	if waited := time.Since(start); waited < 250*time.Millisecond {
 		t.Fatalf("prepared %v after assignment, before not_before", waited)
 	}
@@ -284,10 +268,10 @@ func TestNotBeforeDelaysStart(t *testing.T) {
 func TestCompleteSetRemovesAbsentReplicas(t *testing.T) {
 	d, rt, _ := setup(t)
 	d.assign(imageTask("t1"), imageTask("t2"))
-	waitFor(t, "t1 RUNNING", d.lastIs("t1", running))
-	waitFor(t, "t2 RUNNING", d.lastIs("t2", running))
+	waitfor.Holds(t, 10*time.Second, "t1 RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "t2 RUNNING", d.lastIs("t2", running))
 	d.unassign(true, "t1")
-	waitFor(t, "t1 removed", calls(rt, "remove t1", 1))
+	waitfor.Holds(t, 10*time.Second, "t1 removed", calls(rt, "remove t1", 1))
 	if rt.count("stop t1") != 1 {
 		t.Fatalf("t1 removed without a stop first: %v", rt.callLog())
 	}
@@ -300,11 +284,11 @@ func TestShutdownDuringPrepare(t *testing.T) {
 	d, rt, _ := setup(t)
 	rt.hold("prepare", "t1") // never let go: only the shutdown ends it
 	d.assign(imageTask("t1"))
-	waitFor(t, "PREPARING", d.lastIs("t1", preparing))
+	waitfor.Holds(t, 10*time.Second, "PREPARING", d.lastIs("t1", preparing))
 	shut := imageTask("t1")
 	shut.DesiredState = shutdown
 	d.assign(shut)
-	waitFor(t, "SHUTDOWN", d.lastIs("t1", shutdown))
+	waitfor.Holds(t, 10*time.Second, "SHUTDOWN", d.lastIs("t1", shutdown))
 	if got, want := d.states("t1"), []api.TaskState{preparing, shutdown}; !slices.Equal(got, want) {
 		t.Fatalf("states %v, want %v", got, want)
 	}
@@ -321,10 +305,10 @@ func TestStartsBounded(t *testing.T) {
 	cfg := testConfig(t.TempDir(), []string{d.addr}, rt)
 	cfg.MaxConcurrentStarts = 1
 	startAgent(t, cfg)
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	releaseStart := rt.hold("start", "t1")
 	d.assign(imageTask("t1"))
-	waitFor(t, "t1 STARTING", d.lastIs("t1", starting))
+	waitfor.Holds(t, 10*time.Second, "t1 STARTING", d.lastIs("t1", starting))
 	second := imageTask("t2")
 	second.Slot = 2
 	d.assign(second)
@@ -338,7 +322,7 @@ func TestStartsBounded(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	releaseStart()
-	waitFor(t, "t2 RUNNING", d.lastIs("t2", running))
+	waitfor.Holds(t, 10*time.Second, "t2 RUNNING", d.lastIs("t2", running))
 }
 
 // A replica on networks is reported RUNNING with its addresses on them:
@@ -349,8 +333,8 @@ func TestRunningCarriesNetworkAddresses(t *testing.T) {
 	rt.addrs["t1"] = []exec.NetworkAddress{{NetworkID: "n1", Addr: netip.MustParseAddr("10.1.0.66")}}
 	rt.mu.Unlock()
 	d.assign(imageTask("t1"), imageTask("t2"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
-	waitFor(t, "RUNNING", d.lastIs("t2", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t2", running))
 	got := d.last("t1").GetAddresses()
 	if len(got) != 1 || got[0].GetNetworkId() != "n1" || got[0].GetAddress() != "10.1.0.66" {
 		t.Fatalf("t1 RUNNING with addresses %v, want n1 10.1.0.66", got)
@@ -370,11 +354,11 @@ func TestRedescribeSendsTheNewDescription(t *testing.T) {
 		return &api.NodeDescription{Hostname: "h", Overlay: &api.OverlayEndpoint{Unavailable: broken.Load()}}
 	}
 	r := startAgent(t, cfg)
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	broken.Store(true)
 	r.agent.Redescribe()
-	waitFor(t, "a second session", d.sessionsReach(2))
-	waitFor(t, "the new description", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "a second session", d.sessionsReach(2))
+	waitfor.Holds(t, 10*time.Second, "the new description", func() (bool, string) {
 		desc := d.description()
 		return desc.GetOverlay().GetUnavailable(), fmt.Sprint("description ", desc)
 	})

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/syncbuf"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // assignFiles adds tasks as assign does, with the secrets and configs
@@ -83,10 +85,10 @@ func TestSecretsReachTheReplicaOnlyInMemory(t *testing.T) {
 	var logs syncbuf.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	a := startAgent(t, cfg)
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 
 	d.assignFiles([]*api.Secret{testSecret}, []*api.Config{testConfig1}, secretTask("t1"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	rep, ok := rt.replica("t1")
 	if !ok || len(rep.Files) != 2 {
 		t.Fatalf("replica files %v", rep.Files)
@@ -101,8 +103,8 @@ func TestSecretsReachTheReplicaOnlyInMemory(t *testing.T) {
 
 	// Gone from the node: the agent forgets the secret and the config.
 	d.unassign(false, "t1")
-	waitFor(t, "remove", calls(rt, "remove t1", 1))
-	waitFor(t, "files forgotten", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "remove", calls(rt, "remove t1", 1))
+	waitfor.Holds(t, 10*time.Second, "files forgotten", func() (bool, string) {
 		s, c := a.agent.worker.holds()
 		return s == 0 && c == 0, fmt.Sprintf("%d secrets, %d configs held", s, c)
 	})
@@ -124,7 +126,7 @@ func TestSecretsReachTheReplicaOnlyInMemory(t *testing.T) {
 func TestMissingSecretFailsPrepare(t *testing.T) {
 	d, _, _ := setup(t)
 	d.assignFiles(nil, []*api.Config{testConfig1}, secretTask("t1"))
-	waitFor(t, "FAILED", d.lastIs("t1", failedSt))
+	waitfor.Holds(t, 10*time.Second, "FAILED", d.lastIs("t1", failedSt))
 	st := d.last("t1")
 	if st.GetReason() != ReasonSecretMissing || !strings.Contains(st.GetMessage(), `secret "db_pass"`) {
 		t.Fatalf("status %v, want reason %s naming db_pass", st, ReasonSecretMissing)
@@ -132,7 +134,7 @@ func TestMissingSecretFailsPrepare(t *testing.T) {
 	task := imageTask("t2")
 	task.Spec.Configs = []*api.FileReference{{Name: "nowhere", Id: "cfg-9"}}
 	d.assign(task)
-	waitFor(t, "FAILED", d.lastIs("t2", failedSt))
+	waitfor.Holds(t, 10*time.Second, "FAILED", d.lastIs("t2", failedSt))
 	if st := d.last("t2"); st.GetReason() != ReasonConfigMissing || !strings.Contains(st.GetMessage(), `config "nowhere"`) {
 		t.Fatalf("status %v, want reason %s naming nowhere", st, ReasonConfigMissing)
 	}
@@ -146,22 +148,22 @@ func TestRestartedAgentWaitsForFiles(t *testing.T) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dir := t.TempDir()
 	first := startAgent(t, testConfig(dir, []string{d.addr}, rt))
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	release := rt.hold("prepare", "t1")
 	d.assignFiles([]*api.Secret{testSecret}, []*api.Config{testConfig1}, secretTask("t1"))
-	waitFor(t, "prepare", calls(rt, "prepare t1", 1))
+	waitfor.Holds(t, 10*time.Second, "prepare", calls(rt, "prepare t1", 1))
 	first.stop(t) // in PREPARING, in the db, without its secret
 	release()
 
 	addr := d.addr
 	d.stop()
 	second := startAgent(t, testConfig(dir, []string{addr}, rt))
-	waitFor(t, "the replica loaded", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "the replica loaded", func() (bool, string) {
 		n := len(second.agent.Replicas())
 		return n == 1, fmt.Sprint("replicas: ", n)
 	})
 	d.start(addr)
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	if d.sawState("t1", failedSt) {
 		t.Fatalf("the restarted agent failed the replica: %v", d.last("t1"))
 	}

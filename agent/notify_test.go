@@ -11,6 +11,7 @@ import (
 
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // notifyRuntime is a fake hooks runtime whose controllers are
@@ -110,21 +111,21 @@ func TestNotifyCheck(t *testing.T) {
 	d := newFakeDispatcher(t)
 	rt := newNotifyRuntime()
 	startAgent(t, testConfig(t.TempDir(), []string{d.addr}, rt))
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	d.assign(notifyTask("t1"))
 
-	waitFor(t, "the check listening", calls(rt.fakeRuntime, "notifications t1", 1))
+	waitfor.Holds(t, 10*time.Second, "the check listening", calls(rt.fakeRuntime, "notifications t1", 1))
 	rt.say(t, "t1", exec.Notification{Status: "loading data", Watchdog: true})
-	waitFor(t, "STARTING with the replica's status", messageIs(d, "t1", starting, "loading data"))
+	waitfor.Holds(t, 10*time.Second, "STARTING with the replica's status", messageIs(d, "t1", starting, "loading data"))
 	time.Sleep(400 * time.Millisecond) // past interval × retries: no READY=1, no limit
 	if d.sawState("t1", running) || d.sawState("t1", failedSt) {
 		t.Fatalf("states %v before READY=1, want STARTING only", d.states("t1"))
 	}
 
 	rt.say(t, "t1", exec.Notification{Ready: true})
-	waitFor(t, "RUNNING", messageIs(d, "t1", running, "loading data"))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", messageIs(d, "t1", running, "loading data"))
 	rt.say(t, "t1", exec.Notification{Status: "serving"})
-	waitFor(t, "RUNNING with the new status", messageIs(d, "t1", running, "serving"))
+	waitfor.Holds(t, 10*time.Second, "RUNNING with the new status", messageIs(d, "t1", running, "serving"))
 	for range 20 { // 1 s of WATCHDOG=1 every 50ms
 		rt.say(t, "t1", exec.Notification{Watchdog: true})
 		time.Sleep(50 * time.Millisecond)
@@ -133,7 +134,7 @@ func TestNotifyCheck(t *testing.T) {
 		t.Fatalf("status %v while WATCHDOG=1 kept coming, want RUNNING", st)
 	}
 
-	waitFor(t, "FAILED once silent", d.lastIs("t1", failedSt))
+	waitfor.Holds(t, 10*time.Second, "FAILED once silent", d.lastIs("t1", failedSt))
 	if st := d.last("t1"); st.GetReason() != ReasonUnhealthy || rt.count("stop t1") != 1 || rt.isRunning("t1") {
 		t.Fatalf("status %v, calls %v: want unhealthy and stopped once", st, rt.callLog())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/agent/logs"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -141,9 +142,9 @@ func TestLogsFollow(t *testing.T) {
 	var l logLines
 	done := make(chan error, 1)
 	go func() { done <- l.collect(t, stream) }()
-	waitFor(t, "old line", func() (bool, string) { return slices.Equal(l.get(), []string{"t1: old"}), strings.Join(l.get(), "|") })
+	waitfor.Holds(t, 10*time.Second, "old line", func() (bool, string) { return slices.Equal(l.get(), []string{"t1: old"}), strings.Join(l.get(), "|") })
 	writeLog(t, dir, "t1", "new\n")
-	waitFor(t, "new line", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "new line", func() (bool, string) {
 		return slices.Equal(l.get(), []string{"t1: old", "t1: new"}), strings.Join(l.get(), "|")
 	})
 	cancel()

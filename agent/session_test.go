@@ -15,6 +15,7 @@ import (
 	"github.com/jaco-project/jaco/agent/db"
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 )
@@ -22,13 +23,13 @@ import (
 func TestStaleSessionOpensNewOne(t *testing.T) {
 	d, rt, _ := setup(t)
 	d.assign(imageTask("t1"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	d.expireSession()
-	waitFor(t, "a second session", d.sessionsReach(2))
+	waitfor.Holds(t, 10*time.Second, "a second session", d.sessionsReach(2))
 	rt.end("t1", exec.Exit{Code: 0})
-	waitFor(t, "COMPLETE through the new session", d.lastIs("t1", complete))
+	waitfor.Holds(t, 10*time.Second, "COMPLETE through the new session", d.lastIs("t1", complete))
 	hb := d.heartbeatCount()
-	waitFor(t, "heartbeats on the new session", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "heartbeats on the new session", func() (bool, string) {
 		return d.heartbeatCount() > hb+1, fmt.Sprint("heartbeats: ", d.heartbeatCount())
 	})
 }
@@ -44,14 +45,14 @@ func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
 	}
 	startAgent(t, cfg)
 	d.assign(imageTask("t1"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	addr := d.addr
 	d.stop()
 
 	// Nothing is stopped while the managers are away: not when the session
 	// ends, nor when an attempt at a new one fails. A change is kept.
 	gone := dials.Load()
-	waitFor(t, "a failed attempt at a new session", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "a failed attempt at a new session", func() (bool, string) {
 		return dials.Load() >= gone+2, fmt.Sprint("attempts since the dispatcher went: ", dials.Load()-gone)
 	})
 	if !rt.isRunning("t1") || rt.count("stop t1") != 0 {
@@ -61,8 +62,8 @@ func TestDispatcherGoneKeepsReplicasAndResends(t *testing.T) {
 
 	sessions := d.sessionCount()
 	d.start(addr)
-	waitFor(t, "a new session", d.sessionsReach(sessions+1))
-	waitFor(t, "FAILED re-sent", d.lastIs("t1", failedSt))
+	waitfor.Holds(t, 10*time.Second, "a new session", d.sessionsReach(sessions+1))
+	waitfor.Holds(t, 10*time.Second, "FAILED re-sent", d.lastIs("t1", failedSt))
 	if got := d.last("t1").GetExitCode(); got != 7 {
 		t.Fatalf("exit code %d, want 7", got)
 	}
@@ -74,7 +75,7 @@ func TestRestartReadoptsWithoutStopping(t *testing.T) {
 	dir := t.TempDir()
 	first := startAgent(t, testConfig(dir, []string{d.addr}, rt))
 	d.assign(imageTask("t1"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 
 	// The managers go away and the agent process with them.
 	addr := d.addr
@@ -87,7 +88,7 @@ func TestRestartReadoptsWithoutStopping(t *testing.T) {
 	// A new agent over the same dir, with no manager configured: it finds
 	// the replica in its db and adopts it before any manager answers.
 	startAgent(t, testConfig(dir, nil, rt))
-	waitFor(t, "adoption", calls(rt, "start t1", 2))
+	waitfor.Holds(t, 10*time.Second, "adoption", calls(rt, "start t1", 2))
 	if rt.count("prepare t1") != 1 || rt.count("stop t1") != 0 || !rt.isRunning("t1") {
 		t.Fatalf("restart did not adopt cleanly: %v", rt.callLog())
 	}
@@ -95,7 +96,7 @@ func TestRestartReadoptsWithoutStopping(t *testing.T) {
 	// It finds the managers from the db and reports what happens next.
 	d.start(addr)
 	rt.end("t1", exec.Exit{Code: 0})
-	waitFor(t, "COMPLETE from the new agent", d.lastIs("t1", complete))
+	waitfor.Holds(t, 10*time.Second, "COMPLETE from the new agent", d.lastIs("t1", complete))
 	if rt.count("stop t1") != 0 {
 		t.Fatalf("replica stopped: %v", rt.callLog())
 	}
@@ -120,15 +121,15 @@ func TestRestartWithoutRunnableTasks(t *testing.T) {
 func TestLeaderLostReconnects(t *testing.T) {
 	d, rt, _ := setup(t)
 	d.assign(imageTask("t1"))
-	waitFor(t, "RUNNING", d.lastIs("t1", running))
+	waitfor.Holds(t, 10*time.Second, "RUNNING", d.lastIs("t1", running))
 	d.loseLeader()
-	waitFor(t, "a second session", d.sessionsReach(2))
+	waitfor.Holds(t, 10*time.Second, "a second session", d.sessionsReach(2))
 	if rt.count("stop t1") != 0 || rt.count("start t1") != 1 {
 		t.Fatalf("replica disturbed by a leader change: %v", rt.callLog())
 	}
 	// The new session's COMPLETE set still holds t1: it is left alone.
 	rt.end("t1", exec.Exit{Code: 0})
-	waitFor(t, "COMPLETE", d.lastIs("t1", complete))
+	waitfor.Holds(t, 10*time.Second, "COMPLETE", d.lastIs("t1", complete))
 }
 
 func TestTriesManagersInTurn(t *testing.T) {
@@ -136,7 +137,7 @@ func TestTriesManagersInTurn(t *testing.T) {
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	dead := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(closedPort(t))))
 	startAgent(t, testConfig(t.TempDir(), []string{dead, d.addr}, rt, newFakeRuntime(exec.RuntimeHooks)))
-	waitFor(t, "a session through the second manager", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session through the second manager", d.sessionsReach(1))
 	desc := d.description()
 	if !slices.Equal(desc.GetRuntimes(), []string{exec.RuntimeContainerd, exec.RuntimeHooks}) || desc.GetResources().GetNanoCpus() <= 0 || desc.GetHostname() == "" {
 		t.Fatalf("node description %v", desc)
@@ -159,13 +160,13 @@ func TestManagersChangedTellsTheDispatchersList(t *testing.T) {
 		told = append(told, addrs)
 	}
 	startAgent(t, cfg)
-	waitFor(t, "the dispatcher's list told", func() (bool, string) {
+	waitfor.Holds(t, 10*time.Second, "the dispatcher's list told", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(told) == 1 && slices.Equal(told[0], []string{d.addr}), fmt.Sprint(told)
 	})
 	d.loseLeader()
-	waitFor(t, "a second session", d.sessionsReach(2))
+	waitfor.Holds(t, 10*time.Second, "a second session", d.sessionsReach(2))
 	mu.Lock()
 	defer mu.Unlock()
 	if len(told) != 1 {
@@ -187,7 +188,7 @@ func TestStatusLostWithRestartIsSentAgain(t *testing.T) {
 	d.assign(cluster)
 
 	startAgent(t, cfg)
-	waitFor(t, "FAILED sent again", d.lastIs("t1", failedSt))
+	waitfor.Holds(t, 10*time.Second, "FAILED sent again", d.lastIs("t1", failedSt))
 	if got := d.last("t1").GetExitCode(); got != 2 {
 		t.Fatalf("exit code %d, want 2", got)
 	}
@@ -236,9 +237,9 @@ func TestSharedManagerConnOutlivesSessions(t *testing.T) {
 		return conn, nil
 	}
 	r := startAgent(t, cfg)
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	d.loseLeader()
-	waitFor(t, "a second session", d.sessionsReach(2))
+	waitfor.Holds(t, 10*time.Second, "a second session", d.sessionsReach(2))
 	r.stop(t)
 	if n := asked.Load(); n < 2 {
 		t.Errorf("ManagerConn asked %d times, want once per session (2)", n)

@@ -31,7 +31,7 @@ func TestRuntimeMountsSlotVolume(t *testing.T) {
 	d := newFakeDispatcher(t)
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	a := startAgent(t, testConfig(t.TempDir(), []string{d.addr}, rt))
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 	opts := map[string]string{"type": "tmpfs"}
 	sent := slotVolumeTask("t1", &api.TaskVolume{Target: "/data", Name: "db-2", Id: "vol-db-2", Options: opts})
 	d.assign(sent)

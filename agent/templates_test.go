@@ -36,7 +36,7 @@ func TestRuntimeSeesExpandedSpec(t *testing.T) {
 	d := newFakeDispatcher(t)
 	rt := newFakeRuntime(exec.RuntimeContainerd)
 	a := startAgent(t, testConfig(t.TempDir(), []string{d.addr}, rt))
-	waitFor(t, "a session", d.sessionsReach(1))
+	waitfor.Holds(t, 10*time.Second, "a session", d.sessionsReach(1))
 
 	sent := templatedTask("t1")
 	d.assignFiles(nil, []*api.Config{testConfig1}, sent)

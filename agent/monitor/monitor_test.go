@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/testclock"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 func TestTableRemembersAndForgets(t *testing.T) {
@@ -65,14 +67,11 @@ func serve(t *testing.T, s *monitorServer) string {
 	return lis.Addr().String()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+// beatsReach is a condition of waitfor.Holds: s has had n heartbeats.
+func beatsReach(s *monitorServer, n int64) func() (bool, string) {
+	return func() (bool, string) {
+		got := s.beats.Load()
+		return got >= n, fmt.Sprintf("%d heartbeats", got)
 	}
 }
 
@@ -98,19 +97,19 @@ func TestPingerHeartbeatsEveryMonitorOnItsOwn(t *testing.T) {
 	// The stuck monitor holds each call for a whole period; the good
 	// one's heartbeats go on beside it, each loop its own.
 	p.Set([]*api.MonitorPeer{{NodeId: "stuck", Address: stuckAddr}, {NodeId: "good", Address: goodAddr}}, 50*time.Millisecond)
-	waitFor(t, "heartbeats to the good monitor while the other hangs", func() bool { return good.beats.Load() >= 5 })
+	waitfor.Holds(t, 10*time.Second, "heartbeats to the good monitor while the other hangs", beatsReach(good, 5))
 	if stuck.beats.Load() == 0 {
 		t.Fatal("the stuck monitor was never called")
 	}
 	p.Set([]*api.MonitorPeer{{NodeId: "next", Address: nextAddr}}, 0)
-	waitFor(t, "heartbeats to the new monitor", func() bool { return next.beats.Load() >= 2 })
+	waitfor.Holds(t, 10*time.Second, "heartbeats to the new monitor", beatsReach(next, 2))
 	was := good.beats.Load()
-	waitFor(t, "more heartbeats to the new monitor", func() bool { return next.beats.Load() >= 6 })
+	waitfor.Holds(t, 10*time.Second, "more heartbeats to the new monitor", beatsReach(next, 6))
 	if n := good.beats.Load(); n > was+1 {
 		t.Fatalf("the monitor left out of the set got %d more heartbeats", n-was)
 	}
 	// An empty set (an older dispatcher) keeps the last one.
 	p.Set(nil, 0)
 	n := next.beats.Load()
-	waitFor(t, "heartbeats to the kept monitor", func() bool { return next.beats.Load() >= n+2 })
+	waitfor.Holds(t, 10*time.Second, "heartbeats to the kept monitor", beatsReach(next, n+2))
 }

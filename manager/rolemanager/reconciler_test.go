@@ -3,6 +3,7 @@ package rolemanager
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jaco-project/jaco/internal/syncbuf"
 	"github.com/jaco-project/jaco/internal/testclock"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	jacoraft "github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/voterset"
 )
@@ -327,15 +329,12 @@ func TestReconcilerConcurrentTicks(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+// ticks is a condition of waitfor.Holds: calls, the status calls counted
+// so far, has reached n.
+func ticks(calls func() int, n int) func() (bool, string) {
+	return func() (bool, string) {
+		got := calls()
+		return got >= n, fmt.Sprintf("%d status calls", got)
 	}
 }
 
@@ -365,14 +364,14 @@ func TestRunStopsOnCancel(t *testing.T) {
 
 	r := NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond})
 	stop := runInBackground(t, r)
-	waitFor(t, "three ticks", func() bool { return statusCalls() >= 3 })
+	waitfor.Holds(t, 5*time.Second, "three ticks", ticks(statusCalls, 3))
 	stop()
 
 	// A long interval does not delay the return.
 	before := statusCalls()
 	r = NewVoterReconciler(Config{Raft: f, Interval: time.Hour})
 	stop = runInBackground(t, r)
-	waitFor(t, "the first tick", func() bool { return statusCalls() > before })
+	waitfor.Holds(t, 5*time.Second, "the first tick", ticks(statusCalls, before+1))
 	stop()
 
 	// Neither does a change waiting to be applied.
@@ -384,12 +383,12 @@ func TestRunStopsOnCancel(t *testing.T) {
 	r = NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond, Now: clock.Now})
 	before = statusCalls()
 	stop = runInBackground(t, r)
-	waitFor(t, "a tick", func() bool { return statusCalls() > before })
+	waitfor.Holds(t, 5*time.Second, "a tick", ticks(statusCalls, before+1))
 	clock.Advance(time.Hour)
-	waitFor(t, "a promotion waiting to apply", func() bool {
+	waitfor.Holds(t, 5*time.Second, "a promotion waiting to apply", func() (bool, string) {
 		var n int
 		f.set(func(f *fakeRaft) { n = f.blocked })
-		return n > 0
+		return n > 0, fmt.Sprintf("%d changes blocked", n)
 	})
 	stop()
 
@@ -415,11 +414,17 @@ func TestRunRetriesAfterErrors(t *testing.T) {
 	r := NewVoterReconciler(Config{Raft: f, Interval: time.Millisecond, Now: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	stop := runInBackground(t, r)
-	waitFor(t, "the first tick", func() bool { _, n := f.stats(); return n > 0 })
+	waitfor.Holds(t, 5*time.Second, "the first tick", ticks(func() int { _, n := f.stats(); return n }, 1))
 	clock.Advance(time.Hour)
-	waitFor(t, "three failures logged", func() bool { return strings.Count(logs.String(), "boom") >= 3 })
+	waitfor.Holds(t, 5*time.Second, "three failures logged", func() (bool, string) {
+		l := logs.String()
+		return strings.Count(l, "boom") >= 3, l
+	})
 	f.set(func(f *fakeRaft) { f.changeErr = nil })
-	waitFor(t, "three voters", func() bool { return len(f.voterNames()) == 3 })
+	waitfor.Holds(t, 5*time.Second, "three voters", func() (bool, string) {
+		v := f.voterNames()
+		return len(v) == 3, fmt.Sprint("voters ", v)
+	})
 	stop()
 }
 

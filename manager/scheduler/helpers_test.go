@@ -126,27 +126,16 @@ func (o outcome) String() string {
 	return fmt.Sprint(lines)
 }
 
-// waitFor polls cond over store views until it holds or 10 s pass, then
-// fails with what describe says of the last view.
-func waitFor(t *testing.T, st *store.Store, what string, cond func(tx store.ReadTx) bool, describe func(tx store.ReadTx) string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var ok bool
-		var last string
+// viewed is a condition of waitfor.Holds over views of st: cond holds in
+// a view; when it does not, describe says what that view held.
+func viewed(st *store.Store, cond func(tx store.ReadTx) bool, describe func(tx store.ReadTx) string) func() (bool, string) {
+	return func() (ok bool, seen string) {
 		st.View(func(tx store.ReadTx) {
-			ok = cond(tx)
-			if !ok {
-				last = describe(tx)
+			if ok = cond(tx); !ok {
+				seen = describe(tx)
 			}
 		})
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return ok, seen
 	}
 }
 

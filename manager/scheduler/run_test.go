@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
@@ -60,12 +61,12 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 	startScheduler(t, st)
 
 	storetest.Create(t, st, tasksAsObjects(pendingTasks(web, 4))...)
-	waitFor(t, st, "web waiting on db, nowhere without a node", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "web waiting on db, nowhere without a node", viewed(st, func(tx store.ReadTx) bool {
 		s, _, r := taskState(tx, "web.004")
 		s2, _, r2 := taskState(tx, "nowhere.001")
 		return s == api.TaskState_TASK_STATE_PENDING && r == ReasonWaitingOnDependency &&
 			s2 == api.TaskState_TASK_STATE_PENDING && r2 == ReasonNoSuitableNode
-	}, describeTasks)
+	}, describeTasks))
 	st.View(func(tx store.ReadTx) {
 		msg := tx.GetTask("nowhere.001").GetStatus().GetMessage()
 		if want := "no suitable node (2 nodes not satisfying the constraints)"; msg != want {
@@ -75,10 +76,10 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 
 	dbTask := pendingTasks(db, 1)[0]
 	storetest.Create(t, st, dbTask)
-	waitFor(t, st, "db assigned", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db assigned", viewed(st, func(tx store.ReadTx) bool {
 		s, _, _ := taskState(tx, "db.001")
 		return s == api.TaskState_TASK_STATE_ASSIGNED
-	}, describeTasks)
+	}, describeTasks))
 	// The agent (simulated) reports db running: web follows, spread 2/2.
 	err := st.Update(context.Background(), func(tx *store.Tx) error {
 		task := tx.GetTask("db.001")
@@ -88,7 +89,7 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, st, "web assigned over both zones", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "web assigned over both zones", viewed(st, func(tx store.ReadTx) bool {
 		per := map[string]int{}
 		for _, task := range tx.ListTasksByService("web") {
 			if task.GetStatus().GetState() != api.TaskState_TASK_STATE_ASSIGNED {
@@ -97,7 +98,7 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 			per[task.GetNodeId()]++
 		}
 		return per["a1"] == 2 && per["b1"] == 2
-	}, describeTasks)
+	}, describeTasks))
 	st.View(func(tx store.ReadTx) {
 		task := tx.GetTask("web.001")
 		if task.GetStatus().GetReason() != "" || task.GetStatus().GetTimestamp() == nil || task.GetStatus().GetMessage() == "" {
@@ -107,10 +108,10 @@ func TestRunAssignsAndExplainsPending(t *testing.T) {
 
 	// A node with the label arrives: the pending task is placed on it.
 	storetest.Create(t, st, readyNode("m1", "zone", "mars"))
-	waitFor(t, st, "nowhere.001 on m1", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "nowhere.001 on m1", viewed(st, func(tx store.ReadTx) bool {
 		s, n, _ := taskState(tx, "nowhere.001")
 		return s == api.TaskState_TASK_STATE_ASSIGNED && n == "m1"
-	}, describeTasks)
+	}, describeTasks))
 	if !proto.Equal(stored, was) {
 		t.Errorf("the scheduler changed stored task %s in place:\nnow %v\nwas %v", was.GetId(), stored, was)
 	}
@@ -142,14 +143,14 @@ func TestRunRetriesAfterVersionConflict(t *testing.T) {
 	})
 	before := p.Proposals()
 	startScheduler(t, st)
-	waitFor(t, st, "all three assigned", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "all three assigned", viewed(st, func(tx store.ReadTx) bool {
 		for _, task := range tx.ListTasks() {
 			if task.GetStatus().GetState() != api.TaskState_TASK_STATE_ASSIGNED {
 				return false
 			}
 		}
 		return true
-	}, describeTasks)
+	}, describeTasks))
 	if calls := p.Proposals() - before; calls < 2 {
 		t.Errorf("%d proposals; the refused batch was not retried", calls)
 	}
@@ -168,9 +169,9 @@ func TestRunChunksProposals(t *testing.T) {
 	storetest.Create(t, st, tasksAsObjects(pendingTasks(spec, 25))...)
 	before := p.Proposals()
 	startScheduler(t, st, WithProposalLimits(10, 1<<20))
-	waitFor(t, st, "25 assigned", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "25 assigned", viewed(st, func(tx store.ReadTx) bool {
 		return len(tx.ListTasksByNode("n1")) == 25
-	}, describeTasks)
+	}, describeTasks))
 	if n := p.Proposals() - before; n != 3 {
 		t.Errorf("%d proposals for 25 tasks at 10 per proposal, want 3", n)
 	}
@@ -186,10 +187,10 @@ func TestRunDecidesAtOnceWhenIdle(t *testing.T) {
 	startScheduler(t, st, WithBatchDelay(time.Hour))
 	tasks := pendingTasks(web, 2)
 	storetest.Create(t, st, tasks[0])
-	waitFor(t, st, "web.001 assigned", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "web.001 assigned", viewed(st, func(tx store.ReadTx) bool {
 		s, _, _ := taskState(tx, "web.001")
 		return s == api.TaskState_TASK_STATE_ASSIGNED
-	}, describeTasks)
+	}, describeTasks))
 
 	storetest.Create(t, st, tasks[1])
 	deadline := time.Now().Add(300 * time.Millisecond)

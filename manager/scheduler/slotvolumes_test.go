@@ -7,10 +7,12 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
@@ -69,7 +71,7 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 	storetest.Create(t, st, slotTask("db.1", spec, 1), slotTask("db.2", spec, 2), slotTask("db.3", spec, 3))
 
 	home := map[uint64]string{}
-	waitFor(t, st, "db.1-3 assigned, each with its db-N on its node", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.1-3 assigned, each with its db-N on its node", viewed(st, func(tx store.ReadTx) bool {
 		for slot := uint64(1); slot <= 3; slot++ {
 			id, name := fmt.Sprintf("db.%d", slot), fmt.Sprintf("db-%d", slot)
 			home[slot] = tx.GetTask(id).GetNodeId()
@@ -78,7 +80,7 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 			}
 		}
 		return true
-	}, describeSlots)
+	}, describeSlots))
 	ids := map[string]string{}
 	st.View(func(tx store.ReadTx) {
 		if home[1] == home[2] || home[2] == home[3] || home[1] == home[3] {
@@ -105,9 +107,9 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 	// same.
 	storetest.Create(t, st, readyNode("d1"))
 	storetest.Create(t, st, slotTask("db.2b", spec, 2))
-	waitFor(t, st, "db.2b assigned to db-2's node", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.2b assigned to db-2's node", viewed(st, func(tx store.ReadTx) bool {
 		return assignedOn(tx, "db.2b", home[2], "db-2")
-	}, describeSlots)
+	}, describeSlots))
 	endTask(t, st, "db.2")
 
 	// db-2's node down: slot 2 waits, slots 1 and 3 restart at home.
@@ -116,11 +118,11 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 		endTask(t, st, id)
 	}
 	storetest.Create(t, st, slotTask("db.1c", spec, 1), slotTask("db.2c", spec, 2), slotTask("db.3c", spec, 3))
-	waitFor(t, st, "db.2c pending volume_unavailable, db.1c and db.3c at home", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.2c pending volume_unavailable, db.1c and db.3c at home", viewed(st, func(tx store.ReadTx) bool {
 		s, node, r := taskState(tx, "db.2c")
 		return s == api.TaskState_TASK_STATE_PENDING && node == "" && r == ReasonVolumeUnavailable &&
 			assignedOn(tx, "db.1c", home[1], "db-1") && assignedOn(tx, "db.3c", home[3], "db-3")
-	}, describeSlots)
+	}, describeSlots))
 	st.View(func(tx store.ReadTx) {
 		msg := tx.GetTask("db.2c").GetStatus().GetMessage()
 		if want := "volume db-2 lives on node host-" + home[2] + ", which is down"; !strings.Contains(msg, want) {
@@ -133,9 +135,9 @@ func TestSlotVolumesFollowTheirSlot(t *testing.T) {
 	stop()
 	setNodeState(t, st, home[2], api.NodeStatusState_NODE_STATUS_STATE_READY)
 	startScheduler(t, st)
-	waitFor(t, st, "db.2c assigned to db-2's node by the new scheduler", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.2c assigned to db-2's node by the new scheduler", viewed(st, func(tx store.ReadTx) bool {
 		return assignedOn(tx, "db.2c", home[2], "db-2")
-	}, describeSlots)
+	}, describeSlots))
 	st.View(func(tx store.ReadTx) {
 		n := 0
 		tx.ScanVolumes("", func(v *api.Volume) bool {

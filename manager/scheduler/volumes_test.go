@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/state/store"
 	"github.com/jaco-project/jaco/manager/state/store/storetest"
 )
@@ -130,14 +132,14 @@ func TestRunRecordsVolumeNodeAndWaitsForIt(t *testing.T) {
 	first := pendingTasks(spec, 1)[0]
 	storetest.Create(t, st, first)
 	var home string
-	waitFor(t, st, "db.001 assigned and db-data placed on its node", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.001 assigned and db-data placed on its node", viewed(st, func(tx store.ReadTx) bool {
 		task := tx.GetTask("db.001")
 		home = task.GetNodeId()
 		return task.GetStatus().GetState() == api.TaskState_TASK_STATE_ASSIGNED &&
 			tx.FindVolumeByName("db-data").GetNodeId() == home
 	}, func(tx store.ReadTx) string {
 		return describeTasks(tx) + " volume " + tx.FindVolumeByName("db-data").String()
-	})
+	}))
 	st.View(func(tx store.ReadTx) {
 		// One write placed both: the same raft index stamped them.
 		if tv, vv := tx.GetTask("db.001").GetMeta().GetVersion(), tx.FindVolumeByName("db-data").GetMeta().GetVersion(); tv != vv {
@@ -148,10 +150,10 @@ func TestRunRecordsVolumeNodeAndWaitsForIt(t *testing.T) {
 	setNodeState(t, st, home, api.NodeStatusState_NODE_STATUS_STATE_DOWN)
 	second := pendingTasks(spec, 2)[1]
 	storetest.Create(t, st, second)
-	waitFor(t, st, "db.002 pending volume_unavailable", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.002 pending volume_unavailable", viewed(st, func(tx store.ReadTx) bool {
 		s, node, r := taskState(tx, "db.002")
 		return s == api.TaskState_TASK_STATE_PENDING && node == "" && r == ReasonVolumeUnavailable
-	}, describeTasks)
+	}, describeTasks))
 	st.View(func(tx store.ReadTx) {
 		msg := tx.GetTask("db.002").GetStatus().GetMessage()
 		if !strings.Contains(msg, "volume db-data lives on node host-"+home+", which is down") {
@@ -160,10 +162,10 @@ func TestRunRecordsVolumeNodeAndWaitsForIt(t *testing.T) {
 	})
 
 	setNodeState(t, st, home, api.NodeStatusState_NODE_STATUS_STATE_READY)
-	waitFor(t, st, "db.002 assigned to the volume's node", func(tx store.ReadTx) bool {
+	waitfor.Holds(t, 10*time.Second, "db.002 assigned to the volume's node", viewed(st, func(tx store.ReadTx) bool {
 		s, node, _ := taskState(tx, "db.002")
 		return s == api.TaskState_TASK_STATE_ASSIGNED && node == home
-	}, describeTasks)
+	}, describeTasks))
 }
 
 func setNodeState(t *testing.T, st *store.Store, id string, state api.NodeStatusState) {

@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/containerdtest"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // A Runtime made afresh (the agent restarted) adopts a running replica:
@@ -122,7 +123,7 @@ func TestTwoNodesSideBySide(t *testing.T) {
 			t.Errorf("node %s: address %s outside %s", nodes[i].id, addr, nodes[i].rt.Names().Subnet)
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d/index.html", ports[i])
-		waitFor(t, "GET "+url, 20*time.Second, func() (bool, string) { return get(url) })
+		waitfor.Holds(t, 20*time.Second, "GET "+url, func() (bool, string) { return get(url) })
 	}
 	if err := ctrls[0].Remove(context.Background()); err != nil {
 		t.Fatal(err)

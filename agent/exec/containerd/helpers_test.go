@@ -17,6 +17,7 @@ import (
 	"github.com/jaco-project/jaco/internal/containerdtest"
 	"github.com/jaco-project/jaco/internal/ociimage"
 	"github.com/jaco-project/jaco/internal/testenv"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 const testImage = "jaco.local/busybox:latest"
@@ -120,27 +121,10 @@ func start(t *testing.T, rt *Runtime, rep exec.Replica) exec.Controller {
 	return c
 }
 
-// waitFor polls cond until it holds or the deadline passes; then it fails
-// the test with what cond last reported.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; last seen: %s", what, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitLog waits until the replica's log holds want.
 func waitLog(t *testing.T, rep exec.Replica, want string) {
 	t.Helper()
-	waitFor(t, "log line "+want, 20*time.Second, func() (bool, string) {
+	waitfor.Holds(t, 20*time.Second, "log line "+want, func() (bool, string) {
 		b, err := os.ReadFile(rep.LogPath)
 		if err != nil {
 			return false, err.Error()

@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/containerdtest"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // Only host-mode ports are CNI's portmap's: ingress ports (the default
@@ -74,7 +75,7 @@ func TestIngressPortJoinsTheIngressNetwork(t *testing.T) {
 		t.Fatalf("network addresses %+v: want backend's, then one in the ingress block %s", addrs, in.Block)
 	}
 	url := fmt.Sprintf("http://%s:8080/index.html", addrs[1].Addr)
-	waitFor(t, "GET "+url+" from the node over the ingress bridge", 20*time.Second, func() (bool, string) { return get(url) })
+	waitfor.Holds(t, 20*time.Second, "GET "+url+" from the node over the ingress bridge", func() (bool, string) { return get(url) })
 	if !execOK(t, c, "sh", "-c", fmt.Sprintf("ip -4 addr show dev eth2 | grep -q 'inet %s/26'", addrs[1].Addr)) {
 		t.Error("replica lacks eth2 with its ingress address")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/containerdtest"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // get fetches url once (short timeout); it reports the body or the error.
@@ -51,7 +52,7 @@ func TestPublishedPortReachesReplica(t *testing.T) {
 		fmt.Sprintf("http://%s:8080/index.html", addr),
 		fmt.Sprintf("http://127.0.0.1:%d/index.html", port),
 	} {
-		waitFor(t, "GET "+url, 20*time.Second, func() (bool, string) { return get(url) })
+		waitfor.Holds(t, 20*time.Second, "GET "+url, func() (bool, string) { return get(url) })
 	}
 	// Unpublished after Remove: the DNAT rule is gone with the network.
 	if err := c.Remove(context.Background()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/containerdtest"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // fakeNetworks is the node's view of its networks: attachments by name; a
@@ -108,7 +109,7 @@ func TestOverlayNetworkReplicas(t *testing.T) {
 		to   netip.Addr
 	}{{a, addrB}, {b, addrA}} {
 		url := fmt.Sprintf("http://%s:8080/index.html", p.to)
-		waitFor(t, "GET "+url+" from the other replica", 20*time.Second, func() (bool, string) {
+		waitfor.Holds(t, 20*time.Second, "GET "+url+" from the other replica", func() (bool, string) {
 			return execOK(t, p.from, "wget", "-q", "-O", "/dev/null", url), "wget failed"
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 	"github.com/jaco-project/jaco/manager/encryption"
 	jraft "github.com/jaco-project/jaco/manager/state/raft"
 	"github.com/jaco-project/jaco/manager/state/raft/rafttest"
@@ -106,7 +107,7 @@ func writeOnLeader(t *testing.T, members []*member, key, value string) {
 	t.Helper()
 	action := &api.StoreAction{Kind: api.StoreAction_KIND_CREATE,
 		Target: &api.StoreAction_Service{Service: &api.Service{Id: key, Spec: &api.ServiceSpec{Name: value}}}}
-	waitFor(t, "write "+key, func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "write "+key, func() (bool, string) {
 		for _, m := range members {
 			if !m.node.IsLeader() {
 				continue
@@ -128,7 +129,7 @@ func writeOnLeader(t *testing.T, members []*member, key, value string) {
 
 func waitApplied(t *testing.T, m *member, key, value string) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%s to apply %s", m.self.NodeId, key), func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, fmt.Sprintf("%s to apply %s", m.self.NodeId, key), func() (bool, string) {
 		v, ok := m.kv.Get(key)
 		return ok && v == value, "not applied"
 	})

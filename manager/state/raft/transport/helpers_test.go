@@ -252,23 +252,6 @@ func newTransport(t *testing.T, cfg Config) (*Transport, *reporter) {
 	return tr, r
 }
 
-// waitFor polls cond until it holds, failing the test after a deadline
-// with what cond last reported.
-func waitFor(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last saw: %s", what, seen)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func app(to, index uint64) raftpb.Message {
 	return raftpb.Message{Type: raftpb.MsgApp, From: 1, To: to, Term: 1, Index: index}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 func TestUnknownDestinationIsResolvedThroughAPeer(t *testing.T) {
@@ -22,7 +24,7 @@ func TestUnknownDestinationIsResolvedThroughAPeer(t *testing.T) {
 		t.Fatalf("message to an unknown peer: %d unreachable reports, want 1", r.unreachableCount(3))
 	}
 	next := uint64(2)
-	waitFor(t, "delivery to the resolved peer", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "delivery to the resolved peer", func() (bool, string) {
 		tr.Send([]raftpb.Message{app(3, next)})
 		next++
 		got := leader.received()
@@ -43,7 +45,7 @@ func TestResolveIsRateLimitedPerID(t *testing.T) {
 		tr.Send([]raftpb.Message{app(3, uint64(i)), app(4, uint64(i))})
 		time.Sleep(time.Millisecond)
 	}
-	waitFor(t, "one resolve per unknown id", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "one resolve per unknown id", func() (bool, string) {
 		_, _, n := s.counts()
 		return n == 2, fmt.Sprintf("%d ResolveAddress calls", n)
 	})

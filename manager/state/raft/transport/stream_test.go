@@ -11,6 +11,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 func snapMsg(to uint64, size int) raftpb.Message {
@@ -24,7 +26,7 @@ func snapMsg(to uint64, size int) raftpb.Message {
 // waitSnapshot waits for the first snapshot report and checks it.
 func waitSnapshot(t *testing.T, r *reporter, want snapReport) {
 	t.Helper()
-	waitFor(t, "a snapshot report", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "a snapshot report", func() (bool, string) {
 		return len(r.snapshots()) > 0, "none"
 	})
 	if got := r.snapshots(); len(got) != 1 || got[0] != want {
@@ -41,7 +43,7 @@ func TestLargeSnapshotIsStreamedIntact(t *testing.T) {
 	snap := snapMsg(2, 9<<20)
 	// Unary, streamed, unary: the stream keeps its place in the order.
 	tr.Send([]raftpb.Message{app(2, 1), snap, app(2, 2)})
-	waitFor(t, "three messages", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "three messages", func() (bool, string) {
 		n := len(s.received())
 		return n == 3, fmt.Sprintf("%d messages", n)
 	})

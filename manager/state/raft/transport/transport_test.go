@@ -16,6 +16,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 
 	"github.com/jaco-project/jaco/api/reason"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 func indexes(msgs []raftpb.Message) []uint64 {
@@ -40,7 +41,7 @@ func TestMessagesToAPeerArriveInOrder(t *testing.T) {
 		}
 		tr.Send(batch)
 	}
-	waitFor(t, "all messages", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "all messages", func() (bool, string) {
 		n := len(s.received())
 		return n == total, fmt.Sprintf("%d of %d", n, total)
 	})
@@ -60,7 +61,7 @@ func TestPeerDownThenUp(t *testing.T) {
 	mustAdd(t, tr, 2, addr)
 
 	tr.Send([]raftpb.Message{app(2, 1)})
-	waitFor(t, "ReportUnreachable for the down peer", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "ReportUnreachable for the down peer", func() (bool, string) {
 		n := r.unreachableCount(2)
 		return n > 0, fmt.Sprintf("%d reports", n)
 	})
@@ -69,7 +70,7 @@ func TestPeerDownThenUp(t *testing.T) {
 	serve(t, addr, s)
 	// Raft keeps sending (heartbeats, probes); so do we.
 	next := uint64(2)
-	waitFor(t, "a message after the peer came up", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "a message after the peer came up", func() (bool, string) {
 		tr.Send([]raftpb.Message{app(2, next)})
 		next++
 		got := s.received()
@@ -93,7 +94,7 @@ func TestSendNeverBlocksOnAStuckPeer(t *testing.T) {
 
 	// Let the first message get stuck in the handler.
 	tr.Send([]raftpb.Message{app(2, 0)})
-	waitFor(t, "the first message in the handler", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "the first message in the handler", func() (bool, string) {
 		n, _, _ := s.counts()
 		return n == 1, fmt.Sprintf("%d calls", n)
 	})
@@ -131,7 +132,7 @@ func TestRefusedAsRemovedStopsSending(t *testing.T) {
 	for i := range 5 {
 		tr.Send([]raftpb.Message{app(2, uint64(i))})
 	}
-	waitFor(t, "OnRemoved", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "OnRemoved", func() (bool, string) {
 		return removed.Load() > 0, "not called"
 	})
 	attempts, _, _ := s.counts()
@@ -156,7 +157,7 @@ func TestAddUpdateRemovePeer(t *testing.T) {
 	mustAdd(t, tr, 2, addr1)
 	mustAdd(t, tr, 2, addr1) // idempotent
 	tr.Send([]raftpb.Message{app(2, 1)})
-	waitFor(t, "delivery to the first address", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "delivery to the first address", func() (bool, string) {
 		return len(s1.received()) == 1, fmt.Sprint(indexes(s1.received()))
 	})
 
@@ -165,7 +166,7 @@ func TestAddUpdateRemovePeer(t *testing.T) {
 		t.Fatalf("PeerAddr after AddPeer with a new address = %s, want %s", got, addr2)
 	}
 	tr.Send([]raftpb.Message{app(2, 2)})
-	waitFor(t, "delivery to the new address", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "delivery to the new address", func() (bool, string) {
 		return len(s2.received()) == 1, fmt.Sprint(indexes(s2.received()))
 	})
 
@@ -188,7 +189,7 @@ func TestAddUpdateRemovePeer(t *testing.T) {
 // waitGoroutines waits until at most want goroutines run.
 func waitGoroutines(t *testing.T, what string, want int) {
 	t.Helper()
-	waitFor(t, what, func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, what, func() (bool, string) {
 		n := runtime.NumGoroutine()
 		if n <= want {
 			return true, ""
@@ -216,7 +217,7 @@ func TestRemovePeerAndStopLeaveNoGoroutines(t *testing.T) {
 	}
 	tr.Send([]raftpb.Message{app(99, 1)}) // unknown: keeps the resolver busy
 	for i, s := range servers {
-		waitFor(t, fmt.Sprintf("delivery to peer %d", i+2), func() (bool, string) {
+		waitfor.Holds(t, 15*time.Second, fmt.Sprintf("delivery to peer %d", i+2), func() (bool, string) {
 			return len(s.received()) == 1, fmt.Sprint(indexes(s.received()))
 		})
 	}
@@ -243,7 +244,7 @@ func TestMessagesShareAStream(t *testing.T) {
 	for i := range total {
 		tr.Send([]raftpb.Message{app(2, uint64(i))})
 	}
-	waitFor(t, "all messages", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "all messages", func() (bool, string) {
 		n := len(s.received())
 		return n == total, fmt.Sprintf("%d of %d", n, total)
 	})
@@ -282,14 +283,14 @@ func TestPeerLostWhenItsConnectionBreaks(t *testing.T) {
 
 	mustAdd(t, tr, 2, addr1)
 	tr.Send([]raftpb.Message{app(2, 1)})
-	waitFor(t, "delivery to the first address", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "delivery to the first address", func() (bool, string) {
 		return len(s1.received()) == 1, fmt.Sprint(indexes(s1.received()))
 	})
 	noLoss("after a delivery")
 
 	mustAdd(t, tr, 2, addr2)
 	tr.Send([]raftpb.Message{app(2, 2)})
-	waitFor(t, "delivery to the new address", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "delivery to the new address", func() (bool, string) {
 		return len(s2.received()) == 1, fmt.Sprint(indexes(s2.received()))
 	})
 	noLoss("after moving the peer to another address")
@@ -328,7 +329,7 @@ func TestPeerWithoutStreamsGetsCalls(t *testing.T) {
 	// The first messages may go out on a stream before the refusal
 	// comes back; raft resends what is lost, as this loop does.
 	next := uint64(0)
-	waitFor(t, "a message delivered", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "a message delivered", func() (bool, string) {
 		tr.Send([]raftpb.Message{app(2, next)})
 		next++
 		return len(s.received()) > 0, fmt.Sprintf("sent up to %d", next-1)
@@ -347,7 +348,7 @@ func TestPeerWithoutStreamsGetsCalls(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, "every later message", func() (bool, string) {
+	waitfor.Holds(t, 15*time.Second, "every later message", func() (bool, string) {
 		n := len(later())
 		return n == more, fmt.Sprintf("%d of %d", n, more)
 	})
