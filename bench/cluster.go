@@ -1,11 +1,6 @@
 package main
 
-import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-)
+import "context"
 
 // writeFunc makes one write and returns once it is acknowledged.
 type writeFunc func(ctx context.Context) error
@@ -44,28 +39,4 @@ type cluster interface {
 	healthy(ctx context.Context) error
 	// close stops every member; the data dirs are left to the caller.
 	close()
-}
-
-// waitFor polls fn every interval until it returns nil or timeout passes;
-// the error is fn's last.
-func waitFor(ctx context.Context, timeout, interval time.Duration, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var err error
-	for {
-		cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-		err = fn(cctx)
-		ccancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("not within %s: %w", timeout, err)
-			}
-			return ctx.Err()
-		case <-time.After(interval):
-		}
-	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	jclient "github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // jacoSubnet is the node's container subnet: the upper half of the /24
@@ -109,7 +110,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 	n.cl = cl
 	// The agent starts once the node is in a cluster; load the image
 	// through it as an operator would.
-	err = waitFor(ctx, 60*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
+	err = waitfor.Until(ctx, 60*time.Second, 200*time.Millisecond, func(ctx context.Context) error {
 		out, err := exec.CommandContext(ctx, n.o.jaco, "--data-dir", n.dir, "image", "load", archive).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("jaco image load: %w: %s", err, out)
@@ -119,7 +120,7 @@ func (n *jacoNode) setup(ctx context.Context, address, archive string) error {
 	if err != nil {
 		return err
 	}
-	err = waitFor(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+	err = waitfor.Until(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		nodes, err := n.cl.ListNodes(ctx, nil)
 		if err != nil {
 			return err
@@ -266,7 +267,7 @@ func (n *jacoNode) remove(ctx context.Context, name string) error {
 	if _, err := n.cl.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: name}); err != nil {
 		return err
 	}
-	return waitFor(ctx, 5*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
+	return waitfor.Until(ctx, 5*time.Minute, 250*time.Millisecond, func(ctx context.Context) error {
 		// The service is gone at once; its tasks go once stopped.
 		listed, err := n.cl.ListTasks(ctx, nil)
 		if err != nil {

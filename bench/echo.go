@@ -27,6 +27,7 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/grpcflow"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // echoCluster is one echo server, standing where a cluster's leader
@@ -51,7 +52,7 @@ func newEchoCluster(ctx context.Context, root string, server []string) (*echoClu
 	if err := c.p.start(); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, 10*time.Second, 50*time.Millisecond, c.healthy); err != nil {
+	if err := waitfor.Until(ctx, 10*time.Second, 50*time.Millisecond, c.healthy); err != nil {
 		c.close()
 		return nil, fmt.Errorf("echo server: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 type etcdMember struct {
@@ -86,7 +88,7 @@ func newEtcdCluster(ctx context.Context, bin, root string, n int) (*etcdCluster,
 			return nil, err
 		}
 	}
-	err := waitFor(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+	err := waitfor.Until(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		_, err := c.leader(ctx)
 		return err
 	})

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // failoverResult is one leader lost: SIGKILLed, or paused with SIGSTOP.
@@ -123,7 +125,7 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 	defer c.close()
 	var out []*failoverResult
 	for round := 1; round <= o.kills; round++ {
-		if err := waitFor(ctx, 90*time.Second, 100*time.Millisecond, c.healthy); err != nil {
+		if err := waitfor.Until(ctx, 90*time.Second, 100*time.Millisecond, c.healthy); err != nil {
 			return out, fmt.Errorf("round %d: cluster not healthy: %w", round, err)
 		}
 		select {
@@ -159,7 +161,7 @@ func runFailover(ctx context.Context, env *env, sys, root string, o failoverOpts
 		if err := o.fault.bringBack(c, li); err != nil {
 			return out, err
 		}
-		if err := waitFor(ctx, 90*time.Second, 50*time.Millisecond, c.healthy); err != nil {
+		if err := waitfor.Until(ctx, 90*time.Second, 50*time.Millisecond, c.healthy); err != nil {
 			return out, fmt.Errorf("round %d: %s did not rejoin: %w", round, c.memberName(li), err)
 		}
 		r.RejoinMS = float64(time.Since(restarted)) / 1e6

@@ -15,6 +15,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // jacoBins are the binaries the jaco clusters run.
@@ -129,7 +130,7 @@ func (c *jacoCluster) form(ctx context.Context) error {
 			return err
 		}
 	}
-	return waitFor(ctx, 60*time.Second, 100*time.Millisecond, c.allVoters)
+	return waitfor.Until(ctx, 60*time.Second, 100*time.Millisecond, c.allVoters)
 }
 
 // init makes m1 the first manager and keeps the operator token.
@@ -164,7 +165,7 @@ func (c *jacoCluster) joinToken(ctx context.Context, m *jacoMember, role api.Nod
 }
 
 func (c *jacoCluster) learnNodeID(ctx context.Context, m *jacoMember) error {
-	return waitFor(ctx, 30*time.Second, 50*time.Millisecond, func(ctx context.Context) error {
+	return waitfor.Until(ctx, 30*time.Second, 50*time.Millisecond, func(ctx context.Context) error {
 		s, err := jacoStatus(ctx, m)
 		if err != nil {
 			return err
@@ -179,7 +180,7 @@ func (c *jacoCluster) learnNodeID(ctx context.Context, m *jacoMember) error {
 
 // waitUp waits until m's socket answers.
 func (c *jacoCluster) waitUp(ctx context.Context, m *jacoMember) error {
-	return waitFor(ctx, 30*time.Second, 50*time.Millisecond, func(ctx context.Context) error {
+	return waitfor.Until(ctx, 30*time.Second, 50*time.Millisecond, func(ctx context.Context) error {
 		if !m.p.running() {
 			return fmt.Errorf("%s exited; see %s", m.name, m.p.log)
 		}
@@ -198,7 +199,7 @@ func socketClient(m *jacoMember) (*client.Client, error) {
 // never sits in gRPC's reconnect backoff after a restart), retrying fn
 // until it succeeds or timeout passes.
 func withJaco(ctx context.Context, m *jacoMember, timeout time.Duration, fn func(ctx context.Context, cl *client.Client) error) error {
-	return waitFor(ctx, timeout, 100*time.Millisecond, func(ctx context.Context) error {
+	return waitfor.Until(ctx, timeout, 100*time.Millisecond, func(ctx context.Context) error {
 		cl, err := socketClient(m)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // joinResult is one third manager joining a two-manager cluster.
@@ -101,7 +102,7 @@ func runJoin(ctx context.Context, env *env, root string, o joinOpts) (*joinResul
 	}
 	defer cl.Close()
 	// Poll the leader (m1: nothing else has led this cluster) every 20 ms.
-	err = waitFor(ctx, 60*time.Second, 20*time.Millisecond, func(ctx context.Context) error {
+	err = waitfor.Until(ctx, 60*time.Second, 20*time.Millisecond, func(ctx context.Context) error {
 		s, err := cl.Cluster.Status(ctx, &api.ClusterStatusRequest{})
 		if err != nil {
 			return err

@@ -18,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	jclient "github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // updatesService is the benchmark's service name.
@@ -73,7 +74,7 @@ func (n *updatesNode) setup(ctx context.Context) error {
 		return err
 	}
 	n.cl = cl
-	err = waitFor(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
+	err = waitfor.Until(ctx, 60*time.Second, 100*time.Millisecond, func(ctx context.Context) error {
 		nodes, err := n.cl.ListNodes(ctx, nil)
 		if err != nil {
 			return err
@@ -105,7 +106,7 @@ func (n *updatesNode) setup(ctx context.Context) error {
 // them in old, and returns them.
 func (n *updatesNode) waitRunning(ctx context.Context, old map[string]bool) ([]*api.Task, error) {
 	var tasks []*api.Task
-	err := waitFor(ctx, 2*time.Minute, completionPoll, func(ctx context.Context) error {
+	err := waitfor.Until(ctx, 2*time.Minute, completionPoll, func(ctx context.Context) error {
 		var err error
 		tasks, err = n.runningTasks(ctx, old)
 		return err
@@ -172,7 +173,7 @@ func (n *updatesNode) measure(ctx context.Context, c updateConfig) (*updateSampl
 	s.RPCMS = ms(time.Since(t0))
 	var tasks []*api.Task
 	var gaveUp error
-	err = waitFor(ctx, 5*time.Minute, completionPoll, func(ctx context.Context) error {
+	err = waitfor.Until(ctx, 5*time.Minute, completionPoll, func(ctx context.Context) error {
 		s.Polls++
 		resp, err := n.cl.Control.GetService(ctx, &api.GetServiceRequest{Service: updatesService})
 		if err != nil {
@@ -281,7 +282,7 @@ func (n *updatesNode) close(ctx context.Context) {
 		if _, err := n.cl.Control.RemoveService(ctx, &api.RemoveServiceRequest{Service: updatesService}); err != nil {
 			log.Printf("updates: remove service: %v", err)
 		} else {
-			err := waitFor(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
+			err := waitfor.Until(ctx, time.Minute, 100*time.Millisecond, func(ctx context.Context) error {
 				// The service is gone at once; its tasks once stopped.
 				listed, err := n.cl.ListTasks(ctx, nil)
 				if err != nil {

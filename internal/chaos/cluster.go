@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // Bounds of forming the cluster and of waiting for it to elect.
@@ -90,7 +91,7 @@ func formCluster(ctx context.Context, bins Binaries, dir string, n int, setup se
 			return nil, err
 		}
 	}
-	if err := waitFor(ctx, formTimeout, func() error { return c.converged(ctx, n) }); err != nil {
+	if err := waitfor.Until(ctx, formTimeout, waitPoll, func(context.Context) error { return c.converged(ctx, n) }); err != nil {
 		return nil, fmt.Errorf("cluster did not form: %w", err)
 	}
 	return c, nil
@@ -156,7 +157,7 @@ func (c *cluster) askStatus(ctx context.Context, i int) (*api.ClusterStatusRespo
 // index. Nemeses call it on a healthy cluster, before their fault.
 func (c *cluster) leader(ctx context.Context) (int, error) {
 	idx := -1
-	err := waitFor(ctx, electionTimeout, func() error {
+	err := waitfor.Until(ctx, electionTimeout, waitPoll, func(context.Context) error {
 		leader, hostname := "", ""
 		for i, m := range c.members {
 			s, err := c.askStatus(ctx, i)
@@ -188,7 +189,7 @@ func (c *cluster) leader(ctx context.Context) (int, error) {
 // linearizable read succeeds through each: the state a nemesis starts from
 // and a healed cluster returns to.
 func (c *cluster) waitHealthy(ctx context.Context, timeout time.Duration) error {
-	return waitFor(ctx, timeout, func() error {
+	return waitfor.Until(ctx, timeout, waitPoll, func(context.Context) error {
 		if err := c.converged(ctx, len(c.members)); err != nil {
 			return err
 		}

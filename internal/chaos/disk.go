@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // diskSize is each member's filesystem in a full-disk run: room for the
@@ -94,7 +96,7 @@ func fullDiskFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, e
 			}
 			// A daemon that failed on the full disk may still be on its
 			// way out: wait until it either answers or is gone.
-			err := waitFor(ctx, stopTimeout, func() error {
+			err := waitfor.Until(ctx, stopTimeout, waitPoll, func(context.Context) error {
 				if !m.running() {
 					return nil
 				}

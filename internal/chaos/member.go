@@ -14,6 +14,7 @@ import (
 
 	"github.com/jaco-project/jaco/internal/datadir"
 	"github.com/jaco-project/jaco/internal/stackdump"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // Bounds of one daemon's start and stop, for a loaded two-core machine.
@@ -206,7 +207,7 @@ func (m *member) signal(ctx context.Context, sig syscall.Signal, ok func(byte) b
 	if err != nil {
 		return fmt.Errorf("%v jacod %s: %w", sig, m.name, err)
 	}
-	return waitFor(ctx, 5*time.Second, func() error {
+	return waitfor.Until(ctx, 5*time.Second, waitPoll, func(context.Context) error {
 		state, err := procState(pid)
 		if err != nil {
 			return err
@@ -292,26 +293,6 @@ func (w *servingWatch) Write(p []byte) (int, error) {
 		w.partial = w.partial[i+1:]
 	}
 	return len(p), nil
-}
-
-// waitFor calls cond until it returns nil or timeout passes, and returns
-// its last error then.
-func waitFor(ctx context.Context, timeout time.Duration, cond func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not within %s: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // logSince returns what the daemon logged since its latest start.

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // remove takes member i out of the cluster through member via (`jaco node
@@ -17,7 +19,7 @@ func (c *cluster) remove(ctx context.Context, i, via int) error {
 	if _, err := c.cli(ctx, peer, "node", "remove", "--force", m.name); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, stopTimeout, func() error {
+	if err := waitfor.Until(ctx, stopTimeout, waitPoll, func(context.Context) error {
 		if m.running() {
 			return fmt.Errorf("%s still runs after its removal", m.name)
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/linearcheck"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // Binaries are the programs under test.
@@ -60,6 +61,10 @@ const (
 	quietMax     = 4 * time.Second
 	recoverLimit = 60 * time.Second
 )
+
+// waitPoll is how often the runner's waits (waitfor.Until) try their
+// condition again.
+const waitPoll = 50 * time.Millisecond
 
 // Workload sizes: per manager, registerClients register clients and one
 // set client; registerKeysPerEpisode fresh register keys each episode.
@@ -213,7 +218,7 @@ func rotateKeys(ctx context.Context, c *cluster, rec *linearcheck.Recorder, keys
 	}
 	for _, name := range names {
 		i := 0
-		err := waitFor(ctx, recoverLimit, func() error {
+		err := waitfor.Until(ctx, recoverLimit, waitPoll, func(context.Context) error {
 			control := api.NewControlServiceClient(c.conns[i%len(c.conns)])
 			i++
 			octx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // snapshotFlags make the leader snapshot often and log at debug level,
@@ -45,7 +47,7 @@ func snapshotFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, e
 	from := c.acked.Load()
 	f.what += fmt.Sprintf(" for %d writes", snapshotLag)
 	f.wait = func(ctx context.Context) error {
-		return waitFor(ctx, snapshotLagLimit, func() error {
+		return waitfor.Until(ctx, snapshotLagLimit, waitPoll, func(context.Context) error {
 			if n := c.acked.Load() - from; n < snapshotLag {
 				return fmt.Errorf("%d of %d writes acknowledged while %s is down", n, snapshotLag, m.name)
 			}

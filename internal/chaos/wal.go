@@ -16,6 +16,7 @@ import (
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // lostAcknowledged is what jacod says when its log lost entries it had
@@ -121,7 +122,7 @@ func tornWALFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, er
 func (c *cluster) restartTorn(ctx context.Context, i, via int) (string, error) {
 	m := c.members[i]
 	startErr := m.startMayExit(ctx)
-	err := waitFor(ctx, tornWALLimit, func() error {
+	err := waitfor.Until(ctx, tornWALLimit, waitPoll, func(context.Context) error {
 		if !m.running() {
 			return nil
 		}
