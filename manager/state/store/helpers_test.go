@@ -3,10 +3,8 @@ package store
 import (
 	"bytes"
 	"context"
-	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -118,19 +116,4 @@ func withProposer(t testing.TB) (*Store, *logProposer) {
 	p := &logProposer{replicas: []*Store{s}}
 	s.SetProposer(p)
 	return s, p
-}
-
-// waitGoroutines waits until at most n goroutines run, and dumps them all
-// when that does not happen in time.
-func waitGoroutines(t testing.TB, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > n {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, want at most %d:\n%s",
-				runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

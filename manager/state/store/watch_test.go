@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 // next receives one event or fails after a while.
@@ -121,9 +124,9 @@ func TestWatchFilters(t *testing.T) {
 }
 
 func TestWatchStops(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := goleak.IgnoreCurrent()
 	s := New(nil)
-	withStore := runtime.NumGoroutine()
+	withStore := goleak.IgnoreCurrent()
 
 	// A watcher that never reads must not hold Apply up.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,7 +139,9 @@ func TestWatchStops(t *testing.T) {
 	}
 	cancel()
 	closed(t, idle)
-	waitGoroutines(t, withStore)
+	// goleak.Find gives goroutines under half a second to end; they get
+	// the 5 s a loaded machine may need.
+	waitfor.Eventually(t, 5*time.Second, func() error { return goleak.Find(withStore) })
 
 	// Close ends the watches that are left, read or not.
 	reading := s.Watch(context.Background())
@@ -149,7 +154,7 @@ func TestWatchStops(t *testing.T) {
 	closed(t, reading)
 	closed(t, notReading)
 	closed(t, s.Watch(context.Background()))
-	waitGoroutines(t, base)
+	waitfor.Eventually(t, 5*time.Second, func() error { return goleak.Find(base) })
 }
 
 // TestViewAndWatchHasNoGap starts watches while entries are being applied
