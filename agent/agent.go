@@ -19,7 +19,8 @@ import (
 type Agent struct {
 	cfg      Config
 	log      *slog.Logger
-	reporter *reporter
+	reporter *Statuses
+	sessions *Sessions
 	metrics  *agentMetrics
 	// monitors heartbeats to the nodes the dispatcher named, session or
 	// not (docs/adr/0042).
@@ -36,8 +37,6 @@ type Agent struct {
 	managers []string // rotation order
 	saved    []string // as kept in the db
 	next     int
-	// endSession ends the session running now (nil between sessions).
-	endSession context.CancelFunc
 	// reportMove sends a volume copy's report through the session running
 	// now (nil between sessions).
 	reportMove func(ctx context.Context, r *api.ReportVolumeMoveRequest) error
@@ -55,13 +54,15 @@ func New(cfg Config) (*Agent, error) {
 		}
 	}
 	log := cfg.Logger.With("component", "agent")
-	return &Agent{
+	a := &Agent{
 		cfg:      cfg,
 		log:      log,
-		reporter: newReporter(),
+		reporter: NewStatuses(),
 		metrics:  newAgentMetrics(),
 		monitors: monitor.NewPinger(monitor.Dial(cfg.Dial), log.With("part", "monitor")),
-	}, nil
+	}
+	a.sessions = a.newSessions()
+	return a, nil
 }
 
 // Replicas are the replicas this agent runs (or has yet to stop or
@@ -114,7 +115,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.monitors.Run(ctx) })
-	a.runSessions(ctx)
+	a.sessions.Run(ctx)
 	cancel()
 	wg.Wait()
 	return nil

@@ -9,11 +9,11 @@ import (
 	"github.com/jaco-project/jaco/internal/statusq"
 )
 
-// reporter holds the replica statuses not yet accepted by a dispatcher.
-// It lives as long as the agent, not a session: what one session failed
-// to deliver the next one sends. A replica's changes coalesce; only its
-// latest status is sent.
-type reporter struct {
+// Statuses holds the replica statuses not yet accepted by a dispatcher,
+// for Sessions to report. It lives as long as the node, not a session:
+// what one session failed to deliver the next one sends. A replica's
+// changes coalesce; only its latest status is sent.
+type Statuses struct {
 	mu      sync.Mutex
 	pending statusq.Pending
 	// notify wakes the sender of the current session (capacity 1).
@@ -22,16 +22,17 @@ type reporter struct {
 	urgent chan struct{}
 }
 
-func newReporter() *reporter {
-	return &reporter{pending: statusq.Pending{},
+// NewStatuses returns an empty Statuses.
+func NewStatuses() *Statuses {
+	return &Statuses{pending: statusq.Pending{},
 		notify: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
-// enqueue makes st the status to send for task id. A replica running or
+// Enqueue makes st the status to send for task id. A replica running or
 // ended is what a caller waits for (service create, an update's next
 // step, a restart): it goes at once, not after the interval that paces
 // the steps before it.
-func (r *reporter) enqueue(id string, st *api.TaskStatus) {
+func (r *Statuses) Enqueue(id string, st *api.TaskStatus) {
 	r.mu.Lock()
 	r.pending[id] = st
 	r.mu.Unlock()
@@ -44,14 +45,21 @@ func (r *reporter) enqueue(id string, st *api.TaskStatus) {
 	}
 }
 
-// drop forgets what is pending for id (the replica is removed).
-func (r *reporter) drop(id string) {
+// Drop forgets what is pending for id (the replica is removed).
+func (r *Statuses) Drop(id string) {
 	r.mu.Lock()
 	delete(r.pending, id)
 	r.mu.Unlock()
 }
 
-func (r *reporter) wake() {
+// Pending reports whether a status for task id waits to be accepted.
+func (r *Statuses) Pending(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[id] != nil
+}
+
+func (r *Statuses) wake() {
 	select {
 	case r.notify <- struct{}{}:
 	default:
@@ -59,14 +67,14 @@ func (r *reporter) wake() {
 }
 
 // batch returns what is pending, ordered by task id.
-func (r *reporter) batch() []*api.TaskStatusUpdate {
+func (r *Statuses) batch() []*api.TaskStatusUpdate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pending.Batch()
 }
 
 // accepted forgets the sent statuses that have not been replaced since.
-func (r *reporter) accepted(sent []*api.TaskStatusUpdate) {
+func (r *Statuses) accepted(sent []*api.TaskStatusUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pending.Accepted(sent)
@@ -77,7 +85,7 @@ func (r *reporter) accepted(sent []*api.TaskStatusUpdate) {
 // and at most once per interval, unless a replica ran or ended since the
 // last send: that goes at once. Under load a send in flight is what
 // batches: what comes meanwhile goes in the next one.
-func (r *reporter) run(ctx context.Context, interval time.Duration, send func(context.Context, []*api.TaskStatusUpdate) error) error {
+func (r *Statuses) run(ctx context.Context, interval time.Duration, send func(context.Context, []*api.TaskStatusUpdate) error) error {
 	// What an earlier session left goes out first.
 	r.wake()
 	for {

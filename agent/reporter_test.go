@@ -10,10 +10,10 @@ import (
 )
 
 func TestReporterCoalescesAndKeepsUnsent(t *testing.T) {
-	r := newReporter()
-	r.enqueue("t1", &api.TaskStatus{State: preparing})
-	r.enqueue("t1", &api.TaskStatus{State: starting})
-	r.enqueue("t2", &api.TaskStatus{State: running})
+	r := NewStatuses()
+	r.Enqueue("t1", &api.TaskStatus{State: preparing})
+	r.Enqueue("t1", &api.TaskStatus{State: starting})
+	r.Enqueue("t2", &api.TaskStatus{State: running})
 
 	// A failed send keeps everything for the next session.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -30,7 +30,7 @@ func TestReporterCoalescesAndKeepsUnsent(t *testing.T) {
 	err = r.run(ctx, time.Millisecond, func(_ context.Context, u []*api.TaskStatusUpdate) error {
 		sent = append(sent, u)
 		if len(sent) == 1 {
-			r.enqueue("t1", &api.TaskStatus{State: running})
+			r.Enqueue("t1", &api.TaskStatus{State: running})
 		}
 		if len(sent) == 2 {
 			cancel()
@@ -50,9 +50,15 @@ func TestReporterCoalescesAndKeepsUnsent(t *testing.T) {
 }
 
 func TestReporterDrop(t *testing.T) {
-	r := newReporter()
-	r.enqueue("t1", &api.TaskStatus{State: running})
-	r.drop("t1")
+	r := NewStatuses()
+	r.Enqueue("t1", &api.TaskStatus{State: running})
+	if !r.Pending("t1") || r.Pending("t2") {
+		t.Fatal("Pending: want t1 only")
+	}
+	r.Drop("t1")
+	if r.Pending("t1") {
+		t.Fatal("t1 pending after drop")
+	}
 	if left := r.batch(); len(left) != 0 {
 		t.Fatalf("pending after drop: %v", left)
 	}
@@ -62,8 +68,8 @@ func TestReporterDrop(t *testing.T) {
 // running (or ended) is sent at once. The interval is an hour: a batch
 // that came at all came without it.
 func TestReporterSendsRunningAtOnce(t *testing.T) {
-	r := newReporter()
-	r.enqueue("t1", &api.TaskStatus{State: preparing})
+	r := NewStatuses()
+	r.Enqueue("t1", &api.TaskStatus{State: preparing})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	batches := make(chan []*api.TaskStatusUpdate, 10)
@@ -87,17 +93,17 @@ func TestReporterSendsRunningAtOnce(t *testing.T) {
 	if u := next("the first status"); len(u) != 1 || u[0].Status.State != preparing {
 		t.Fatalf("first batch %v, want t1 preparing", u)
 	}
-	r.enqueue("t1", &api.TaskStatus{State: starting})
+	r.Enqueue("t1", &api.TaskStatus{State: starting})
 	select {
 	case u := <-batches:
 		t.Fatalf("starting was sent within the interval: %v", u)
 	case <-time.After(100 * time.Millisecond):
 	}
-	r.enqueue("t2", &api.TaskStatus{State: api.TaskState_TASK_STATE_FAILED})
+	r.Enqueue("t2", &api.TaskStatus{State: api.TaskState_TASK_STATE_FAILED})
 	if u := next("a failed replica"); len(u) != 2 || u[0].Status.State != starting || u[1].Status.State != api.TaskState_TASK_STATE_FAILED {
 		t.Fatalf("batch after t2 failed: %v, want t1 starting and t2 failed", u)
 	}
-	r.enqueue("t1", &api.TaskStatus{State: running})
+	r.Enqueue("t1", &api.TaskStatus{State: running})
 	if u := next("a running replica"); len(u) != 1 || u[0].Status.State != running {
 		t.Fatalf("batch after t1 running: %v, want t1 running", u)
 	}

@@ -4,51 +4,76 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/backoff"
 )
 
-// errSessionClosed is a session stream the dispatcher ended.
-var errSessionClosed = errors.New("dispatcher closed the session")
-
-// runSessions keeps a session with the dispatcher until ctx ends: it
-// tries the managers in turn, moving to the next after every failure and
-// backing off between attempts. Any manager forwards to the leader, so
-// following the leader across an election is just reconnecting.
-func (a *Agent) runSessions(ctx context.Context) {
-	failures := 0
-	for ctx.Err() == nil {
-		addr := a.nextManager()
-		established, err := a.session(ctx, addr)
-		if ctx.Err() != nil {
-			return
-		}
-		if established {
-			failures = 0
-			if a.cfg.Disconnected != nil {
+// newSessions makes the agent's sessions: through each manager it knows
+// in turn, moving to the next after every failure, over the node's
+// connection to it (Config.ManagerConn) or one of their own.
+func (a *Agent) newSessions() *Sessions {
+	// addr is the manager of the session being opened or running; only
+	// Run's goroutine, which calls every hook below but Assign, uses it.
+	var addr string
+	return &Sessions{
+		Connect: func(ctx context.Context) (*grpc.ClientConn, func(), error) {
+			addr = a.nextManager()
+			if addr == "" {
+				return nil, nil, errors.New("no manager address known")
+			}
+			conn, release, err := a.managerConn(ctx, addr)
+			if err != nil {
+				return nil, nil, fmt.Errorf("dial manager %s: %w", addr, err)
+			}
+			return conn, release, nil
+		},
+		Description: a.cfg.Description,
+		Assign:      func(m *api.AssignmentsMessage) { a.worker.apply(m) },
+		Statuses:    a.reporter,
+		Opened: func(id string, client api.DispatcherServiceClient) func() {
+			a.log.Info("dispatcher session open", "address", addr, "session_id", id)
+			a.inSession.Store(true)
+			a.mu.Lock()
+			a.reportMove = func(ctx context.Context, r *api.ReportVolumeMoveRequest) error {
+				r.SessionId = id
+				_, err := client.ReportVolumeMove(ctx, r)
+				return err
+			}
+			a.mu.Unlock()
+			return func() {
+				a.inSession.Store(false)
+				a.mu.Lock()
+				a.reportMove = nil
+				a.mu.Unlock()
+			}
+		},
+		Message: func(m *api.SessionMessage, period time.Duration) {
+			a.setManagers(m.GetManagers())
+			a.followOverlay(m)
+			a.monitors.Set(m.GetMonitors(), period)
+		},
+		Ended: func(opened bool, err error) {
+			if opened && a.cfg.Disconnected != nil {
 				a.cfg.Disconnected()
 			}
-		}
-		a.log.Warn("dispatcher session ended", "address", addr, "err", err)
-		if !a.cfg.pause(ctx, failures) {
-			return
-		}
-		failures++
+			a.log.Warn("dispatcher session ended", "address", addr, "err", err)
+		},
+		ReconnectMin:   a.cfg.ReconnectMin,
+		ReconnectMax:   a.cfg.ReconnectMax,
+		StatusInterval: a.cfg.StatusInterval,
 	}
 }
 
-// pause waits before retry n+1 of a session, or of a runtime call the
-// agent keeps trying: exponential from ReconnectMin, capped at
-// ReconnectMax, with up to 50% jitter so that nodes cut off together do
-// not come back together. It returns false when ctx ends first.
+// pause waits before retry n+1 of a runtime call the agent keeps trying,
+// as Sessions does between sessions: exponential from ReconnectMin,
+// capped at ReconnectMax, with up to 50% jitter so that nodes cut off
+// together do not come back together. It returns false when ctx ends
+// first.
 func (c *Config) pause(ctx context.Context, n int) bool {
 	return backoff.Sleep(ctx, backoff.Delay(c.ReconnectMin, c.ReconnectMax, n))
 }
@@ -114,133 +139,6 @@ func (a *Agent) Managers() []string {
 	return slices.Clone(a.managers)
 }
 
-// session runs one session through the manager at addr until it breaks
-// or ctx ends. established says whether the dispatcher opened it.
-func (a *Agent) session(ctx context.Context, addr string) (established bool, err error) {
-	if addr == "" {
-		return false, errors.New("no manager address known")
-	}
-	conn, release, err := a.managerConn(ctx, addr)
-	if err != nil {
-		return false, fmt.Errorf("dial manager %s: %w", addr, err)
-	}
-	defer release()
-	client := api.NewDispatcherServiceClient(conn)
-
-	ctx, cancel := context.WithCancel(ctx) // ends the streams on every return
-	defer cancel()
-	a.mu.Lock()
-	a.endSession = cancel
-	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		a.endSession, a.reportMove = nil, nil
-		a.mu.Unlock()
-	}()
-	// The parts of a session run in one group: the first to fail ends
-	// them all, the streams too (they are opened under the group's ctx).
-	g, ctx := errgroup.WithContext(ctx)
-	stream, err := client.Session(ctx, &api.SessionRequest{Description: a.cfg.Description()})
-	if err != nil {
-		return false, fmt.Errorf("open session: %w", err)
-	}
-	first, err := stream.Recv()
-	if err != nil {
-		return false, fmt.Errorf("open session: %w", err)
-	}
-	id := first.GetSessionId()
-	a.log.Info("dispatcher session open", "address", addr, "session_id", id)
-	a.inSession.Store(true)
-	defer a.inSession.Store(false)
-	a.mu.Lock()
-	a.reportMove = func(ctx context.Context, r *api.ReportVolumeMoveRequest) error {
-		r.SessionId = id
-		_, err := client.ReportVolumeMove(ctx, r)
-		return err
-	}
-	a.mu.Unlock()
-	a.setManagers(first.GetManagers())
-	a.followOverlay(first)
-	var period atomic.Int64
-	period.Store(int64(periodOr(first.GetHeartbeatPeriod().AsDuration(), DefaultHeartbeatPeriod)))
-	a.monitors.Set(first.GetMonitors(), time.Duration(period.Load()))
-
-	g.Go(func() error {
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				return streamEnd("session", err)
-			}
-			a.setManagers(m.GetManagers())
-			a.followOverlay(m)
-			if p := m.GetHeartbeatPeriod().AsDuration(); p > 0 {
-				period.Store(int64(p))
-			}
-			a.monitors.Set(m.GetMonitors(), time.Duration(period.Load()))
-		}
-	})
-	g.Go(func() error {
-		for {
-			p := time.Duration(period.Load())
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(p):
-			}
-			hctx, hcancel := context.WithTimeout(ctx, p)
-			resp, err := client.Heartbeat(hctx, &api.HeartbeatRequest{SessionId: id})
-			hcancel()
-			if err != nil {
-				return fmt.Errorf("heartbeat: %w", err)
-			}
-			if p := resp.GetPeriod().AsDuration(); p > 0 {
-				period.Store(int64(p))
-			}
-		}
-	})
-	g.Go(func() error {
-		as, err := client.Assignments(ctx, &api.AssignmentsRequest{SessionId: id})
-		if err != nil {
-			return fmt.Errorf("open assignments: %w", err)
-		}
-		var parts CompleteParts
-		for {
-			m, err := as.Recv()
-			if err != nil {
-				return streamEnd("assignments", err)
-			}
-			if m = parts.Add(m); m != nil {
-				a.worker.apply(m)
-			}
-		}
-	})
-	g.Go(func() error {
-		return a.reporter.run(ctx, a.cfg.StatusInterval, func(ctx context.Context, updates []*api.TaskStatusUpdate) error {
-			_, err := client.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: id, Updates: updates})
-			if err != nil {
-				return fmt.Errorf("update task status: %w", err)
-			}
-			return nil
-		})
-	})
-	return true, g.Wait()
-}
-
-func periodOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
-// streamEnd names why a stream from the dispatcher ended.
-func streamEnd(name string, err error) error {
-	if err == nil || errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s stream: %w", name, errSessionClosed)
-	}
-	return fmt.Errorf("%s stream: %w", name, err)
-}
-
 // followOverlay hands the overlay and the networks what a session message
 // says of them.
 func (a *Agent) followOverlay(m *api.SessionMessage) {
@@ -277,11 +175,7 @@ func (a *Agent) ReportVolumeMove(ctx context.Context, r *api.ReportVolumeMoveReq
 // Redescribe ends the session running now, if any, so that the next one
 // opens with a fresh Description: the node's overlay broke or mended.
 func (a *Agent) Redescribe() {
-	a.mu.Lock()
-	end := a.endSession
-	a.mu.Unlock()
-	if end != nil {
+	if a.sessions.Reopen() {
 		a.log.Info("describing the node again: reopening the session")
-		end()
 	}
 }

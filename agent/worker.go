@@ -19,7 +19,7 @@ type worker struct {
 	cfg      *Config
 	log      *slog.Logger
 	db       *db.DB
-	reporter *reporter
+	reporter *Statuses
 	metrics  *agentMetrics
 	// logs keeps replicas' output, past their end (docs/design.md §9).
 	logs *logs.Store
@@ -42,7 +42,7 @@ type worker struct {
 	wg    sync.WaitGroup
 }
 
-func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *reporter, m *agentMetrics) *worker {
+func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *Statuses, m *agentMetrics) *worker {
 	store := logs.NewStore(cfg.logsDir())
 	store.Logger = cfg.Logger
 	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, metrics: m, ctx: ctx, logs: store,
