@@ -25,8 +25,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/jaco-project/jaco/agent"
 )
 
 // simOpts configure a simulator.
@@ -50,11 +48,6 @@ type simOpts struct {
 	roleCheck time.Duration
 	// report is how often the simulator logs its counts; 0 never.
 	report time.Duration
-	// reconnectMin and reconnectMax bound the backoff between sessions.
-	reconnectMin, reconnectMax time.Duration
-	// statusInterval is the least time between two status batches of a
-	// node, unless a replica runs or ends (the agent's).
-	statusInterval time.Duration
 }
 
 func (o *simOpts) fillDefaults() {
@@ -63,15 +56,6 @@ func (o *simOpts) fillDefaults() {
 	}
 	if o.prefix == "" {
 		o.prefix = "sim"
-	}
-	if o.reconnectMin <= 0 {
-		o.reconnectMin = agent.DefaultReconnectMin
-	}
-	if o.reconnectMax < o.reconnectMin {
-		o.reconnectMax = max(agent.DefaultReconnectMax, o.reconnectMin)
-	}
-	if o.statusInterval <= 0 {
-		o.statusInterval = agent.DefaultStatusInterval
 	}
 }
 

@@ -6,32 +6,22 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/jaco-project/jaco/agent"
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/internal/statusq"
 )
 
 // simReplicas is what a simulated node runs: the state it holds for each
-// of its replicas, and the statuses the dispatcher has not accepted yet.
-// It lives as long as the node, not a session: what one session failed to
-// send the next one sends (agent/reporter.go).
+// of its replicas, and the statuses the dispatcher has not accepted yet
+// (the agent's, living as long as the node, not a session: what one
+// session failed to send the next one sends).
 type simReplicas struct {
-	mu      sync.Mutex
-	state   map[string]api.TaskState
-	pending statusq.Pending
-	// wake is signalled when something is pending (capacity 1).
-	wake chan struct{}
+	mu       sync.Mutex
+	state    map[string]api.TaskState
+	statuses *agent.Statuses
 }
 
 func newSimReplicas() *simReplicas {
-	return &simReplicas{state: map[string]api.TaskState{}, pending: statusq.Pending{},
-		wake: make(chan struct{}, 1)}
-}
-
-func (r *simReplicas) poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
+	return &simReplicas{state: map[string]api.TaskState{}, statuses: agent.NewStatuses()}
 }
 
 // apply carries out an assignments message as the agent would with a
@@ -47,7 +37,7 @@ func (r *simReplicas) apply(m *api.AssignmentsMessage) (running int64) {
 			running--
 		}
 		delete(r.state, id)
-		delete(r.pending, id)
+		r.statuses.Drop(id)
 	}
 	if m.GetType() == api.AssignmentsMessage_TYPE_COMPLETE {
 		keep := make(map[string]bool, len(m.GetUpdated()))
@@ -60,7 +50,6 @@ func (r *simReplicas) apply(m *api.AssignmentsMessage) (running int64) {
 			}
 		}
 	}
-	queued := false
 	for _, t := range m.GetUpdated() {
 		id, told := t.GetId(), t.GetStatus().GetState()
 		cur, known := r.state[id]
@@ -85,20 +74,15 @@ func (r *simReplicas) apply(m *api.AssignmentsMessage) (running int64) {
 				running++
 			}
 			cur = want
-			r.pending[id] = simStatus(want)
-			queued = true
-		case known && told < cur && r.pending[id] == nil:
+			r.statuses.Enqueue(id, simStatus(want))
+		case known && told < cur && !r.statuses.Pending(id):
 			// The cluster is behind what the node reported: say it again.
-			r.pending[id] = simStatus(cur)
-			queued = true
+			r.statuses.Enqueue(id, simStatus(cur))
 		}
 		r.state[id] = cur
 	}
 	for _, id := range m.GetRemoved() {
 		forget(id)
-	}
-	if queued {
-		r.poke()
 	}
 	return running
 }
@@ -109,18 +93,4 @@ func simStatus(s api.TaskState) *api.TaskStatus {
 		msg = "shut down"
 	}
 	return &api.TaskStatus{State: s, Message: msg, Timestamp: timestamppb.New(time.Now())}
-}
-
-// batch returns what is pending, ordered by task id.
-func (r *simReplicas) batch() []*api.TaskStatusUpdate {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending.Batch()
-}
-
-// accepted forgets the sent statuses not replaced since.
-func (r *simReplicas) accepted(sent []*api.TaskStatusUpdate) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending.Accepted(sent)
 }

@@ -2,27 +2,21 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/jaco-project/jaco/agent"
 	"github.com/jaco-project/jaco/agent/exec"
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/internal/backoff"
 	"github.com/jaco-project/jaco/internal/grpcflow"
 )
 
-// simNode is one simulated worker: the agent's dispatcher session
-// (agent/session.go) without a runtime behind it.
+// simNode is one simulated worker: the agent's dispatcher sessions
+// (agent.Sessions) without a runtime behind them.
 type simNode struct {
 	sim   *simulator
 	name  string
@@ -46,9 +40,11 @@ func newSimNode(s *simulator, name string, id *simIdentity) (*simNode, error) {
 
 // dial opens a lazy mutual-TLS connection to the manager, with the
 // flow-control windows and reconnection pace of jacod's connections to
-// other nodes (node.dialPeer).
+// other nodes (node.dialPeer), and the simulator's count of the statuses
+// reported through it.
 func (n *simNode) dial() (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(n.sim.o.manager, grpcflow.NodeDial(credentials.NewTLS(n.ident.tls.Clone()))...)
+	opts := append(grpcflow.NodeDial(credentials.NewTLS(n.ident.tls.Clone())), grpc.WithChainUnaryInterceptor(n.sim.countReports))
+	conn, err := grpc.NewClient(n.sim.o.manager, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", n.sim.o.manager, err)
 	}
@@ -65,28 +61,36 @@ func (n *simNode) run(ctx context.Context) {
 		defer close(done)
 		n.roleLoop(ctx)
 	}()
-	failures := 0
-	for ctx.Err() == nil {
-		established, err := n.session(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if established {
-			failures = 0
-		}
-		n.sim.sessionFailures.Add(1)
-		n.sim.log.Debug("dispatcher session ended", "node", n.name, "err", err)
-		if !n.pause(ctx, failures) {
-			return
-		}
-		failures++
-	}
+	n.sessions().Run(ctx)
 }
 
-// pause is the agent's backoff between sessions: exponential from
-// reconnectMin to reconnectMax, with up to 50 % jitter.
-func (n *simNode) pause(ctx context.Context, failures int) bool {
-	return backoff.Sleep(ctx, backoff.Delay(n.sim.o.reconnectMin, n.sim.o.reconnectMax, failures))
+// sessions are the agent's sessions with the dispatcher, over the node's
+// one connection, with the agent's pacing; what they open, end and apply
+// is counted for the simulator's report.
+func (n *simNode) sessions() *agent.Sessions {
+	return &agent.Sessions{
+		Connect: func(context.Context) (*grpc.ClientConn, func(), error) {
+			return n.conn, func() {}, nil
+		},
+		Description: n.description,
+		Assign:      func(m *api.AssignmentsMessage) { n.sim.running.Add(n.replicas.apply(m)) },
+		Statuses:    n.replicas.statuses,
+		Opened: func(string, api.DispatcherServiceClient) func() {
+			if n.sim.sessions.Add(1) == int64(n.sim.o.count) {
+				// The bench script times the return of every node after a
+				// manager's restart by this line.
+				n.sim.log.Info("every node in session", "nodes", n.sim.o.count)
+			}
+			return func() { n.sim.sessions.Add(-1) }
+		},
+		Ended: func(_ bool, err error) {
+			n.sim.sessionFailures.Add(1)
+			n.sim.log.Debug("dispatcher session ended", "node", n.name, "err", err)
+		},
+		ReconnectMin:   agent.DefaultReconnectMin,
+		ReconnectMax:   agent.DefaultReconnectMax,
+		StatusInterval: agent.DefaultStatusInterval,
+	}
 }
 
 // roleLoop asks the manager for the node's role every roleCheck, as
@@ -125,124 +129,12 @@ func (n *simNode) description() *api.NodeDescription {
 	}
 }
 
-// session is one dispatcher session, as the agent's: the session stream,
-// heartbeats at the period it names, the assignments stream, and status
-// reports. The first part to fail ends the others.
-func (n *simNode) session(ctx context.Context) (established bool, err error) {
-	client := api.NewDispatcherServiceClient(n.conn)
-	g, ctx := errgroup.WithContext(ctx)
-	stream, err := client.Session(ctx, &api.SessionRequest{Description: n.description()})
-	if err != nil {
-		return false, fmt.Errorf("open session: %w", err)
+// countReports counts the statuses of each status report the dispatcher
+// accepted: the agent's session code, which sends them, counts nothing.
+func (s *simulator) countReports(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if r, ok := req.(*api.UpdateTaskStatusRequest); ok && err == nil {
+		s.reports.Add(int64(len(r.GetUpdates())))
 	}
-	first, err := stream.Recv()
-	if err != nil {
-		return false, fmt.Errorf("open session: %w", err)
-	}
-	id := first.GetSessionId()
-	if n.sim.sessions.Add(1) == int64(n.sim.o.count) {
-		// The bench script times the return of every node after a
-		// manager's restart by this line.
-		n.sim.log.Info("every node in session", "nodes", n.sim.o.count)
-	}
-	defer n.sim.sessions.Add(-1)
-	var period atomic.Int64
-	period.Store(int64(periodOf(first.GetHeartbeatPeriod())))
-
-	g.Go(func() error {
-		for {
-			m, err := stream.Recv()
-			if err != nil {
-				return endOf("session", err)
-			}
-			if p := m.GetHeartbeatPeriod().AsDuration(); p > 0 {
-				period.Store(int64(p))
-			}
-		}
-	})
-	g.Go(func() error {
-		as, err := client.Assignments(ctx, &api.AssignmentsRequest{SessionId: id})
-		if err != nil {
-			return fmt.Errorf("open assignments: %w", err)
-		}
-		var parts agent.CompleteParts
-		for {
-			m, err := as.Recv()
-			if err != nil {
-				return endOf("assignments", err)
-			}
-			if m = parts.Add(m); m != nil {
-				n.sim.running.Add(n.replicas.apply(m))
-			}
-		}
-	})
-	// Heartbeats and status reports share one goroutine: what the
-	// manager sees is the same, and 5 000 nodes cost fewer goroutines.
-	g.Go(func() error {
-		send := func(updates []*api.TaskStatusUpdate) error {
-			_, err := client.UpdateTaskStatus(ctx, &api.UpdateTaskStatusRequest{SessionId: id, Updates: updates})
-			if err != nil {
-				return fmt.Errorf("update task status: %w", err)
-			}
-			n.sim.reports.Add(int64(len(updates)))
-			return nil
-		}
-		beat := time.NewTimer(time.Duration(period.Load()))
-		defer beat.Stop()
-		var paced <-chan time.Time
-		for {
-			wake := n.replicas.wake
-			if paced != nil {
-				wake = nil // wait out the interval first
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-paced:
-				paced = nil
-				continue
-			case <-wake:
-			case <-beat.C:
-				p := time.Duration(period.Load())
-				hctx, cancel := context.WithTimeout(ctx, p)
-				resp, err := client.Heartbeat(hctx, &api.HeartbeatRequest{SessionId: id})
-				cancel()
-				if err != nil {
-					return fmt.Errorf("heartbeat: %w", err)
-				}
-				if rp := resp.GetPeriod().AsDuration(); rp > 0 {
-					period.Store(int64(rp))
-					p = rp
-				}
-				beat.Reset(p)
-				continue
-			}
-			updates := n.replicas.batch()
-			if len(updates) == 0 {
-				continue
-			}
-			if err := send(updates); err != nil {
-				n.replicas.poke() // the next session sends them at once
-				return err
-			}
-			n.replicas.accepted(updates)
-			paced = time.After(n.sim.o.statusInterval)
-		}
-	})
-	return true, g.Wait()
-}
-
-func periodOf(d *durationpb.Duration) time.Duration {
-	if p := d.AsDuration(); p > 0 {
-		return p
-	}
-	return 5 * time.Second
-}
-
-// endOf names why a stream from the dispatcher ended.
-func endOf(name string, err error) error {
-	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s stream: closed by the dispatcher", name)
-	}
-	return fmt.Errorf("%s stream: %w", name, err)
+	return err
 }

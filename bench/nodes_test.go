@@ -59,6 +59,13 @@ func TestSimulatedNodesJoinRunAndReturn(t *testing.T) {
 	if got := first.sim.running.Load(); got != replicas {
 		t.Errorf("the simulator counts %d replicas running, want %d", got, replicas)
 	}
+	// Each replica's RUNNING went in a status report the dispatcher took.
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if got := first.sim.reports.Load(); got < replicas {
+			return fmt.Errorf("the simulator counts %d statuses reported, want at least %d", got, replicas)
+		}
+		return nil
+	})
 
 	// Gone: with a 300 ms heartbeat period, the manager marks the nodes
 	// down within a second or so.
