@@ -164,9 +164,9 @@ func (p *Process) Start(ctx context.Context) (string, error) {
 			return m, nil
 		default:
 		}
-		return "", fmt.Errorf("%s %w before it logged %q: %v", spec.Name, ErrExited, spec.Ready, p.ExitErr())
+		return "", fmt.Errorf("%s %w before it was ready: %v", spec.Name, ErrExited, p.ExitErr())
 	case <-ctx.Done():
-		return "", fmt.Errorf("%s did not log %q: %w", spec.Name, spec.Ready, ctx.Err())
+		return "", fmt.Errorf("%s did not log that it is ready: %w", spec.Name, ctx.Err())
 	}
 }
 
