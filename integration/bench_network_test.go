@@ -101,7 +101,7 @@ func setUpNetBench(t testing.TB) *netBench {
 	gw, _, _ := net.SplitHostPort(nb.dnsAddr)
 	nb.echoAddr = net.JoinHostPort(gw, fmt.Sprint(benchPort))
 	echoUDPIn(t, nb.w1NS, nb.echoAddr)
-	nb.w1Pid, nb.w2Pid = c.byName("w1").cmd.Process.Pid, c.byName("w2").cmd.Process.Pid
+	nb.w1Pid, nb.w2Pid = c.byName("w1").pid(), c.byName("w2").pid()
 	nb.rulesTable = netview.TableName(c.nodeIDs["w1"])
 	// Ready when web resolves from the client and both paths answer.
 	eventually(t, 10*time.Second, func() error {

@@ -1,20 +1,16 @@
 package integration
 
 import (
-	"bytes"
-	"fmt"
+	"context"
+	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
-	"github.com/jaco-project/jaco/internal/stackdump"
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // Deadlines of a daemon's lifecycle. Generous because -race binaries on a
@@ -37,11 +33,7 @@ type daemon struct {
 	addr    string
 	flags   []string // more jacod flags, for every start
 	logPath string
-	starts  int
-
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd has been waited for
-	waitErr error         // cmd.Wait's error, set before exited is closed
+	p       *testcluster.Process
 }
 
 // startDaemon starts jacod named name on a fresh data dir, with flags
@@ -63,6 +55,13 @@ func startDaemonAt(t testing.TB, name, dir, addr string, flags ...string) *daemo
 		flags:   flags,
 		logPath: filepath.Join(t.TempDir(), "jacod.log"),
 	}
+	// The harness's process (internal/testcluster): output to the log,
+	// dead with this test process, started until it logs that it serves,
+	// which names the bound TCP address.
+	d.p = testcluster.NewProcess(testcluster.Spec{
+		Name: "jacod " + name, Path: jacodBin, Env: testEnv(),
+		Log: d.logPath, Harness: "integration", Ready: testcluster.ServingLine,
+	})
 	// Cleanups run last registered first: stop the process, then show its
 	// log if anything failed (including the stop itself).
 	t.Cleanup(d.dumpLogOnFailure)
@@ -71,68 +70,39 @@ func startDaemonAt(t testing.TB, name, dir, addr string, flags ...string) *daemo
 	return d
 }
 
-// servingLine is jacod's "ready to serve" log line, in the text or the
-// JSON format; it names the bound TCP address, which is how the test
-// learns a port the kernel picked.
-var servingLine = regexp.MustCompile(`msg="jacod serving".* listen=(\S+)|"msg":"jacod serving".*"listen":"([^"]+)"`)
-
 func (d *daemon) start() {
 	t := d.t
 	t.Helper()
-	d.starts++
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	d.p.SetArgs(append([]string{"--data-dir", d.dir, "--listen-addr", d.addr, "--node-name", d.name}, d.flags...)...)
+	ctx, cancel := within(startTimeout)
+	defer cancel()
+	addr, err := d.p.Start(ctx)
+	switch {
+	case errors.Is(err, testcluster.ErrExited):
+		t.Fatalf("jacod exited before serving: %v", d.p.ExitErr())
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Fatalf("jacod did not log %q within %v", "jacod serving", startTimeout)
+	case err != nil:
 		t.Fatal(err)
 	}
-	fmt.Fprintf(logf, "=== integration: start %d of jacod %s at %s\n", d.starts, d.name, time.Now().Format(time.RFC3339Nano))
-	w := &logWatch{file: logf, addr: make(chan string, 1)}
-	args := append([]string{"--data-dir", d.dir, "--listen-addr", d.addr, "--node-name", d.name}, d.flags...)
-	cmd := exec.Command(jacodBin, args...)
-	cmd.Env = testEnv()
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start jacod: %v", err)
+	if d.addr != "127.0.0.1:0" && addr != d.addr {
+		t.Fatalf("restarted jacod listens on %s, asked for %s", addr, d.addr)
 	}
-	d.cmd, d.exited = cmd, make(chan struct{})
-	go func(exited chan struct{}) {
-		// Wait returns once the output is copied, so the log is complete.
-		d.waitErr = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}(d.exited)
-
-	select {
-	case addr := <-w.addr:
-		if d.addr != "127.0.0.1:0" && addr != d.addr {
-			t.Fatalf("restarted jacod listens on %s, asked for %s", addr, d.addr)
-		}
-		d.addr = addr
-	case <-d.exited:
-		t.Fatalf("jacod exited before serving: %v", d.waitErr)
-	case <-time.After(startTimeout):
-		t.Fatalf("jacod did not log %q within %v", "jacod serving", startTimeout)
-	}
+	d.addr = addr
 }
 
 // running reports whether the process has not exited yet.
-func (d *daemon) running() bool {
-	select {
-	case <-d.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (d *daemon) running() bool { return d.p.Running() }
+
+// pid is the daemon's process id; 0 when it does not run.
+func (d *daemon) pid() int { return d.p.Pid() }
 
 // kill SIGKILLs the daemon, as a crash or power loss would stop it.
 func (d *daemon) kill() {
 	d.t.Helper()
-	if !d.running() {
-		d.t.Fatal("kill: jacod is not running")
+	if err := d.p.Kill(); err != nil {
+		d.t.Fatal(err)
 	}
-	_ = d.cmd.Process.Kill()
-	<-d.exited
 }
 
 // stop SIGTERMs the daemon and requires it to exit cleanly in time; after
@@ -143,15 +113,10 @@ func (d *daemon) stop() {
 	if !d.running() {
 		return
 	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-		if d.waitErr != nil {
-			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, d.waitErr)
-		}
-	case <-time.After(stopTimeout):
-		stackdump.QuitThenKill(d.cmd.Process, d.exited)
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stackdump.Condense(d.log()))
+	if err := d.p.Stop(stopTimeout); err != nil {
+		t.Error(err)
+	} else if err := d.p.ExitErr(); err != nil {
+		t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit", d.name, err)
 	}
 }
 
@@ -198,42 +163,6 @@ func (d *daemon) jaco(args ...string) result {
 // jacoTCP runs the CLI against this daemon's TCP address with token.
 func (d *daemon) jacoTCP(token string, args ...string) result {
 	return jaco([]string{"JACO_TOKEN=" + token}, append([]string{"--server", d.addr}, args...)...)
-}
-
-// logWatch copies a daemon's output to its log file and hands over the
-// address in the first serving line it sees.
-type logWatch struct {
-	mu      sync.Mutex
-	file    *os.File
-	partial []byte
-	addr    chan string // buffered, receives at most one value
-	found   bool
-}
-
-func (w *logWatch) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, err := w.file.Write(p); err != nil {
-		return 0, err
-	}
-	if w.found {
-		return len(p), nil
-	}
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		line := w.partial[:i]
-		w.partial = w.partial[i+1:]
-		if m := servingLine.FindSubmatch(line); m != nil {
-			w.addr <- string(m[1]) + string(m[2]) // one of them is empty
-			w.found, w.partial = true, nil
-			break
-		}
-	}
-	return len(p), nil
 }
 
 // socket is the daemon's trusted local socket, where docs/design.md §12 puts it.

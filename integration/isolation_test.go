@@ -179,9 +179,9 @@ func dialFromReplica(from replicaNet, addr string) error {
 //
 // A thread that cannot move back stays locked to this goroutine and ends
 // with it (moving back cannot fail for a root process holding the original
-// namespace open). The thread must not be left to die otherwise: the
-// harness starts daemons with Pdeathsig, which the kernel ties to the
-// thread that forked them, so ending a thread can SIGKILL a daemon.
+// namespace open). Ending a thread is harmless to the daemons, although
+// the kernel ties their Pdeathsig to the thread that forked them:
+// internal/testcluster forks each from a thread of its own.
 func inNetns(path string, f func() error) error {
 	runtime.LockOSThread()
 	restored := false

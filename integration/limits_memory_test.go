@@ -55,7 +55,7 @@ func TestLeaderMemoryUnderOversizedRequests(t *testing.T) {
 		{"node", "update", "--label-add", "big=" + strings.Repeat("v", 100_000), "m"},
 		append(many, "m"),
 	}
-	before, err := rssBytes(m.cmd.Process.Pid)
+	before, err := rssBytes(m.pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestLeaderMemoryUnderOversizedRequests(t *testing.T) {
 			case <-stop:
 				return
 			case <-tick.C:
-				if rss, err := rssBytes(m.cmd.Process.Pid); err == nil {
+				if rss, err := rssBytes(m.pid()); err == nil {
 					mu.Lock()
 					peak = max(peak, rss)
 					mu.Unlock()

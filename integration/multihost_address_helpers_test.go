@@ -20,19 +20,6 @@ import (
 	"github.com/jaco-project/jaco/internal/datadir"
 )
 
-// spareIP hands out the next address of the hub's pool without a host:
-// a second address for a host that moves.
-func (h *hub) spareIP(t testing.TB) string {
-	t.Helper()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.lastIP >= 126 {
-		t.Fatal("hub address pool 198.18.0.1-126 exhausted")
-	}
-	h.lastIP++
-	return fmt.Sprintf("198.18.0.%d", h.lastIP)
-}
-
 // moveManager gives d's host a new address, stops d and starts it again
 // listening on and advertising that address, on the same data dir: the
 // same node, restarted with a new --advertise-addr. It returns the old
@@ -46,11 +33,11 @@ func (c *mcluster) moveManager(t testing.TB, d *nsDaemon) (old string) {
 	if r := d.host.exec(nil, "sysctl", "-q", "-w", "net.ipv4.conf.eth0.promote_secondaries=1"); r.err() != nil {
 		t.Fatal(r.err())
 	}
-	ipCmd(t, "-n", d.host.ns, "addr", "add", ip+"/25", "dev", "eth0")
+	d.host.runIP(t, "addr", "add", ip+"/25", "dev", "eth0")
 	// The machine now lives at its new address: connections it opens
 	// leave from there, as on a host that was given a new main address.
 	// (Ones opened from the old address would hang once it is removed.)
-	ipCmd(t, "-n", d.host.ns, "route", "replace", "198.18.0.0/25", "dev", "eth0", "proto", "kernel", "scope", "link", "src", ip)
+	d.host.runIP(t, "route", "replace", "198.18.0.0/25", "dev", "eth0", "proto", "kernel", "scope", "link", "src", ip)
 	old = d.addr()
 	d.stop(t)
 	d.at = net.JoinHostPort(ip, strconv.Itoa(jacodPort))
@@ -66,7 +53,7 @@ func dropAddress(t testing.TB, d *nsDaemon, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ipCmd(t, "-n", d.host.ns, "addr", "del", ip+"/25", "dev", "eth0")
+	d.host.runIP(t, "addr", "del", ip+"/25", "dev", "eth0")
 }
 
 // writeFailure is one write the writer saw refused or unanswered.

@@ -6,20 +6,19 @@ package integration
 // they expect, and its log.
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/jaco-project/jaco/internal/containerdtest"
-	"github.com/jaco-project/jaco/internal/stackdump"
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // nsDaemon is a jacod running inside a host's namespace, listening on
@@ -39,10 +38,7 @@ type nsDaemon struct {
 	logPath string
 	starts  int
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed once cmd has been waited for
-	waitErr error         // cmd.Wait's error, set before exited is closed
-	paused  bool
+	p *testcluster.Process // nil until the first start
 	// ended is set when the test ends the process (kill, stop) or lets
 	// it exit (allowExit, expectExit). A daemon that exits otherwise has
 	// crashed, and its test fails even if no assertion touched it.
@@ -91,55 +87,37 @@ func (d *nsDaemon) addr() string {
 func (d *nsDaemon) start(t testing.TB) {
 	t.Helper()
 	d.starts++
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(logf, "=== integration: start %d of jacod %s in %s at %s\n", d.starts, d.name, d.host.ns, time.Now().Format(time.RFC3339Nano))
-	w := &logWatch{file: logf, addr: make(chan string, 1)}
-	// nsenter --net, not `ip netns exec`: the latter also gives jacod a
-	// mount namespace of its own, and the network namespaces the containerd
-	// runtime bind-mounts for replicas must be visible to containerd and
-	// runc in the machine's.
-	args := []string{"--net=/var/run/netns/" + d.host.ns}
-	if d.dropNetAdmin {
-		// util-linux's setpriv, which execs jacod in turn: root keeps
-		// every other capability across the exec, this one it cannot.
-		args = append(args, "setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", "--")
-	}
-	args = append(append(args, jacodBin,
-		"--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name), d.flags...)
-	cmd := exec.Command("nsenter", args...)
-	cmd.Env = testEnv()
-	cmd.Stdout, cmd.Stderr = w, w
-	// If this test process dies without its cleanups (a -timeout panic),
-	// the kernel kills the daemon rather than leaving it to run forever.
-	// nsenter execs jacod, and the setting survives the exec.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatalf("start jacod %s: %v", d.name, err)
-	}
-	d.cmd, d.exited, d.paused, d.ended = cmd, make(chan struct{}), false, false
-	go func(exited chan struct{}) {
-		d.waitErr = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}(d.exited)
-
-	select {
-	case addr := <-w.addr:
-		if addr != d.addr() {
-			t.Fatalf("jacod %s listens on %s, asked for %s", d.name, addr, d.addr())
+	if d.p == nil {
+		var wrap []string
+		if d.dropNetAdmin {
+			// util-linux's setpriv, which execs jacod in turn: root keeps
+			// every other capability across the exec, this one it cannot.
+			wrap = []string{"setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", "--"}
 		}
-	case <-d.exited:
+		d.p = testcluster.NewProcess(testcluster.Spec{
+			Name: "jacod " + d.name, Path: jacodBin, Wrap: wrap, Env: testEnv(),
+			Host: d.host.h, Log: d.logPath, Harness: "integration", Ready: testcluster.ServingLine,
+		})
+	}
+	d.p.SetArgs(append([]string{"--data-dir", d.dir, "--listen-addr", d.addr(), "--advertise-addr", d.addr(), "--node-name", d.name}, d.flags...)...)
+	d.ended = false
+	ctx, cancel := within(startTimeout)
+	defer cancel()
+	addr, err := d.p.Start(ctx)
+	switch {
+	case errors.Is(err, testcluster.ErrExited):
 		// Its output first, the reason last and on a line of its own: a
 		// reason heading the whole log reads as one more log dump.
 		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, d.lastOutput())
-		t.Fatalf("jacod %s exited before serving (start %d): %v", d.name, d.starts, d.waitErr)
-	case <-time.After(startTimeout):
+		t.Fatalf("jacod %s exited before serving (start %d): %v", d.name, d.starts, d.p.ExitErr())
+	case errors.Is(err, context.DeadlineExceeded):
 		t.Logf("jacod %s, start %d, output so far:\n%s", d.name, d.starts, d.lastOutput())
 		t.Fatalf("jacod %s did not log %q within %v of start %d", d.name, "jacod serving", startTimeout, d.starts)
+	case err != nil:
+		t.Fatal(err)
+	}
+	if addr != d.addr() {
+		t.Fatalf("jacod %s listens on %s, asked for %s", d.name, addr, d.addr())
 	}
 	// The signals the tests send go to this pid: it must be jacod itself
 	// (nsenter exec'd it), in the host's namespace.
@@ -149,32 +127,14 @@ func (d *nsDaemon) start(t testing.TB) {
 }
 
 // checkProcess verifies that the pid we hold is jacod, running in the
-// host's network namespace.
+// host's network namespace, without CAP_NET_ADMIN when started so.
 func (d *nsDaemon) checkProcess() error {
-	pid := d.cmd.Process.Pid
-	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	if err != nil {
-		return fmt.Errorf("jacod %s: %v", d.name, err)
-	}
-	want, err := filepath.EvalSymlinks(jacodBin)
-	if err != nil {
+	if err := d.p.Verify(); err != nil {
 		return err
-	}
-	if exe != want {
-		return fmt.Errorf("pid %d of jacod %s runs %s, want %s (did `ip netns exec` not exec?)", pid, d.name, exe, want)
-	}
-	var got, ns syscall.Stat_t
-	if err := syscall.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &got); err != nil {
-		return err
-	}
-	if err := syscall.Stat("/var/run/netns/"+d.host.ns, &ns); err != nil {
-		return err
-	}
-	if got.Ino != ns.Ino || got.Dev != ns.Dev {
-		return fmt.Errorf("jacod %s (pid %d) is not in network namespace %s", d.name, pid, d.host.ns)
 	}
 	if d.dropNetAdmin {
-		has, err := hasCapability(pid, unix.CAP_NET_ADMIN)
+		pid := d.p.Pid()
+		has, err := testcluster.HasCapability(pid, unix.CAP_NET_ADMIN)
 		if err != nil {
 			return err
 		}
@@ -185,32 +145,15 @@ func (d *nsDaemon) checkProcess() error {
 	return nil
 }
 
-// hasCapability reports whether capability bit c is in pid's effective set.
-func hasCapability(pid, c int) (bool, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return false, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			set, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("CapEff of pid %d: %w", pid, err)
-			}
-			return set&(1<<c) != 0, nil
-		}
-	}
-	return false, fmt.Errorf("/proc/%d/status has no CapEff line", pid)
-}
-
 // running reports whether the process has not exited yet.
-func (d *nsDaemon) running() bool {
-	select {
-	case <-d.exited:
-		return false
-	default:
-		return true
+func (d *nsDaemon) running() bool { return d.p != nil && d.p.Running() }
+
+// pid is the daemon's process id; 0 when it does not run.
+func (d *nsDaemon) pid() int {
+	if d.p == nil {
+		return 0
 	}
+	return d.p.Pid()
 }
 
 // kill SIGKILLs the daemon, as a crash or power loss would stop it.
@@ -220,89 +163,62 @@ func (d *nsDaemon) kill(t testing.TB) {
 		t.Fatalf("kill: jacod %s is not running", d.name)
 	}
 	d.ended = true
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exited
-	d.paused = false
+	if err := d.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
 }
+
+// signalTimeout bounds how long the kernel takes to show a pause or a
+// resume acted.
+const signalTimeout = 5 * time.Second
 
 // pause SIGSTOPs the daemon: it keeps its sockets, so peers see a member
 // that accepts connections and never answers, like a hung machine.
 func (d *nsDaemon) pause(t testing.TB) {
 	t.Helper()
-	d.signalAndWait(t, syscall.SIGSTOP, func(state byte) bool { return state == 'T' })
-	d.paused = true
+	if !d.running() {
+		t.Fatalf("SIGSTOP: jacod %s is not running", d.name)
+	}
+	ctx, cancel := within(signalTimeout)
+	defer cancel()
+	if err := d.p.Pause(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // resume SIGCONTs a paused daemon.
 func (d *nsDaemon) resume(t testing.TB) {
 	t.Helper()
-	d.signalAndWait(t, syscall.SIGCONT, func(state byte) bool { return state != 'T' })
-	d.paused = false
-}
-
-// signalAndWait sends sig and waits until the kernel shows the process in a
-// state ok accepts, so the test goes on only once the signal has acted.
-func (d *nsDaemon) signalAndWait(t testing.TB, sig syscall.Signal, ok func(state byte) bool) {
-	t.Helper()
 	if !d.running() {
-		t.Fatalf("%v: jacod %s is not running", sig, d.name)
+		t.Fatalf("SIGCONT: jacod %s is not running", d.name)
 	}
-	if err := d.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%v jacod %s: %v", sig, d.name, err)
+	ctx, cancel := within(signalTimeout)
+	defer cancel()
+	if err := d.p.Resume(ctx); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() error {
-		state, err := procState(d.cmd.Process.Pid)
-		if err != nil {
-			return err
-		}
-		if !ok(state) {
-			return fmt.Errorf("jacod %s is in state %c after %v", d.name, state, sig)
-		}
-		return nil
-	})
-}
-
-// procState returns the state letter of /proc/pid/stat (R, S, T, ...).
-func procState(pid int) (byte, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// "pid (comm) S ...": comm may hold spaces, so look after the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, b)
-	}
-	return b[i+2], nil
 }
 
 // stop SIGTERMs the daemon (resuming it first if paused) and requires a
 // clean exit in time; after stopTimeout it is SIGKILLed and t fails.
 func (d *nsDaemon) stop(t testing.TB) {
 	t.Helper()
+	if d.p == nil {
+		return // never started
+	}
 	if !d.running() {
 		if !d.ended {
 			d.ended = true // report it once
-			t.Errorf("jacod %s exited by itself (%v) before the test stopped it; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
+			t.Errorf("jacod %s exited by itself (%v) before the test stopped it; its last output:\n%s", d.name, d.p.ExitErr(), d.lastOutput())
 		}
 		return
 	}
 	allowed := d.ended // allowExit: the daemon may be exiting with an error
 	d.ended = true
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	if d.paused {
-		// A stopped process keeps SIGTERM pending until it runs again.
-		_ = d.cmd.Process.Signal(syscall.SIGCONT)
-		d.paused = false
-	}
-	select {
-	case <-d.exited:
-		if d.waitErr != nil && !allowed {
-			t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, d.waitErr, d.lastOutput())
-		}
-	case <-time.After(stopTimeout):
-		stackdump.QuitThenKill(d.cmd.Process, d.exited)
-		t.Errorf("jacod %s did not stop within %v of SIGTERM; killed; the stacks it waited in:\n%s", d.name, stopTimeout, stackdump.Condense(d.log()))
+	if err := d.p.Stop(stopTimeout); err != nil {
+		t.Error(err)
+	} else if err := d.p.ExitErr(); err != nil && !allowed {
+		t.Errorf("jacod %s exited with %v after SIGTERM, want a clean exit; its last output:\n%s", d.name, err, d.lastOutput())
 	}
 }
 
@@ -318,8 +234,8 @@ func (d *nsDaemon) expectExit(t testing.TB, timeout time.Duration) error {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case <-d.exited:
-		return d.waitErr
+	case <-d.p.Exited():
+		return d.p.ExitErr()
 	case <-timer.C:
 		t.Fatalf("jacod %s still runs %v later; want it to exit", d.name, timeout)
 		return nil
@@ -399,9 +315,12 @@ func (d *nsDaemon) dumpLogOnFailure(t testing.TB) {
 
 // logSince returns what the daemon logged since its latest start.
 func (d *nsDaemon) logSince() string {
-	l := d.log()
-	if i := strings.LastIndex(l, "=== integration: start "); i >= 0 {
-		return l[i:]
+	if d.p == nil {
+		return d.log()
+	}
+	l, err := d.p.LogSince()
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
 	}
 	return l
 }

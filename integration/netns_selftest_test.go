@@ -5,24 +5,22 @@ package integration
 // have failed in jaco rather than in the harness.
 
 import (
-	"os/exec"
-	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // namespaceExists reports whether `ip netns list` shows ns.
 func namespaceExists(t testing.TB, ns string) bool {
 	t.Helper()
-	out, err := exec.Command("ip", "netns", "list").Output()
+	ctx, cancel := netnsCtx()
+	defer cancel()
+	ok, err := testcluster.NamespaceExists(ctx, ns)
 	if err != nil {
-		t.Fatalf("ip netns list: %v", err)
+		t.Fatal(err)
 	}
-	return slices.ContainsFunc(strings.Split(string(out), "\n"), func(line string) bool {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		return name == ns
-	})
+	return ok
 }
 
 // TestNetnsHarness checks the harness itself, so a multi-host test that
@@ -68,7 +66,7 @@ func TestNetnsHarness(t *testing.T) {
 		return
 	}
 	if d.running() {
-		t.Errorf("jacod (pid %d) still runs after its test ended", d.cmd.Process.Pid)
+		t.Errorf("jacod (pid %d) still runs after its test ended", d.pid())
 	}
 	for _, ns := range namespaces {
 		if namespaceExists(t, ns) {

@@ -24,7 +24,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/jaco-project/jaco/internal/ociimage"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/testenv"
 )
 
@@ -228,20 +228,18 @@ auth:
     path: %s
 `, filepath.Join(dir, "storage"), r.server, certFile, keyFile, htpasswd))
 
-	var logs bytes.Buffer
-	cmd := exec.Command("ip", "netns", "exec", hs.ns, "docker-registry", "serve", config)
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start docker-registry: %v", err)
+	p := testcluster.NewProcess(testcluster.Spec{
+		Name: "docker-registry", Path: "docker-registry", Args: []string{"serve", config},
+		Host: hs.h, Log: filepath.Join(dir, "registry.log"), Harness: "integration",
+	})
+	if _, err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
+		_ = p.Kill()
 		if t.Failed() {
-			t.Logf("docker-registry's log:\n%s", logs.String())
+			log, err := p.Log()
+			t.Logf("docker-registry's log (%v):\n%s", err, log)
 		}
 	})
 	// Up once /v2/ asks for credentials.

@@ -351,11 +351,11 @@ func TestBackupThroughFollowerLosingLeader(t *testing.T) {
 
 	// A stopped leader holds the forwarded stream open; the follower, not
 	// a voter (the voter set stays odd), keeps it as its leader.
-	if err := leader.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := leader.p.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	// Should the test end early, let the leader take its SIGTERM.
-	t.Cleanup(func() { _ = leader.cmd.Process.Signal(syscall.SIGCONT) })
+	t.Cleanup(func() { _ = leader.p.Signal(syscall.SIGCONT) })
 	file := filepath.Join(t.TempDir(), "cluster.backup")
 	done := make(chan result, 1)
 	go func() { done <- follower.jaco("backup", "-o", file, "-q") }()
