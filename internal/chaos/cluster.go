@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -27,7 +27,8 @@ const (
 
 // cluster is the run's managers, formed through join tokens.
 type cluster struct {
-	net     *network
+	// hub is the run's network: one host per member (internal/testcluster).
+	hub     *testcluster.Hub
 	members []*member
 	jaco    string
 	// status asks each member about the cluster, over its socket.
@@ -42,23 +43,22 @@ type cluster struct {
 // inits the cluster and the others join through it. It returns once every
 // member names the same leader and all n are voters.
 func formCluster(ctx context.Context, bins Binaries, dir string, n int, setup setup) (_ *cluster, err error) {
-	nw, err := newNetwork(ctx, n)
+	hub, err := testcluster.NewHub(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{net: nw, jaco: bins.Jaco}
+	c := &cluster{hub: hub, jaco: bins.Jaco}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.close(context.WithoutCancel(ctx)))
 		}
 	}()
-	for i, hs := range nw.hosts {
-		name := fmt.Sprintf("m%d", i+1)
-		c.members = append(c.members, &member{
-			name: name, host: hs, jacod: bins.Jacod, flags: setup.flags,
-			dir:     filepath.Join(dir, name),
-			logPath: filepath.Join(dir, name+".log"),
-		})
+	for i := range n {
+		hs, err := hub.AddHost(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.members = append(c.members, newMember(fmt.Sprintf("m%d", i+1), hs, bins.Jacod, dir, setup.flags))
 	}
 	if setup.smallDisks {
 		for _, m := range c.members {
@@ -112,7 +112,7 @@ func (c *cluster) cli(ctx context.Context, m *member, args ...string) (string, e
 	ctx, cancel := context.WithTimeout(ctx, cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.jaco, append([]string{"--data-dir", m.dir}, args...)...)
-	cmd.Env = daemonEnv()
+	cmd.Env = testcluster.Environ()
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -215,7 +215,7 @@ func (c *cluster) crashes() error {
 	return errors.Join(errs...)
 }
 
-// close stops every member and deletes the network.
+// close stops every member and deletes the hub.
 func (c *cluster) close(ctx context.Context) error {
 	var errs []error
 	for _, conn := range c.conns {
@@ -227,7 +227,7 @@ func (c *cluster) close(ctx context.Context) error {
 		}
 		errs = append(errs, m.unmountDisk(ctx))
 	}
-	return errors.Join(append(errs, c.net.close(ctx))...)
+	return errors.Join(append(errs, c.hub.Close(ctx))...)
 }
 
 // raceReport is what a daemon built with -race prints on a data race.

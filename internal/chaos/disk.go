@@ -35,6 +35,7 @@ func (m *member) mountDisk(ctx context.Context) error {
 		return fmt.Errorf("mount a tmpfs for %s: %w: %s", m.name, err, strings.TrimSpace(string(out)))
 	}
 	m.dir = filepath.Join(m.disk, "data")
+	m.setArgs()
 	return nil
 }
 
@@ -109,9 +110,7 @@ func fullDiskFollower(ctx context.Context, c *cluster, rng *rand.Rand) (fault, e
 				}
 				return nil
 			}
-			m.mu.Lock()
-			exited = fmt.Sprintf("; %s exited (%v), restarted", m.name, m.waitErr)
-			m.mu.Unlock()
+			exited = fmt.Sprintf("; %s exited (%v), restarted", m.name, m.p.ExitErr())
 			return m.start(ctx)
 		},
 		after: func() string { return exited },

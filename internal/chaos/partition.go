@@ -1,6 +1,7 @@
 package chaos
 
-// Faults on the network: nftables drop rules inside a host's namespace.
+// Faults on the network: nftables drop rules inside a host's namespace
+// (internal/testcluster writes them).
 
 import (
 	"context"
@@ -8,18 +9,20 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // split cuts every member in a off from every member in b. Dropping on
 // one side cuts both directions, so only a's hosts get rules; clients,
 // on the sockets, still reach every member.
 func split(ctx context.Context, c *cluster, a, b []int) (fault, error) {
-	var bHosts []*host
+	var bHosts []*testcluster.Host
 	for _, j := range b {
 		bHosts = append(bHosts, c.members[j].host)
 	}
 	for _, i := range a {
-		if err := c.members[i].host.cut(ctx, bHosts); err != nil {
+		if err := c.members[i].host.Partition(ctx, bHosts...); err != nil {
 			return fault{}, err
 		}
 	}
@@ -28,7 +31,7 @@ func split(ctx context.Context, c *cluster, a, b []int) (fault, error) {
 		heal: func(ctx context.Context) error {
 			var errs []error
 			for _, i := range a {
-				errs = append(errs, c.members[i].host.heal(ctx))
+				errs = append(errs, c.members[i].host.Heal(ctx))
 			}
 			return errors.Join(errs...)
 		},
