@@ -1,6 +1,10 @@
 package main
 
-import "context"
+import (
+	"context"
+
+	"github.com/jaco-project/jaco/internal/testcluster"
+)
 
 // writeFunc makes one write and returns once it is acknowledged.
 type writeFunc func(ctx context.Context) error
@@ -16,6 +20,9 @@ type cluster interface {
 	memberName(i int) string
 	// pids are the running members' process ids (0 for a stopped one).
 	pids() []int
+	// proc is member i's process, for the faults the failover benchmark
+	// sends it.
+	proc(i int) *testcluster.Process
 	// leader returns the index of the member every live member agrees
 	// leads; an error while they do not agree.
 	leader(ctx context.Context) (int, error)

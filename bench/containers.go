@@ -39,6 +39,7 @@ import (
 
 	"github.com/jaco-project/jaco/internal/containerdtest"
 	"github.com/jaco-project/jaco/internal/ociimage"
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // isolatedNetnsEnv marks the re-run inside the private network namespace.
@@ -139,7 +140,7 @@ func runContainers(o containersOpts, floors string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	defer stopAll()
+	defer testcluster.KillAll()
 	return measureContainers(ctx, o)
 }
 

@@ -8,9 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/client"
@@ -20,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	jclient "github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -61,12 +60,10 @@ type jacoResult struct {
 type jacoNode struct {
 	o    containersOpts
 	dir  string
-	p    *proc
+	p    *testcluster.Process
 	m    *jacoMember
 	cl   *jclient.Client
 	ctrd *client.Client // the node's containerd namespace, to see containers go
-	// release lets the thread that started jacod end (after jacod).
-	release func()
 }
 
 func startJacoNode(ctx context.Context, o containersOpts, address, archive string) (*jacoNode, error) {
@@ -83,11 +80,12 @@ func startJacoNode(ctx context.Context, o containersOpts, address, archive strin
 		"--data-dir", n.dir, "--listen-addr", addr, "--node-name", "bench",
 		"--containerd-address", address, "--container-subnet", jacoSubnet)
 	n.m = &jacoMember{name: "bench", dir: n.dir, addr: addr, p: n.p}
-	release, err := startOnOwnThread(n.p)
-	if err != nil {
+	// The client floors' netns.NewNetNS ends the threads it locks; jacod
+	// survives that only because testcluster forks it from a thread of its
+	// own (Process.Start says why).
+	if err := startProc(n.p); err != nil {
 		return nil, err
 	}
-	n.release = release
 	if err := n.setup(ctx, address, archive); err != nil {
 		n.close()
 		return nil, err
@@ -150,39 +148,7 @@ func (n *jacoNode) close() {
 	if n.ctrd != nil {
 		n.ctrd.Close()
 	}
-	n.p.stop()
-	n.release()
-}
-
-// startOnOwnThread starts p from an OS thread kept alive until release is
-// called. The kernel sends the parent-death signal (SIGKILL, see proc)
-// when the thread that forked the child ends, not the process, and the
-// Go runtime ends threads a goroutine left locked: containerd's
-// netns.NewNetNS, which the client floors call, does exactly that. jacod
-// started from an ordinary goroutine was killed that way mid-run.
-func startOnOwnThread(p *proc) (release func(), err error) {
-	started := make(chan error, 1)
-	done := make(chan struct{})
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		started <- p.start()
-		<-done
-	}()
-	if err := <-started; err != nil {
-		close(done)
-		<-exited
-		return nil, err
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			close(done)
-			<-exited
-		})
-	}, nil
+	stopProc(n.p)
 }
 
 // measure creates a service of N replicas, waits until all run, reads
@@ -200,7 +166,7 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 		StopGracePeriod:  durationpb.New(100 * time.Millisecond),
 		AbortGracePeriod: durationpb.New(100 * time.Millisecond),
 	}
-	logOff := fileSize(n.p.log)
+	logOff := fileSize(n.p.LogPath())
 	t0 := time.Now()
 	resp, err := n.cl.Control.CreateService(ctx, &api.CreateServiceRequest{Spec: spec})
 	if err != nil {
@@ -253,7 +219,7 @@ func (n *jacoNode) measure(ctx context.Context, round int) (*jacoResult, error) 
 	res.SeenByWatch = summarize(fromSeen)
 	res.WatchLag = summarize(lag)
 	res.TotalS = last.Sub(t0).Seconds()
-	res.Phases, err = replicaPhases(n.p.log, logOff, t0, tasks)
+	res.Phases, err = replicaPhases(n.p.LogPath(), logOff, t0, tasks)
 	if err != nil {
 		log.Printf("containers: phases from the jacod log: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/jaco-project/jaco/ca/token"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/grpcflow"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -34,7 +35,7 @@ import (
 // would: it leads, in term 0, forever.
 type echoCluster struct {
 	socket string
-	p      *proc
+	p      *testcluster.Process
 }
 
 var _ cluster = (*echoCluster)(nil)
@@ -49,7 +50,7 @@ func newEchoCluster(ctx context.Context, root string, server []string) (*echoClu
 	c := &echoCluster{socket: filepath.Join(root, "echo.sock")}
 	args := append(server[1:len(server):len(server)], "--socket", c.socket)
 	c.p = newProc("echo", server[0], filepath.Join(root, "echo.log"), args...)
-	if err := c.p.start(); err != nil {
+	if err := startProc(c.p); err != nil {
 		return nil, err
 	}
 	if err := waitfor.Until(ctx, 10*time.Second, 50*time.Millisecond, c.healthy); err != nil {
@@ -62,14 +63,15 @@ func newEchoCluster(ctx context.Context, root string, server []string) (*echoClu
 func (c *echoCluster) system() string                      { return "echo" }
 func (c *echoCluster) size() int                           { return 1 }
 func (c *echoCluster) memberName(int) string               { return "echo" }
-func (c *echoCluster) pids() []int                         { return []int{c.p.pid()} }
+func (c *echoCluster) pids() []int                         { return []int{c.p.Pid()} }
+func (c *echoCluster) proc(int) *testcluster.Process       { return c.p }
 func (c *echoCluster) leader(context.Context) (int, error) { return 0, nil }
 func (c *echoCluster) term(context.Context) (uint64, error) {
 	return 0, nil
 }
-func (c *echoCluster) kill(int)          { c.p.kill() }
-func (c *echoCluster) restart(int) error { return c.p.start() }
-func (c *echoCluster) close()            { c.p.kill() }
+func (c *echoCluster) kill(int)          { _ = c.p.Kill() }
+func (c *echoCluster) restart(int) error { return startProc(c.p) }
+func (c *echoCluster) close()            { _ = c.p.Kill() }
 
 func (c *echoCluster) client() (*client.Client, error) {
 	return client.New(client.WithSocket(c.socket), client.WithoutRetry())

@@ -13,13 +13,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
 type etcdMember struct {
 	name, dir       string
 	clientURL, peer string
-	p               *proc
+	p               *testcluster.Process
 	memberID        uint64
 }
 
@@ -83,7 +84,7 @@ func newEtcdCluster(ctx context.Context, bin, root string, n int) (*etcdCluster,
 			"--initial-cluster-state", "new",
 			"--logger", "zap",
 		)
-		if err := m.p.start(); err != nil {
+		if err := startProc(m.p); err != nil {
 			c.close()
 			return nil, err
 		}
@@ -121,7 +122,7 @@ func (c *etcdCluster) status(ctx context.Context, m *etcdMember) (*clientv3.Stat
 // stopping at the first error (a failed status read, or fn's).
 func (c *etcdCluster) liveStatuses(ctx context.Context, fn func(m *etcdMember, s *clientv3.StatusResponse) error) error {
 	for _, m := range c.members {
-		if !m.p.running() {
+		if !m.p.Running() {
 			continue
 		}
 		s, err := c.status(ctx, m)
@@ -148,10 +149,12 @@ func (c *etcdCluster) system() string          { return "etcd" }
 func (c *etcdCluster) size() int               { return len(c.members) }
 func (c *etcdCluster) memberName(i int) string { return c.members[i].name }
 
+func (c *etcdCluster) proc(i int) *testcluster.Process { return c.members[i].p }
+
 func (c *etcdCluster) pids() []int {
 	out := make([]int, len(c.members))
 	for i, m := range c.members {
-		out[i] = m.p.pid()
+		out[i] = m.p.Pid()
 	}
 	return out
 }
@@ -231,16 +234,16 @@ func (c *etcdCluster) failoverWriter(ctx context.Context, _ int) (writeFunc, fun
 	}, func() { cl.Close() }, nil
 }
 
-func (c *etcdCluster) kill(i int) { c.members[i].p.kill() }
+func (c *etcdCluster) kill(i int) { _ = c.members[i].p.Kill() }
 
-func (c *etcdCluster) restart(i int) error { return c.members[i].p.start() }
+func (c *etcdCluster) restart(i int) error { return startProc(c.members[i].p) }
 
 // healthy also wants every member's applied raft index within 1000 of the
 // leader's: the restarted member has caught up.
 func (c *etcdCluster) healthy(ctx context.Context) error {
 	for _, m := range c.members {
-		if !m.p.running() {
-			return fmt.Errorf("%s is not running; see %s", m.name, m.p.log)
+		if !m.p.Running() {
+			return fmt.Errorf("%s is not running; see %s", m.name, m.p.LogPath())
 		}
 	}
 	li, err := c.leader(ctx)
@@ -277,6 +280,6 @@ func (c *etcdCluster) healthy(ctx context.Context) error {
 
 func (c *etcdCluster) close() {
 	for _, m := range c.members {
-		m.p.stop()
+		stopProc(m.p)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"path/filepath"
@@ -88,12 +87,10 @@ func (f fault) bringBack(c cluster, i int) error {
 	return signalMember(c, i, syscall.SIGCONT)
 }
 
+// signalMember sends sig to member i and returns at once: a pause is
+// timed from the signal, not from the kernel showing it acted.
 func signalMember(c cluster, i int, sig syscall.Signal) error {
-	pid := c.pids()[i]
-	if pid == 0 {
-		return fmt.Errorf("%s: %s is not running", sig, c.memberName(i))
-	}
-	if err := syscall.Kill(pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := c.proc(i).Signal(sig); err != nil {
 		return fmt.Errorf("%s to %s: %w", sig, c.memberName(i), err)
 	}
 	return nil

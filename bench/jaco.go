@@ -15,6 +15,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -30,7 +31,7 @@ type jacoMember struct {
 	name, dir, addr string
 	// metricsAddr is where the member serves its metrics ("" when off).
 	metricsAddr string
-	p           *proc
+	p           *testcluster.Process
 	nodeID      string
 }
 
@@ -74,7 +75,7 @@ func startJacods(ctx context.Context, bins jacoBins, root string, n int, withMet
 		c.members = append(c.members, m)
 	}
 	for _, m := range c.members {
-		if err := m.p.start(); err != nil {
+		if err := startProc(m.p); err != nil {
 			c.close()
 			return nil, err
 		}
@@ -181,8 +182,8 @@ func (c *jacoCluster) learnNodeID(ctx context.Context, m *jacoMember) error {
 // waitUp waits until m's socket answers.
 func (c *jacoCluster) waitUp(ctx context.Context, m *jacoMember) error {
 	return waitfor.Until(ctx, 30*time.Second, 50*time.Millisecond, func(ctx context.Context) error {
-		if !m.p.running() {
-			return fmt.Errorf("%s exited; see %s", m.name, m.p.log)
+		if !m.p.Running() {
+			return fmt.Errorf("%s exited; see %s", m.name, m.p.LogPath())
 		}
 		_, err := jacoStatus(ctx, m)
 		return err
@@ -222,7 +223,7 @@ func jacoStatus(ctx context.Context, m *jacoMember) (*api.ClusterStatusResponse,
 func (c *jacoCluster) term(ctx context.Context) (uint64, error) {
 	var term uint64
 	for _, m := range c.members {
-		if !m.p.running() {
+		if !m.p.Running() {
 			continue
 		}
 		s, err := jacoStatus(ctx, m)
@@ -238,10 +239,12 @@ func (c *jacoCluster) system() string          { return "jaco" }
 func (c *jacoCluster) size() int               { return len(c.members) }
 func (c *jacoCluster) memberName(i int) string { return c.members[i].name }
 
+func (c *jacoCluster) proc(i int) *testcluster.Process { return c.members[i].p }
+
 func (c *jacoCluster) pids() []int {
 	out := make([]int, len(c.members))
 	for i, m := range c.members {
-		out[i] = m.p.pid()
+		out[i] = m.p.Pid()
 	}
 	return out
 }
@@ -249,7 +252,7 @@ func (c *jacoCluster) pids() []int {
 func (c *jacoCluster) leader(ctx context.Context) (int, error) {
 	leaderID := ""
 	for _, m := range c.members {
-		if !m.p.running() {
+		if !m.p.Running() {
 			continue
 		}
 		s, err := jacoStatus(ctx, m)
@@ -373,14 +376,14 @@ func (c *jacoCluster) failoverWriter(ctx context.Context, skip int) (writeFunc, 
 	}, closeAll, nil
 }
 
-func (c *jacoCluster) kill(i int) { c.members[i].p.kill() }
+func (c *jacoCluster) kill(i int) { _ = c.members[i].p.Kill() }
 
-func (c *jacoCluster) restart(i int) error { return c.members[i].p.start() }
+func (c *jacoCluster) restart(i int) error { return startProc(c.members[i].p) }
 
 func (c *jacoCluster) healthy(ctx context.Context) error {
 	for _, m := range c.members {
-		if !m.p.running() {
-			return fmt.Errorf("%s is not running; see %s", m.name, m.p.log)
+		if !m.p.Running() {
+			return fmt.Errorf("%s is not running; see %s", m.name, m.p.LogPath())
 		}
 	}
 	if err := c.allVoters(ctx); err != nil {
@@ -406,6 +409,6 @@ func (c *jacoCluster) close() {
 		c.scrape = nil
 	}
 	for _, m := range c.members {
-		m.p.stop()
+		stopProc(m.p)
 	}
 }

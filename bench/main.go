@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // env is what every phase needs: binaries and the scratch directory.
@@ -247,7 +249,7 @@ func runCluster(c *clusterFlags) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	defer stopAll()
+	defer testcluster.KillAll()
 
 	for _, ph := range strings.Split(c.phases, ",") {
 		switch ph {

@@ -1,148 +1,47 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
-// proc is one server process (a jacod or an etcd) the benchmark started.
-// It can be killed and started again with the same arguments.
-type proc struct {
-	name string
-	bin  string
-	args []string
-	log  string // stdout and stderr, appended across restarts
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the current process has been reaped
+// newProc returns a server process of the benchmark (a jacod, an etcd,
+// the echo server): internal/testcluster's, which appends its output to
+// log across restarts and kills it when the benchmark dies. It gets a
+// process group of its own, so a Ctrl-C in the terminal reaches only the
+// benchmark, which then stops it.
+func newProc(name, bin, log string, args ...string) *testcluster.Process {
+	return testcluster.NewProcess(testcluster.Spec{
+		Name: name, Path: bin, Args: args, Log: log, Harness: "jaco-bench", OwnGroup: true,
+	})
 }
 
-// live holds every proc started, so that an interrupted run still ends
-// them all (see stopAll).
-var live struct {
-	sync.Mutex
-	procs map[*proc]bool
+// startProc starts p; servers are waited for by their clients, not by a
+// line of their output.
+func startProc(p *testcluster.Process) error {
+	_, err := p.Start(context.Background())
+	return err
 }
 
-func newProc(name, bin, log string, args ...string) *proc {
-	return &proc{name: name, bin: bin, args: args, log: log}
-}
+// stopTimeout is how long a server has to exit after SIGTERM.
+const stopTimeout = 10 * time.Second
 
-// start starts the process. It gets its own process group, so a Ctrl-C in
-// the terminal reaches only the benchmark, which then stops it, and
-// SIGKILL on the benchmark's death, so that nothing outlives it.
-func (p *proc) start() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd != nil {
-		return fmt.Errorf("%s is already running", p.name)
+// stopProc asks p to end (SIGTERM), then kills it after stopTimeout,
+// saying so.
+func stopProc(p *testcluster.Process) {
+	if err := p.Stop(stopTimeout); err != nil {
+		log.Printf("%v", err)
 	}
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(f, "\n=== %s: %s %s\n", time.Now().Format(time.RFC3339Nano), p.bin, strings.Join(p.args, " "))
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return fmt.Errorf("start %s: %w", p.name, err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		f.Close()
-		close(done)
-	}()
-	p.cmd, p.done = cmd, done
-	live.Lock()
-	if live.procs == nil {
-		live.procs = make(map[*proc]bool)
-	}
-	live.procs[p] = true
-	live.Unlock()
-	return nil
-}
-
-// pid is the running process's id, 0 when it is not running.
-func (p *proc) pid() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cmd == nil {
-		return 0
-	}
-	return p.cmd.Process.Pid
-}
-
-// signal sends sig and waits up to wait for the process to end; a process
-// still there then gets SIGKILL.
-func (p *proc) signal(sig syscall.Signal, wait time.Duration) {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.cmd, p.done = nil, nil
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(wait):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-	live.Lock()
-	delete(live.procs, p)
-	live.Unlock()
-}
-
-// kill sends SIGKILL and reaps the process.
-func (p *proc) kill() { p.signal(syscall.SIGKILL, 10*time.Second) }
-
-// stop asks the process to end (SIGTERM), then kills it after 10 s.
-func (p *proc) stop() { p.signal(syscall.SIGTERM, 10*time.Second) }
-
-// running reports whether the process is still there.
-func (p *proc) running() bool {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
-// stopAll kills every process still running; the last line of defence
-// when the benchmark is interrupted.
-func stopAll() {
-	live.Lock()
-	ps := make([]*proc, 0, len(live.procs))
-	for p := range live.procs {
-		ps = append(ps, p)
-	}
-	live.Unlock()
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.kill() }()
-	}
-	wg.Wait()
 }
 
 // freePort asks the kernel for a free loopback port. The port is closed

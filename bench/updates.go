@@ -25,6 +25,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/jaco-project/jaco/agent/exec/hooks"
+	"github.com/jaco-project/jaco/internal/testcluster"
 )
 
 // updateConfig is one policy measured.
@@ -124,7 +125,7 @@ func runUpdates(o updatesOpts) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	defer stopAll()
+	defer testcluster.KillAll()
 	return measureUpdates(ctx, o)
 }
 

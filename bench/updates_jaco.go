@@ -18,6 +18,7 @@ import (
 	"github.com/jaco-project/jaco/api"
 	jclient "github.com/jaco-project/jaco/client"
 	"github.com/jaco-project/jaco/internal/datadir"
+	"github.com/jaco-project/jaco/internal/testcluster"
 	"github.com/jaco-project/jaco/internal/waitfor"
 )
 
@@ -30,11 +31,10 @@ const completionPoll = 20 * time.Millisecond
 // updatesNode is one jacod that is the manager and runs the replicas as
 // hook bundles (no containerd address).
 type updatesNode struct {
-	o       updatesOpts
-	m       *jacoMember
-	p       *proc
-	cl      *jclient.Client
-	release func()
+	o  updatesOpts
+	m  *jacoMember
+	p  *testcluster.Process
+	cl *jclient.Client
 }
 
 func startUpdatesNode(ctx context.Context, o updatesOpts) (*updatesNode, error) {
@@ -51,7 +51,7 @@ func startUpdatesNode(ctx context.Context, o updatesOpts) (*updatesNode, error) 
 	n.p = newProc("jacod", o.jacod, filepath.Join(o.work, "jaco", "jacod.log"),
 		"--data-dir", dir, "--listen-addr", addr, "--node-name", "bench")
 	n.m = &jacoMember{name: "bench", dir: dir, addr: addr, p: n.p}
-	if n.release, err = startOnOwnThread(n.p); err != nil {
+	if err := startProc(n.p); err != nil {
 		return nil, err
 	}
 	if err := n.setup(ctx); err != nil {
@@ -162,7 +162,7 @@ func (n *updatesNode) measure(ctx context.Context, c updateConfig) (*updateSampl
 	spec.Update = &api.UpdatePolicy{Parallelism: uint64(c.Parallelism), Monitor: durationpb.New(c.Monitor)}
 	spec.ForceUpdate++
 	s := &updateSample{Kind: "jaco", Config: c, LoadAvg: loadAverage()}
-	logOff := fileSize(n.p.log)
+	logOff := fileSize(n.p.LogPath())
 
 	t0 := time.Now()
 	if _, err := n.cl.Control.UpdateService(ctx, &api.UpdateServiceRequest{
@@ -204,7 +204,7 @@ func (n *updatesNode) measure(ctx context.Context, c updateConfig) (*updateSampl
 	}
 	s.TotalS = time.Since(t0).Seconds()
 	s.Replaced = len(tasks)
-	phases, err := replicaPhases(n.p.log, logOff, t0, tasks)
+	phases, err := replicaPhases(n.p.LogPath(), logOff, t0, tasks)
 	if err != nil {
 		log.Printf("updates: phases from the jacod log: %v", err)
 	}
@@ -305,6 +305,5 @@ func (n *updatesNode) close(ctx context.Context) {
 		}
 		n.cl.Close()
 	}
-	n.p.stop()
-	n.release()
+	stopProc(n.p)
 }
