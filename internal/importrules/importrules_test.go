@@ -38,6 +38,11 @@
 //     whole manager). It may link the backup file format and its sealing,
 //     which `jaco backup` writes, and a bounded number of packages outside
 //     the standard library (TestCLIStaysSmall).
+//   - The shipped binaries do not link the test harness: internal/testcluster
+//     starts, pauses and partitions daemons (docs/design.md §14), which
+//     nothing jacod or jaco does needs. The harness itself does not import
+//     testing, since the nemesis runner and the benchmark are programs
+//     (TestHarnessIsNoTest).
 package importrules
 
 import (
@@ -108,6 +113,8 @@ func rules() []rule {
 		{from: "node/keyring", to: "manager/...", except: keyringDeps},
 		{from: "node/...", to: "manager/state/...", direct: true},
 		{from: "node/formation", to: "agent/..."},
+		{from: "cmd/jaco", to: "internal/testcluster"},
+		{from: "cmd/jacod", to: "internal/testcluster"},
 	}
 	for _, from := range leaderSubsystems {
 		for _, to := range leaderSubsystems {
@@ -126,7 +133,7 @@ func rules() []rule {
 
 func TestImportRules(t *testing.T) {
 	g := loadGraph(t)
-	named := []string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "node", "node/keyring", "node/roles", "node/formation"}
+	named := []string{"manager/state/store", "manager/state/raft", "agent", "cmd/jaco", "cmd/jacod", "node", "node/keyring", "node/roles", "node/formation", harness}
 	for _, pkg := range slices.Concat(named, leaderSubsystems, sharedLeaves, cliBackupDeps, keyringDeps) {
 		if _, ok := g.imports[g.module+"/"+pkg]; !ok {
 			t.Errorf("package %s is not in the module: a rule naming it would pass without checking anything; update the rules", pkg)
@@ -160,6 +167,21 @@ func (g *graph) violations(r rule) []string {
 		}
 	}
 	return out
+}
+
+// harness is the package that runs daemons for the integration tests,
+// the nemesis runner and the benchmark.
+const harness = "internal/testcluster"
+
+// TestHarnessIsNoTest: the harness and what it imports from the module
+// stay free of package testing, so the programs that use it get no test
+// flags and no test-only code paths.
+func TestHarnessIsNoTest(t *testing.T) {
+	g := loadGraph(t)
+	from := g.module + "/" + harness
+	if chain := g.path(from, func(p string) bool { return p == "testing" }); chain != nil {
+		t.Errorf("%s must not import testing; it does through %s", harness, strings.Join(chain, " -> "))
+	}
 }
 
 // maxCLIDeps bounds the packages outside the standard library the CLI
@@ -266,7 +288,8 @@ func (g *graph) matching(pattern string) []string {
 // path returns the shortest chain of imports from `from` to a package
 // for which bad holds, as module-relative paths, or nil when there is
 // none. Only the module's packages are followed: nothing outside it
-// imports it back.
+// imports it back. A package outside it may still be the one bad names
+// (the standard library's testing).
 func (g *graph) path(from string, bad func(string) bool) []string {
 	parent := map[string]string{from: ""}
 	queue := []string{from}
@@ -277,10 +300,8 @@ func (g *graph) path(from string, bad func(string) bool) []string {
 			if _, seen := parent[next]; seen {
 				continue
 			}
-			if _, inModule := g.imports[next]; !inModule {
-				continue
-			}
 			parent[next] = p
+			_, inModule := g.imports[next]
 			if bad(next) {
 				var chain []string
 				for q := next; q != ""; q = parent[q] {
@@ -289,7 +310,9 @@ func (g *graph) path(from string, bad func(string) bool) []string {
 				slices.Reverse(chain)
 				return chain
 			}
-			queue = append(queue, next)
+			if inModule {
+				queue = append(queue, next)
+			}
 		}
 	}
 	return nil
