@@ -101,11 +101,12 @@ lint: tools ## gofmt, go vet, staticcheck, no binary, large file or Go file over
 	$(BIN)/staticcheck ./...
 
 # Every package runs under the race detector; the integration tests start
-# real jacod processes built by their TestMain.
+# real jacod processes built by their TestMain. Lint and fuzzing run
+# beside the tests, niced, in the CPU the tests' waits leave
+# (scripts/check-all.sh).
 .PHONY: test
-test: check-generated lint ## every check and test, as CI runs them
-	$(GO) test -race -count=1 -timeout 20m ./...
-	./scripts/fuzz.sh 10
+test: check-generated ## every check and test, as CI runs them
+	GO=$(GO) MAKE=$(MAKE) FUZZTIME=10 ./scripts/check-all.sh
 
 # Each fuzz target for FUZZTIME seconds (scripts/fuzz.sh); `make test`
 # runs them for 10 s each, a crash becomes a seed under testdata/fuzz.
