@@ -2,11 +2,12 @@ package agent
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jaco-project/jaco/api"
-	"github.com/jaco-project/jaco/internal/statusq"
 )
 
 // Statuses holds the replica statuses not yet accepted by a dispatcher,
@@ -14,8 +15,9 @@ import (
 // what one session failed to deliver the next one sends. A replica's
 // changes coalesce; only its latest status is sent.
 type Statuses struct {
-	mu      sync.Mutex
-	pending statusq.Pending
+	mu sync.Mutex
+	// pending maps a task id to the status to send for it.
+	pending map[string]*api.TaskStatus
 	// notify wakes the sender of the current session (capacity 1).
 	notify chan struct{}
 	// urgent cuts the sender's wait between batches short (capacity 1).
@@ -24,7 +26,7 @@ type Statuses struct {
 
 // NewStatuses returns an empty Statuses.
 func NewStatuses() *Statuses {
-	return &Statuses{pending: statusq.Pending{},
+	return &Statuses{pending: map[string]*api.TaskStatus{},
 		notify: make(chan struct{}, 1), urgent: make(chan struct{}, 1)}
 }
 
@@ -70,14 +72,23 @@ func (r *Statuses) wake() {
 func (r *Statuses) batch() []*api.TaskStatusUpdate {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.pending.Batch()
+	updates := make([]*api.TaskStatusUpdate, 0, len(r.pending))
+	for id, st := range r.pending {
+		updates = append(updates, &api.TaskStatusUpdate{TaskId: id, Status: st})
+	}
+	slices.SortFunc(updates, func(a, b *api.TaskStatusUpdate) int { return strings.Compare(a.TaskId, b.TaskId) })
+	return updates
 }
 
 // accepted forgets the sent statuses that have not been replaced since.
 func (r *Statuses) accepted(sent []*api.TaskStatusUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.pending.Accepted(sent)
+	for _, u := range sent {
+		if r.pending[u.TaskId] == u.Status {
+			delete(r.pending, u.TaskId)
+		}
+	}
 }
 
 // run sends pending statuses with send until ctx ends or send fails (the

@@ -112,3 +112,21 @@ func TestReporterSendsRunningAtOnce(t *testing.T) {
 		t.Fatalf("run = %v", err)
 	}
 }
+
+// A batch is ordered by task id; a status replaced after it was sent stays
+// pending when the batch is accepted, and one accepted as sent goes.
+func TestStatusesAcceptedKeepsWhatChangedSince(t *testing.T) {
+	r := NewStatuses()
+	r.Enqueue("b", &api.TaskStatus{State: running})
+	r.Enqueue("a", &api.TaskStatus{State: starting})
+	sent := r.batch()
+	if len(sent) != 2 || sent[0].TaskId != "a" || sent[1].TaskId != "b" {
+		t.Fatalf("batch = %v, want a then b", sent)
+	}
+	newer := &api.TaskStatus{State: running}
+	r.Enqueue("a", newer) // a changed while the batch was on its way
+	r.accepted(sent)
+	if left := r.batch(); len(left) != 1 || left[0].TaskId != "a" || left[0].Status != newer {
+		t.Fatalf("after accepted: %v, want a's newer status only", left)
+	}
+}
