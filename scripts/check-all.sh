@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs `make test`'s jobs after check-generated: the tests (go test -race
 # over every package) in the foreground, and lint then fuzzing beside them
-# under nice. On two cores the three used to run one after another; but
-# the integration tests mostly wait on the processes they start, and the
-# niced jobs take the CPU those waits leave, never the tests' own: each
-# fuzz target still runs its FUZZTIME seconds (docs/design.md §14).
+# under nice (docs/adr/0065-test-command-time.md). On two cores the three
+# used to run one after another; but the integration tests mostly wait on
+# the processes they start, and the niced jobs take the CPU those waits
+# leave, never the tests' own. Each fuzz target still runs its FUZZTIME
+# seconds.
 #
 # The tests' output streams as it comes; lint's and fuzzing's are printed
 # whole at the end, each with how long its job took. The exit status is
@@ -31,7 +32,8 @@ job() {
 
 (
 	job lint nice -n 10 "$MAKE" --no-print-directory lint
-	job fuzz nice -n 10 ./scripts/fuzz.sh "$FUZZTIME"
+	# One target per core at once, one fuzzing worker each (scripts/fuzz.sh).
+	job fuzz env FUZZ_JOBS="$(nproc)" nice -n 10 ./scripts/fuzz.sh "$FUZZTIME"
 ) >"$logs/side.log" 2>&1 &
 side=$!
 

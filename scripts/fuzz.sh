@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # Runs every native Go fuzz target of the module (func FuzzX(f *testing.F))
 # for N seconds each, default 10: `scripts/fuzz.sh [seconds]`. Targets are
-# found with `go test -list`, so a new one is run without editing this
+# read from the test files, so a new one is run without editing this
 # script. `go test -fuzz` takes one package and one target at a time, hence
 # the loop. A crash fails the run and go test writes the input under the
 # package's testdata/fuzz/<FuzzName>/, where it becomes a regression seed
 # that plain `go test` runs from then on.
+#
+# FUZZ_JOBS=N runs N targets at once, each with one fuzzing worker (go
+# test -parallel 1) instead of one per core: `make test` fuzzes beside
+# the tests, where a target's second worker found no core free, and the
+# targets left when the tests end then take half as long
+# (docs/adr/0065-test-command-time.md). Each target still runs N seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,22 +21,25 @@ if ! [[ "$secs" =~ ^[1-9][0-9]*$ ]]; then
 	exit 2
 fi
 GO="${GO:-go}"
+jobs="${FUZZ_JOBS:-1}"
+if ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
+	echo "FUZZ_JOBS=$jobs: give a positive number" >&2
+	exit 2
+fi
+workers=()
+((jobs == 1)) || workers=(-parallel 1)
 
-# `go test -list` prints a package's matching names, then "ok <pkg> <time>";
-# packages without tests print "? <pkg> [no test files]".
-listing="$("$GO" test -run '^$' -list '^Fuzz' ./...)"
+# A target is a "func FuzzX(f *testing.F)" line of a package's test file:
+# read from the source, as `go test -list` would need every package's test
+# binary built first only to name them.
 targets=()
-names=()
-while read -r first second _; do
-	case "$first" in
-	Fuzz*) names+=("$first") ;;
-	ok)
-		for n in "${names[@]}"; do targets+=("$second $n"); done
-		names=()
-		;;
-	*) names=() ;;
-	esac
-done <<<"$listing"
+while read -r dir pkg; do
+	files=("$dir"/*_test.go)
+	[[ -e ${files[0]} ]] || continue
+	while read -r name; do
+		targets+=("$pkg $name")
+	done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)([A-Za-z_][A-Za-z0-9_]* \*testing\.F) {$/\1/p' "${files[@]}" | sort)
+done < <("$GO" list -f '{{.Dir}} {{.ImportPath}}' ./...)
 
 if [ "${#targets[@]}" -eq 0 ]; then
 	echo "fuzz: no fuzz targets found" >&2
@@ -42,7 +51,7 @@ echo "fuzz: ${#targets[@]} targets, ${secs}s each"
 # busy machine (go.dev/issue/75804, fixed in Go 1.27): no input failed and
 # none is written. A real finding always says "Failing input written to".
 # Such a run is tried once more; anything else fails at once.
-fuzz_run() { "$GO" test -run '^$' -fuzz "^${2}\$" -fuzztime "${secs}s" "$1"; }
+fuzz_run() { "$GO" test -run '^$' -fuzz "^${2}\$" -fuzztime "${secs}s" "${workers[@]}" "$1"; }
 fuzz_one() {
 	local pkg=$1 name=$2 log
 	log="$(mktemp)"
@@ -60,8 +69,33 @@ fuzz_one() {
 	return 1
 }
 
-for t in "${targets[@]}"; do
-	read -r pkg name <<<"$t"
-	echo "fuzz: $name in $pkg"
-	fuzz_one "$pkg" "$name"
+# shard K runs targets K, K+jobs, K+2*jobs, ... one after another.
+shard() {
+	local i rc=0 pkg name
+	for ((i = $1; i < ${#targets[@]}; i += jobs)); do
+		read -r pkg name <<<"${targets[i]}"
+		echo "fuzz: $name in $pkg"
+		fuzz_one "$pkg" "$name" || rc=1
+	done
+	return "$rc"
+}
+
+if ((jobs == 1)); then
+	shard 0
+	exit
+fi
+# Each shard's output is printed whole once it ends, so a failure's lines
+# stay together.
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+pids=()
+for ((k = 0; k < jobs; k++)); do
+	shard "$k" >"$logs/$k" 2>&1 &
+	pids+=($!)
 done
+failed=0
+for k in "${!pids[@]}"; do
+	wait "${pids[k]}" || failed=1
+	cat "$logs/$k"
+done
+exit "$failed"
