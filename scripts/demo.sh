@@ -24,7 +24,8 @@ ensure_pkgs git gcc libc6-dev ca-certificates curl iproute2 iptables util-linux 
 ensure_go
 log "building jacod, jaco and jaco-dev"
 mkdir -p bin
-go build -o bin/ ./cmd/jacod ./cmd/jaco ./cmd/jaco-dev
+go build -o bin/ ./cmd/jacod ./cmd/jaco
+go build -o bin/jaco-dev ./devtool
 
 base=$(mktemp -d /tmp/jaco-demo.XXXXXX)
 tag="jd$$"
