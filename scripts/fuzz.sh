@@ -32,6 +32,9 @@ workers=()
 # A target is a "func FuzzX(f *testing.F)" line of a package's test file:
 # read from the source, as `go test -list` would need every package's test
 # binary built first only to name them.
+# go list on a line of its own: its failure stops the script (set -e),
+# where a process substitution would hide it.
+pkgs="$("$GO" list -f '{{.Dir}} {{.ImportPath}}' ./...)"
 targets=()
 while read -r dir pkg; do
 	files=("$dir"/*_test.go)
@@ -39,7 +42,7 @@ while read -r dir pkg; do
 	while read -r name; do
 		targets+=("$pkg $name")
 	done < <(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)([A-Za-z_][A-Za-z0-9_]* \*testing\.F) {$/\1/p' "${files[@]}" | sort)
-done < <("$GO" list -f '{{.Dir}} {{.ImportPath}}' ./...)
+done <<<"$pkgs"
 
 if [ "${#targets[@]}" -eq 0 ]; then
 	echo "fuzz: no fuzz targets found" >&2
