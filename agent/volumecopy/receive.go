@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // ErrChecksum is a file whose bytes do not match the sum the source sent:
@@ -75,15 +76,11 @@ const checkpointEvery = 10 * time.Second
 // file system holding Dir is synced first, so that a resume point never
 // names data a power loss took.
 func (r *Receiver) saveResume(rs Resume) error {
-	if err := syncFS(r.Dir); err != nil {
+	if err := durable.SyncFS(r.Dir); err != nil {
 		return fmt.Errorf("save resume point: %w", err)
 	}
 	b, _ := json.Marshal(rs)
-	tmp := r.State + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("save resume point: %w", err)
-	}
-	if err := os.Rename(tmp, r.State); err != nil {
+	if err := durable.WriteFile(r.State, b, 0o600); err != nil {
 		return fmt.Errorf("save resume point: %w", err)
 	}
 	return nil
@@ -402,20 +399,7 @@ func (w *writer) finish() error {
 			return err
 		}
 	}
-	return syncFS(w.root.Name())
-}
-
-// syncFS flushes the file system holding dir.
-func syncFS(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return durable.SyncFS(w.root.Name())
 }
 
 // checkPath refuses a path that is not inside the volume.

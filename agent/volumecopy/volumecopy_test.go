@@ -51,9 +51,12 @@ func record(t *testing.T, src string, req *api.ReadVolumeRequest) *chunks {
 }
 
 // fill makes a volume with a large file, owners, modes, times, a symlink,
-// a fifo and nested directories.
+// a fifo and nested directories. Giving owners needs root.
 func fill(t *testing.T) string {
 	t.Helper()
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "owners need root")
+	}
 	src := t.TempDir()
 	big := make([]byte, 3*chunkSize+123)
 	if _, err := rand.Read(big); err != nil {
@@ -109,18 +112,18 @@ func same(t *testing.T, src, dst string) {
 	}
 }
 
+// receiver returns a Receiver into a new empty directory.
 func receiver(t *testing.T) *Receiver {
+	t.Helper()
 	dst := t.TempDir()
-	return &Receiver{Dir: filepath.Join(dst, "_data"), State: filepath.Join(dst, "moving")}
+	r := &Receiver{Dir: filepath.Join(dst, "_data"), State: filepath.Join(dst, "moving")}
+	must(t, os.Mkdir(r.Dir, 0o755))
+	return r
 }
 
 func TestCopyKeepsOwnersModesTimesAndLinks(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "owners need root")
-	}
 	src := fill(t)
 	r := receiver(t)
-	must(t, os.Mkdir(r.Dir, 0o755))
 	req, err := r.Request("v1", 1)
 	must(t, err)
 	must(t, r.Receive(context.Background(), req, record(t, src, req)))
@@ -128,12 +131,8 @@ func TestCopyKeepsOwnersModesTimesAndLinks(t *testing.T) {
 }
 
 func TestCopyResumesAfterACutStream(t *testing.T) {
-	if os.Geteuid() != 0 {
-		testenv.SkipOrFail(t, "owners need root")
-	}
 	src := fill(t)
 	r := receiver(t)
-	must(t, os.Mkdir(r.Dir, 0o755))
 	ctx := context.Background()
 	req, err := r.Request("v1", 1)
 	must(t, err)
@@ -170,7 +169,6 @@ func TestCopyResumesAfterACutStream(t *testing.T) {
 func TestCopyRefusesAChecksumMismatch(t *testing.T) {
 	src := fill(t)
 	r := receiver(t)
-	must(t, os.Mkdir(r.Dir, 0o755))
 	req, err := r.Request("v1", 1)
 	must(t, err)
 	c := record(t, src, req)
@@ -211,7 +209,6 @@ func TestSendRefusesAResumePointOfAnotherVolume(t *testing.T) {
 
 func TestReceiveRefusesPathsOutsideTheVolume(t *testing.T) {
 	r := receiver(t)
-	must(t, os.Mkdir(r.Dir, 0o755))
 	c := &chunks{msgs: []*api.VolumeChunk{
 		{Part: &api.VolumeChunk_Start{Start: &api.VolumeStreamStart{Entries: 2}}},
 		{Part: &api.VolumeChunk_Entry{Entry: &api.VolumeEntry{Index: 0, Path: ".", Kind: api.VolumeEntry_KIND_DIR, Mode: 0o755}}},

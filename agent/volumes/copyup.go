@@ -87,7 +87,7 @@ func Populate(ctx context.Context, data string, fill func(dst string) error, log
 	}
 	// The copy is on disk before the marker goes: after a crash, either
 	// the marker or the whole copy is there.
-	if err := syncFS(data); err != nil {
+	if err := durable.SyncFS(data); err != nil {
 		return false, err
 	}
 	return true, removeMarker(marker)
@@ -171,20 +171,6 @@ func removeMarker(path string) error {
 func syncDir(dir string) error {
 	if err := durable.SyncDir(dir); err != nil {
 		return fmt.Errorf("volume: %w", err)
-	}
-	return nil
-}
-
-// syncFS flushes the file system holding path: the copy's directories
-// and metadata, which the per-file syncs of the copy do not cover.
-func syncFS(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("volume: sync %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := unix.Syncfs(int(f.Fd())); err != nil {
-		return fmt.Errorf("volume: sync %s: %w", path, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jaco-project/jaco/api"
+	"github.com/jaco-project/jaco/internal/durable"
 )
 
 // A volume's moves (docs/adr/0064-volume-move.md). Each copy a move makes
@@ -144,7 +145,7 @@ func (d Dir) Received(name string, gen uint64) error {
 	if err := os.WriteFile(filepath.Join(root, generationFile), []byte(strconv.FormatUint(gen, 10)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("volume %s: %w", name, err)
 	}
-	if err := syncFS(root); err != nil {
+	if err := durable.SyncFS(root); err != nil {
 		return fmt.Errorf("volume %s: %w", name, err)
 	}
 	if err := os.Remove(filepath.Join(root, movingFile)); err != nil {

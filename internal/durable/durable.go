@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteTemp writes data with mode to a new temporary file in dir (named
@@ -76,6 +78,21 @@ func SyncDir(dir string) error {
 	defer d.Close()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// SyncFS flushes the whole file system holding path (syncfs(2)): what a
+// tree copy wrote, directories and metadata included, which syncing each
+// file would not cover.
+func SyncFS(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sync file system of %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return fmt.Errorf("sync file system of %s: %w", path, err)
 	}
 	return nil
 }
