@@ -167,7 +167,7 @@ func (c *Config) setDefaults() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	c.formation, c.FormationDelay = f, f.Delay
+	c.formation = f
 	return nil
 }
 

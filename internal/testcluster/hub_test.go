@@ -132,10 +132,13 @@ func TestSweepDeletesDeadRunsOnly(t *testing.T) {
 		t.Cleanup(func() { _ = ipCmd(ctx, "netns", "delete", ns) })
 	}
 	sweepStale(ctx)
-	if ok, _ := NamespaceExists(ctx, dead); ok {
-		t.Errorf("%s survived the sweep", dead)
-	}
-	if ok, _ := NamespaceExists(ctx, mine); !ok {
-		t.Errorf("the sweep deleted this run's %s", mine)
+	for ns, want := range map[string]bool{dead: false, mine: true} {
+		ok, err := NamespaceExists(ctx, ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != want {
+			t.Errorf("namespace %s exists: %v after the sweep, want %v (only dead runs' are deleted)", ns, ok, want)
+		}
 	}
 }
