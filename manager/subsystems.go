@@ -122,16 +122,7 @@ func (s admissionService) Admit(ctx context.Context, req *api.AdmitRequest) (*ap
 
 // managerAddrs are the raft members' addresses, which agents keep to find
 // the cluster again.
-func (m *Manager) managerAddrs() []string { return MemberAddrs(m.raft.Members()) }
-
-// MemberAddrs are the addresses of members, in order.
-func MemberAddrs(members []*api.RaftMember) []string {
-	addrs := make([]string, 0, len(members))
-	for _, mem := range members {
-		addrs = append(addrs, mem.Address)
-	}
-	return addrs
-}
+func (m *Manager) managerAddrs() []string { return api.MemberAddrs(m.raft.Members()) }
 
 // forwardedLeader names the leader this manager forwards calls to, "" when
 // it leads itself or knows no leader.

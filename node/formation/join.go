@@ -86,7 +86,7 @@ func (f *Former) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), api.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {

@@ -13,7 +13,6 @@ import (
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
-	"github.com/jaco-project/jaco/manager"
 	"github.com/jaco-project/jaco/node/roles"
 )
 
@@ -95,7 +94,7 @@ func (f *Former) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
 	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
 		return err
 	}
-	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), manager.MemberAddrs(resp.Members)); err != nil {
+	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), api.MemberAddrs(resp.Members)); err != nil {
 		return err
 	}
 	if err := f.parts.ReloadTLS(); err != nil {

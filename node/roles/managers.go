@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/internal/durable"
 )
 
@@ -40,13 +39,4 @@ func LoadManagers(path string) ([]string, error) {
 		return nil, fmt.Errorf("read managers %s: %w", path, err)
 	}
 	return addrs, nil
-}
-
-// memberAddrs are the addresses of members, in their order.
-func memberAddrs(members []*api.RaftMember) []string {
-	addrs := make([]string, 0, len(members))
-	for _, mem := range members {
-		addrs = append(addrs, mem.Address)
-	}
-	return addrs
 }

@@ -66,7 +66,7 @@ func (p *Poller) checkCert(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.rememberManagers(memberAddrs(resp.Members))
+	p.rememberManagers(api.MemberAddrs(resp.Members))
 	if !bytes.Equal(resp.CaCertPem, caPEM) {
 		// A CA rotation moved on (carotation.go): trust what the cluster
 		// trusts now, and report it at once.
