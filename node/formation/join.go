@@ -52,24 +52,11 @@ func (f *Former) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.Jo
 	if err != nil {
 		return nil, internalError(err)
 	}
-	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))))
-	if err != nil {
-		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", req.Peer, err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
-	defer cancel()
-	resp, err := api.NewMembershipServiceClient(conn).Join(ctx, &api.JoinRequest{
-		Token: req.Token, CsrPem: csrPEM, Hostname: f.cfg.NodeName, Address: f.d.AdvertiseAddr(),
+	resp, err := callPeer(ctx, req.Peer, tok.CAFingerprint, "join", func(ctx context.Context, c api.MembershipServiceClient) (*api.JoinResponse, error) {
+		return c.Join(ctx, &api.JoinRequest{Token: req.Token, CsrPem: csrPEM, Hostname: f.cfg.NodeName, Address: f.d.AdvertiseAddr()})
 	})
 	if err != nil {
-		if reason.Of(err) == "" {
-			return nil, reason.Error(codes.Unavailable, reason.Unavailable, "join through %s: %v", req.Peer, err)
-		}
 		return nil, err
-	}
-	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
-		return nil, internalError(err)
 	}
 	if err := f.installJoin(resp, keyPEM); err != nil {
 		return nil, internalError(err)
@@ -83,10 +70,7 @@ func (f *Former) Join(ctx context.Context, req *api.JoinClusterRequest) (*api.Jo
 // (an empty one, which the leader then ships the log), the TLS config of
 // its certificate, the agent. The caller holds LockInit.
 func (f *Former) installJoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
-		return err
-	}
-	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), api.MemberAddrs(resp.Members)); err != nil {
+	if err := f.saveJoinFiles(resp, keyPEM); err != nil {
 		return err
 	}
 	if resp.Role == api.NodeRole_NODE_ROLE_MANAGER {
@@ -130,6 +114,41 @@ func bundleNamed(bundlePEM []byte, fp string) error {
 		return fmt.Errorf("CA %s is not the one the token names (%s)", token.FingerprintDER(cas[0].Raw), fp)
 	}
 	return nil
+}
+
+// callPeer calls the membership service of peer, which must present the
+// CA the token pins, and checks the answer against that CA: the one call
+// a join and a rejoin make. An error without a reason word (the peer not
+// reached) is unavailable; what goes wrong here is internal.
+func callPeer(ctx context.Context, peer, caFingerprint, what string,
+	call func(context.Context, api.MembershipServiceClient) (*api.JoinResponse, error)) (*api.JoinResponse, error) {
+	conn, err := grpc.NewClient(peer, grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(caFingerprint))))
+	if err != nil {
+		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", peer, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
+	defer cancel()
+	resp, err := call(ctx, api.NewMembershipServiceClient(conn))
+	if err != nil {
+		if reason.Of(err) == "" {
+			return nil, reason.Error(codes.Unavailable, reason.Unavailable, "%s through %s: %v", what, peer, err)
+		}
+		return nil, err
+	}
+	if err := checkJoinResponse(resp, caFingerprint); err != nil {
+		return nil, internalError(err)
+	}
+	return resp, nil
+}
+
+// saveJoinFiles saves what an admission gave this node, with its private
+// key: its certificate files and the managers it may ask from now on.
+func (f *Former) saveJoinFiles(resp *api.JoinResponse, keyPEM []byte) error {
+	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
+		return err
+	}
+	return roles.SaveManagers(f.cfg.Dir.JoinManagers(), api.MemberAddrs(resp.Members))
 }
 
 // checkJoinResponse makes sure the leader returned a certificate of the CA

@@ -4,16 +4,13 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/jaco-project/jaco/api"
 	"github.com/jaco-project/jaco/api/identity"
 	"github.com/jaco-project/jaco/api/reason"
 	"github.com/jaco-project/jaco/ca"
 	"github.com/jaco-project/jaco/ca/token"
-	"github.com/jaco-project/jaco/node/roles"
 )
 
 // rejoin brings back a worker whose certificate expired while it was off
@@ -58,24 +55,11 @@ func (f *Former) rejoin(ctx context.Context, req *api.JoinClusterRequest) (*api.
 	if err != nil {
 		return nil, internalError(err)
 	}
-	conn, err := grpc.NewClient(req.Peer, grpc.WithTransportCredentials(credentials.NewTLS(token.PinnedTLSConfig(tok.CAFingerprint))))
-	if err != nil {
-		return nil, reason.Error(codes.InvalidArgument, reason.InvalidSpec, "peer %q: %v", req.Peer, err)
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(ctx, joinTimeout)
-	defer cancel()
-	resp, err := api.NewMembershipServiceClient(conn).Rejoin(ctx, &api.RejoinRequest{
-		Token: req.Token, CsrPem: csrPEM, CertPem: oldCertPEM, Proof: proof,
+	resp, err := callPeer(ctx, req.Peer, tok.CAFingerprint, "rejoin", func(ctx context.Context, c api.MembershipServiceClient) (*api.JoinResponse, error) {
+		return c.Rejoin(ctx, &api.RejoinRequest{Token: req.Token, CsrPem: csrPEM, CertPem: oldCertPEM, Proof: proof})
 	})
 	if err != nil {
-		if reason.Of(err) == "" {
-			return nil, reason.Error(codes.Unavailable, reason.Unavailable, "rejoin through %s: %v", req.Peer, err)
-		}
 		return nil, err
-	}
-	if err := checkJoinResponse(resp, tok.CAFingerprint); err != nil {
-		return nil, internalError(err)
 	}
 	if resp.NodeId != old.NodeID || resp.Role != api.NodeRole_NODE_ROLE_WORKER {
 		return nil, internalError(fmt.Errorf("rejoin answered node %s as %v, want %s as a worker", resp.NodeId, resp.Role, old.NodeID))
@@ -91,10 +75,7 @@ func (f *Former) rejoin(ctx context.Context, req *api.JoinClusterRequest) (*api.
 // re-adopts the replicas its database holds. Connections opened with the
 // expired certificate are dropped: they could only fail.
 func (f *Former) installRejoin(resp *api.JoinResponse, keyPEM []byte) error {
-	if err := f.keys.SaveNodeFiles(resp.CaCertPem, resp.CertPem, keyPEM); err != nil {
-		return err
-	}
-	if err := roles.SaveManagers(f.cfg.Dir.JoinManagers(), api.MemberAddrs(resp.Members)); err != nil {
+	if err := f.saveJoinFiles(resp, keyPEM); err != nil {
 		return err
 	}
 	if err := f.parts.ReloadTLS(); err != nil {
