@@ -19,7 +19,7 @@ import (
 type Agent struct {
 	cfg      Config
 	log      *slog.Logger
-	reporter *Statuses
+	statuses *Statuses
 	sessions *Sessions
 	metrics  *agentMetrics
 	// monitors heartbeats to the nodes the dispatcher named, session or
@@ -57,7 +57,7 @@ func New(cfg Config) (*Agent, error) {
 	a := &Agent{
 		cfg:      cfg,
 		log:      log,
-		reporter: NewStatuses(),
+		statuses: NewStatuses(),
 		metrics:  newAgentMetrics(),
 		monitors: monitor.NewPinger(monitor.Dial(cfg.Dial), log.With("part", "monitor")),
 	}
@@ -104,7 +104,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.managers = mergeManagers(stored, a.cfg.Managers)
 
 	ctx, cancel := context.WithCancel(ctx)
-	w := newWorker(ctx, &a.cfg, d, a.reporter, a.metrics)
+	w := newWorker(ctx, &a.cfg, d, a.statuses, a.metrics)
 	a.mu.Lock() // Replicas reads it from other goroutines
 	a.worker = w
 	a.mu.Unlock()

@@ -315,7 +315,7 @@ func (r *taskRunner) cleanup(ctx context.Context, ctl exec.Controller, col *logs
 	if err != nil {
 		r.w.log.Error("forget task in agent db", "task_id", r.id, "err", err)
 	}
-	r.w.reporter.Drop(r.id)
+	r.w.statuses.Drop(r.id)
 	r.w.forget(r)
 	r.w.log.Info("replica removed", "task_id", r.id)
 }

@@ -116,7 +116,7 @@ func (r *taskRunner) update(t *api.Task) {
 	// The cluster is behind what this agent reported (a report lost with
 	// an agent restart): say it again.
 	if local != nil && !removing && t.GetStatus().GetState() < local.GetState() {
-		r.w.reporter.Enqueue(r.id, local)
+		r.w.statuses.Enqueue(r.id, local)
 	}
 }
 
@@ -125,7 +125,7 @@ func (r *taskRunner) remove() {
 	r.mu.Lock()
 	r.removing = true
 	r.mu.Unlock()
-	r.w.reporter.Drop(r.id)
+	r.w.statuses.Drop(r.id)
 	r.wantStop()
 	r.removeOnce.Do(func() { close(r.removed) })
 }
@@ -193,7 +193,7 @@ func (r *taskRunner) report(st *api.TaskStatus) {
 		r.w.log.Error("keep task status in agent db", "task_id", r.id, "err", err)
 	}
 	if !removing {
-		r.w.reporter.Enqueue(r.id, st)
+		r.w.statuses.Enqueue(r.id, st)
 	}
 }
 
@@ -215,7 +215,7 @@ func (r *taskRunner) amend(message string) {
 	st.Timestamp = timestamppb.New(time.Now())
 	r.status = st
 	r.mu.Unlock()
-	r.w.reporter.Enqueue(r.id, st)
+	r.w.statuses.Enqueue(r.id, st)
 }
 
 func newStatus(state api.TaskState, message string) *api.TaskStatus {

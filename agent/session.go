@@ -34,7 +34,7 @@ func (a *Agent) newSessions() *Sessions {
 		},
 		Description: a.cfg.Description,
 		Assign:      func(m *api.AssignmentsMessage) { a.worker.apply(m) },
-		Statuses:    a.reporter,
+		Statuses:    a.statuses,
 		Opened: func(id string, client api.DispatcherServiceClient) func() {
 			a.log.Info("dispatcher session open", "address", addr, "session_id", id)
 			a.inSession.Store(true)

@@ -19,7 +19,7 @@ type worker struct {
 	cfg      *Config
 	log      *slog.Logger
 	db       *db.DB
-	reporter *Statuses
+	statuses *Statuses
 	metrics  *agentMetrics
 	// logs keeps replicas' output, past their end (docs/design.md §9).
 	logs *logs.Store
@@ -42,10 +42,10 @@ type worker struct {
 	wg    sync.WaitGroup
 }
 
-func newWorker(ctx context.Context, cfg *Config, d *db.DB, rep *Statuses, m *agentMetrics) *worker {
+func newWorker(ctx context.Context, cfg *Config, d *db.DB, statuses *Statuses, m *agentMetrics) *worker {
 	store := logs.NewStore(cfg.logsDir())
 	store.Logger = cfg.Logger
-	return &worker{cfg: cfg, log: cfg.Logger, db: d, reporter: rep, metrics: m, ctx: ctx, logs: store,
+	return &worker{cfg: cfg, log: cfg.Logger, db: d, statuses: statuses, metrics: m, ctx: ctx, logs: store,
 		starts: make(chan struct{}, cfg.MaxConcurrentStarts), runners: map[string]*taskRunner{},
 		files: newFileStore(), heard: make(chan struct{}), node: templateNode(cfg)}
 }
