@@ -43,6 +43,7 @@ func generation(root string) (uint64, error) {
 	return g, nil
 }
 
+// readID is the id of the volume whose data root holds (its id file).
 func readID(root string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(root, idFile))
 	if err != nil {

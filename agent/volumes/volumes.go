@@ -102,18 +102,17 @@ func claim(root, name, id string) error {
 	if id == "" {
 		return nil
 	}
-	path := filepath.Join(root, idFile)
-	b, err := os.ReadFile(path)
+	got, err := readID(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := os.WriteFile(path, []byte(id+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(root, idFile), []byte(id+"\n"), 0o600); err != nil {
 			return fmt.Errorf("volume %s: record its id: %w", name, err)
 		}
 		return nil
 	case err != nil:
 		return fmt.Errorf("volume %s: %w", name, err)
 	}
-	if got := strings.TrimSpace(string(b)); got != id {
+	if got != id {
 		return fmt.Errorf("volume %s: %s holds the data of another volume of that name (id %s, removed while this node was away; this one is %s): move it away to use this volume",
 			name, root, got, id)
 	}
@@ -142,14 +141,14 @@ func (d Dir) Remove(ref *api.VolumeRef) (removed bool, err error) {
 		return false, nil
 	}
 	root := filepath.Join(string(d), ref.GetName())
-	b, err := os.ReadFile(filepath.Join(root, idFile))
+	got, err := readID(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("volume %s: %w", ref.GetName(), err)
 	}
-	if strings.TrimSpace(string(b)) != ref.GetId() {
+	if got != ref.GetId() {
 		return false, nil
 	}
 	// Another generation of the volume (it moved away and back) is not
