@@ -100,12 +100,8 @@ func (m *Mover) Pass(ctx context.Context) error {
 			from, to := tx.GetNode(mv.GetFromNode()), tx.GetNode(mv.GetToNode())
 			if from == nil || to == nil {
 				v.Move = nil
-				for _, n := range []*api.Node{from, to} {
-					if n != nil {
-						if err := dropOrder(tx, n.GetId(), v.GetId()); err != nil {
-							return err
-						}
-					}
+				if err := dropOrders(tx, mv, v.GetId()); err != nil {
+					return err
 				}
 				logs = append(logs, func() {
 					m.log.Warn("volume move abandoned: a node left the cluster", "volume", v.GetSpec().GetName(), "node_id", v.GetNodeId())

@@ -31,10 +31,8 @@ func Report(ctx context.Context, st *store.Store, nodeID string, r *api.ReportVo
 			v.NodeId, v.Generation, v.PlacedAt = m.GetToNode(), r.GetGeneration(), timestamppb.New(now)
 			m.State, m.Error = api.VolumeMoveState_VOLUME_MOVE_STATE_CLEANUP, ""
 			m.BytesDone = m.GetBytesTotal()
-			for _, id := range []string{m.GetFromNode(), m.GetToNode()} {
-				if err := dropOrder(tx, id, v.GetId()); err != nil {
-					return err
-				}
+			if err := dropOrders(tx, m, v.GetId()); err != nil {
+				return err
 			}
 		case r.GetError() != "":
 			m.State, m.Error = api.VolumeMoveState_VOLUME_MOVE_STATE_FAILED, r.GetError()
@@ -47,6 +45,17 @@ func Report(ctx context.Context, st *store.Store, nodeID string, r *api.ReportVo
 	})
 	if err != nil {
 		return fmt.Errorf("record volume move report: %w", err)
+	}
+	return nil
+}
+
+// dropOrders removes both nodes' orders for the move mv of volume
+// volumeID; a node no longer in the store has none.
+func dropOrders(tx *store.Tx, mv *api.VolumeMove, volumeID string) error {
+	for _, id := range []string{mv.GetFromNode(), mv.GetToNode()} {
+		if err := dropOrder(tx, id, volumeID); err != nil {
+			return err
+		}
 	}
 	return nil
 }
